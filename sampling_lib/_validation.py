@@ -1,0 +1,132 @@
+"""Input validation shared by every module.
+
+Every check raises ``ValueError`` (bad value) or ``TypeError`` (bad type) with a
+message that names the parameter, states the allowed range and repeats the bad
+value, e.g. ``"sampled_ranks must lie in 1..n=100; got max 101"``.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = [
+    "ConvergenceWarning",
+    "check_N_n",
+    "check_ranks",
+    "check_pmf",
+    "check_int",
+    "check_float",
+    "check_probability",
+    "check_scheme",
+    "SCHEMES",
+]
+
+SCHEMES = ("binomial", "hypergeometric")
+
+
+class ConvergenceWarning(UserWarning):
+    """An iterative solver stopped before meeting its stated tolerance."""
+
+
+def check_int(x, name, low=None, high=None) -> int:
+    """Return ``x`` as a Python int, checking type and the closed range [low, high]."""
+    if isinstance(x, bool) or not isinstance(x, (numbers.Integral, np.integer)):
+        if isinstance(x, (float, np.floating)) and np.isfinite(x) and float(x).is_integer():
+            x = int(x)
+        else:
+            raise TypeError(f"{name} must be an integer; got {x!r}")
+    x = int(x)
+    if low is not None and x < low:
+        raise ValueError(f"{name} must be >= {low}; got {x}")
+    if high is not None and x > high:
+        raise ValueError(f"{name} must be <= {high}; got {x}")
+    return x
+
+
+def check_float(x, name, low=None, high=None, low_open=False, high_open=False) -> float:
+    """Return ``x`` as a finite float inside the given (half-)open or closed range."""
+    if isinstance(x, bool) or not isinstance(x, (numbers.Real, np.floating, np.integer)):
+        raise TypeError(f"{name} must be a real number; got {x!r}")
+    x = float(x)
+    if not np.isfinite(x):
+        raise ValueError(f"{name} must be finite; got {x}")
+    lo_br = "(" if low_open else "["
+    hi_br = ")" if high_open else "]"
+    rng_txt = f"{lo_br}{'-inf' if low is None else low}, {'inf' if high is None else high}{hi_br}"
+    if low is not None and (x < low or (low_open and x == low)):
+        raise ValueError(f"{name} must lie in {rng_txt}; got {x}")
+    if high is not None and (x > high or (high_open and x == high)):
+        raise ValueError(f"{name} must lie in {rng_txt}; got {x}")
+    return x
+
+
+def check_probability(p, name) -> float:
+    """Return ``p`` as a float in [0, 1]."""
+    return check_float(p, name, 0.0, 1.0)
+
+
+def check_N_n(N, n) -> tuple[int, int]:
+    """Check the item count N >= 2 and the sample-set size 2 <= n <= N.
+
+    n counts the held-out item plus the n-1 sampled items (KDD20 Sec 2.1.2).
+    """
+    N = check_int(N, "N", low=2)
+    n = check_int(n, "n", low=2)
+    if n > N:
+        raise ValueError(f"n must lie in 2..N={N}; got n={n}")
+    return N, n
+
+
+def check_scheme(scheme) -> str:
+    """Return a valid sampling scheme name."""
+    if scheme not in SCHEMES:
+        raise ValueError(f"scheme must be one of {SCHEMES}; got {scheme!r}")
+    return scheme
+
+
+def check_ranks(ranks, upper, name="ranks", upper_name="N") -> np.ndarray:
+    """Return 1-based ranks as a 1-D int64 array, checking they lie in 1..upper.
+
+    Accepts integer arrays and float arrays holding whole numbers; rejects empty
+    input, NaN/inf, fractional values and values outside 1..upper.
+    """
+    upper = check_int(upper, upper_name, low=1)
+    a = np.asarray(ranks)
+    if a.ndim == 0:
+        a = a.reshape(1)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional; got shape {a.shape}")
+    if a.size == 0:
+        raise ValueError(f"{name} must not be empty")
+    if a.dtype == bool or not (np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.floating)):
+        raise TypeError(f"{name} must hold integers; got dtype {a.dtype}")
+    if np.issubdtype(a.dtype, np.floating):
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"{name} must be finite; got {int(np.sum(~np.isfinite(a)))} NaN/inf values")
+        if not np.all(a == np.round(a)):
+            bad = a[a != np.round(a)][0]
+            raise ValueError(f"{name} must be integers; got non-integer value {bad}")
+    lo, hi = a.min(), a.max()
+    if lo < 1 or hi > upper:
+        raise ValueError(
+            f"{name} must lie in 1..{upper_name}={upper}; got min {lo:g} and max {hi:g}"
+        )
+    return a.astype(np.int64, copy=False)
+
+
+def check_pmf(pmf, N=None, name="pmf", atol=1e-8) -> np.ndarray:
+    """Return a probability vector as float64, checking it is finite, >= 0 and sums to 1."""
+    p = np.asarray(pmf, dtype=float)
+    if p.ndim != 1 or p.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D array; got shape {p.shape}")
+    if N is not None and p.size != N:
+        raise ValueError(f"{name} must have length N={N}; got {p.size}")
+    if not np.all(np.isfinite(p)):
+        raise ValueError(f"{name} must be finite; got NaN/inf entries")
+    if np.any(p < 0):
+        raise ValueError(f"{name} must be nonnegative; got min {p.min():g}")
+    s = p.sum()
+    if abs(s - 1.0) > atol:
+        raise ValueError(f"{name} must sum to 1 (within {atol:g}); got sum {s:.12g}")
+    return p

@@ -1,0 +1,11 @@
+"""Estimators of global top-K metrics from sampled ranks.
+
+Every estimator takes sampled ranks (1-based ints in 1..n), N and n and returns a
+length-N vector ``w`` such that the estimate of any metric F is ``w @ F(1..N)``.
+
+- rank-distribution estimators (``_distribution``): ``w`` is a probability vector
+  P(R), R = 1..N (AAAI21 eqs 18-27, TORS24 Sec 4 and 6.2);
+- linear metric estimators (``_linear``): ``w`` is a weight vector that may have
+  negative entries (TORS24 eqs 7-10, 28, 37-42).
+"""
+__all__: list[str] = []

@@ -1,0 +1,194 @@
+"""Top-K metrics F(R) of a single held-out item at global rank R.
+
+With one relevant item per user (leave-one-out evaluation) every top-K metric is
+a function of the item's rank R only (TORS24 eq 2, AAAI21 eq 13):
+
+=============  ==========================================
+recall@K       1{R <= K}                (= hit ratio HR@K)
+precision@K    1{R <= K} / K
+ndcg@K         1{R <= K} / log2(R + 1)
+ap@K           1{R <= K} / R            (one relevant item)
+mrr@K          1{R <= K} / R
+=============  ==========================================
+
+A metric over users is the average of F(R_u) (:func:`metric_from_ranks`), or
+equivalently sum_R P(R) F(R) for the rank distribution P (TORS24 eq 3,
+AAAI21 eq 14; :func:`metric_from_pmf`).
+
+References
+----------
+.. [KDD20] Li, Jin, Gao, Liu. On Sampling Top-K Recommendation Evaluation. KDD 2020.
+.. [AAAI21] Jin, Li, Mudrak, Gao, Liu. On Estimating Recommendation Evaluation
+   Metrics under Sampling. AAAI 2021.
+.. [TORS24] Li, Jin, Liu, Ren, Gao, Liu. On Item-Sampling Evaluation for
+   Recommender System. ACM TORS 2024.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._validation import check_int, check_ranks
+
+__all__ = [
+    "METRICS",
+    "recall",
+    "hit_ratio",
+    "precision",
+    "ndcg",
+    "ap",
+    "mrr",
+    "parse_metric",
+    "metric_values",
+    "metric_from_ranks",
+    "metric_from_pmf",
+]
+
+
+def _prep(R, K):
+    K = check_int(K, "K", low=1)
+    R = np.asarray(R)
+    if R.size and (np.any(~np.isfinite(R)) or np.any(R < 1)):
+        raise ValueError(f"R must hold ranks >= 1; got min {np.nanmin(R) if R.size else R}")
+    return R.astype(float), K
+
+
+def recall(R, K):
+    """Recall@K = hit ratio HR@K = 1{R <= K} (KDD20 eq 1, TORS24 eq 2).
+
+    Examples
+    --------
+    >>> recall([1, 5, 11], 10)
+    array([1., 1., 0.])
+    """
+    R, K = _prep(R, K)
+    return (R <= K).astype(float)
+
+
+hit_ratio = recall
+
+
+def precision(R, K):
+    """Precision@K = 1{R <= K} / K for one relevant item (TORS24 eq 2).
+
+    Examples
+    --------
+    >>> precision([1, 11], 10)
+    array([0.1, 0. ])
+    """
+    R, K = _prep(R, K)
+    return (R <= K) / K
+
+
+def ndcg(R, K):
+    """NDCG@K = 1{R <= K} / log2(R + 1); the ideal DCG is 1 (TORS24 eq 2).
+
+    Examples
+    --------
+    >>> ndcg([1, 3, 11], 10)
+    array([1. , 0.5, 0. ])
+    """
+    R, K = _prep(R, K)
+    return np.where(R <= K, 1.0 / np.log2(R + 1.0), 0.0)
+
+
+def ap(R, K):
+    """AP@K = 1{R <= K} / R: with one relevant item, AP is the precision at its rank
+    (TORS24 eq 2).
+
+    Examples
+    --------
+    >>> ap([1, 4, 11], 10)
+    array([1.  , 0.25, 0.  ])
+    """
+    R, K = _prep(R, K)
+    return np.where(R <= K, 1.0 / R, 0.0)
+
+
+def mrr(R, K):
+    """Reciprocal rank truncated at K, 1{R <= K} / R (equal to AP@K for one item)."""
+    return ap(R, K)
+
+
+METRICS = {
+    "recall": recall,
+    "hr": recall,
+    "hit_ratio": recall,
+    "precision": precision,
+    "ndcg": ndcg,
+    "ap": ap,
+    "map": ap,
+    "mrr": mrr,
+}
+
+
+def parse_metric(metric, K=None):
+    """Split ``"ndcg@10"`` into ``("ndcg", 10)``; ``metric="ndcg", K=10`` also works.
+
+    Examples
+    --------
+    >>> parse_metric("Recall@20")
+    ('recall', 20)
+    >>> parse_metric("ap", 5)
+    ('ap', 5)
+    """
+    if not isinstance(metric, str):
+        raise TypeError(f"metric must be a string like 'recall@10'; got {metric!r}")
+    name = metric.strip().lower()
+    if "@" in name:
+        name, k_txt = name.split("@", 1)
+        if K is not None:
+            raise ValueError(f"give K either in metric={metric!r} or as K={K}, not both")
+        try:
+            K = int(k_txt)
+        except ValueError:
+            raise ValueError(f"metric must look like 'recall@10'; got {metric!r}") from None
+    if name not in METRICS:
+        raise ValueError(f"metric must be one of {sorted(set(METRICS))}; got {metric!r}")
+    if K is None:
+        raise ValueError(f"metric {metric!r} needs a cutoff K (e.g. '{name}@10')")
+    return name, check_int(K, "K", low=1)
+
+
+def metric_values(metric, N, K=None):
+    """F(R) for R = 1..N as a float array of length N (index 0 is R = 1).
+
+    Examples
+    --------
+    >>> metric_values("recall@2", 4)
+    array([1., 1., 0., 0.])
+    """
+    name, K = parse_metric(metric, K)
+    N = check_int(N, "N", low=1)
+    return METRICS[name](np.arange(1, N + 1), K)
+
+
+def metric_from_ranks(ranks, metric, K=None, N=None):
+    """Average of F(R_u) over users: the global metric of observed global ranks.
+
+    Examples
+    --------
+    >>> metric_from_ranks([1, 2, 20], "recall@10")
+    0.6666666666666666
+    """
+    name, K = parse_metric(metric, K)
+    upper = N if N is not None else np.iinfo(np.int64).max
+    R = check_ranks(ranks, upper, name="ranks")
+    return float(np.mean(METRICS[name](R, K)))
+
+
+def metric_from_pmf(pmf, metric, K=None):
+    """sum_R P(R) F(R) (TORS24 eq 3, AAAI21 eq 14) for a rank pmf over 1..N.
+
+    ``pmf`` may also be any length-N weight vector ``w`` returned by an
+    estimator; then this is ``w @ F(1..N)``.
+
+    Examples
+    --------
+    >>> round(metric_from_pmf([0.5, 0.25, 0.25], "ndcg@2"), 6)   # 0.5 + 0.25 / log2(3)
+    0.657732
+    """
+    w = np.asarray(pmf, dtype=float)
+    if w.ndim != 1 or w.size == 0 or not np.all(np.isfinite(w)):
+        raise ValueError(f"pmf must be a finite non-empty 1-D array; got shape {w.shape}")
+    return float(w @ metric_values(metric, w.size, K))
+
