@@ -9,3 +9,8 @@ length-N vector ``w`` such that the estimate of any metric F is ``w @ F(1..N)``.
   negative entries (TORS24 eqs 7-10, 28, 37-42).
 """
 __all__: list[str] = []
+
+from ._linear import *  # noqa: E402,F401,F403  (bv, cls, mn, ...: TORS24 eqs 7-10, 28, 42)
+from ._linear import __all__ as _linear_all  # noqa: E402
+
+__all__ += _linear_all
