@@ -276,3 +276,30 @@ def test_singular_system_reports_condition_number():
         bv([1, 2], 2000, 80, gamma=0.0)
     # the same problem is regularized by gamma > 0
     assert np.isfinite(bv([1, 2], 2000, 80, gamma=0.01)).all()
+
+
+# ---------------------------------------------------------------- sampling efficiency (eq 44)
+def test_sampling_efficiency_hand_computed():
+    from sampling_lib.sampling import sampling_efficiency
+
+    # ladder 10, 20, 40; M = 6 users: 3 stop at 10, 1 at 20, 1 resolved at 40, 1 capped
+    r = [2, 5, 3, 4, 2, 1]
+    nu = [10, 10, 10, 20, 40, 40]
+    eff = sampling_efficiency(r, nu, 10, 40)
+    assert eff.sizes.tolist() == [10, 20, 40]
+    assert eff.finished.tolist() == [3, 1, 1] and eff.capped == 1
+    assert eff.entering.tolist() == [6, 3, 2]
+    # C_0 = M n0 / m0 = 6*10/3; C_1 = 3*(20-10)/1; C_2 = 2*(40-20)/1  (TORS24 eq 44)
+    np.testing.assert_allclose(eff.cost, [20.0, 30.0, 40.0])
+    assert eff.n_max_for(30.0) == 20 and eff.n_max_for(5.0) == 10
+
+
+def test_sampling_efficiency_validation():
+    from sampling_lib.sampling import sampling_efficiency
+
+    with pytest.raises(ValueError, match="ladder"):
+        sampling_efficiency([2, 2], [10, 30], 10, 40)
+    with pytest.raises(ValueError, match="same length"):
+        sampling_efficiency([2], [10, 20], 10, 40)
+    with pytest.raises(ValueError, match="sampled_ranks must lie in 1..n_max=40"):
+        sampling_efficiency([41, 2], [10, 20], 10, 40)
