@@ -482,8 +482,9 @@ def proportion_confint(count, nobs, confidence=0.95, *, alternative="two-sided",
     """Wald (normal) confidence interval of a user-sampled proportion.
 
     ``p_hat +- z_{alpha/2} sqrt(p_hat (1 - p_hat) / m)`` (the interval behind
-    eq 46), times ``sqrt((M - m)/(M - 1))`` with ``population=M``. Not clipped to
-    [0, 1] (as statsmodels ``proportion_confint(method='normal')``).
+    eq 46), times ``sqrt((M - m)/(M - 1))`` with ``population=M``. Clipped to
+    [0, 1] as statsmodels ``proportion_confint(method='normal')``; one-sided
+    alternatives give ``(0, upper)`` ('less') or ``(lower, 1)`` ('greater').
     Vectorized over ``count`` (and ``nobs``).
 
     Returns
@@ -507,6 +508,7 @@ def proportion_confint(count, nobs, confidence=0.95, *, alternative="two-sided",
     ph = c / n
     se = np.sqrt(ph * (1 - ph) / n * _fpc(n, M))
     lo, hi = _interval(ph, se, z_critical(conf), z_critical(conf, "greater"), alternative)
+    lo, hi = np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
     if np.ndim(lo) == 0:
         return float(lo), float(hi)
     return lo, hi
