@@ -435,7 +435,8 @@ def _index_html(df, runs, mode):
     return "\n".join(parts)
 
 
-def run_notebooks(out_dir=None, *, smoke=False, only=None, jobs=1, notebooks_dir=None, timeout=None, log=print):
+def run_notebooks(out_dir=None, *, smoke=False, only=None, jobs=1, notebooks_dir=None, timeout=None,
+                  failed_dir=None, log=print):
     """Execute the notebooks and, only if all succeed, replace ``out_dir``.
 
     Parameters
@@ -448,6 +449,8 @@ def run_notebooks(out_dir=None, *, smoke=False, only=None, jobs=1, notebooks_dir
         notebooks' reports in ``out_dir`` are kept and the ledger is merged.
     jobs : int
         Notebooks executed in parallel (separate processes).
+    failed_dir : path, default ``<out_dir>/../.reports-failed``
+        Where a failed run is kept for inspection.
 
     Returns
     -------
@@ -479,7 +482,7 @@ def run_notebooks(out_dir=None, *, smoke=False, only=None, jobs=1, notebooks_dir
                 runs.append(r)
         failed = [r for r in runs if not r.ok]
         if failed:
-            keep = REPO_ROOT / ".reports-failed"
+            keep = Path(failed_dir) if failed_dir else out_dir.parent / ".reports-failed"
             shutil.rmtree(keep, ignore_errors=True)
             shutil.move(str(tmp), keep)
             for r in failed:

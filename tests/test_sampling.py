@@ -1,0 +1,54 @@
+import numpy as np
+import pytest
+from scipy import stats
+
+from sampling_lib import kernels
+from sampling_lib.sampling import adaptive_sample_ranks, sample_ranks
+
+
+@pytest.mark.parametrize("scheme", ["binomial", "hypergeometric"])
+def test_sample_ranks_follow_the_kernel(scheme):
+    # chi-square goodness of fit of 20000 draws for one R against P(r | R)
+    N, n, R = 200, 6, 90
+    r = sample_ranks(np.full(20_000, R), N, n, scheme, rng=1)
+    expected = kernels.kernel(N, n, scheme)[R - 1] * r.size
+    observed = np.bincount(r - 1, minlength=n)
+    keep = expected > 5
+    assert stats.chisquare(observed[keep], expected[keep] * observed[keep].sum() / expected[keep].sum()).pvalue > 1e-4
+
+
+def test_sample_ranks_edges_and_determinism():
+    N, n = 100, 10
+    assert sample_ranks([1], N, n, rng=0)[0] == 1
+    assert sample_ranks([N], N, n, rng=0)[0] == n
+    assert np.array_equal(sample_ranks(np.arange(1, N + 1), N, n, rng=5), sample_ranks(np.arange(1, N + 1), N, n, rng=5))
+    full = sample_ranks(np.arange(1, N + 1), N, N, "hypergeometric", rng=3)
+    assert np.array_equal(full, np.arange(1, N + 1))  # n = N without replacement is the global rank
+
+
+@pytest.mark.parametrize("scheme", ["binomial", "hypergeometric"])
+def test_adaptive_sampling_law(scheme):
+    # Algorithm 1 from n0 to n_max: the final set of a user is a plain sample of size n_u,
+    # so Pr(n_u = n0) = Pr(r > 1 at n0) and, for users reaching n_max, r has the n_max law given r>1 earlier
+    N, n0, n_max, R = 1000, 10, 80, 40
+    r, nu = adaptive_sample_ranks(np.full(40_000, R), N, n0, n_max, scheme, rng=2)
+    assert set(np.unique(nu)) <= {10, 20, 40, 80}
+    p_stop0 = 1 - kernels.kernel(N, n0, scheme)[R - 1, 0]
+    se = np.sqrt(p_stop0 * (1 - p_stop0) / r.size)
+    assert abs(np.mean(nu == n0) - p_stop0) < 4 * se
+    # Pr(reach n_max with r = 1) = Pr(r = 1 at n_max) for a nested sample
+    p_top = kernels.kernel(N, n_max, scheme)[R - 1, 0]
+    se = np.sqrt(p_top * (1 - p_top) / r.size)
+    assert abs(np.mean((nu == n_max) & (r == 1)) - p_top) < 4 * se + 1e-12
+    assert np.all(r[nu < n_max] > 1) and np.all(r <= nu)
+
+
+def test_adaptive_truncates_at_n_max_and_validates():
+    r, nu = adaptive_sample_ranks([1, 1], 100, 10, 30, rng=0)
+    assert nu.tolist() == [30, 30] and r.tolist() == [1, 1]
+    with pytest.raises(ValueError, match="n_max must be >= 10"):
+        adaptive_sample_ranks([1], 100, 10, 5)
+    with pytest.raises(ValueError, match="n_max must be <= 100"):
+        adaptive_sample_ranks([1], 100, 10, 200)
+    with pytest.raises(ValueError, match="global_ranks must lie in 1..N=100"):
+        sample_ranks([101], 100, 10)
