@@ -170,11 +170,17 @@ def _sniff(path: Path, head: list[str]) -> tuple[str, str, bool]:
             f"{path}: line 1: cannot detect the format (expected fields separated by "
             f"'::', a tab, ',' or ';'); got {first.strip()[:80]!r}"
         )
-    fields = [f.strip().strip('"').strip("'") for f in first.rstrip("\r\n").split(sep)]
-    has_header = not _is_number(fields[0]) and fields[0].lower() in (
-        _USER_NAMES + _ITEM_NAMES + _TIME_NAMES + _RATING_NAMES
-    ) or (len(fields) > 1 and not _is_number(fields[-1]) and any(
-        f.lower() in _USER_NAMES + _ITEM_NAMES + _TIME_NAMES for f in fields))
+
+    def split(line):
+        return [f.strip().strip('"').strip("'") for f in line.rstrip("\r\n").split(sep)]
+
+    fields = split(first)
+    known = _USER_NAMES + _ITEM_NAMES + _TIME_NAMES + _RATING_NAMES
+    has_header = any(f.lower() in known for f in fields)
+    if not has_header and len(lines) > 1:
+        # a non-numeric first-line field above a numeric second-line field is a header
+        second = split(lines[1])
+        has_header = any(not _is_number(a) and _is_number(b) for a, b in zip(fields, second))
     if fmt == "udata" and (has_header or len(fields) != 4):
         fmt = "csv"  # a generic tab-separated table
     return fmt, sep, has_header
@@ -281,12 +287,10 @@ def load_ratings(path, *, fmt: str = "auto") -> Ratings:
         tcol = _pick(names, _TIME_NAMES)
         rcol = _pick(names, _RATING_NAMES)
         if ucol is None or icol is None:
-            if ncol >= 2 and ucol is None and icol is None:
-                ucol, icol = 0, 1
-            else:
-                raise ValueError(
-                    f"{path}: line 1: header {names} has no recognisable "
-                    f"{'user' if ucol is None else 'item'} column")
+            raise ValueError(
+                f"{path}: line 1: header {names} has no recognisable "
+                f"{'user' if ucol is None else 'item'} column (known names: user: "
+                f"{', '.join(_USER_NAMES[:4])}...; item: {', '.join(_ITEM_NAMES[:6])}...)")
     else:
         if ncol < 2:
             raise _line_error(path, 1, f"expected at least 2 fields (user, item), saw {ncol}")

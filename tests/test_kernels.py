@@ -32,7 +32,7 @@ def test_kernel_equals_brute_force_enumeration(N, n, scheme):
     np.testing.assert_allclose(kernels.kernel(N, n, scheme), _enumerate(N, n, scheme), atol=1e-14)
 
 
-@pytest.mark.parametrize("N, n", [(100, 10), (3706, 100), (20000, 50)])
+@pytest.mark.parametrize("N, n", [(100, 10), (3706, 30)])
 def test_kernels_match_scipy_and_rows_sum_to_one(N, n):
     R = np.arange(1, N + 1)[:, None]
     x = np.arange(n)[None, :]
