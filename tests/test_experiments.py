@@ -53,3 +53,83 @@ def test_global_ranks_from_data_ml100k():
     assert info["stats"]["interactions"].iloc[0] == 100000
     # EASE is far better than popularity on ml-100k (HR@10)
     assert np.mean(ranks["ease"] <= 10) > np.mean(ranks["popularity"] <= 10) + 0.03
+
+
+# ---------------------------------------------------------------- run_experiment
+def plugin(r, N, n):
+    """Naive estimator: the empirical pmf of the sampled ranks placed on 1..n."""
+    return np.bincount(r - 1, minlength=N)[:N] / r.size
+
+
+def scaled(r, N, n):
+    """Linear map of sampled rank r to global rank round(1 + (r-1)(N-1)/(n-1))."""
+    R = np.rint(1 + (r - 1) * (N - 1) / (n - 1)).astype(int)
+    return np.bincount(R - 1, minlength=N) / r.size
+
+
+RANKS = {"a": np.array([1, 2, 3, 40, 90, 7, 1, 15] * 10), "b": np.arange(1, 81)}
+KW = dict(metrics=["recall@10", "ndcg@5"], schemes=["binomial", "hypergeometric"],
+          sample_sizes=[10, 50], repeats=3, seed=11)
+
+
+def test_run_experiment_tidy_frame_and_truth():
+    from sampling_lib.metrics import metric_from_ranks
+
+    df = run_experiment(RANKS, 100, {"plugin": plugin, "scaled": scaled}, **KW)
+    assert list(df.columns) == EXPERIMENT_COLUMNS
+    # repeats x schemes x n x models x estimators x metrics
+    assert len(df) == 3 * 2 * 2 * 2 * 2 * 2
+    assert set(df["metric"]) == {"recall", "ndcg"} and set(df["K"]) == {10, 5}
+    for (m, met, K), g in df.groupby(["model", "metric", "K"]):
+        assert np.allclose(g["truth"], metric_from_ranks(RANKS[m], f"{met}@{K}"))
+    np.testing.assert_allclose(df["rel_error"], (df["estimate"] - df["truth"]) / df["truth"])
+
+
+def test_run_experiment_matches_direct_computation():
+    from sampling_lib.sampling import sample_ranks
+
+    df = run_experiment({"b": RANKS["b"]}, 100, [plugin], metrics=["recall@10"],
+                        schemes=["binomial"], sample_sizes=[20], repeats=2, seed=5)
+    seqs = np.random.SeedSequence(5).spawn(2)
+    for rep in range(2):
+        rng = np.random.default_rng(seqs[rep].spawn(1)[0])
+        r = sample_ranks(RANKS["b"], 100, 20, "binomial", rng=rng)
+        assert df.loc[df.repeat == rep, "estimate"].item() == pytest.approx(np.mean(r <= 10))
+
+
+def test_run_experiment_deterministic_across_backends():
+    base = run_experiment(RANKS, 100, [plugin, scaled], **KW)
+    again = run_experiment(RANKS, 100, [plugin, scaled], **KW)
+    pd.testing.assert_frame_equal(base, again)
+    par = run_experiment(RANKS, 100, [plugin, scaled], n_jobs=2, **KW)
+    pd.testing.assert_frame_equal(base, par)
+
+
+def test_run_experiment_on_local_dask_cluster():
+    distributed = pytest.importorskip("distributed")
+    base = run_experiment(RANKS, 100, [plugin], **KW)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        dask_df = run_experiment(RANKS, 100, [plugin], scheduler_address=cluster.scheduler_address,
+                                 **KW)
+    pd.testing.assert_frame_equal(base, dask_df)
+
+
+def test_run_experiment_callable_scheme_and_errors():
+    def exact(ranks, N, n, rng):   # a "sampler" that returns the global rank capped at n
+        return np.minimum(ranks, n)
+
+    df = run_experiment({"b": RANKS["b"]}, 100, {"p": plugin}, schemes={"cap": exact},
+                        metrics=["recall@10"], sample_sizes=[50], repeats=1)
+    assert df["scheme"].item() == "cap" and df["estimate"].item() == pytest.approx(10 / 80)
+    with pytest.raises(ValueError, match="returned shape"):
+        run_experiment(RANKS, 100, {"bad": lambda r, N, n: np.ones(3)}, repeats=1,
+                       sample_sizes=[10])
+    with pytest.raises(ValueError, match="n must lie in 2..N=100"):
+        run_experiment(RANKS, 100, [plugin], sample_sizes=[101])
+    with pytest.raises(ValueError, match="scheme must be one of"):
+        run_experiment(RANKS, 100, [plugin], schemes=["nope"], sample_sizes=[10])
+    with pytest.raises(ValueError, match="global_ranks\\['b'\\]"):
+        run_experiment({"b": np.array([0, 5])}, 100, [plugin], sample_sizes=[10])
+    with pytest.raises(TypeError, match="callable"):
+        run_experiment(RANKS, 100, {"x": 3}, sample_sizes=[10])
