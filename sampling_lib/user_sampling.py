@@ -23,7 +23,9 @@ simulation helpers              :func:`sample_users`, :func:`user_sampled_metric
                                 :func:`simulate_proportion_coverage`,
                                 :func:`simulate_ztest_rejections`,
                                 :func:`simulate_familywise_error`,
-                                :func:`expected_abs_error_proportion`
+                                :func:`expected_abs_error_proportion`,
+                                :func:`predicted_relative_error`,
+                                :func:`exact_proportion_coverage`
 ==============================  ===============================================
 
 Decisions where the paper is loose (each is tested):
@@ -37,7 +39,14 @@ Decisions where the paper is loose (each is tested):
   ``1 - (1 - confidence) / k``. For sample sizes of a single metric per model
   k = ``n_models`` (one CI per model); for differences k is the number of
   comparisons of the ``family``: ``"all-pairs"`` -> n(n-1)/2,
-  ``"vs-best"`` -> n-1 (each model against the best one).
+  ``"vs-best"`` -> n-1 (each model against one reference model). The n-1
+  count is valid only when that reference is fixed before looking at the
+  sample (the production model, or the winner of an earlier evaluation). When
+  the "best" model is picked from the same sample, Bonferroni over n-1
+  comparisons does **not** control the family-wise error (notebook 06 measures
+  about 0.09 at alpha = 0.05 for 5 equal models): the comparisons against a
+  data-selected best are a subset of all pairs, so :func:`compare_models`
+  adjusts them over all n(n-1)/2 pairs.
 * The z statistic of eq 49 uses the pooled proportion (the null hypothesis
   p1 = p2); the CI of eq 51 uses the unpooled (Wald) standard error, as printed.
   For unequal sample sizes eq 49 generalizes to
@@ -64,7 +73,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special, stats
 from statsmodels.stats.multitest import multipletests
 
 from ._validation import check_float, check_int, check_probability
@@ -95,6 +104,8 @@ __all__ = [
     "sample_users",
     "user_sampled_metric",
     "expected_abs_error_proportion",
+    "predicted_relative_error",
+    "exact_proportion_coverage",
     "simulate_proportion_coverage",
     "simulate_ztest_rejections",
     "simulate_familywise_error",
@@ -209,7 +220,9 @@ def n_comparisons(n_models, family="all-pairs"):
     n_models : int >= 2
     family : {'all-pairs', 'vs-best'}
         ``'all-pairs'``: every pair, n(n-1)/2 comparisons; ``'vs-best'``: each
-        other model against the best one, n-1 comparisons.
+        other model against one reference (best) model, n-1 comparisons --
+        valid for Bonferroni only when the reference is fixed in advance (see
+        the module notes).
 
     Returns
     -------
@@ -334,7 +347,9 @@ def sample_size_difference(margin, confidence=0.95, p=0.5, *, n_models=2,
     n_models : int >= 2, keyword-only
         Number of models compared (2 -> a single comparison).
     family : {'all-pairs', 'vs-best'}, keyword-only
-        Comparisons made: every pair (n(n-1)/2) or every model vs the best (n-1).
+        Comparisons made: every pair (n(n-1)/2) or every model vs a reference
+        model fixed in advance (n-1). If the best model will be chosen from the
+        same sample, plan with ``'all-pairs'``.
     population : int, optional, keyword-only
         Total number of users M (finite-population correction).
     round_up : bool, keyword-only
@@ -894,8 +909,8 @@ def _as_value_dict(per_user_values):
 
 
 def compare_models(per_user_values, alpha=0.05, method=("bonferroni", "holm"),
-                   paired=True, *, family="all-pairs", alternative="two-sided",
-                   test="t"):
+                   paired=True, *, family="all-pairs", reference=None,
+                   alternative="two-sided", test="t"):
     """Which models differ, at family-wise level alpha, on a sample of users.
 
     Runs one test per comparison of the ``family`` and adjusts the p-values with
@@ -915,9 +930,15 @@ def compare_models(per_user_values, alpha=0.05, method=("bonferroni", "holm"),
         :func:`ttest_unpaired` (Welch) or, with ``test='z'``, eq 49.
     family : {'all-pairs', 'vs-best'}, keyword-only
         All n(n-1)/2 pairs (model_a before model_b in input order), or every model
-        against the model with the highest mean (model_a = best). The best model
-        is picked from the same data; the vs-best tests are then conditional on
-        that choice (documented, as in common practice).
+        against one model (model_a): the ``reference`` if given, else the model
+        with the highest mean. A reference fixed in advance gives a family of
+        n-1 comparisons. A best model picked from the same data does not: its
+        comparisons are then tested and adjusted as part of all n(n-1)/2 pairs
+        (Bonferroni or Holm over all pairs, rows of the best kept), which keeps
+        the family-wise error <= alpha; ``n_comparisons`` reports the size of
+        the family adjusted over.
+    reference : str, optional, keyword-only
+        Model fixed in advance for ``family='vs-best'``.
     alternative : {'two-sided', 'less', 'greater'}, keyword-only
         About mean_a - mean_b.
     test : {'t', 'z'}, keyword-only
@@ -975,11 +996,23 @@ def compare_models(per_user_values, alpha=0.05, method=("bonferroni", "holm"),
                 raise ValueError(f"test='z' needs 0/1 values (Recall@K hits); "
                                  f"per_user_values[{k!r}] has other values")
     means = {k: float(v.mean()) for k, v in values.items()}
-    if family == "all-pairs":
-        pairs = list(itertools.combinations(names, 2))
-    else:
+    if reference is not None:
+        if family != "vs-best":
+            raise ValueError("reference is only used with family='vs-best'")
+        if str(reference) not in values:
+            raise ValueError(f"reference must be one of {names}; got {reference!r}")
+        reference = str(reference)
+    keep = None
+    if family == "vs-best" and reference is not None:
+        pairs = [(reference, k) for k in names if k != reference]
+    elif family == "vs-best":
+        # data-selected best: adjust over all pairs, report the best's rows
         best = max(names, key=lambda k: means[k])
         pairs = [(best, k) for k in names if k != best]
+        pairs += [(a, b) for a, b in itertools.combinations(names, 2) if best not in (a, b)]
+        keep = len(names) - 1
+    else:
+        pairs = list(itertools.combinations(names, 2))
     k_cmp = len(pairs)
 
     rows = []
@@ -1007,7 +1040,7 @@ def compare_models(per_user_values, alpha=0.05, method=("bonferroni", "holm"),
     for mth in methods:
         reject, padj = adjust_pvalues(pv_clean, mth, alpha)
         level = 1 - alpha if mth == "none" else 1 - alpha / k_cmp
-        for r, rej, pa in zip(rows, reject, padj):
+        for r, rej, pa in list(zip(rows, reject, padj))[:keep]:
             c = r["_crit"](level, alternative)
             lo, hi = _interval(np.float64(r["difference"]), r["_se"], c, c, alternative)
             if not rej:
@@ -1112,12 +1145,110 @@ def expected_abs_error_proportion(M, successes, m):
     S = np.atleast_1d(np.asarray(successes))
     if np.any(S < 0) or np.any(S > M):
         raise ValueError(f"successes must lie in 0..M={M}; got {successes}")
-    q = np.arange(m + 1)
     out = np.empty(S.shape, dtype=float)
-    for i, s in enumerate(S.astype(int)):
-        pmf = stats.hypergeom.pmf(q, M, s, m)
-        out[i] = float(pmf @ np.abs(q / m - s / M))
+    for i, s in enumerate(S.astype(int).ravel()):
+        q, pmf = _hypergeom_pmf(M, s, m)
+        out.flat[i] = float(pmf @ np.abs(q / m - s / M))
     return out if np.ndim(successes) else out[0]
+
+
+def _hypergeom_pmf(M, s, m):
+    """Support and pmf of the number of successes in m draws without replacement
+    from M items holding s successes (log space, fast for M ~ 1e6)."""
+    q = np.arange(max(0, m - (M - s)), min(m, s) + 1)
+    logp = (_lchoose(s, q) + _lchoose(M - s, m - q) - _lchoose(M, m))
+    return q, np.exp(logp)
+
+
+def _lchoose(n, k):
+    return special.gammaln(n + 1.0) - special.gammaln(k + 1.0) - special.gammaln(n - k + 1.0)
+
+
+def predicted_relative_error(global_ranks, m, metric, Ks):
+    """Expected relative error ``E|T_hat_K - T_K| / T_K`` of a user-sampled metric.
+
+    m of the M users are drawn without replacement (as :func:`user_sampled_metric`).
+    For 0/1 metrics (recall / hit ratio) the expectation is exact
+    (:func:`expected_abs_error_proportion`); for other metrics (NDCG, AP) it is the
+    normal approximation ``sqrt(2/pi) sd_K sqrt((M - m)/((M - 1) m)) / T_K`` with
+    sd_K the population standard deviation of F_K(R_u). Cutoffs with T_K = 0 give
+    NaN.
+
+    Returns
+    -------
+    ndarray, shape (len(Ks),)
+
+    References
+    ----------
+    TORS24 Tables 8-9 (average relative errors of user sampling); eq 46.
+
+    Examples
+    --------
+    >>> R = np.repeat([1, 5, 100], [30, 20, 50])
+    >>> predicted_relative_error(R, 100, "recall", [1, 10]).tolist()   # census
+    [0.0, 0.0]
+    """
+    R = np.asarray(global_ranks)
+    if R.ndim != 1 or R.size == 0 or not np.issubdtype(R.dtype, np.integer) or R.min() < 1:
+        raise ValueError("global_ranks must be a non-empty 1-D integer array of ranks >= 1")
+    M = R.size
+    m = check_int(m, "m", low=1)
+    if m > M:
+        raise ValueError(f"m must lie in 1..M={M}; got m={m}")
+    Ks = np.array([check_int(k, "K", low=1) for k in np.atleast_1d(np.asarray(Ks))])
+    name, _ = parse_metric(metric, int(Ks[0]))
+    kmax = int(Ks.max())
+    counts = np.bincount(np.minimum(R, kmax + 1), minlength=kmax + 2)[1:kmax + 1].astype(float)
+    F = np.column_stack([metric_values(name, kmax, int(k)) for k in Ks])  # (kmax, nK)
+    mean = counts @ F / M
+    binary = bool(np.all((F == 0) | (F == 1)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if binary:
+            hits = np.rint(counts @ F).astype(int)
+            err = expected_abs_error_proportion(M, hits, m)
+        else:
+            var = np.maximum(counts @ F ** 2 / M - mean ** 2, 0.0)
+            err = math.sqrt(2 / math.pi) * np.sqrt(var * _fpc(m, M) / m)
+        return np.where(mean > 0, err / mean, np.nan)
+
+
+def exact_proportion_coverage(M, successes, m, confidence=0.95, *, margin=None, fpc=True):
+    """Exact coverage of the Wald interval (:func:`proportion_confint`) of a
+    proportion estimated from m of M users drawn without replacement, and the
+    exact probability that the estimate lies within ``margin`` of the truth.
+
+    Sums the Hypergeometric(M, successes, m) pmf of the sample count over the
+    outcomes whose interval holds p = successes / M.
+
+    Returns
+    -------
+    dict
+        ``coverage`` and, when ``margin`` is given, ``margin_prob``.
+
+    References
+    ----------
+    TORS24 eqs 45-47.
+
+    Examples
+    --------
+    >>> out = exact_proportion_coverage(100_000, 30_000, 1068, margin=0.03)
+    >>> round(out["coverage"], 3), out["margin_prob"] > 0.95
+    (0.95, True)
+    """
+    M = check_int(M, "M", low=1)
+    s = check_int(successes, "successes", low=0, high=M)
+    m = check_int(m, "m", low=1)
+    if m > M:
+        raise ValueError(f"m must lie in 1..M={M}; got m={m}")
+    conf = _check_confidence(confidence)
+    q, pmf = _hypergeom_pmf(M, s, m)
+    lo, hi = proportion_confint(q, np.full(q.size, m), conf, population=M if fpc else None)
+    p = s / M
+    out = dict(coverage=float(pmf[(lo <= p) & (p <= hi)].sum()))
+    if margin is not None:
+        e = check_float(margin, "margin", 0.0, low_open=True)
+        out["margin_prob"] = float(pmf[np.abs(q / m - p) <= e + 1e-12].sum())
+    return out
 
 
 def simulate_proportion_coverage(M, successes, m, repeats, confidence=0.95, *,
@@ -1185,14 +1316,19 @@ def simulate_ztest_rejections(p1, p2, m, repeats, alpha=0.05, *, alternative="tw
 
 
 def simulate_familywise_error(proportions, m, repeats, alpha=0.05, *, family="all-pairs",
-                              methods=("none", "bonferroni", "holm"), rng=None):
+                              reference=None, methods=("none", "bonferroni", "holm"),
+                              rng=None):
     """Monte Carlo family-wise error of pairwise z-tests (eq 49) among models.
 
     Each model's hits on its m users are Binomial(m, p_j) (independent samples,
     the model of eq 49). For every repeat all comparisons of the ``family`` are
     tested two-sided and adjusted with each method; a family-wise error is any
     rejection of a comparison whose two true proportions are equal. For
-    ``'vs-best'`` the best model is the one with the highest observed proportion.
+    ``'vs-best'`` the reference is model index ``reference`` (fixed in advance)
+    or, when ``reference`` is None, the model with the highest observed
+    proportion, adjusted naively over its n-1 comparisons: this shows that the
+    naive adjustment fails to control the family-wise error (see the module
+    notes); :func:`compare_models` adjusts that case over all pairs instead.
 
     Returns
     -------
@@ -1222,7 +1358,10 @@ def simulate_familywise_error(proportions, m, repeats, alpha=0.05, *, family="al
         ia = np.broadcast_to(ia, (repeats, ia.size))
         ib = np.broadcast_to(ib, (repeats, ib.size))
     else:
-        best = np.argmax(counts, axis=1)
+        if reference is None:
+            best = np.argmax(counts, axis=1)
+        else:
+            best = np.full(repeats, check_int(reference, "reference", low=0, high=k - 1))
         others = np.array([[j for j in range(k) if j != b] for b in best])
         ia = np.broadcast_to(best[:, None], others.shape)
         ib = others

@@ -18,6 +18,7 @@ from statsmodels.stats.proportion import (
 )
 
 from sampling_lib import user_sampling as us
+from sampling_lib.metrics import metric_from_ranks
 
 SM_ALT = {"two-sided": "two-sided", "less": "smaller", "greater": "larger"}
 
@@ -354,10 +355,23 @@ def test_compare_models_vs_best_and_unpaired_dict():
     df = _three_models()
     vals = {k: df[k].to_numpy()[: 700 + 50 * i] for i, k in enumerate(df)}
     out = us.compare_models(vals, paired=False, family="vs-best", method="holm")
-    assert len(out) == 2 and (out.model_a == "B").all() and (out.n_comparisons == 2).all()
+    # data-selected best (B): its 2 comparisons are adjusted within all 3 pairs
+    assert len(out) == 2 and (out.model_a == "B").all() and (out.n_comparisons == 3).all()
+    allp = us.compare_models(vals, paired=False, method="holm")
     for row in out.itertuples():
         ref = stats.ttest_ind(vals[row.model_a], vals[row.model_b], equal_var=False)
         assert row.pvalue == pytest.approx(ref.pvalue, rel=1e-10)
+        same = allp[allp.pvalue == row.pvalue]
+        assert row.pvalue_adjusted == pytest.approx(same.pvalue_adjusted.iloc[0], rel=1e-12)
+    # reference fixed in advance: n - 1 = 2 comparisons
+    fx = us.compare_models(vals, paired=False, family="vs-best", reference="A",
+                           method="bonferroni")
+    assert (fx.model_a == "A").all() and (fx.n_comparisons == 2).all()
+    assert np.allclose(fx.pvalue_adjusted, np.minimum(1, 2 * fx.pvalue))
+    with pytest.raises(ValueError, match="reference must be one of"):
+        us.compare_models(vals, paired=False, family="vs-best", reference="Z")
+    with pytest.raises(ValueError, match="only used with"):
+        us.compare_models(vals, paired=False, reference="A")
 
 
 def test_compare_models_ztest_recall():
@@ -407,7 +421,6 @@ def test_user_sampled_metric_full_population_equals_truth():
     Ks = [1, 5, 10, 50]
     for metric in ["recall", "ndcg", "ap"]:
         est = us.user_sampled_metric(R, 500, metric, Ks, repeats=2, rng=1)
-        from sampling_lib.metrics import metric_from_ranks
         truth = [metric_from_ranks(R, metric, K) for K in Ks]
         assert est.shape == (2, 4)
         assert np.allclose(est, truth, rtol=1e-12)
@@ -435,6 +448,47 @@ def test_expected_abs_error_proportion():
     assert us.expected_abs_error_proportion(M, S, m) == pytest.approx(math.sqrt(2 / math.pi) * sd, rel=0.01)
 
 
+@pytest.mark.parametrize("M, s, m", [(100_000, 11_340, 1000), (50, 10, 50), (20, 0, 5),
+                                     (20, 20, 5), (1000, 700, 400)])
+def test_hypergeom_pmf_vs_scipy(M, s, m):
+    q, p = us._hypergeom_pmf(M, s, m)
+    assert np.allclose(p, stats.hypergeom.pmf(q, M, s, m), rtol=1e-8, atol=1e-14)
+    assert p.sum() == pytest.approx(1.0, abs=1e-8)
+
+
+def test_exact_coverage_vs_simulation_and_nominal():
+    M, S = 50_000, 8000
+    for m in (500, 1068):
+        ex = us.exact_proportion_coverage(M, S, m, margin=0.03)
+        mc = us.simulate_proportion_coverage(M, S, m, 4000, margin=0.03, rng=m)
+        se = math.sqrt(ex["coverage"] * (1 - ex["coverage"]) / 4000)
+        assert abs(mc["coverage"] - ex["coverage"]) < 4 * se
+        se = math.sqrt(ex["margin_prob"] * (1 - ex["margin_prob"]) / 4000)
+        assert abs(mc["margin_met"] - ex["margin_prob"]) < 4 * se + 1e-12
+        assert abs(ex["coverage"] - 0.95) < 0.01  # Wald is close to nominal here
+    # eq 47: the conservative m = 1068 meets a 3% margin with probability >= 95%
+    for S in (1000, 25_000, 40_000):
+        assert us.exact_proportion_coverage(M, S, 1068, margin=0.03)["margin_prob"] >= 0.95
+    # census: always covered
+    assert us.exact_proportion_coverage(100, 30, 100)["coverage"] == pytest.approx(1.0)
+
+
+def test_predicted_relative_error_vs_simulation():
+    rng = np.random.default_rng(4)
+    R = rng.geometric(0.02, size=20_000)
+    Ks = [1, 5, 20]
+    for metric in ("recall", "ndcg"):
+        pred = us.predicted_relative_error(R, 500, metric, Ks)
+        est = us.user_sampled_metric(R, 500, metric, Ks, repeats=3000, rng=5)
+        truth = np.array([metric_from_ranks(R, metric, K) for K in Ks])
+        rel = np.abs(est - truth) / truth
+        se = rel.std(axis=0, ddof=1) / math.sqrt(rel.shape[0])
+        slack = 0 if metric == "recall" else 0.02 * pred  # normal approximation for NDCG
+        assert np.all(np.abs(rel.mean(axis=0) - pred) < 4 * se + slack)
+    with pytest.raises(ValueError, match="m must lie"):
+        us.predicted_relative_error(R, 20_001, "recall", Ks)
+
+
 def test_simulate_proportion_coverage():
     out = us.simulate_proportion_coverage(20_000, 6000, 1068, 4000, margin=0.03, rng=5)
     assert abs(out["coverage"] - 0.95) < 4 * out["coverage_se"]
@@ -448,8 +502,15 @@ def test_simulate_familywise_error_and_rejections():
     assert fw.loc["bonferroni", "fwer"] <= 0.05 + 4 * fw.loc["bonferroni", "se"]
     # under the complete null, Holm rejects anything iff Bonferroni does
     assert fw.loc["holm", "fwer"] == fw.loc["bonferroni", "fwer"]
-    fb = us.simulate_familywise_error([0.3] * 5, 1000, 2000, family="vs-best", rng=2)
+    # best picked from the data, naive n-1 Bonferroni: does NOT control the FWER
+    fb = us.simulate_familywise_error([0.3] * 5, 1000, 4000, family="vs-best", rng=2)
+    fb = fb.set_index("method")
     assert (fb.n_comparisons == 4).all()
+    assert fb.loc["bonferroni", "fwer"] > 0.05 + 4 * fb.loc["bonferroni", "se"]
+    # reference fixed in advance: n-1 Bonferroni controls it
+    fr = us.simulate_familywise_error([0.3] * 5, 1000, 4000, family="vs-best", reference=0,
+                                      rng=2).set_index("method")
+    assert fr.loc["bonferroni", "fwer"] <= 0.05 + 4 * math.sqrt(0.05 * 0.95 / 4000)
     rate = us.simulate_ztest_rejections(0.30, 0.35, 1000, 4000, rng=4)
     pw = float(us.ztest_power(0.30, 0.35, 1000))
     assert abs(rate - pw) < 4 * math.sqrt(pw * (1 - pw) / 4000) + 0.01
