@@ -10,6 +10,11 @@ length-N vector ``w`` such that the estimate of any metric F is ``w @ F(1..N)``.
 """
 __all__: list[str] = []
 
+from ._distribution import *  # noqa: E402,F401,F403  (mle, wmle, mes, adaptive_mle: AAAI21 eqs 18-27, TORS24 eqs 31-36, 43, 60-62)
+from ._distribution import __all__ as _distribution_all  # noqa: E402
+
+__all__ += _distribution_all
+
 from ._linear import *  # noqa: E402,F401,F403  (bv, cls, mn, ...: TORS24 eqs 7-10, 28, 42)
 from ._linear import __all__ as _linear_all  # noqa: E402
 
