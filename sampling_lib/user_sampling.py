@@ -21,6 +21,7 @@ power                           :func:`ztest_power`, :func:`sample_size_power`
 multiple comparisons            :func:`adjust_pvalues`, :func:`compare_models`
 simulation helpers              :func:`sample_users`, :func:`user_sampled_metric`,
                                 :func:`simulate_proportion_coverage`,
+                                :func:`simulate_difference_coverage`,
                                 :func:`simulate_ztest_rejections`,
                                 :func:`simulate_familywise_error`,
                                 :func:`expected_abs_error_proportion`,
@@ -107,6 +108,7 @@ __all__ = [
     "predicted_relative_error",
     "exact_proportion_coverage",
     "simulate_proportion_coverage",
+    "simulate_difference_coverage",
     "simulate_ztest_rejections",
     "simulate_familywise_error",
 ]
@@ -1289,6 +1291,47 @@ def simulate_proportion_coverage(M, successes, m, repeats, confidence=0.95, *,
     if margin is not None:
         e = check_float(margin, "margin", 0.0, low_open=True)
         out["margin_met"] = float(np.mean(np.abs(q / m - p) <= e + 1e-12))
+    return out
+
+
+def simulate_difference_coverage(M, successes1, successes2, m, repeats, confidence=0.95,
+                                 *, margin=None, rng=None):
+    """Monte Carlo coverage of the eq-51 interval of ``p1 - p2`` for two models each
+    evaluated on its own random sample of m of the M users (drawn without
+    replacement, independently for the two models, as eq 51 assumes).
+
+    Returns
+    -------
+    dict
+        ``coverage``, ``coverage_se`` (binomial standard error at the nominal
+        level), ``margin_met`` (fraction with ``|(p1_hat - p2_hat) - (p1 - p2)| <=
+        margin``, if given), ``mean_halfwidth``, ``repeats``.
+
+    References
+    ----------
+    TORS24 eqs 51-52.
+    """
+    M = check_int(M, "M", low=1)
+    s1 = check_int(successes1, "successes1", low=0, high=M)
+    s2 = check_int(successes2, "successes2", low=0, high=M)
+    m = check_int(m, "m", low=1)
+    if m > M:
+        raise ValueError(f"m must lie in 1..M={M}; got m={m}")
+    repeats = check_int(repeats, "repeats", low=1)
+    conf = _check_confidence(confidence)
+    rng = np.random.default_rng(rng)
+    q1 = rng.hypergeometric(s1, M - s1, m, size=repeats)
+    q2 = rng.hypergeometric(s2, M - s2, m, size=repeats)
+    nob = np.full(repeats, m)
+    lo, hi = diff_confint(q1, nob, q2, nob, conf)
+    d = (s1 - s2) / M
+    cover = (lo <= d) & (d <= hi)
+    out = dict(coverage=float(cover.mean()),
+               coverage_se=math.sqrt(conf * (1 - conf) / repeats),
+               mean_halfwidth=float(np.mean(hi - lo) / 2), repeats=repeats)
+    if margin is not None:
+        e = check_float(margin, "margin", 0.0, low_open=True)
+        out["margin_met"] = float(np.mean(np.abs((q1 - q2) / m - d) <= e + 1e-12))
     return out
 
 

@@ -489,6 +489,25 @@ def test_predicted_relative_error_vs_simulation():
         us.predicted_relative_error(R, 20_001, "recall", Ks)
 
 
+def test_simulate_difference_coverage():
+    # eq 52: m = 2135 per model meets a 3% margin of p1 - p2 with prob >= 95%
+    out = us.simulate_difference_coverage(100_000, 30_000, 35_000, 2135, 4000, margin=0.03, rng=6)
+    assert abs(out["coverage"] - 0.95) < 4 * out["coverage_se"]
+    assert out["margin_met"] >= 0.95 - 4 * out["coverage_se"]
+    assert out["mean_halfwidth"] < 0.03
+    with pytest.raises(ValueError, match="m must lie in 1..M=10"):
+        us.simulate_difference_coverage(10, 2, 3, 11, 5)
+
+
+@pytest.mark.parametrize("margin", [0.01, 0.03, 0.05])
+@pytest.mark.parametrize("p", [0.1, 0.5])
+@pytest.mark.parametrize("conf", [0.9, 0.95])
+def test_sample_size_proportion_vs_statsmodels(margin, p, conf):
+    from statsmodels.stats.proportion import samplesize_confint_proportion
+    ref = samplesize_confint_proportion(p, margin, alpha=1 - conf, method="normal")
+    assert us.sample_size_proportion(margin, conf, p, round_up=False) == pytest.approx(ref, rel=1e-12)
+
+
 def test_simulate_proportion_coverage():
     out = us.simulate_proportion_coverage(20_000, 6000, 1068, 4000, margin=0.03, rng=5)
     assert abs(out["coverage"] - 0.95) < 4 * out["coverage_se"]
