@@ -90,6 +90,7 @@ __all__ = [
     "sampled_on_global_axis",
     "global_on_sampled_axis",
     "alignment_errors",
+    "alignment_table",
     "monotonicity_violation",
 ]
 
@@ -476,10 +477,12 @@ def oracle(rank_pmf, n, scheme="binomial"):
     p = check_pmf(rank_pmf, name="rank_pmf")
     N, n = check_N_n(p.size, n)
     check_scheme(scheme)
-    hr = np.concatenate(([0.0], np.cumsum(p)))
-    hr[-1] = 1.0
+    # normalise by the totals (not by overwriting the last entry) so that a plateau of
+    # zero-mass ranks at the end keeps one value and the smallest K of it is chosen
+    hr = np.cumsum(p)
+    hr = np.concatenate(([0.0], hr / hr[-1]))
     eshr = np.cumsum(sampled_rank_pmf(p, n, scheme))
-    eshr[-1] = 1.0
+    eshr /= eshr[-1]
     hi = np.clip(np.searchsorted(hr, eshr, side="left"), 0, N)   # first K with HR@K >= t
     lo_val = hr[np.maximum(hi - 1, 0)]
     lo = np.searchsorted(hr, lo_val, side="left")               # smallest K with that value
@@ -631,6 +634,43 @@ def alignment_errors(shr_curve, hr_at_f):
         "abs@2-10": float(err[top].mean()),
         "rel@2-10": _mean(rel[top]),
     }
+
+
+def alignment_table(shr_curve, hr_curve, maps):
+    """KDD20 Table 7 for several maps: one row per mapping function.
+
+    Parameters
+    ----------
+    shr_curve : array_like, shape (n,)
+        SHR@k for k = 1..n.
+    hr_curve : array_like, shape (N,)
+        HR@K for K = 1..N.
+    maps : dict
+        name -> f(k) (length n), e.g. ``{"Linear": linear(N, n), ...}``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns "function", "abs", "rel", "abs@1", "rel@1", "abs@2-10",
+        "rel@2-10" (see :func:`alignment_errors`), in the order of ``maps``.
+
+    References
+    ----------
+    KDD20 Table 7.
+
+    Examples
+    --------
+    >>> t = alignment_table([0.5, 1.0], [0.25, 0.5, 0.75, 1.0], {"A": [2.0, 4.0], "B": [1.0, 4.0]})
+    >>> t["abs"].round(3).tolist()
+    [0.0, 0.125]
+    """
+    import pandas as pd
+
+    rows = []
+    for name, f in maps.items():
+        f = np.asarray(f, dtype=float)
+        rows.append({"function": name, **alignment_errors(shr_curve, global_on_sampled_axis(hr_curve, f))})
+    return pd.DataFrame(rows)
 
 
 def monotonicity_violation(N, n, a_values, direction="increasing"):

@@ -220,6 +220,7 @@ def _oracle_brute(pmf, n, scheme):
     beta_rank_pmf(200, 0.3),
     beta_rank_pmf(50, 1.5),
     np.r_[0.5, np.zeros(10), 0.5, np.zeros(8)],    # plateaus: ties broken to the smallest K
+    np.r_[np.full(10, 0.1), np.zeros(30)],          # trailing zero-mass plateau: HR = 1 from K = 10
 ])
 def test_oracle_equals_brute_force(pmf, scheme):
     np.testing.assert_array_equal(mapping.oracle(pmf, 10, scheme), _oracle_brute(pmf, 10, scheme))
