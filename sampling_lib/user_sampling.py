@@ -532,13 +532,15 @@ def proportion_confint(count, nobs, confidence=0.95, *, alternative="two-sided",
 
 
 def diff_confint(count1, nobs1, count2, nobs2, confidence=0.95, *,
-                 alternative="two-sided"):
+                 alternative="two-sided", population=None):
     """Wald confidence interval of ``p1 - p2`` for two independent samples (eq 51).
 
     ``(p1_hat - p2_hat) +- z_{alpha/2} sqrt(p1_hat q1_hat / m1 + p2_hat q2_hat / m2)``.
     Equals statsmodels ``confint_proportions_2indep(method='wald', compare='diff')``.
     One-sided alternatives give a one-sided bound (``'less'``: upper bound,
-    ``'greater'``: lower bound). Vectorized.
+    ``'greater'``: lower bound). With ``population=M`` each variance term gets the
+    finite-population factor (M - m_i)/(M - 1) (each model's users are a
+    without-replacement sample of the same M users). Vectorized.
 
     References
     ----------
@@ -554,8 +556,9 @@ def diff_confint(count1, nobs1, count2, nobs2, confidence=0.95, *,
     c2, n2 = _counts(count2, nobs2, "count2", "nobs2")
     conf = _check_confidence(confidence)
     alternative = _check_alternative(alternative)
+    M = _check_population(population, np.maximum(n1, n2), "nobs")
     p1, p2 = c1 / n1, c2 / n2
-    se = np.sqrt(p1 * (1 - p1) / n1 + p2 * (1 - p2) / n2)
+    se = np.sqrt(p1 * (1 - p1) / n1 * _fpc(n1, M) + p2 * (1 - p2) / n2 * _fpc(n2, M))
     lo, hi = _interval(p1 - p2, se, z_critical(conf), z_critical(conf, "greater"), alternative)
     if np.ndim(lo) == 0:
         return float(lo), float(hi)
@@ -1295,10 +1298,12 @@ def simulate_proportion_coverage(M, successes, m, repeats, confidence=0.95, *,
 
 
 def simulate_difference_coverage(M, successes1, successes2, m, repeats, confidence=0.95,
-                                 *, margin=None, rng=None):
+                                 *, margin=None, fpc=True, rng=None):
     """Monte Carlo coverage of the eq-51 interval of ``p1 - p2`` for two models each
     evaluated on its own random sample of m of the M users (drawn without
-    replacement, independently for the two models, as eq 51 assumes).
+    replacement, independently for the two models, as eq 51 assumes). With
+    ``fpc`` the interval uses the finite-population correction (see
+    :func:`diff_confint`).
 
     Returns
     -------
@@ -1323,7 +1328,7 @@ def simulate_difference_coverage(M, successes1, successes2, m, repeats, confiden
     q1 = rng.hypergeometric(s1, M - s1, m, size=repeats)
     q2 = rng.hypergeometric(s2, M - s2, m, size=repeats)
     nob = np.full(repeats, m)
-    lo, hi = diff_confint(q1, nob, q2, nob, conf)
+    lo, hi = diff_confint(q1, nob, q2, nob, conf, population=M if fpc else None)
     d = (s1 - s2) / M
     cover = (lo <= d) & (d <= hi)
     out = dict(coverage=float(cover.mean()),

@@ -497,6 +497,19 @@ def test_simulate_difference_coverage():
     assert out["mean_halfwidth"] < 0.03
     with pytest.raises(ValueError, match="m must lie in 1..M=10"):
         us.simulate_difference_coverage(10, 2, 3, 11, 5)
+    # m close to M: the finite-population correction keeps coverage nominal
+    out = us.simulate_difference_coverage(2000, 600, 700, 1500, 4000, rng=7)
+    assert abs(out["coverage"] - 0.95) < 4 * out["coverage_se"]
+    out = us.simulate_difference_coverage(2000, 600, 700, 1500, 4000, fpc=False, rng=7)
+    assert out["coverage"] > 0.99
+
+
+def test_diff_confint_fpc():
+    lo, hi = us.diff_confint(350, 1000, 240, 800, population=5000)
+    se = math.sqrt(0.35 * 0.65 / 1000 * 4000 / 4999 + 0.3 * 0.7 / 800 * 4200 / 4999)
+    assert (hi - lo) / 2 == pytest.approx(stats.norm.isf(0.025) * se, rel=1e-12)
+    with pytest.raises(ValueError, match="population"):
+        us.diff_confint(3, 10, 3, 10, population=5)
 
 
 @pytest.mark.parametrize("margin", [0.01, 0.03, 0.05])
