@@ -46,12 +46,14 @@ __all__ = [
     "kernel",
     "log_kernel_rows",
     "sampled_rank_pmf",
+    "expected_shr_curve",
     "shr_cdf",
     "shr_mean_var",
     "shr_hoeffding_bound",
 ]
 
 _BLOCK_ELEMS = 1 << 21  # ~16 MB of float64 per temporary
+_CACHE_ELEMS = 1 << 22  # dense kernels up to 32 MB are cached and reused
 
 
 def _log_comb(a, b):
@@ -181,7 +183,9 @@ def _support_rows(pmf):
 def sampled_rank_pmf(pmf, n, scheme="binomial"):
     """P(r) = sum_R P(R) P(r | R) for r = 1..n (AAAI21 eq 18, TORS24 eq 18).
 
-    Computed block-wise over the support of ``pmf``; no (N, n) matrix is formed.
+    Small problems (N n <= 2^22) reuse the cached dense kernel; larger ones are
+    computed block-wise over the support of ``pmf`` without forming the (N, n)
+    matrix.
 
     Examples
     --------
@@ -195,12 +199,27 @@ def sampled_rank_pmf(pmf, n, scheme="binomial"):
     N = pmf.size
     N, n = check_N_n(N, n)
     check_scheme(scheme)
+    if N * n <= _CACHE_ELEMS:  # small enough: reuse the cached dense kernel
+        return pmf @ _cached(N, n, scheme)
     R, w = _support_rows(pmf)
     out = np.zeros(n)
     step = max(1, _BLOCK_ELEMS // n)
     for s in range(0, R.size, step):
         out += w[s : s + step] @ np.exp(log_kernel_rows(N, n, R[s : s + step], scheme))
     return out
+
+
+def expected_shr_curve(pmf, n, scheme="binomial"):
+    """E[SHR@k] for k = 1..n: the CDF of the sampled rank (KDD20 eq 4).
+
+    E[SHR@k] = sum_R W_R Pr(r <= k | R) = sum_{r <= k} P(r).
+
+    Examples
+    --------
+    >>> expected_shr_curve([0.5, 0.5], 2).tolist()   # N = n = 2: sampled = global
+    [0.5, 1.0]
+    """
+    return np.minimum(np.cumsum(sampled_rank_pmf(pmf, n, scheme)), 1.0)
 
 
 def shr_cdf(N, n, k, scheme="binomial", R=None):

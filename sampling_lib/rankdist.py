@@ -26,6 +26,8 @@ __all__ = [
     "synthetic_models",
     "dominates",
     "recall_curve",
+    "random_rank_pmf",
+    "random_dominating_pair",
 ]
 
 
@@ -159,3 +161,41 @@ def synthetic_models(N, names=None):
         comps = _DEFAULT_MODELS[name]
         out[name] = mixture_rank_pmf(N, [c for c, _ in comps], [w for _, w in comps])
     return out
+
+
+def random_rank_pmf(N, *, rng=None, n_components=3):
+    """A random, realistic rank pmf: a mixture of discretized Beta(a, b) laws.
+
+    Exponents a ~ U(0.1, 1.5), b ~ U(0.8, 3) and Dirichlet(1) weights, so that
+    most mass sits at the top ranks with varied tails.
+    """
+    N = check_int(N, "N", low=1)
+    n_components = check_int(n_components, "n_components", low=1)
+    rng = np.random.default_rng(rng)
+    comps = [(float(rng.uniform(0.1, 1.5)), float(rng.uniform(0.8, 3.0))) for _ in range(n_components)]
+    return mixture_rank_pmf(N, comps, rng.dirichlet(np.ones(n_components)))
+
+
+def random_dominating_pair(N, *, rng=None):
+    """Two rank pmfs whose recall curves satisfy HR1@K >= HR2@K for all K.
+
+    Draws two random pmfs (:func:`random_rank_pmf`) and takes the pointwise
+    maximum and minimum of their CDFs, which are again CDFs (nondecreasing,
+    ending at 1). The pair usually touches or nearly touches somewhere, which
+    makes it a sharp test of KDD20 Thm 2.1.
+
+    Examples
+    --------
+    >>> p1, p2 = random_dominating_pair(200, rng=0)
+    >>> dominates(p1, p2)
+    True
+    """
+    rng = np.random.default_rng(rng)
+    ca = np.cumsum(random_rank_pmf(N, rng=rng))
+    cb = np.cumsum(random_rank_pmf(N, rng=rng))
+    out = []
+    for c in (np.maximum(ca, cb), np.minimum(ca, cb)):
+        c[-1] = 1.0
+        p = np.clip(np.diff(c, prepend=0.0), 0.0, None)
+        out.append(p / p.sum())
+    return out[0], out[1]

@@ -5,9 +5,10 @@ Inside a notebook, every verified claim goes through one :class:`ClaimLedger`:
 >>> ledger = ClaimLedger("00_example")
 >>> ledger.check_close("ex-1", "KDD20 eq 4", "a closed form equals a sum",
 ...                    measured=0.1 + 0.2, expected=0.3, rtol=1e-12)
-True
->>> ledger.check_z("ex-2", "KDD20 eq 4", "Monte Carlo mean vs exact",
-...                estimate=0.503, expected=0.5, se=0.002, z_max=4)
+[pass] ex-1 (KDD20 eq 4): measured 0.3, expected 0.3, rtol=1e-12, atol=0
+>>> ok = ledger.check_z("ex-2", "KDD20 eq 4", "Monte Carlo mean vs exact",
+...                     estimate=0.503, expected=0.5, se=0.002, z_max=4)
+>>> bool(ok)
 True
 >>> ledger.table()[["claim_id", "passed"]]
   claim_id  passed
@@ -56,6 +57,7 @@ __all__ = [
     "PAPERS",
     "Claim",
     "ClaimLedger",
+    "CheckOutcome",
     "ClaimsFailed",
     "NotebookRun",
     "list_notebooks",
@@ -122,6 +124,21 @@ class Claim:
         return key if key in PAPERS else "other"
 
 
+@dataclass(frozen=True)
+class CheckOutcome:
+    """What a ``check_*`` call returns: truthy when the claim passed; shows its verdict."""
+
+    claim: Claim
+
+    def __bool__(self):
+        return self.claim.passed
+
+    def __repr__(self):
+        c = self.claim
+        return (f"[{'pass' if c.passed else 'FAIL'}] {c.claim_id} ({c.source}): measured {c.measured}, "
+                f"expected {c.expected}, {c.tolerance}")
+
+
 @dataclass
 class ClaimLedger:
     """Records the verified claims of one notebook.
@@ -133,8 +150,9 @@ class ClaimLedger:
 
     Notes
     -----
-    Every ``check_*`` method records a :class:`Claim` and returns whether it
-    passed; none raises, so a notebook records all of its claims before
+    Every ``check_*`` method records a :class:`Claim` and returns a
+    :class:`CheckOutcome` (truthy if it passed, displayed as a one-line
+    verdict); none raises, so a notebook records all of its claims before
     :meth:`finalize` raises on the failures. Claim ids must be unique within
     a notebook. ``source`` starts with a key of :data:`PAPERS`.
     """
@@ -159,7 +177,7 @@ class ClaimLedger:
             notebook=self.notebook,
         )
         self.claims.append(c)
-        return c.passed
+        return CheckOutcome(c)
 
     def check_close(self, claim_id, source, description, *, measured, expected, rtol=0.0, atol=0.0):
         """Pass when |measured - expected| <= atol + rtol |expected| elementwise.

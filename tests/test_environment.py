@@ -16,7 +16,8 @@ def _pip_names():
 
 def _conda_names():
     names = set()
-    for line in (REPO / "environment.yml").read_text().splitlines():
+    text = (REPO / "environment.yml").read_text().split("dependencies:", 1)[1]
+    for line in text.splitlines():
         m = re.match(r"^\s{2}- ([A-Za-z0-9_.\-]+)", line)
         if m:
             names.add(m.group(1).lower())

@@ -1,0 +1,45 @@
+"""Notebook conventions, and every notebook executed with its smoke parameters.
+
+The execution goes through the same runner as ``make reports``
+(:func:`sampling_lib.reporting.execute_notebook`), so a broken notebook or a
+failed claim fails CI.
+"""
+import nbformat
+import pytest
+
+from conftest import REPO
+from sampling_lib.reporting import execute_notebook, list_notebooks, smoke_parameters
+
+NOTEBOOKS = list_notebooks(REPO / "notebooks")
+IDS = [p.stem for p in NOTEBOOKS]
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS and NOTEBOOKS[0].name.startswith("01_")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_notebook_conventions(path):
+    nb = nbformat.read(str(path), as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code, "no code cells"
+    assert "parameters" in code[0].metadata.get("tags", []), "first code cell must be tagged 'parameters'"
+    for c in code:
+        assert c.get("outputs", []) == [] and c.get("execution_count") is None, "commit notebooks without outputs"
+    smoke = smoke_parameters(path)
+    params_src = code[0].source
+    for name in smoke:
+        assert f"{name} =" in params_src or f"{name}=" in params_src, f"smoke parameter {name!r} not in the parameters cell"
+    assert any("ClaimLedger(" in c.source for c in code), "notebook must record claims through ClaimLedger"
+    assert "finalize()" in code[-1].source, "last code cell must call ledger.finalize()"
+    assert nb.metadata.get("kernelspec", {}).get("name") == "python3"
+    assert any(c.cell_type == "markdown" for c in nb.cells)
+
+
+@pytest.mark.notebooks
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_notebook_runs_with_smoke_parameters(path, tmp_path):
+    run = execute_notebook(path, tmp_path / path.name, smoke_parameters(path), html=False)
+    failed = [c["claim_id"] for c in run.claims if not c["passed"]]
+    assert run.ok, f"{path.name}: {run.error}; failed claims: {failed}"
+    assert run.claims, "no claims recorded"
