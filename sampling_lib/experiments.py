@@ -21,6 +21,7 @@ TORS24 Sec 7 (repeated estimation experiments, relative errors).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -29,7 +30,7 @@ import pandas as pd
 
 from ._validation import check_int
 from .data import dataset_statistics, leave_one_out, load_ratings, synthetic_ratings
-from .recommenders import global_ranks, make_recommender
+from .recommenders import global_ranks, make_recommender, sampled_ranks_from_scores
 
 __all__ = [
     "DEFAULT_MODELS",
@@ -39,6 +40,9 @@ __all__ = [
     "global_ranks_from_data",
     "run_experiment",
     "EXPERIMENT_COLUMNS",
+    "score_sampling_experiment",
+    "BetaGlobalFit",
+    "fit_beta_global",
 ]
 
 DEFAULT_MODELS = ("popularity", "itemknn", "ease", "als")
@@ -348,3 +352,108 @@ def run_experiment(global_ranks: Mapping[str, np.ndarray], N: int, estimators, *
     rows = [row for rep_rows in results for row in rep_rows]
     df = pd.DataFrame(rows, columns=EXPERIMENT_COLUMNS)
     return df.astype({"repeat": "int64", "n": "int64", "K": "int64"})
+
+
+# --------------------------------------------------------------------------- KDD20 App A
+def score_sampling_experiment(fitted: Mapping, split, n_values: Sequence[int], ks: Sequence[int], *,
+                              schemes: Sequence[str] = ("binomial", "hypergeometric", "actual"),
+                              repeats: int = 10, seed: int = 0, train_last_simulated: bool = False,
+                              ties: str = "pessimistic") -> pd.DataFrame:
+    """Sampled hit ratios SHR@k from real scores, repeated (KDD20 Appendix A Tables 5-6).
+
+    For each fitted model, sample size n and scheme, every test user gets ``repeats``
+    independent sample sets of n-1 items (:func:`sampling_lib.recommenders.
+    sampled_ranks_from_scores`); SHR@k is the fraction of users with sampled rank
+    <= k. ``binomial``/``hypergeometric`` keep the training items' scores when
+    ``train_last_simulated=False`` (default, the KDD20 Table 5 binom/hyper setting);
+    ``actual`` samples only never-interacted items.
+
+    Returns
+    -------
+    DataFrame with columns ``model, scheme, n, repeat, k, shr`` (one row each).
+
+    References
+    ----------
+    KDD20 eq 3 (SHR@k), Appendix A Tables 5-6.
+
+    Examples
+    --------
+    >>> ranks, N, info = global_ranks_from_data(None, ("popularity",),
+    ...                                         synthetic={"n_users": 100, "n_items": 60})
+    >>> df = score_sampling_experiment(info["fitted"], info["split"], [10], [1, 5], repeats=2)
+    >>> df.shape
+    (12, 6)
+    """
+    repeats = check_int(repeats, "repeats", low=1)
+    seed = check_int(seed, "seed", low=0)
+    ks = np.asarray(ks, dtype=np.int64)
+    cells = [(m, n, sc) for m in fitted for n in n_values for sc in schemes]
+    seqs = np.random.SeedSequence(seed).spawn(len(cells))
+    frames = []
+    for (m, n, sc), sq in zip(cells, seqs):
+        n = check_int(n, "n", low=2)
+        if np.any(ks < 1) or np.any(ks > n):
+            raise ValueError(f"ks must lie in 1..n={n}; got {ks.tolist()}")
+        r = sampled_ranks_from_scores(fitted[m], split.train, split.test_items, n, sc,
+                                      train_last=(sc == "actual") or train_last_simulated,
+                                      ties=ties, size=repeats, rng=np.random.default_rng(sq))
+        shr = (r[:, :, None] <= ks[None, None, :]).mean(axis=1)      # (repeats, len(ks))
+        frames.append(pd.DataFrame({
+            "model": m, "scheme": sc, "n": n,
+            "repeat": np.repeat(np.arange(repeats), ks.size),
+            "k": np.tile(ks, repeats), "shr": shr.ravel()}))
+    return pd.concat(frames, ignore_index=True)
+
+
+@dataclass(frozen=True)
+class BetaGlobalFit:
+    """Result of :func:`fit_beta_global`: exponent ``a``, log-likelihood, evaluations."""
+
+    a: float
+    loglik: float
+    nfev: int
+    converged: bool
+
+
+def fit_beta_global(global_ranks, N: int, *, a_bounds=(1e-3, 50.0), xtol: float = 1e-10
+                    ) -> BetaGlobalFit:
+    """Maximum-likelihood Beta(a, 1) exponent of observed global ranks (KDD20 Fig 3).
+
+    Decision: KDD20 Sec 3 writes W_R as the Beta(a,1) *density* at (R-1)/(N-1), which is
+    infinite at R = 1 for a < 1; we fit the discretised law of
+    ``sampling_lib.rankdist.beta_rank_pmf`` instead, P(R) = (R/N)^a - ((R-1)/N)^a, and
+    maximise sum_u log P(R_u) over a (bounded Brent search on log a, tolerance ``xtol``).
+    This uses the global ranks (ground truth), unlike KDD20 eq 19 (Beta@P,
+    ``sampling_lib.mapping.fit_beta_a``) which only sees sampled ranks.
+
+    Examples
+    --------
+    >>> from sampling_lib.rankdist import beta_rank_pmf, draw_global_ranks
+    >>> R = draw_global_ranks(beta_rank_pmf(1000, 0.4), 20000, rng=0)
+    >>> round(fit_beta_global(R, 1000).a, 2)
+    0.4
+    """
+    from scipy import optimize
+
+    from ._validation import check_ranks
+
+    N = check_int(N, "N", low=2)
+    R = check_ranks(global_ranks, N, name="global_ranks")
+    counts = np.bincount(R - 1, minlength=N).astype(float)
+    idx = np.flatnonzero(counts)
+    hi = (idx + 1) / N
+    lo = idx / N
+
+    def negll(la):
+        a = np.exp(la)
+        # log(hi^a - lo^a) = a log hi + log1p(-(lo/hi)^a)
+        with np.errstate(divide="ignore"):
+            val = a * np.log(hi) + np.log1p(-np.exp(a * (np.log(lo) - np.log(hi))))
+        return -float(counts[idx] @ val)
+
+    res = optimize.minimize_scalar(negll, bounds=np.log(a_bounds), method="bounded",
+                                   options={"xatol": xtol})
+    a = float(np.exp(res.x))
+    at_edge = min(abs(res.x - np.log(a_bounds[0])), abs(res.x - np.log(a_bounds[1]))) < 1e-6
+    return BetaGlobalFit(a=a, loglik=-float(res.fun), nfev=int(res.nfev),
+                         converged=bool(res.success) and not at_edge)

@@ -73,6 +73,7 @@ __all__ = [
     "sampled_ranks_from_scores",
     "TIE_RULES",
     "SCORE_SCHEMES",
+    "actual_shr_mean_var",
 ]
 
 TIE_RULES = ("pessimistic", "optimistic", "random")
@@ -581,7 +582,8 @@ def global_ranks(scorer, train, test_items, *, train_last: bool = True,
 
 def sampled_ranks_from_scores(scorer, train, test_items, n: int, scheme: str = "binomial", *,
                               train_last: bool = True, ties: str = "pessimistic",
-                              block_size: int | None = None, rng=None) -> np.ndarray:
+                              size: int | None = None, block_size: int | None = None,
+                              rng=None) -> np.ndarray:
     """Rank r_u in 1..n of each held-out item among n-1 sampled items, from real scores.
 
     Schemes (KDD20 Appendix A, Table 5):
@@ -600,9 +602,12 @@ def sampled_ranks_from_scores(scorer, train, test_items, n: int, scheme: str = "
     (KDD20 Sec 2.2), which the tests check; ``actual`` is Hypergeometric(N_u-1, R_u-1,
     n-1) with N_u = N - |training items of u| and R_u from ``train_last=True``.
 
+    ``size=S`` draws S independent sample sets per user while scoring every user
+    block once (S repeats of the experiment at the cost of one scoring pass).
+
     Returns
     -------
-    ndarray of int64, shape (M,), values in 1..n
+    ndarray of int64, shape (M,) (or (size, M)), values in 1..n
 
     References
     ----------
@@ -630,26 +635,88 @@ def sampled_ranks_from_scores(scorer, train, test_items, n: int, scheme: str = "
                 f"n={n} too large for scheme='actual': user {u} has only {int(avail[u])} items "
                 f"it never interacted with (needs n-1={n - 1})")
     rng = np.random.default_rng(rng)
-    out = np.empty(M, dtype=np.int64)
+    reps = 1 if size is None else check_int(size, "size", low=1)
+    out = np.empty((reps, M), dtype=np.int64)
+    if block_size is None:
+        block_size = max(1, _default_block(N) // reps)
     for s, e, S in iter_score_blocks(scorer, M, block_size):
         B = e - s
         ar = np.arange(B)
         tb = t[s:e]
         ts = S[ar, tb].copy()
-        if scheme == "binomial":
-            idx = rng.integers(0, N - 1, size=(B, n - 1))
-            idx += idx >= tb[:, None]
-        else:
-            keys = rng.random((B, N))
-            keys[ar, tb] = np.inf
-            if scheme == "actual":
-                blk = X[s:e]
-                keys[np.repeat(ar, np.diff(blk.indptr)), blk.indices] = np.inf
-            idx = np.argpartition(keys, n - 2, axis=1)[:, : n - 1] if n - 1 < N else np.argsort(keys, axis=1)[:, : n - 1]
         if train_last and scheme != "actual":
             _mask_train(S, X, s, e)
-        neg = np.take_along_axis(S, idx, axis=1)
-        greater = (neg > ts[:, None]).sum(axis=1)
-        equal = (neg == ts[:, None]).sum(axis=1)
-        out[s:e] = _apply_ties(greater, equal, ties, rng)
-    return out
+        excl = None
+        if scheme == "actual":
+            blk = X[s:e]
+            excl = (np.repeat(ar, np.diff(blk.indptr)), blk.indices)
+        for rep in range(reps):
+            if scheme == "binomial":
+                idx = rng.integers(0, N - 1, size=(B, n - 1))
+                idx += idx >= tb[:, None]
+            else:
+                keys = rng.random((B, N))
+                keys[ar, tb] = np.inf
+                if excl is not None:
+                    keys[excl] = np.inf
+                idx = (np.argpartition(keys, n - 2, axis=1)[:, : n - 1] if n - 1 < N
+                       else np.argsort(keys, axis=1)[:, : n - 1])
+            neg = np.take_along_axis(S, idx, axis=1)
+            greater = (neg > ts[:, None]).sum(axis=1)
+            equal = (neg == ts[:, None]).sum(axis=1)
+            out[rep, s:e] = _apply_ties(greater, equal, ties, rng)
+    return out[0] if size is None else out
+
+
+def actual_shr_mean_var(global_ranks, n_candidates, n: int, k) -> tuple[np.ndarray, np.ndarray]:
+    """Exact mean and variance of SHR@k under ``actual`` sampling (own derivation).
+
+    With training items ranked last, user u's held-out item has rank R_u among its
+    N_u = ``n_candidates[u]`` candidates (all items minus its training items). Actual
+    sampling draws n-1 of the other N_u - 1 candidates without replacement, so
+    r_u - 1 ~ Hypergeometric(N_u - 1, R_u - 1, n - 1) (KDD20 Sec 2.2 applied per user)
+    and, for independent users (KDD20 eqs 4-5),
+    E[SHR@k] = (1/M) sum_u p_u(k), Var[SHR@k] = (1/M^2) sum_u p_u(k)(1 - p_u(k)),
+    p_u(k) = Pr(r_u <= k).
+
+    Parameters
+    ----------
+    global_ranks : array of int
+        R_u from :func:`global_ranks` with ``train_last=True``, 1 <= R_u <= N_u.
+    n_candidates : array of int
+        N_u = N - (number of training items of u), N_u >= n.
+    n : int
+    k : int or array of int in 1..n
+
+    Returns
+    -------
+    mean, var : ndarray, shape (len(k),)
+
+    References
+    ----------
+    KDD20 Sec 2.2 (hypergeometric sampled rank), eqs 4-5, Appendix A Table 5 ("actual").
+
+    Examples
+    --------
+    >>> m, v = actual_shr_mean_var([1, 3], [4, 4], 4, [1, 4])   # n = N_u: r = R
+    >>> m.tolist(), v.tolist()
+    ([0.5, 1.0], [0.0, 0.0])
+    """
+    from scipy import stats
+
+    R = np.asarray(global_ranks, dtype=np.int64)
+    Nu = np.asarray(n_candidates, dtype=np.int64)
+    if R.ndim != 1 or R.shape != Nu.shape or R.size == 0:
+        raise ValueError(f"global_ranks and n_candidates must be 1-D of equal length; got {R.shape}, {Nu.shape}")
+    n = check_int(n, "n", low=2)
+    if np.any(Nu < n):
+        raise ValueError(f"n_candidates must be >= n={n}; got min {int(Nu.min())}")
+    if np.any(R < 1) or np.any(R > Nu):
+        raise ValueError("global_ranks must lie in 1..n_candidates for every user")
+    k = np.atleast_1d(np.asarray(k, dtype=np.int64))
+    if np.any(k < 1) or np.any(k > n):
+        raise ValueError(f"k must lie in 1..n={n}; got {k.tolist()}")
+    p = stats.hypergeom.cdf(k[None, :] - 1, Nu[:, None] - 1, R[:, None] - 1, n - 1)
+    p = np.clip(p, 0.0, 1.0)
+    M = R.size
+    return p.mean(axis=0), (p * (1 - p)).sum(axis=0) / M ** 2

@@ -133,3 +133,38 @@ def test_run_experiment_callable_scheme_and_errors():
         run_experiment({"b": np.array([0, 5])}, 100, [plugin], sample_sizes=[10])
     with pytest.raises(TypeError, match="callable"):
         run_experiment(RANKS, 100, {"x": 3}, sample_sizes=[10])
+
+
+# ---------------------------------------------------------------- KDD20 App A helpers
+def test_score_sampling_experiment_frame_and_determinism():
+    from sampling_lib.experiments import score_sampling_experiment
+
+    ranks, N, info = global_ranks_from_data(None, models=("popularity", "ease"), synthetic=SMALL)
+    kw = dict(repeats=3, seed=4)
+    a = score_sampling_experiment(info["fitted"], info["split"], [10, 20], [1, 5], **kw)
+    b = score_sampling_experiment(info["fitted"], info["split"], [10, 20], [1, 5], **kw)
+    pd.testing.assert_frame_equal(a, b)
+    assert list(a.columns) == ["model", "scheme", "n", "repeat", "k", "shr"]
+    assert len(a) == 2 * 2 * 3 * 3 * 2
+    assert a["shr"].between(0, 1).all()
+    # SHR@k is non-decreasing in k within a run
+    w = a.pivot_table(index=["model", "scheme", "n", "repeat"], columns="k", values="shr")
+    assert (w[5] >= w[1]).all()
+    with pytest.raises(ValueError, match="ks must lie in 1..n=10"):
+        score_sampling_experiment(info["fitted"], info["split"], [10], [11])
+
+
+# Beta(a,1) MLE on global ranks drawn from the discretised law (sampling_lib.rankdist)
+@pytest.mark.parametrize("a,N,M,tol", [(0.3, 1682, 20000, 0.01), (0.6, 500, 20000, 0.02),
+                                       (1.0, 100, 20000, 0.03)])
+def test_fit_beta_global_recovers_a(a, N, M, tol):
+    from sampling_lib.experiments import fit_beta_global
+    from sampling_lib.rankdist import beta_rank_pmf, draw_global_ranks
+
+    R = draw_global_ranks(beta_rank_pmf(N, a), M, rng=1)
+    res = fit_beta_global(R, N)
+    assert res.converged and abs(res.a - a) < tol
+    # the log-likelihood is maximal at the fitted a
+    p = lambda x: np.log(beta_rank_pmf(N, x)[R - 1]).sum()  # noqa: E731
+    assert res.loglik == pytest.approx(p(res.a), rel=1e-6)
+    assert res.loglik >= max(p(res.a * 0.97), p(res.a * 1.03))

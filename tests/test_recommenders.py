@@ -13,6 +13,7 @@ from sampling_lib.recommenders import (
     EASE,
     ItemKNN,
     Popularity,
+    actual_shr_mean_var,
     global_ranks,
     iter_score_blocks,
     make_recommender,
@@ -250,3 +251,37 @@ def test_actual_matches_hypergeometric_on_non_interacted_items():
     r = np.concatenate(reps)
     z = (r.mean() - np.tile(expected, 5).mean()) / (r.std() / np.sqrt(r.size))
     assert abs(z) < 4
+
+
+def test_size_draws_independent_repeats_with_one_scoring_pass():
+    S, t = _identical_users(M=200, N=50, R=11)
+    r = sampled_ranks_from_scores(S, None, t, 10, "hypergeometric", train_last=False, size=30, rng=0)
+    assert r.shape == (30, 200) and r.min() >= 1 and r.max() <= 10
+    assert not np.all(r[0] == r[1])
+    # the single-draw call equals the first repeat of the same stream
+    r1 = sampled_ranks_from_scores(S, None, t, 10, "hypergeometric", train_last=False, size=1, rng=0)
+    r0 = sampled_ranks_from_scores(S, None, t, 10, "hypergeometric", train_last=False, rng=0)
+    np.testing.assert_array_equal(r1[0], r0)
+
+
+# exact SHR@k moments under actual sampling vs brute-force enumeration of all samples
+@pytest.mark.parametrize("R,Nu,n", [(1, 5, 3), (3, 5, 3), (5, 6, 4), (2, 4, 4)])
+def test_actual_shr_mean_var_enumeration(R, Nu, n):
+    from itertools import combinations
+
+    others = [j for j in range(1, Nu + 1) if j != R]      # candidate ranks other than the held-out
+    samples = list(combinations(others, n - 1))
+    ks = np.arange(1, n + 1)
+    p = np.array([np.mean([1 + sum(j < R for j in smp) <= k for smp in samples]) for k in ks])
+    mean, var = actual_shr_mean_var([R, R], [Nu, Nu], n, ks)
+    np.testing.assert_allclose(mean, p, atol=1e-12)
+    np.testing.assert_allclose(var, 2 * p * (1 - p) / 4, atol=1e-12)
+
+
+def test_actual_shr_mean_var_errors():
+    with pytest.raises(ValueError, match="n_candidates must be >= n=5"):
+        actual_shr_mean_var([1], [4], 5, [1])
+    with pytest.raises(ValueError, match="1..n_candidates"):
+        actual_shr_mean_var([5], [4], 3, [1])
+    with pytest.raises(ValueError, match="k must lie in 1..n=3"):
+        actual_shr_mean_var([1], [4], 3, [4])
