@@ -264,7 +264,7 @@ def test_alignment_errors_hand_case():
     (lambda: mapping.beta(10, 3, -1), ValueError, "a must lie in"),
     (lambda: mapping.beta(10, 3, float("nan")), ValueError, "a must be finite"),
     (lambda: mapping.beta(10, 3, 0.5, method="magic"), ValueError, "method"),
-    (lambda: mapping.beta(10**5, 3000, 0.5, method="exact"), ValueError, "n <= 2000"),
+    (lambda: mapping.beta(10**5, 10**4 + 1, 0.5, method="exact"), ValueError, "n <= 10000"),
     (lambda: mapping.oracle([0.5, 0.6], 2), ValueError, "sum to 1"),
     (lambda: mapping.oracle([0.5, 0.5], 2, "bernoulli"), ValueError, "scheme"),
     (lambda: mapping.monotonicity_violation(10, 3, [0.5]), ValueError, "a_values"),
