@@ -74,7 +74,6 @@ def bench_oracle():
     print("\noracle: block-wise pmf + search vs dense kernel + full argmin")
     for N, n in [(3706, 100), (20000, 500)]:
         p = beta_rank_pmf(N, 0.3)
-        kernel.cache_clear() if hasattr(kernel, "cache_clear") else None
         t_fast, o = _best(lambda: mapping.oracle(p, n))
 
         def dense():
