@@ -129,7 +129,7 @@ def test_beta_properties(N, n_frac, a):
     assert np.all(np.diff(f) >= 0) and f[0] >= 1.0
     assert abs(f[-1] - N) <= 1e-12 * N                       # KDD20 Lemma 3.1
     fr = mapping.beta(N, n, a, method="recurrence")           # the literal recurrence agrees
-    np.testing.assert_allclose(fr, f, rtol=1e-9)
+    np.testing.assert_allclose(fr, f, rtol=1e-8)   # the loop loses ~1e-9 at a = 0.01, n = 10^4
 
 
 @pytest.mark.parametrize("a", [1e-3, 0.01, 0.3, 0.5, 1.0, 2.0])
