@@ -1081,10 +1081,11 @@ def sample_users(M, m, *, rng=None):
     return np.sort(rng.choice(M, size=m, replace=False))
 
 
-def user_sampled_metric(global_ranks, m, metric, Ks, *, repeats=1, rng=None):
+def user_sampled_metric(global_ranks, m, metric, Ks, *, repeats=1, replace=False, rng=None):
     """User-sampled estimates of a metric at several cutoffs.
 
-    For each repeat, m of the M users are drawn without replacement and the metric
+    For each repeat, m of the M users are drawn (without replacement by default;
+    ``replace=True`` draws i.i.d. users, a bootstrap-style sample) and the metric
     at each K is the mean of F_K(R_u) over them (TORS24 Sec 7, "unbiased average
     estimation" of Tables 8-9).
 
@@ -1097,6 +1098,8 @@ def user_sampled_metric(global_ranks, m, metric, Ks, *, repeats=1, rng=None):
         Metric name without cutoff (``'recall'``, ``'ndcg'``, ``'ap'``, ...).
     Ks : int or sequence of int >= 1
     repeats : int, keyword-only
+    replace : bool, keyword-only
+        Draw users with replacement (then m may exceed M).
     rng : seed or Generator, keyword-only
 
     Returns
@@ -1114,7 +1117,7 @@ def user_sampled_metric(global_ranks, m, metric, Ks, *, repeats=1, rng=None):
         raise ValueError("global_ranks must be a non-empty 1-D integer array of ranks >= 1")
     M = R.size
     m = check_int(m, "m", low=1)
-    if m > M:
+    if m > M and not replace:
         raise ValueError(f"m must lie in 1..M={M}; got m={m}")
     repeats = check_int(repeats, "repeats", low=1)
     Ks = np.atleast_1d(np.asarray(Ks))
@@ -1126,14 +1129,15 @@ def user_sampled_metric(global_ranks, m, metric, Ks, *, repeats=1, rng=None):
     capped = np.minimum(R, kmax + 1)
     H = np.empty((repeats, kmax))
     for i in range(repeats):
-        idx = rng.choice(M, size=m, replace=False)
+        idx = rng.integers(0, M, size=m) if replace else rng.choice(M, size=m, replace=False)
         H[i] = np.bincount(capped[idx], minlength=kmax + 2)[1:kmax + 1]
     return H @ F / m
 
 
-def expected_abs_error_proportion(M, successes, m):
+def expected_abs_error_proportion(M, successes, m, *, replace=False):
     """Exact ``E|Q/m - Q_pop/M|`` for a proportion estimated from m of M users
-    drawn without replacement (Q ~ Hypergeometric(M, successes, m)).
+    drawn without replacement (Q ~ Hypergeometric(M, successes, m)), or with
+    replacement when ``replace=True`` (Q ~ Binomial(m, successes/M)).
 
     Vectorized over ``successes``. Used to predict the relative errors of
     user-sampled Recall@K (TORS24 Table 8) exactly.
@@ -1145,14 +1149,18 @@ def expected_abs_error_proportion(M, successes, m):
     """
     M = check_int(M, "M", low=1)
     m = check_int(m, "m", low=1)
-    if m > M:
+    if m > M and not replace:
         raise ValueError(f"m must lie in 1..M={M}; got m={m}")
     S = np.atleast_1d(np.asarray(successes))
     if np.any(S < 0) or np.any(S > M):
         raise ValueError(f"successes must lie in 0..M={M}; got {successes}")
     out = np.empty(S.shape, dtype=float)
     for i, s in enumerate(S.astype(int).ravel()):
-        q, pmf = _hypergeom_pmf(M, s, m)
+        if replace:
+            q = np.arange(m + 1)
+            pmf = stats.binom.pmf(q, m, s / M)
+        else:
+            q, pmf = _hypergeom_pmf(M, s, m)
         out.flat[i] = float(pmf @ np.abs(q / m - s / M))
     return out if np.ndim(successes) else out[0]
 
@@ -1169,10 +1177,11 @@ def _lchoose(n, k):
     return special.gammaln(n + 1.0) - special.gammaln(k + 1.0) - special.gammaln(n - k + 1.0)
 
 
-def predicted_relative_error(global_ranks, m, metric, Ks):
+def predicted_relative_error(global_ranks, m, metric, Ks, *, replace=False):
     """Expected relative error ``E|T_hat_K - T_K| / T_K`` of a user-sampled metric.
 
-    m of the M users are drawn without replacement (as :func:`user_sampled_metric`).
+    m of the M users are drawn without replacement (as :func:`user_sampled_metric`;
+    ``replace=True``: with replacement, no finite-population factor).
     For 0/1 metrics (recall / hit ratio) the expectation is exact
     (:func:`expected_abs_error_proportion`); for other metrics (NDCG, AP) it is the
     normal approximation ``sqrt(2/pi) sd_K sqrt((M - m)/((M - 1) m)) / T_K`` with
@@ -1198,7 +1207,7 @@ def predicted_relative_error(global_ranks, m, metric, Ks):
         raise ValueError("global_ranks must be a non-empty 1-D integer array of ranks >= 1")
     M = R.size
     m = check_int(m, "m", low=1)
-    if m > M:
+    if m > M and not replace:
         raise ValueError(f"m must lie in 1..M={M}; got m={m}")
     Ks = np.array([check_int(k, "K", low=1) for k in np.atleast_1d(np.asarray(Ks))])
     name, _ = parse_metric(metric, int(Ks[0]))
@@ -1210,10 +1219,11 @@ def predicted_relative_error(global_ranks, m, metric, Ks):
     with np.errstate(divide="ignore", invalid="ignore"):
         if binary:
             hits = np.rint(counts @ F).astype(int)
-            err = expected_abs_error_proportion(M, hits, m)
+            err = expected_abs_error_proportion(M, hits, m, replace=replace)
         else:
             var = np.maximum(counts @ F ** 2 / M - mean ** 2, 0.0)
-            err = math.sqrt(2 / math.pi) * np.sqrt(var * _fpc(m, M) / m)
+            fpc = 1.0 if replace else _fpc(m, M)
+            err = math.sqrt(2 / math.pi) * np.sqrt(var * fpc / m)
         return np.where(mean > 0, err / mean, np.nan)
 
 
