@@ -487,6 +487,8 @@ def _counts(count, nobs, cname, nname):
             raise TypeError(f"{nm} must be numeric; got dtype {arr.dtype}")
         if np.any(~np.isfinite(arr)):
             raise ValueError(f"{nm} must be finite; got {arr}")
+        if np.any(arr != np.round(arr)):
+            raise ValueError(f"{nm} must hold whole numbers (counts of users); got {arr}")
     if np.any(n < 1):
         raise ValueError(f"{nname} must be >= 1; got {nobs}")
     if np.any(c < 0) or np.any(c > n):
@@ -1040,6 +1042,7 @@ def compare_models(per_user_values, alpha=0.05, method=("bonferroni", "holm"),
                          mean_b=means[b], difference=est, statistic=res.statistic,
                          pvalue=res.pvalue, _se=se, _crit=crit))
     pv = np.array([r["pvalue"] for r in rows])
+    # identical values (zero variance of the differences) give NaN in scipy: no evidence
     pv_clean = np.where(np.isnan(pv), 1.0, pv)
     out = []
     for mth in methods:
@@ -1067,6 +1070,10 @@ def compare_models(per_user_values, alpha=0.05, method=("bonferroni", "holm"),
 # ----------------------------------------------------------------------------
 def sample_users(M, m, *, rng=None):
     """Indices of m of the M users drawn uniformly without replacement (sorted).
+
+    References
+    ----------
+    TORS24 Sec 7 (a random subset of m of the M test users).
 
     Examples
     --------
@@ -1359,6 +1366,10 @@ def simulate_ztest_rejections(p1, p2, m, repeats, alpha=0.05, *, alternative="tw
     Returns
     -------
     float
+
+    References
+    ----------
+    TORS24 eqs 49-50.
     """
     p1 = check_probability(p1, "p1")
     p2 = check_probability(p2, "p2")

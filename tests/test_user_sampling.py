@@ -210,6 +210,23 @@ def test_ztest_result_confidence_interval():
     assert hi == np.inf and lo == pytest.approx(us.diff_confint(350, 1000, 300, 1000, 0.90)[0])
 
 
+@given(c1=st.integers(0, 200), c2=st.integers(0, 200), n1=st.integers(200, 400),
+       n2=st.integers(200, 400))
+@settings(max_examples=60, deadline=None)
+def test_ztest_properties(c1, c2, n1, n2):
+    a = us.two_proportion_ztest(c1, n1, c2, n2)
+    b = us.two_proportion_ztest(c2, n2, c1, n1)
+    assert a.statistic == pytest.approx(-b.statistic, abs=1e-12)
+    assert a.pvalue == pytest.approx(b.pvalue, abs=1e-12)
+    less = us.two_proportion_ztest(c1, n1, c2, n2, alternative="less").pvalue
+    greater = us.two_proportion_ztest(c1, n1, c2, n2, alternative="greater").pvalue
+    if a.statistic != 0.0 or 0 < c1 + c2 < n1 + n2:
+        assert less + greater == pytest.approx(1.0, abs=1e-12)
+        assert a.pvalue == pytest.approx(2 * min(less, greater), abs=1e-12)
+    lo, hi = a.confidence_interval()
+    assert lo <= a.estimate <= hi
+
+
 def test_ztest_degenerate():
     res = us.two_proportion_ztest(0, 100, 0, 80)
     assert res.statistic == 0.0 and res.pvalue == 1.0
@@ -384,6 +401,14 @@ def test_compare_models_ztest_recall():
     assert out.pvalue.iloc[0] == pytest.approx(r.pvalue, rel=1e-12)
     assert out.ci_low.iloc[0] == -np.inf
     assert out.ci_high.iloc[0] == pytest.approx(r.confidence_interval(0.95)[1], rel=1e-12)
+
+
+def test_compare_models_identical_models():
+    # zero-variance differences: scipy gives NaN, treated as no evidence (p_adj = 1)
+    x = np.linspace(0, 1, 50)
+    out = us.compare_models({"a": x, "b": x.copy()}, method=("none", "holm"))
+    assert not out.reject.any() and (out.pvalue_adjusted == 1.0).all()
+    assert (out.decision == "no significant difference").all()
 
 
 def test_compare_models_validation():
@@ -598,6 +623,8 @@ def test_other_validation():
         us.two_proportion_ztest(3, 10, 4, 10, alternative="smaller")
     with pytest.raises(ValueError, match="count1 must lie in 0..nobs1"):
         us.two_proportion_ztest(11, 10, 4, 10)
+    with pytest.raises(ValueError, match="whole numbers"):
+        us.two_proportion_ztest(3.5, 10, 4, 10)
     with pytest.raises(ValueError, match="nobs"):
         us.proportion_confint(0, 0)
     with pytest.raises(ValueError, match="population"):
