@@ -1,0 +1,295 @@
+"""Command line interface ``sampling-lib`` (also ``python -m sampling_lib.cli``).
+
+Subcommands
+-----------
+``estimate``   corrected global metrics with bootstrap CIs from a ranks/scores file;
+``compare``    pairwise model differences with paired bootstrap CIs and Holm decisions;
+``plan-users`` how many test users a margin of error needs (TORS24 eqs 46, 52; Hoeffding);
+``negatives``  a fixed file of sampled negatives, so every model sees the same items.
+
+Input files (CSV, or TSV when the name ends in .tsv):
+
+* ranks table: columns ``user, rank`` [+ ``sample_size``] [+ ``model``];
+* scores table (the layout of a ``uni100`` evaluation): ``user, score, label``
+  [+ ``model``], label 1 for the held-out item and 0 for each sampled negative.
+
+Bad input prints one line ``sampling-lib: error: ...`` on stderr and exits
+with status 1 (2 for a bad command line); never a traceback. A tqdm progress
+bar is shown on stderr during the bootstrap only when stderr is a terminal.
+
+Examples
+--------
+::
+
+    sampling-lib estimate ranks.csv --n-items 3706 --sample-size 100 --metric recall@10 --metric ndcg@10
+    sampling-lib compare ranks.csv --n-items 3706 --sample-size 100 --metric ndcg@10
+    sampling-lib plan-users --margin 0.01 --models 5
+    sampling-lib negatives --n-items 3706 --users users.csv --sample-size 100 --seed 0 --exclude train.csv
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["main", "build_parser"]
+
+PROG = "sampling-lib"
+
+
+class _CLIError(Exception):
+    """A user-facing error: printed as one line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, no usage dump
+        sys.stderr.write(f"{PROG}: error: {message} (see '{self.prog} --help')\n")
+        raise SystemExit(2)
+
+
+def _add_common(p, compare=False):
+    p.add_argument("ranks", metavar="RANKS.csv",
+                   help="ranks table (user, rank[, sample_size][, model]) or scores table "
+                        "(user, score, label[, model])")
+    p.add_argument("--n-items", "-N", type=int, required=True, metavar="N",
+                   help="number of items N in the global ranking")
+    p.add_argument("--sample-size", "-n", type=int, default=None, metavar="n",
+                   help="sample-set size n (held-out item + n-1 negatives); omit if the file has "
+                        "a sample_size column or is a scores table")
+    p.add_argument("--metric", "-m", action="append", default=None, metavar="METRIC",
+                   help="metric like recall@10, ndcg@10, ap@10, precision@5, mrr@10 "
+                        "(repeatable; default recall@10 and ndcg@10)")
+    p.add_argument("--method", default=None,
+                   help="estimator: mle (default), wmle, mes, bv, bv_mle, bv_mes, mn, mn_mle, "
+                        "mn_mes, cls, adaptive_mle (default when sample sizes vary)")
+    p.add_argument("--ci", type=float, default=0.95, help="confidence level (default 0.95)")
+    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--scheme", choices=["binomial", "hypergeometric"], default="binomial",
+                   help="negatives drawn with (binomial, the papers) or without replacement")
+    p.add_argument("--ties", choices=["pessimistic", "optimistic", "random"],
+                   default="pessimistic", help="tie rule for scores tables (default pessimistic)")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table",
+                   help="output format (default table)")
+    p.add_argument("--output", "-o", default=None, help="write to this file instead of stdout")
+    if compare:
+        p.add_argument("--alpha", type=float, default=0.05,
+                       help="family-wise error rate of the decisions (default 0.05)")
+        p.add_argument("--adjust", choices=["holm", "bonferroni", "none"], default="holm",
+                       help="multiple-comparison adjustment (default holm)")
+    else:
+        p.add_argument("--model", default=None, help="only this model (column 'model')")
+
+
+def build_parser():
+    """The argparse parser of ``sampling-lib``."""
+    parser = _Parser(prog=PROG, description="Correct sampled top-K evaluation metrics "
+                     "(Recall/NDCG/AP@K) to global ones, with bootstrap confidence intervals.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    p = sub.add_parser("estimate", help="corrected global metrics with CIs")
+    _add_common(p)
+    p = sub.add_parser("compare", help="pairwise model differences with Holm-adjusted decisions")
+    _add_common(p, compare=True)
+    p = sub.add_parser("plan-users", help="test users needed for a margin of error")
+    p.add_argument("--margin", type=float, required=True, help="margin of error, e.g. 0.01")
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence (default 0.95)")
+    p.add_argument("--models", type=int, default=1, help="number of models (default 1)")
+    p.add_argument("--p", type=float, default=0.5, help="planning value of the metric (default 0.5)")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument("--output", "-o", default=None)
+    p = sub.add_parser("negatives", help="a fixed negatives file (same sampled items for all models)")
+    p.add_argument("--n-items", "-N", type=int, required=True, metavar="N",
+                   help="number of items; item ids are 0..N-1")
+    p.add_argument("--users", required=True, metavar="USERS.csv",
+                   help="column user [, item = the held-out item, never sampled]")
+    p.add_argument("--sample-size", "-n", type=int, required=True, metavar="n",
+                   help="sample-set size n: n-1 negatives per user")
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--exclude", default=None, metavar="TRAIN.csv",
+                   help="columns user, item: items never sampled for that user")
+    p.add_argument("--replace", action="store_true",
+                   help="sample with replacement (binomial scheme; default: distinct negatives, "
+                        "then use --scheme hypergeometric when estimating)")
+    p.add_argument("--output", "-o", default=None)
+    return parser
+
+
+# ----------------------------------------------------------------------------
+def _load_ranks(args):
+    from .correct import _read_table, ranks_from_score_table, ranks_from_table
+
+    df = _read_table(args.ranks, "ranks")
+    if "rank" in df.columns:
+        return ranks_from_table(df, n=args.sample_size)
+    if {"score", "label"} <= set(df.columns):
+        return ranks_from_score_table(df, ties=args.ties, rng=args.seed)
+    raise _CLIError(f"{args.ranks} must have a 'rank' column (ranks table) or 'score' and 'label' "
+                    f"columns (scores table); found columns {list(df.columns)}")
+
+
+def _write(df, fmt, output):
+    if fmt == "csv":
+        text = df.to_csv(index=False)
+    elif fmt == "json":
+        text = df.to_json(orient="records", indent=2) + "\n"
+    else:
+        with pd.option_context("display.width", 200, "display.max_columns", 100):
+            text = df.to_string(index=False, float_format=lambda x: f"{x:.4f}") + "\n"
+    if output:
+        with open(output, "w") as fh:
+            fh.write(text)
+    else:
+        sys.stdout.write(text)
+
+
+def _size_arg(sr, model, n):
+    r, s = sr.for_model(model)
+    if s is not None and np.unique(s).size == 1:
+        if n is not None and int(s[0]) != n:
+            raise _CLIError(f"--sample-size {n} disagrees with the file's sample sizes ({int(s[0])})")
+        return r, int(s[0]), None
+    if s is None and n is None:
+        raise _CLIError("--sample-size is required (the file has no sample_size column)")
+    return r, (n if s is None else None), s
+
+
+def _cmd_estimate(args):
+    from .correct import estimate
+
+    sr = _load_ranks(args)
+    models = sr.models
+    if args.model is not None:
+        if args.model not in models:
+            raise _CLIError(f"--model must be one of {models}; got {args.model!r}")
+        models = [args.model]
+    tables = []
+    for m in models:
+        r, n, s = _size_arg(sr, m, args.sample_size)
+        t = estimate(r, args.n_items, n, metrics=args.metric or ("recall@10", "ndcg@10"),
+                     method=args.method, ci=args.ci, n_boot=args.n_boot, rng=args.seed,
+                     sample_sizes=s, scheme=args.scheme, progress=sys.stderr.isatty())
+        t.insert(0, "model", m)
+        tables.append(t)
+    out = pd.concat(tables, ignore_index=True)
+    if len(sr.models) == 1 and args.format == "table":
+        out = out.drop(columns="model")
+    _write(out, args.format, args.output)
+
+
+def _cmd_compare(args):
+    from .correct import compare
+
+    sr = _load_ranks(args)
+    if len(sr.models) < 2:
+        raise _CLIError(f"compare needs a 'model' column with at least 2 models; got {sr.models}")
+    d, sizes = {}, {}
+    n_common = args.sample_size
+    for m in sr.models:
+        r, n, s = _size_arg(sr, m, args.sample_size)
+        d[m], sizes[m] = r, s
+        if n is not None:
+            if n_common is not None and n != n_common:
+                raise _CLIError(f"models have different sample sizes ({n_common} and {n})")
+            n_common = n
+    if any(v is not None for v in sizes.values()):
+        n_common = None
+        sizes = {m: (sizes[m] if sizes[m] is not None else sr.for_model(m)[1]) for m in d}
+    else:
+        sizes = None
+    out = compare(sr if sr.ranks.isna().any().any() else d, args.n_items, n_common,
+                  metrics=args.metric or ("recall@10", "ndcg@10"), method=args.method, ci=args.ci,
+                  n_boot=args.n_boot, rng=args.seed, sample_sizes=sizes, alpha=args.alpha,
+                  adjust=args.adjust, scheme=args.scheme, progress=sys.stderr.isatty())
+    if args.format == "table":
+        out = out[["metric", "model_a", "model_b", "estimate_a", "estimate_b", "difference",
+                   "ci_low", "ci_high", "pvalue", "pvalue_adjusted", "decision"]]
+    _write(out, args.format, args.output)
+
+
+def _cmd_plan(args):
+    from .user_sampling import (hoeffding_sample_size, sample_size_difference,
+                                sample_size_proportion)
+
+    k = args.models
+    if k < 1:
+        raise _CLIError(f"--models must be >= 1; got {k}")
+    rows = [dict(quantity="one metric per model (Recall@K, normal approx.)",
+                 users=sample_size_proportion(args.margin, args.confidence, args.p, n_models=k),
+                 source="TORS24 eq 46, Bonferroni over models"),
+            dict(quantity="one metric per model (any metric in [0,1], Hoeffding)",
+                 users=hoeffding_sample_size(args.margin, 1 - args.confidence, n_tests=k),
+                 source="Hoeffding, Bonferroni over models")]
+    if k >= 2:
+        rows.append(dict(quantity="difference of two models (all pairs)",
+                         users=sample_size_difference(args.margin, args.confidence, args.p,
+                                                      n_models=k),
+                         source="TORS24 eq 52, Bonferroni over pairs"))
+    out = pd.DataFrame(rows)
+    out.insert(1, "margin", args.margin)
+    out.insert(2, "confidence", args.confidence)
+    out.insert(3, "models", k)
+    _write(out, args.format, args.output)
+
+
+def _cmd_negatives(args):
+    from .correct import _need_cols, _read_table, sample_negatives
+
+    users = _read_table(args.users, "users")
+    _need_cols(users, ["user"], "the users file")
+    excl = None
+    if args.exclude is not None:
+        excl = _read_table(args.exclude, "exclude")
+    held = users["item"].to_numpy() if "item" in users.columns else None
+    out = sample_negatives(users["user"].to_numpy(), args.n_items, args.sample_size, exclude=excl,
+                           held_out=held, replace=args.replace, rng=args.seed)
+    if args.output:
+        out.to_csv(args.output, index=False)
+    else:
+        out.to_csv(sys.stdout, index=False)
+
+
+_COMMANDS = {"estimate": _cmd_estimate, "compare": _cmd_compare, "plan-users": _cmd_plan,
+             "negatives": _cmd_negatives}
+
+
+def _one_line(exc):
+    msg = str(exc).strip() or type(exc).__name__
+    if isinstance(exc, KeyError):
+        msg = f"missing key {msg}"
+    return " ".join(msg.splitlines()[0].split())
+
+
+def main(argv=None):
+    """Entry point of the ``sampling-lib`` console script; returns the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+    def showwarning(message, category, filename, lineno, file=None, line=None):
+        sys.stderr.write(f"{PROG}: warning: {_one_line(message)}\n")
+
+    old = warnings.showwarning
+    warnings.showwarning = showwarning
+    try:
+        _COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{PROG}: interrupted\n")
+        return 130
+    except BrokenPipeError:  # pragma: no cover - e.g. piped into head
+        return 0
+    except Exception as exc:  # noqa: BLE001 - the CLI never shows a traceback
+        sys.stderr.write(f"{PROG}: error: {_one_line(exc)}\n")
+        return 1
+    finally:
+        warnings.showwarning = old
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
