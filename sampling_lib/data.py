@@ -52,7 +52,7 @@ __all__ = [
     "dataset_statistics",
 ]
 
-_USER_NAMES = ("userid", "user_id", "user", "uid", "users", "customer_id", "customerid", "reviewerid")
+_USER_NAMES = ("userid", "user_id", "user", "uid", "users", "user-id", "customer_id", "customerid", "reviewerid")
 _ITEM_NAMES = ("movieid", "movie_id", "itemid", "item_id", "item", "iid", "items", "movie",
                "productid", "product_id", "asin", "bookid", "book_id", "isbn", "trackid", "track_id")
 _TIME_NAMES = ("timestamp", "time", "ts", "datetime", "date", "unixreviewtime")

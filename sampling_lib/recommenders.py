@@ -97,6 +97,23 @@ def _check_train(train, name="train") -> sp.csr_matrix:
     return X
 
 
+def _dense_gram(X: sp.csr_matrix, dtype=np.float64, max_elems: int = 1 << 26) -> np.ndarray:
+    """Dense C-ordered item Gram matrix X^T X, built in column blocks.
+
+    The sparse product of a whole popular-item catalogue can hold ~N^2 nonzeros with
+    index overhead (several GB at N = 20K); column blocks bound the sparse temporaries
+    by ``max_elems`` entries while the dense result is filled in place.
+    """
+    N = X.shape[1]
+    G = np.zeros((N, N), dtype=dtype)
+    Xt = X.T.tocsr()
+    Xc = X.tocsc()
+    step = max(1, max_elems // max(N, 1))
+    for j in range(0, N, step):
+        G[:, j:j + step] = (Xt @ Xc[:, j:j + step]).toarray()
+    return G
+
+
 class Recommender:
     """Base class: ``fit(train)`` then ``score(users)`` -> (len(users), N) float64."""
 
@@ -188,10 +205,13 @@ class ItemKNN(Recommender):
         t0 = time.perf_counter()
         X = _check_train(train)
         self.n_users_, self.n_items_ = X.shape
-        C = (X.T @ X).toarray()
-        norms = np.sqrt(np.diag(C).copy())
+        # co-occurrence counts, normalised in place; C order because scipy's sparse @ dense
+        # would copy an F-ordered operand on every scoring call
+        S = _dense_gram(X)
+        norms = np.sqrt(np.diag(S).copy())
         inv = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
-        S = C * inv[:, None] * inv[None, :]
+        S *= inv[:, None]
+        S *= inv[None, :]
         np.fill_diagonal(S, 0.0)
         if self.neighbors is not None:
             k = check_int(self.neighbors, "neighbors", low=1)
@@ -252,7 +272,7 @@ class EASE(Recommender):
         X = _check_train(train)
         self.n_users_, self.n_items_ = X.shape
         N = self.n_items_
-        G = (X.T @ X).toarray().astype(self.dtype, copy=False)
+        G = _dense_gram(X, self.dtype)
         G[np.diag_indices(N)] += lam
         cf = sla.cho_factor(G, lower=False, overwrite_a=True, check_finite=False)
         P = sla.cho_solve(cf, np.eye(N, dtype=self.dtype), overwrite_b=True, check_finite=False)
@@ -260,7 +280,9 @@ class EASE(Recommender):
         d = np.diag(P).copy()
         P /= -d[None, :]
         P[np.diag_indices(N)] = 0.0
-        self.B_ = P
+        # C order: scipy's sparse @ dense ravels the dense operand, which copies an F-ordered
+        # N x N matrix on every scoring call
+        self.B_ = np.ascontiguousarray(P)
         self._X = X.astype(self.dtype)
         self.fit_time_ = time.perf_counter() - t0
         return self

@@ -193,3 +193,10 @@ def test_ml100k():
     assert s.summary["n_users_dropped"] == 0 and s.n_users == 943
     # every ml-100k user has >= 20 ratings, so the training row has >= 19 items
     assert np.diff(s.train.indptr).min() >= 19
+
+
+def test_semicolon_quoted_csv_book_crossing_style(tmp_path):
+    text = '"User-ID";"ISBN";"Book-Rating"\n"276725";"034545104X";"0"\n"276726";"0155061224";"5"\n'
+    r = load_ratings(_write(tmp_path, "BX-Book-Ratings.csv", text))
+    assert r.fmt == "csv" and r.n_users == 2 and r.timestamps is None
+    assert r.item_ids.tolist() == ["0155061224", "034545104X"]

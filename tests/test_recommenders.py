@@ -285,3 +285,13 @@ def test_actual_shr_mean_var_errors():
         actual_shr_mean_var([5], [4], 3, [1])
     with pytest.raises(ValueError, match="k must lie in 1..n=3"):
         actual_shr_mean_var([1], [4], 3, [4])
+
+
+@pytest.mark.parametrize("max_elems", [50, 1000, 1 << 26])
+def test_dense_gram_blocks(max_elems):
+    from sampling_lib.recommenders import _dense_gram
+
+    X = sp.random(200, 37, density=0.1, format="csr", random_state=3)
+    G = _dense_gram(X, np.float32, max_elems=max_elems)
+    assert G.dtype == np.float32 and G.flags["C_CONTIGUOUS"]
+    np.testing.assert_allclose(G, (X.T @ X).toarray(), rtol=1e-6)
