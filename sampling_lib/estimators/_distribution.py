@@ -154,6 +154,10 @@ class MESResult:
     gap : float
         Duality gap certified by the fast solver (primal minus dual value,
         in units of the minimized ``E - lam H``); NaN for cvxpy.
+    kkt_residual : float
+        Fast solver: max_R |log pi_R + (dE/dpi_R) / lam - c|, the violation of
+        the optimality condition pi = softmax(-grad E(pi) / lam) (<= 1e-9 on
+        convergence); NaN for cvxpy.
     converged : bool
     """
 
@@ -168,6 +172,7 @@ class MESResult:
     n_iter: int
     objective_trace: np.ndarray
     gap: float
+    kkt_residual: float
     converged: bool
 
 
@@ -768,6 +773,9 @@ def mes_objective(pmf, sampled_ranks, N, n, eta=None, form="tors", scheme="binom
     return lam * H - E
 
 
+_KKT_TOL = 1e-9
+
+
 def _mes_dual_newton(Kb, p, lam, tol, max_iter):
     """Dual Newton method for min_{pi in simplex} E(pi) - lam H(pi).
 
@@ -780,6 +788,11 @@ def _mes_dual_newton(Kb, p, lam, tol, max_iter):
     a smooth, strongly concave function of k <= n variables, maximized by a
     damped Newton method (Armijo backtracking). The primal iterate is
     pi(y) = softmax(-B y / lam); f(pi(y)) - g(y) >= 0 is the duality gap.
+
+    Stopping: the gap <= tol * (E + lam H) *and* the optimality residual
+    max_R |log pi_R + dE/dpi_R / lam - c| <= 1e-9 (c its pi-average). The gap
+    alone is not enough for small lam: it is quadratic in y - y*, while the
+    residual is (B (y* - y))_R / lam.
     """
     N, k = Kb.shape
     s = np.sqrt(p)
@@ -796,10 +809,14 @@ def _mes_dual_newton(Kb, p, lam, tol, max_iter):
         E, H = _mes_parts(pi, Kb, p)
         return E - lam * H, E, H
 
+    def kkt(y, pi):
+        # log pi + grad E / lam = (B (2 s (q - p) - y)) / lam + const
+        v = (B @ (2.0 * s * (pi @ Kb - p) - y)) / lam
+        return float(np.abs(v - pi @ v).max())
+
     y = np.zeros(k)
     gval, pi = dual(y)
     trace = []
-    gap = np.inf
     converged = False
     it = 0
     while True:
@@ -807,7 +824,8 @@ def _mes_dual_newton(Kb, p, lam, tol, max_iter):
         trace.append(-f)
         gap = f - gval
         scale = E + lam * H
-        if gap <= tol * scale:
+        res = kkt(y, pi)
+        if gap <= tol * scale and res <= _KKT_TOL:
             converged = True
             break
         if it >= max_iter:
@@ -823,19 +841,21 @@ def _mes_dual_newton(Kb, p, lam, tol, max_iter):
         except (linalg.LinAlgError, ValueError):
             d = linalg.lstsq(Hn, grad)[0]
         slope = float(grad @ d)
-        if slope <= 0:  # numerically at the optimum
-            break
         t = 1.0
-        while True:
+        g_new = -np.inf
+        while slope > 0:
             g_new, pi_new = dual(y + t * d)
             if g_new >= gval + 0.25 * t * slope or t < 1e-12:
                 break
             t *= 0.5
-        if g_new < gval:  # no ascent possible in floating point
+        if slope <= 0 or g_new < gval:
+            # no ascent possible in floating point: accept the rounding floor
+            # if it is within a loose tolerance, else report failure
+            converged = gap <= max(tol, 1e-9) * scale and res <= 1e-6
             break
         y = y + t * d
         gval, pi = g_new, pi_new
-    return pi, it, np.asarray(trace), float(gap), converged
+    return pi, it, np.asarray(trace), float(gap), float(res), converged
 
 
 def _mes_cvxpy(Kb, p, lam, solver):
@@ -894,7 +914,7 @@ def mes_fit(
     form="tors",
     solver="fast",
     scheme="binomial",
-    tol=1e-10,
+    tol=1e-13,
     max_iter=200,
     cvxpy_solver=None,
 ):
@@ -921,13 +941,18 @@ def mes_fit(
     solver : {"fast", "cvxpy"}, default "fast"
         ``"fast"``: damped Newton on the k-dimensional dual (k = number of
         distinct observed sampled ranks <= n; O(N k^2) per step), stopped on
-        the certified duality gap; raises ``RuntimeError`` if it does not
-        converge in ``max_iter`` steps. ``"cvxpy"``: the reference conic
+        the certified duality gap and the optimality residual (see
+        :class:`MESResult`); raises ``RuntimeError`` if it does not converge
+        in ``max_iter`` steps. ``"cvxpy"``: the reference conic
         formulation (exponential cone) solved by Clarabel; if Clarabel is not
         installed, SCS with a warning (lower accuracy); ImportError if neither.
     scheme : {"binomial", "hypergeometric"}
-    tol : float, default 1e-10
-        Fast solver: stop when the duality gap <= tol * (E + lam H).
+    tol : float, default 1e-13
+        Fast solver: stop when the duality gap <= tol * (E + lam H). Newton
+        converges quadratically, so the default costs one or two steps more
+        than 1e-10 and makes the optimality condition hold to ~1e-9 (the gap
+        is quadratic in the distance to the optimum). If rounding stops all
+        progress first, a gap <= 1e-9 relative is accepted.
     max_iter : int, default 200
         Fast solver: maximum Newton steps.
     cvxpy_solver : str, optional
@@ -962,17 +987,19 @@ def mes_fit(
     Kb, cb = _block(N, n, c, scheme)
     p = cb / c.sum()
     if solver == "fast":
-        pi, it, trace, gap, converged = _mes_dual_newton(Kb, p, lam, tol, max_iter)
+        pi, it, trace, gap, res, converged = _mes_dual_newton(Kb, p, lam, tol, max_iter)
         if not converged:
             raise RuntimeError(
-                f"MES fast solver did not converge: duality gap {gap:.3g} after {it} Newton "
-                f"steps (tol={tol:g} relative, lam={lam:g}); try solver='cvxpy' or a larger eta"
+                f"MES fast solver did not converge: duality gap {gap:.3g}, optimality residual "
+                f"{res:.3g} after {it} Newton steps (tol={tol:g} relative, lam={lam:g}); "
+                "try solver='cvxpy' or a larger eta"
             )
         name = "fast"
     else:
         pi, it, name, converged = _mes_cvxpy(Kb, p, lam, cvxpy_solver)
         name = f"cvxpy:{name}"
         gap = float("nan")
+        res = float("nan")
         trace = None
     E, H = _mes_parts(pi, Kb, p)
     obj = lam * H - E
@@ -980,12 +1007,13 @@ def mes_fit(
         trace = np.array([obj])
     return MESResult(
         pmf=pi, objective=float(obj), entropy=H, distance=E, lam=lam, eta=eta, form=form,
-        solver=name, n_iter=int(it), objective_trace=trace, gap=gap, converged=bool(converged),
+        solver=name, n_iter=int(it), objective_trace=trace, gap=gap, kkt_residual=res,
+        converged=bool(converged),
     )
 
 
 def mes(sampled_ranks, N, n, eta=None, *, form="tors", solver="fast", scheme="binomial",
-        tol=1e-10, max_iter=200, cvxpy_solver=None):
+        tol=1e-13, max_iter=200, cvxpy_solver=None):
     """MES estimate of the rank distribution (TORS24 eq 36 / AAAI21 eq 26).
 
     Same parameters as :func:`mes_fit`; returns the length-N probability vector.
