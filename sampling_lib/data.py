@@ -206,6 +206,60 @@ def _line_error(path, line_no, msg):
     return ValueError(f"{path}: line {line_no}: {msg}")
 
 
+def _roles(path, df, has_header, fmt):
+    """Column positions (user, item, rating or None, timestamp or None)."""
+    ncol = df.shape[1]
+    if has_header:
+        names = [str(c) for c in df.columns]
+        ucol = _pick(names, _USER_NAMES)
+        icol = _pick(names, _ITEM_NAMES)
+        tcol = _pick(names, _TIME_NAMES)
+        rcol = _pick(names, _RATING_NAMES)
+        if ucol is None or icol is None:
+            raise ValueError(
+                f"{path}: line 1: header {names} has no recognisable "
+                f"{'user' if ucol is None else 'item'} column (known names: user: "
+                f"{', '.join(_USER_NAMES[:4])}...; item: {', '.join(_ITEM_NAMES[:6])}...)")
+    else:
+        if ncol < 2:
+            raise _line_error(path, 1, f"expected at least 2 fields (user, item), saw {ncol}")
+        ucol, icol = 0, 1
+        rcol = tcol = None
+        if ncol == 3:
+            tcol = 2
+        elif ncol >= 4:
+            rcol, tcol = 2, 3
+    if fmt in ("udata", "dat") and ncol != 4:
+        raise _line_error(path, 1, f"expected 4 fields (user, item, rating, timestamp), saw {ncol}")
+    return ucol, icol, rcol, tcol
+
+
+def _fast_numeric(path, text, sep, has_header, fmt):
+    """Parse a well-formed file with integer ids and numeric columns in one C pass.
+
+    Returns None whenever anything is unusual (parse error, missing values, non-integer
+    ids, non-numeric rating/timestamp); the caller then runs the validating parser, which
+    finds and reports the offending line.
+    """
+    try:
+        df = pd.read_csv(io.StringIO(text), sep=sep, header=0 if has_header else None,
+                         engine="c", skipinitialspace=True)
+        ucol, icol, rcol, tcol = _roles(path, df, has_header, fmt)
+    except Exception:  # noqa: BLE001 - any problem: use the validating parser
+        return None
+    if df.shape[0] == 0:
+        return None
+    cols = [df.iloc[:, j] for j in (ucol, icol)]
+    if any(c.dtype.kind != "i" for c in cols):
+        return None
+    for j in (rcol, tcol):
+        if j is not None and (df.iloc[:, j].dtype.kind not in "iuf" or df.iloc[:, j].isna().any()
+                              or not np.all(np.isfinite(df.iloc[:, j].to_numpy(dtype=float)))):
+            return None
+    ts = df.iloc[:, tcol].to_numpy(dtype=float) if tcol is not None else None
+    return cols[0].to_numpy(np.int64), cols[1].to_numpy(np.int64), ts
+
+
 def load_ratings(path, *, fmt: str = "auto") -> Ratings:
     """Read a ratings file as implicit feedback (every row is a positive).
 
@@ -262,6 +316,13 @@ def load_ratings(path, *, fmt: str = "auto") -> Ratings:
     if sep == "::":
         text = text.replace("::", "\t")
         sep = "\t"
+    fast = _fast_numeric(path, text, sep, has_header, fmt)
+    if fast is not None:
+        u, i, ts = fast
+        user_ids, users = np.unique(u, return_inverse=True)
+        item_ids, items = np.unique(i, return_inverse=True)
+        return _dedupe(users.ravel().astype(np.int64), items.ravel().astype(np.int64), ts,
+                       np.arange(u.size, dtype=np.int64), user_ids, item_ids, str(path), fmt)
     try:
         df = pd.read_csv(
             io.StringIO(text), sep=sep, header=0 if has_header else None, dtype=str,
@@ -278,30 +339,7 @@ def load_ratings(path, *, fmt: str = "auto") -> Ratings:
     except pd.errors.EmptyDataError:
         raise ValueError(f"{path}: file is empty (no interactions)") from None
     header_lines = 1 if has_header else 0
-    ncol = df.shape[1]
-    # column roles
-    if has_header:
-        names = [str(c) for c in df.columns]
-        ucol = _pick(names, _USER_NAMES)
-        icol = _pick(names, _ITEM_NAMES)
-        tcol = _pick(names, _TIME_NAMES)
-        rcol = _pick(names, _RATING_NAMES)
-        if ucol is None or icol is None:
-            raise ValueError(
-                f"{path}: line 1: header {names} has no recognisable "
-                f"{'user' if ucol is None else 'item'} column (known names: user: "
-                f"{', '.join(_USER_NAMES[:4])}...; item: {', '.join(_ITEM_NAMES[:6])}...)")
-    else:
-        if ncol < 2:
-            raise _line_error(path, 1, f"expected at least 2 fields (user, item), saw {ncol}")
-        ucol, icol = 0, 1
-        rcol = tcol = None
-        if ncol == 3:
-            tcol = 2
-        elif ncol >= 4:
-            rcol, tcol = 2, 3
-    if fmt in ("udata", "dat") and ncol != 4:
-        raise _line_error(path, 1, f"expected 4 fields (user, item, rating, timestamp), saw {ncol}")
+    ucol, icol, rcol, tcol = _roles(path, df, has_header, fmt)
 
     blank = df.isna().all(axis=1).to_numpy()
     line_no = np.arange(df.shape[0]) + 1 + header_lines

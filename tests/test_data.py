@@ -200,3 +200,17 @@ def test_semicolon_quoted_csv_book_crossing_style(tmp_path):
     r = load_ratings(_write(tmp_path, "BX-Book-Ratings.csv", text))
     assert r.fmt == "csv" and r.n_users == 2 and r.timestamps is None
     assert r.item_ids.tolist() == ["0155061224", "034545104X"]
+
+
+@pytest.mark.parametrize("name,text,fmt", FORMATS)
+def test_fast_numeric_path_equals_validating_path(tmp_path, monkeypatch, name, text, fmt):
+    import sampling_lib.data as data
+
+    p = _write(tmp_path, name, text)
+    fast = load_ratings(p)
+    monkeypatch.setattr(data, "_fast_numeric", lambda *a, **k: None)
+    slow = load_ratings(p)
+    for f in ("users", "items", "timestamps", "user_ids", "item_ids"):
+        np.testing.assert_array_equal(getattr(fast, f), getattr(slow, f))
+    assert (fast.fmt, fast.n_duplicates) == (slow.fmt, slow.n_duplicates)
+    np.testing.assert_array_equal(np.argsort(fast.order), np.argsort(slow.order))
