@@ -63,6 +63,7 @@ __all__ = [
     "ranks_from_scores",
     "ranks_from_score_table",
     "sample_negatives",
+    "simulate_coverage",
 ]
 
 #: Every estimator name :func:`estimate` accepts.
@@ -137,7 +138,7 @@ def rank_counts(sampled_ranks, n=None, *, sample_sizes=None):
         if n is None:
             raise ValueError("n (the sample size) is required unless sample_sizes is given")
         n = check_int(n, "n", low=2)
-        r = check_ranks(sampled_ranks, n, name="sampled_ranks", upper_name=f"n={n}; n")
+        r = check_ranks(sampled_ranks, n, name="sampled_ranks", upper_name="n")
         sizes = np.full(r.size, n, dtype=np.int64)
     else:
         sizes = check_ranks(sample_sizes, np.iinfo(np.int64).max, name="sample_sizes")
@@ -1107,8 +1108,7 @@ def sample_negatives(users, N, n, *, exclude=None, held_out=None, replace=False,
     >>> neg.shape, neg.groupby("user").size().tolist()
     ((6, 2), [3, 3])
     """
-    N = check_int(N, "N", low=2)
-    n = check_int(n, "n", low=2)
+    N, n = check_N_n(N, n)
     users = pd.Index(pd.Series(users).to_numpy())
     if users.size == 0:
         raise ValueError("users must be non-empty")
@@ -1160,3 +1160,59 @@ def sample_negatives(users, N, n, *, exclude=None, held_out=None, replace=False,
         out_i.append(items)
     return pd.DataFrame({"user": np.repeat(users.to_numpy(), k), "item": np.concatenate(out_i)})
 
+
+
+# ----------------------------------------------------------------------------
+# coverage simulation (notebook 09, tests)
+# ----------------------------------------------------------------------------
+def simulate_coverage(pmf, n, M, repeats, metrics=("recall@10", "ndcg@10"), *, method=None,
+                      ci=0.95, n_boot=200, scheme="binomial", options=None, refit_prior=True,
+                      rng=None):
+    """Coverage of the bootstrap intervals of :func:`estimate` by simulation.
+
+    Each repeat draws M users' global ranks from ``pmf`` (a known population),
+    their sampled ranks (:func:`sampling_lib.sampling.sample_ranks`), and runs
+    :func:`estimate`. The population value T = sum_R pmf(R) F(R) is the
+    target; the finite-sample value (mean F(R_u) of the M drawn users) is
+    recorded too.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (repeat, metric): the :func:`estimate` columns plus
+        ``repeat, truth, truth_users, covered, naive_covered, covered_users``.
+
+    Examples
+    --------
+    >>> from sampling_lib.rankdist import synthetic_models
+    >>> d = simulate_coverage(synthetic_models(300)["beta_a0.35"], 30, 200, 2,
+    ...                       metrics="recall@10", n_boot=50, rng=0)
+    >>> d.shape[0], {"covered", "naive_covered"} <= set(d.columns)
+    (2, True)
+    """
+    from .rankdist import draw_global_ranks
+    from .sampling import sample_ranks
+
+    pmf = np.asarray(pmf, dtype=float)
+    N = pmf.size
+    repeats = check_int(repeats, "repeats", low=1)
+    M = check_int(M, "M", low=1)
+    parsed = _parse_metrics(metrics)
+    F = _metric_matrix(parsed, N)
+    truth = pmf @ F
+    rng = np.random.default_rng(rng)
+    out = []
+    for rep in range(repeats):
+        R = draw_global_ranks(pmf, M, rng=rng)
+        r = sample_ranks(R, N, n, scheme, rng=rng)
+        t = estimate(r, N, n, [p[0] for p in parsed], method=method, ci=ci, n_boot=n_boot,
+                     rng=rng, scheme=scheme, options=options, refit_prior=refit_prior)
+        t.insert(0, "repeat", rep)
+        t["truth"] = truth
+        t["truth_users"] = F[R - 1].mean(axis=0)
+        out.append(t)
+    d = pd.concat(out, ignore_index=True)
+    d["covered"] = (d.ci_low <= d.truth) & (d.truth <= d.ci_high)
+    d["covered_users"] = (d.ci_low <= d.truth_users) & (d.truth_users <= d.ci_high)
+    d["naive_covered"] = (d.naive_ci_low <= d.truth) & (d.truth <= d.naive_ci_high)
+    return d

@@ -1,0 +1,373 @@
+"""Tests of sampling_lib.correct: estimate/compare against direct estimator calls,
+bootstrap determinism, input adapters and their tie rule, fixed negatives."""
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sampling_lib import estimators as E
+from sampling_lib.correct import (DEFAULT_METHOD, METHODS, SampledRanks, bootstrap_counts, compare,
+                                  estimate, rank_counts, ranks_from_score_table, ranks_from_scores,
+                                  ranks_from_table, sample_negatives, simulate_coverage)
+from sampling_lib.metrics import metric_from_ranks, metric_values
+from sampling_lib.rankdist import draw_global_ranks, synthetic_models
+from sampling_lib.sampling import adaptive_sample_ranks, sample_ranks
+from sampling_lib.user_sampling import adjust_pvalues
+
+N, n, M = 200, 20, 300
+METRICS = ["recall@10", "ndcg@10", "ap@20"]
+
+
+@pytest.fixture(scope="module")
+def ranks():
+    pmf = synthetic_models(N)["beta_a0.35"]
+    R = draw_global_ranks(pmf, M, rng=0)
+    return sample_ranks(R, N, n, rng=1)
+
+
+@pytest.fixture(scope="module")
+def ranks2():
+    pmf = synthetic_models(N)["beta_a0.50"]
+    R = draw_global_ranks(pmf, M, rng=2)
+    return sample_ranks(R, N, n, rng=3)
+
+
+def _direct(method, r, prior_fixed=None, sizes=None):
+    """The library's estimators called directly (the reference)."""
+    if method == "mle":
+        return E.mle(r, N, n)
+    if method == "wmle":
+        return E.wmle(r, N, n)
+    if method == "mes":
+        return E.mes(r, N, n)
+    if method == "cls":
+        return E.cls(r, N, n, max_rank=20)
+    if method == "adaptive_mle":
+        return E.adaptive_mle(r, sizes, N)
+    base, _, p = method.partition("_")
+    prior = prior_fixed
+    if prior is None and p:
+        prior = E.mle(r, N, n) if p == "mle" else E.mes(r, N, n)
+    return E.bv(r, N, n, 0.01, prior) if base == "bv" else E.mn(r, N, n, prior, M)
+
+
+def _F():
+    return np.stack([metric_values(m, N) for m in METRICS], axis=1)
+
+
+# ----------------------------------------------------------------------------
+# sufficient statistic and bootstrap draws
+# ----------------------------------------------------------------------------
+def test_rank_counts_roundtrip(ranks):
+    c = rank_counts(ranks, n)
+    assert c.M == M and np.all(c.counts > 0) and np.all(np.diff(c.ranks) > 0)
+    r, s = c.expand()
+    assert np.array_equal(np.sort(ranks), r) and np.all(s == n)
+
+
+@pytest.mark.parametrize("bad, kw, match", [
+    ([0, 1], dict(n=5), "sampled_ranks"),
+    ([1, 6], dict(n=5), "n=5"),
+    ([1.5, 2], dict(n=5), "sampled_ranks"),
+    ([1, 2], dict(), "n .the sample size. is required"),
+    ([1, 2], dict(n=1), "n"),
+    ([1, 3], dict(sample_sizes=[4, 2]), "1..sample_size"),
+    ([1, 2], dict(sample_sizes=[4]), "same length"),
+    ([1, 2], dict(sample_sizes=[1, 4]), "sample_sizes must be >= 2"),
+])
+def test_rank_counts_rejects(bad, kw, match):
+    with pytest.raises(ValueError, match=match):
+        rank_counts(bad, **kw)
+
+
+def test_bootstrap_counts_is_multinomial():
+    b = bootstrap_counts([6, 3, 1], 4000, rng=0)
+    assert b.shape == (4000, 3) and np.all(b.sum(axis=1) == 10)
+    # mean and variance of a multinomial cell: M p, M p (1 - p)
+    assert abs(b[:, 0].mean() - 6) < 4 * np.sqrt(2.4 / 4000)
+    assert np.array_equal(b, bootstrap_counts([6, 3, 1], 4000, rng=0))
+
+
+# ----------------------------------------------------------------------------
+# estimate: point estimates and bootstrap replicates vs direct estimator calls
+# ----------------------------------------------------------------------------
+def test_estimate_table_layout(ranks):
+    t = estimate(ranks, N, n, METRICS, n_boot=30, rng=0)
+    assert list(t.columns[:10]) == ["metric", "K", "naive", "naive_ci_low", "naive_ci_high",
+                                    "estimate", "se", "ci_low", "ci_high", "method"]
+    assert t.metric.tolist() == METRICS and t.K.tolist() == [10, 10, 20]
+    assert (t.method == DEFAULT_METHOD).all() and (t.users == M).all()
+    assert np.all(t.ci_low <= t.ci_high)
+
+
+@pytest.mark.parametrize("method", [m for m in METHODS if m != "adaptive_mle"])
+def test_estimate_point_equals_direct_call(ranks, method):
+    # source: the estimator functions of sampling_lib.estimators; tolerance: rounding only
+    t = estimate(ranks, N, n, METRICS, method=method, n_boot=0)
+    assert np.allclose(t.estimate, _direct(method, ranks) @ _F(), rtol=1e-10, atol=1e-12)
+    naive = [metric_from_ranks(ranks, m) for m in METRICS]
+    assert np.allclose(t.naive, naive, rtol=1e-12)
+    assert t.ci_low.isna().all()
+
+
+@pytest.mark.parametrize("method, refit", [("mle", True), ("wmle", True), ("bv", True), ("mn", True),
+                                           ("bv_mle", False), ("mn_mle", False), ("mn_mle", True),
+                                           ("bv_mes", True), ("mes", True)])
+def test_bootstrap_equals_direct_calls_on_replicates(ranks, method, refit):
+    """The percentile CI and se are those of the direct estimator on the same draws."""
+    B, seed, ci = 12, 7, 0.8
+    t = estimate(ranks, N, n, METRICS, method=method, n_boot=B, rng=seed, ci=ci,
+                 refit_prior=refit)
+    c = rank_counts(ranks, n)
+    g = np.random.default_rng(seed)
+    Cb = g.multinomial(M, c.counts / M, size=B)          # one chunk (B < 64)
+    fixed = None
+    if not refit and "_" in method:
+        fixed = E.mle(ranks, N, n) if method.endswith("mle") else E.mes(ranks, N, n)
+    reps = np.array([_direct(method, c.expand(Cb[b])[0], prior_fixed=fixed) @ _F()
+                     for b in range(B)])
+    tol = 1e-7 if method in ("mes", "bv_mes") else 1e-10
+    assert np.allclose(t.se, reps.std(axis=0, ddof=1), rtol=tol, atol=tol)
+    assert np.allclose(t.ci_low, np.quantile(reps, 0.1, axis=0), rtol=tol, atol=tol)
+    assert np.allclose(t.ci_high, np.quantile(reps, 0.9, axis=0), rtol=tol, atol=tol)
+
+
+def test_fixed_prior_bootstrap_is_a_matrix_product(ranks):
+    """BV with a fixed prior: replicate = (counts_b / M) @ X, X = sampled metric per rank."""
+    F = metric_values("ndcg@10", N)
+    x = E.bv_sampled_metric(F, N, n, 0.01, None)
+    t = estimate(ranks, N, n, "ndcg@10", method="bv", n_boot=20, rng=3)
+    c = rank_counts(ranks, n)
+    Cb = np.random.default_rng(3).multinomial(M, c.counts / M, size=20)
+    reps = (Cb / M) @ x[c.ranks - 1]
+    assert np.isclose(t.se[0], reps.std(ddof=1), rtol=1e-10)
+
+
+def test_adaptive_point_and_bootstrap(ranks):
+    pmf = synthetic_models(N)["mixture"]
+    R = draw_global_ranks(pmf, M, rng=5)
+    r, s = adaptive_sample_ranks(R, N, 10, 80, rng=6)
+    t = estimate(r, N, metrics=METRICS, sample_sizes=s, n_boot=10, rng=1)
+    assert (t.method == "adaptive_mle").all() and (t.n == -1).all()
+    assert np.allclose(t.estimate, E.adaptive_mle(r, s, N) @ _F(), rtol=1e-10)
+    c = rank_counts(r, sample_sizes=s)
+    Cb = np.random.default_rng(1).multinomial(M, c.counts / M, size=10)
+    reps = np.array([E.adaptive_mle(*c.expand(Cb[b]), N) @ _F() for b in range(10)])
+    assert np.allclose(t.se, reps.std(axis=0, ddof=1), rtol=1e-9)
+    with pytest.raises(ValueError, match="adaptive_mle"):
+        estimate(r, N, metrics=METRICS, sample_sizes=s, method="mle")
+
+
+def test_converged_mle_bootstrap_warm_start(ranks):
+    """With a tolerance the MLE is solved to convergence; replicates warm-start from the point fit."""
+    opts = dict(tol=1e-3, max_iter=5000, accelerate="squarem")
+    t = estimate(ranks, N, n, "recall@10", options=opts, n_boot=4, rng=2)
+    F = metric_values("recall@10", N)
+    w = E.mle(ranks, N, n, **opts)
+    assert np.isclose(t.estimate[0], w @ F, rtol=1e-12)
+    c = rank_counts(ranks, n)
+    Cb = np.random.default_rng(2).multinomial(M, c.counts / M, size=4)
+    reps = np.array([E.mle(c.expand(Cb[b])[0], N, n, init=w, **opts) @ F for b in range(4)])
+    assert np.isclose(t.se[0], reps.std(ddof=1), rtol=1e-10)
+
+
+def test_bootstrap_determinism(ranks):
+    a = estimate(ranks, N, n, METRICS, n_boot=100, rng=11)
+    b = estimate(ranks, N, n, METRICS, n_boot=100, rng=11)
+    c = estimate(ranks, N, n, METRICS, n_boot=100, rng=12)
+    pd.testing.assert_frame_equal(a, b)
+    assert not np.allclose(a.ci_low, c.ci_low)
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(method="nope"), "method must be one of"),
+    (dict(ci=1.0), "ci"),
+    (dict(n_boot=-1), "n_boot"),
+    (dict(metrics=["recall"]), "cutoff"),
+    (dict(metrics=[]), "at least one metric"),
+])
+def test_estimate_rejects(ranks, kw, match):
+    args = dict(metrics=["recall@10"])
+    args.update(kw)
+    with pytest.raises((ValueError, TypeError), match=match):
+        estimate(ranks, N, n, **args)
+
+
+def test_estimate_rejects_n_above_N():
+    with pytest.raises(ValueError, match="n must lie in 2..N"):
+        estimate([1, 2], 10, 20)
+
+
+# ----------------------------------------------------------------------------
+# compare
+# ----------------------------------------------------------------------------
+def test_compare_holm_and_pairing(ranks, ranks2):
+    d = {"A": ranks, "B": ranks2, "C": ranks.copy()}
+    t = compare(d, N, n, ["recall@10", "ndcg@10"], n_boot=100, rng=0)
+    assert len(t) == 6 and set(t.n_comparisons) == {3}
+    for _, g in t.groupby("metric"):
+        rej, padj = adjust_pvalues(g.pvalue.to_numpy(), "holm", 0.05)
+        assert np.allclose(padj, g.pvalue_adjusted) and np.array_equal(rej, g.reject)
+    ac = t[(t.model_a == "A") & (t.model_b == "C")]
+    assert np.all(ac.difference == 0) and np.all(ac.se == 0) and not ac.reject.any()
+    # point estimates are those of estimate()
+    e = estimate(ranks, N, n, ["recall@10", "ndcg@10"], n_boot=0)
+    assert np.allclose(t[t.model_a == "A"].groupby("metric", sort=False).estimate_a.first(),
+                       e.estimate)
+    t2 = compare(d, N, n, ["recall@10", "ndcg@10"], n_boot=100, rng=0)
+    pd.testing.assert_frame_equal(t, t2)
+
+
+def test_compare_paired_se_matches_direct(ranks, ranks2):
+    """Paired replicate = the same resampled users for both models."""
+    B = 10
+    t = compare({"A": ranks, "B": ranks2}, N, n, "recall@10", n_boot=B, rng=4)
+    U = np.stack([ranks, ranks2], axis=1)
+    tup, cnt = np.unique(U, axis=0, return_counts=True)
+    Ct = np.random.default_rng(4).multinomial(M, cnt / M, size=B)
+    F = metric_values("recall@10", N)
+    diffs = [E.mle(np.repeat(tup[:, 0], Ct[b]), N, n) @ F - E.mle(np.repeat(tup[:, 1], Ct[b]), N, n) @ F
+             for b in range(B)]
+    assert np.isclose(t.se[0], np.std(diffs, ddof=1), rtol=1e-9)
+
+
+def test_compare_detects_a_clear_difference(ranks):
+    rng = np.random.default_rng(0)
+    worse = np.minimum(n, ranks + rng.integers(3, 8, ranks.size))
+    t = compare({"good": ranks, "bad": worse}, N, n, "recall@10", n_boot=200, rng=1)
+    assert t.decision[0] == "good > bad"
+
+
+@pytest.mark.parametrize("arg, match", [
+    ({"A": [1, 2, 3]}, "at least 2 models"),
+    ({"A": [1, 2, 3], "B": [1, 2]}, "same users"),
+    ([1, 2, 3], "dict"),
+])
+def test_compare_rejects(arg, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        compare(arg, N, n, "recall@10", n_boot=10)
+
+
+# ----------------------------------------------------------------------------
+# adapters
+# ----------------------------------------------------------------------------
+# hand-made reference: pos 0.5 vs negatives [0.1, 0.5, 0.7]: one above, one tie
+@pytest.mark.parametrize("ties, expected", [("pessimistic", 3), ("optimistic", 2)])
+def test_ranks_from_scores_tie_rule(ties, expected):
+    r, s = ranks_from_scores([0.5], [[0.1, 0.5, 0.7]], ties=ties)
+    assert r.tolist() == [expected] and s.tolist() == [4]
+
+
+def test_ranks_from_scores_random_ties_and_nan():
+    pos = np.zeros(2000)
+    neg = np.zeros((2000, 3))                       # all tied: uniform on 1..4
+    r, _ = ranks_from_scores(pos, neg, ties="random", rng=0)
+    assert set(r) == {1, 2, 3, 4} and abs(r.mean() - 2.5) < 0.1
+    r2, s2 = ranks_from_scores([1.0], [[2.0, np.nan, 0.0]])
+    assert r2.tolist() == [2] and s2.tolist() == [3]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 3), min_size=2, max_size=8), st.integers(0, 3))
+def test_tie_rules_bracket_random(negs, pos):
+    neg = np.array([negs], dtype=float)
+    lo = ranks_from_scores([pos], neg, ties="optimistic")[0][0]
+    hi = ranks_from_scores([pos], neg, ties="pessimistic")[0][0]
+    rnd = ranks_from_scores([pos], neg, ties="random", rng=0)[0][0]
+    assert 1 <= lo <= rnd <= hi <= len(negs) + 1
+    assert hi - lo == sum(v == pos for v in negs)
+
+
+@pytest.mark.parametrize("pos, neg, match", [
+    ([np.nan], [[1.0]], "finite"),
+    ([1.0], [1.0], "shape"),
+    ([1.0], [[np.inf]], "inf"),
+    ([1.0], [[np.nan]], "at least one negative"),
+])
+def test_ranks_from_scores_rejects(pos, neg, match):
+    with pytest.raises(ValueError, match=match):
+        ranks_from_scores(pos, neg)
+
+
+def test_score_table_equals_arrays():
+    rng = np.random.default_rng(0)
+    pos = rng.integers(0, 5, 30).astype(float)
+    neg = rng.integers(0, 5, (30, 6)).astype(float)
+    rows = []
+    for u in range(30):
+        rows.append(dict(user=u, score=pos[u], label=1))
+        rows += [dict(user=u, score=v, label=0) for v in neg[u]]
+    df = pd.DataFrame(rows).sample(frac=1, random_state=1)     # order must not matter
+    for ties in ("pessimistic", "optimistic"):
+        s = ranks_from_score_table(df, ties=ties)
+        r_ref, n_ref = ranks_from_scores(pos, neg, ties=ties)
+        got = s.ranks["model"].reindex(range(30)).to_numpy()
+        assert np.array_equal(got, r_ref)
+        assert np.all(s.sample_sizes["model"] == 7)
+
+
+def test_ranks_from_table_models_and_errors(tmp_path):
+    df = pd.DataFrame({"user": [1, 2, 3, 1, 2, 3], "model": list("AAABBB"),
+                       "rank": [1, 4, 2, 3, 3, 1]})
+    s = ranks_from_table(df, n=5)
+    assert isinstance(s, SampledRanks) and s.models == ["A", "B"]
+    assert s.for_model("A")[0].tolist() == [1, 4, 2]
+    p = tmp_path / "r.csv"
+    df.to_csv(p, index=False)
+    assert ranks_from_table(p).for_model("B")[0].tolist() == [3, 3, 1]
+    bad = [
+        (df.drop(columns="rank"), "column"),
+        (df.assign(rank=["x", 1, 2, 3, 4, 5]), "integers"),
+        (df.assign(rank=[0, 1, 2, 3, 4, 5]), ">= 1"),
+        (pd.concat([df, df.iloc[:1]]), "appear once"),
+    ]
+    for frame, match in bad:
+        with pytest.raises(ValueError, match=match):
+            ranks_from_table(frame, n=5)
+    with pytest.raises(ValueError, match="1..n=3"):
+        ranks_from_table(df, n=3)
+    with pytest.raises(FileNotFoundError):
+        ranks_from_table(tmp_path / "missing.csv")
+
+
+# ----------------------------------------------------------------------------
+# negatives
+# ----------------------------------------------------------------------------
+def test_sample_negatives_rules():
+    users = np.arange(40)
+    held = (users * 7) % 60
+    excl = pd.DataFrame({"user": np.repeat(users, 5), "item": (np.arange(200) * 13) % 60})
+    neg = sample_negatives(users, 60, 11, exclude=excl, held_out=held, rng=0)
+    assert neg.groupby("user").size().eq(10).all() and neg.user.tolist()[:10] == [0] * 10
+    assert neg["item"].between(0, 59).all()
+    ex = set(zip(excl.user, excl["item"])) | set(zip(users, held))
+    assert not any((u, i) in ex for u, i in zip(neg.user, neg["item"]))
+    assert not neg.duplicated().any()                                  # distinct per user
+    pd.testing.assert_frame_equal(neg, sample_negatives(users, 60, 11, exclude=excl,
+                                                        held_out=held, rng=0))
+    # dense exclusion path (choice) and uniformity over the allowed items
+    big = sample_negatives(np.arange(3000), 12, 4, held_out=np.zeros(3000, int), rng=1)
+    freq = np.bincount(big["item"], minlength=12)
+    assert freq[0] == 0 and freq[1:].min() > 0.8 * freq[1:].mean()
+
+
+def test_sample_negatives_rejects():
+    with pytest.raises(ValueError, match="candidate negatives"):
+        sample_negatives([1], 5, 5, held_out=[0], exclude={1: [1]})
+    with pytest.raises(ValueError, match="n must lie in 2..N"):
+        sample_negatives([1], 5, 6)
+    with pytest.raises(ValueError, match="unique"):
+        sample_negatives([1, 1], 50, 5)
+    with pytest.raises(ValueError, match="0..N-1"):
+        sample_negatives([1], 50, 5, held_out=[50])
+
+
+# ----------------------------------------------------------------------------
+# coverage simulator (tiny)
+# ----------------------------------------------------------------------------
+def test_simulate_coverage_shape_and_naive_far_off():
+    d = simulate_coverage(synthetic_models(300)["beta_a0.35"], 30, 300, 3, "recall@10",
+                          n_boot=40, rng=0)
+    assert len(d) == 3 and d.naive_covered.sum() == 0     # naive HR@10 of 30 >> global HR@10
+    assert np.all(d.truth == d.truth[0])
