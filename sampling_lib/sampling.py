@@ -153,6 +153,32 @@ class SamplingEfficiency:
         ok = np.cumprod(self.cost <= max_cost).astype(bool)
         return int(self.sizes[np.flatnonzero(ok)[-1]]) if ok.any() else int(self.sizes[0])
 
+    def knee(self, rel_increase=0.25):
+        """Terminal size at the knee of the cost curve (a reproducible reading of TORS24 Fig 9).
+
+        When the top of the rank distribution follows a power law, C_j grows in
+        proportion to n_j (each doubling costs twice as much per resolved
+        user), so the knee is where the *relative* cost C_j / n_j starts to
+        rise. Returns the largest n_j, j >= 1, such that every
+        C_i / n_i (1 <= i <= j) is at most (1 + rel_increase) times the
+        smallest C_k / n_k seen so far (1 <= k <= i). C_0 is excluded: it
+        also counts the n_0 items every user gets. Returns n_0 if the ladder
+        has one size, n_1 if C_1 is infinite.
+
+        Examples
+        --------
+        >>> eff = SamplingEfficiency(np.array([10, 20, 40, 80]), np.array([100, 40, 30, 20]),
+        ...                          np.array([60, 10, 10, 5]), np.array([16.7, 40.0, 60.0, 320.0]), 15)
+        >>> eff.knee(0.25)      # C/n = 2.0, 1.5, 4.0 from j = 1: the knee is at n = 40
+        40
+        """
+        if self.sizes.size == 1:
+            return int(self.sizes[0])
+        rel = self.cost[1:] / self.sizes[1:]
+        best = np.minimum.accumulate(rel)
+        ok = np.cumprod(rel <= (1.0 + rel_increase) * best).astype(bool)
+        return int(self.sizes[1 + np.flatnonzero(ok)[-1]]) if ok.any() else int(self.sizes[1])
+
 
 def sampling_efficiency(sampled_ranks, sample_sizes, n0=None, n_max=None, *, N=None):
     """Sampling efficiency curve C_j of adaptive sampling, TORS24 eq 44 (Fig 9).

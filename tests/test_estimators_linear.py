@@ -303,3 +303,15 @@ def test_sampling_efficiency_validation():
         sampling_efficiency([2], [10, 20], 10, 40)
     with pytest.raises(ValueError, match="sampled_ranks must lie in 1..n_max=40"):
         sampling_efficiency([41, 2], [10, 20], 10, 40)
+
+
+@pytest.mark.parametrize("N, n, scheme", [(3000, 100, "binomial"), (2000, 300, "hypergeometric")])
+def test_banded_gram_equals_dense_product(N, n, scheme):
+    from sampling_lib.estimators._linear import _row_support, _weighted_gram
+
+    rng = np.random.default_rng(11)
+    K = kernel(N, n, scheme)
+    v = _rand_pmf(rng, N, 0.2)
+    dense = K.T @ (v[:, None] * K)
+    banded = _weighted_gram(K, v, _row_support(N, n, scheme))
+    assert np.max(np.abs(banded - dense)) <= 1e-15 * np.max(np.abs(dense))
