@@ -777,7 +777,8 @@ class APSimulationSummary:
     n_sims : int
     mean, var : sample mean and unbiased sample variance of AP@k
     se_mean : standard error of ``mean`` (``sqrt(var / n)``)
-    se_var : standard error of ``var`` (``sqrt((mu4 - (n-3)/(n-1) var^2) / n)``)
+    se_var : standard error of ``var``: ``sqrt((m4 - m2^2)/n + 2 var^2/(n(n-1)))`` with the
+        sample central moments m2, m4 (the exact Var(s^2) with plug-in moments)
     """
 
     n_sims: int
@@ -826,7 +827,10 @@ def simulate_ap_summary(model, k, n_sims, *, N=None, m=None, p=None, rng=None, c
     mu4 = _max0(e4 - 4 * e3 * e1 + 6 * e2 * e1**2 - 3 * e1**4)
     var = m2 * n / (n - 1)
     se_mean = np.sqrt(var / n)
-    se_var = np.sqrt(_max0(mu4 - (n - 3) / (n - 1) * var**2) / n)
+    # Var(s^2) = (mu4 - sigma^4)/n + 2 sigma^4/(n(n-1)); the first term is estimated by
+    # m4 - m2^2 (>= 0 for sample moments), which keeps the second-order term when
+    # mu4 = sigma^4 (e.g. AP@1 ~ Bernoulli(1/2), where (X - mu)^2 is constant)
+    se_var = np.sqrt(_max0(mu4 - m2**2) / n + 2.0 * var**2 / (n * (n - 1)))
     f = (lambda a: float(a[0])) if scalar else (lambda a: a)
     return APSimulationSummary(n_sims, f(mean), f(var), f(se_mean), f(se_var))
 

@@ -251,6 +251,8 @@ def test_property_wr_equals_recursion_and_bounds(p, k):
     ("wor", dict(N=10**6, m=1000), [10, 200]),
     ("wr", dict(p=0.04), [1, 20]),
     ("wr", dict(p=0.7), [3, 20, 100]),
+    ("wr", dict(p=0.5), [1, 2]),          # AP@1 ~ Bernoulli(1/2): mu4 = sigma^4, SE of var is O(1/n)
+    ("wor", dict(N=10, m=5), [1]),
 ])
 def test_monte_carlo_within_4_se(model, kw, ks):
     # fixed seed; formula vs simulation within 4 standard errors (mean and variance)
