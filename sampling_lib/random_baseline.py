@@ -703,12 +703,16 @@ def _iter_ap_chunks(model, N, m, p, ks, n_sims, rng, chunk_elements):
         if model == "wr":
             I = rng.random((n, K)) < p
         else:
-            # the top-K block of a uniform m-subset of 1..N: its size is
-            # Hypergeometric(m, N-m, K) and, given the size s, it is a uniform
-            # s-subset of 1..K (the s smallest of K i.i.d. uniform keys)
-            s = rng.hypergeometric(m, N - m, K, size=n) if m > 0 else np.zeros(n, dtype=np.int64)
-            order = np.argsort(rng.random((n, K)), axis=1)
-            I = order < s[:, None]
+            # the top-K block of a uniform m-subset of 1..N, position by position:
+            # given c relevant items above position i, position i is relevant with
+            # probability (m - c)/(N - i + 1) (exact; one uniform per entry)
+            U = rng.random((n, K))
+            I = np.empty((n, K), dtype=bool)
+            c = np.zeros(n)
+            for j in range(K):                 # 0-based position j = i - 1
+                col = U[:, j] * (N - j) < (m - c)
+                I[:, j] = col
+                c += col
         yield _ap_from_patterns(I, ks, norm)
         done += n
 
