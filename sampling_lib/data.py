@@ -22,7 +22,8 @@ Supported file formats (detected from the file content, not only its name):
     ``userId,movieId,rating,timestamp`` or any CSV). With a header, the user, item
     and (optional) timestamp columns are recognised by name (``userId``/``user_id``/
     ``user``/``uid``..., ``movieId``/``itemId``/``item``/``iid``..., ``timestamp``/
-    ``time``/``ts``); without a header the columns are positional:
+    ``time``/``ts``; numbers, or date-time strings such as ISO 8601, read as seconds since
+    the epoch); without a header the columns are positional:
     2 columns = user,item; 3 = user,item,timestamp; 4 or more = user,item,rating,
     timestamp (the MovieLens layout). A tab- or semicolon-separated file follows the
     same rules (a headerless tab file with 4 columns is ``udata``).
@@ -360,6 +361,11 @@ def load_ratings(path, *, fmt: str = "auto") -> Ratings:
             return s.to_numpy()
         v = pd.to_numeric(s, errors="coerce").to_numpy(dtype=float)
         bad = ~np.isfinite(v)
+        if bad.any() and what == "timestamp" and bad.all():
+            # date-time strings (e.g. ISO 8601): seconds since the epoch
+            dt = pd.to_datetime(s, errors="coerce", utc=True, format="mixed")
+            v = (dt - pd.Timestamp(0, tz="UTC")).dt.total_seconds().to_numpy(dtype=float)
+            bad = ~np.isfinite(v)
         if bad.any():
             k = int(np.flatnonzero(bad)[0])
             raise _line_error(path, int(line_no[k]), f"{what} is not a number: {s.iloc[k]!r}")

@@ -214,3 +214,14 @@ def test_fast_numeric_path_equals_validating_path(tmp_path, monkeypatch, name, t
         np.testing.assert_array_equal(getattr(fast, f), getattr(slow, f))
     assert (fast.fmt, fast.n_duplicates) == (slow.fmt, slow.n_duplicates)
     np.testing.assert_array_equal(np.argsort(fast.order), np.argsort(slow.order))
+
+
+def test_datetime_timestamps(tmp_path):
+    text = "user,item,timestamp\nu,a,2020-01-02T00:00:00\nu,b,2020-01-01 12:00\nv,a,2019-12-31\n"
+    r = load_ratings(_write(tmp_path, "x.csv", text))
+    assert r.timestamps[1] - r.timestamps[0] == -12 * 3600
+    s = leave_one_out(r)
+    assert s.item_ids[s.test_items].tolist() == ["a"]       # u's latest is item a (Jan 2)
+    bad = "user,item,timestamp\nu,a,2020-01-02\nu,b,not a date\n"
+    with pytest.raises(ValueError, match="line 3: timestamp is not a number"):
+        load_ratings(_write(tmp_path, "bad.csv", bad))
