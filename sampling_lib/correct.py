@@ -36,19 +36,19 @@ References
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import sparse, stats
+from scipy import sparse
 
 from . import estimators as _est
 from ._validation import check_float, check_int, check_N_n, check_ranks, check_scheme
 from .kernels import kernel, log_kernel_rows
 from .metrics import metric_values, parse_metric
-from .user_sampling import adjust_pvalues
 
 __all__ = [
     "METHODS",
@@ -689,6 +689,8 @@ def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None, 
     model_a model_b decision
           A       B    A > B
     """
+    from .user_sampling import adjust_pvalues  # lazy: statsmodels is slow to import
+
     N = check_int(N, "N", low=2)
     d = _as_model_dict(ranks, sample_sizes)
     ci = _check_ci(ci)
@@ -757,7 +759,7 @@ def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None, 
             db = boot[a][:, j] - boot[b][:, j]
             se = float(db.std(ddof=1))
             z = diff / se if se > 0 else (0.0 if diff == 0 else np.inf * np.sign(diff))
-            pv = float(2 * stats.norm.sf(abs(z)))
+            pv = float(math.erfc(abs(z) / math.sqrt(2.0)))       # 2 (1 - Phi(|z|))
             lo, hi = _percentile(db, level)
             block.append(dict(metric=full, K=K, model_a=a, model_b=b, estimate_a=point[a][j],
                               estimate_b=point[b][j], difference=diff, se=se, statistic=z,

@@ -1,0 +1,175 @@
+"""The sampling-lib CLI on tiny files.
+
+Every command runs as a subprocess (``python -m sampling_lib.cli``, so no install
+is needed), and so do three representative bad inputs (file, argument parser,
+data). The full list of bad inputs also runs in-process through ``main(argv)``
+(same code path after start-up; a subprocess costs seconds on a loaded machine).
+"""
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sampling_lib.correct import compare, estimate
+
+ROOT = Path(__file__).resolve().parents[1]
+N, n, M = 120, 10, 40
+
+
+def run(*args, cwd):
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               OPENBLAS_NUM_THREADS="1")
+    p = subprocess.run([sys.executable, "-m", "sampling_lib.cli", *map(str, args)], cwd=cwd,
+                       capture_output=True, text=True, env=env, timeout=120)
+    return p
+
+
+def assert_one_line_error(p, code=1, match=None):
+    assert p.returncode == code, (p.returncode, p.stderr)
+    assert "Traceback" not in p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("sampling-lib: error:"), p.stderr
+    if match:
+        assert match in lines[0], lines[0]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cli")
+    rng = np.random.default_rng(0)
+    ra = rng.integers(1, 4, M)
+    rb = rng.integers(1, n + 1, M)
+    pd.DataFrame({"user": np.tile(np.arange(M), 2), "model": ["A"] * M + ["B"] * M,
+                  "rank": np.concatenate([ra, rb])}).to_csv(d / "ranks.csv", index=False)
+    pd.DataFrame({"user": np.arange(M), "rank": ra}).to_csv(d / "one.csv", index=False)
+    rows = []
+    for u in range(M):
+        rows.append(dict(user=u, score=0.5, label=1))
+        rows += [dict(user=u, score=s, label=0) for s in rng.choice([0.1, 0.5, 0.9], n - 1)]
+    pd.DataFrame(rows).to_csv(d / "scores.csv", index=False)
+    pd.DataFrame({"user": ["u1", "u2", "u3"], "item": [0, 5, 9]}).to_csv(d / "users.csv", index=False)
+    pd.DataFrame({"user": ["u1", "u1"], "item": [1, 2]}).to_csv(d / "train.csv", index=False)
+    (d / "empty.csv").write_text("")
+    pd.DataFrame({"user": [1, 2], "rank": [1, "x"]}).to_csv(d / "nonnum.csv", index=False)
+    pd.DataFrame({"user": [1, 2], "rank": [1, n + 1]}).to_csv(d / "outside.csv", index=False)
+    pd.DataFrame({"user": [1, 2], "position": [1, 2]}).to_csv(d / "nocol.csv", index=False)
+    pd.DataFrame({"id": [1, 2]}).to_csv(d / "nouser.csv", index=False)
+    return d
+
+
+def test_estimate_csv_equals_library_and_is_deterministic(files):
+    args = ["estimate", "one.csv", "--n-items", N, "--sample-size", n, "--metric", "recall@10",
+            "--metric", "ndcg@5", "--n-boot", 50, "--seed", 3, "--format", "csv"]
+    p = run(*args, cwd=files)
+    assert p.returncode == 0, p.stderr
+    got = pd.read_csv(io.StringIO(p.stdout))
+    ranks = pd.read_csv(files / "one.csv")["rank"].to_numpy()
+    ref = estimate(ranks, N, n, ["recall@10", "ndcg@5"], n_boot=50, rng=3)
+    for c in ["naive", "estimate", "se", "ci_low", "ci_high"]:
+        assert np.allclose(got[c], ref[c], rtol=1e-12), c
+    assert p.stdout == run(*args, cwd=files).stdout                 # same seed, same output
+    other = estimate(ranks, N, n, ["recall@10", "ndcg@5"], n_boot=50, rng=4)
+    assert not np.allclose(got.ci_low, other.ci_low)
+
+
+def test_estimate_table_json_and_scores(files):
+    p = run("estimate", "ranks.csv", "-N", N, "-n", n, "--n-boot", 20, "--model", "B",
+            "--method", "bv", "--format", "json", cwd=files)
+    rec = json.loads(p.stdout)
+    assert p.returncode == 0 and {r["model"] for r in rec} == {"B"} and rec[0]["method"] == "bv"
+    # scores table: sample size taken from the groups (1 + 9 negatives)
+    p = run("estimate", "scores.csv", "-N", N, "--n-boot", 10, "--format", "csv", cwd=files)
+    assert p.returncode == 0, p.stderr
+    assert (pd.read_csv(io.StringIO(p.stdout)).n == n).all()
+
+
+def test_compare(files):
+    p = run("compare", "ranks.csv", "-N", N, "-n", n, "--metric", "recall@10", "--n-boot", 60,
+            "--seed", 1, "--format", "csv", cwd=files)
+    assert p.returncode == 0, p.stderr
+    got = pd.read_csv(io.StringIO(p.stdout))
+    df = pd.read_csv(files / "ranks.csv")
+    d = {m: g["rank"].to_numpy() for m, g in df.groupby("model")}
+    ref = compare(d, N, n, "recall@10", n_boot=60, rng=1)
+    assert np.allclose(got.difference, ref.difference) and np.allclose(got.pvalue_adjusted,
+                                                                         ref.pvalue_adjusted)
+    assert got.decision[0] == ref.decision[0]
+
+
+def test_plan_users(files):
+    p = run("plan-users", "--margin", 0.01, "--models", 5, "--format", "csv", cwd=files)
+    assert p.returncode == 0, p.stderr
+    t = pd.read_csv(io.StringIO(p.stdout))
+    # TORS24 eq 46 with Bonferroni over 5 models (sampling_lib.user_sampling docstring: 0.03 -> 1844)
+    from sampling_lib.user_sampling import sample_size_proportion
+    assert t.users[0] == sample_size_proportion(0.01, n_models=5) and len(t) == 3
+
+
+def test_table_output_in_process(files, capsys, monkeypatch):
+    from sampling_lib.cli import main
+
+    monkeypatch.chdir(files)
+    assert main(["estimate", "ranks.csv", "-N", str(N), "-n", str(n), "--n-boot", "20"]) == 0
+    out = capsys.readouterr()
+    assert "recall@10" in out.out and " A " in out.out and out.err == ""    # no tty: no bar
+    assert main(["compare", "ranks.csv", "-N", str(N), "-n", str(n), "--n-boot", "20"]) == 0
+    assert "decision" in capsys.readouterr().out
+    assert main(["plan-users", "--margin", "0.03"]) == 0
+    assert "1068" in capsys.readouterr().out                     # TORS24 eq 47: ~1067
+
+
+def test_negatives(files):
+    out = files / "neg.csv"
+    p = run("negatives", "-N", 10, "--users", "users.csv", "-n", 5, "--seed", 7, "--exclude",
+            "train.csv", "--output", out, cwd=files)
+    assert p.returncode == 0, p.stderr
+    neg = pd.read_csv(out)
+    assert neg.groupby("user").size().eq(4).all()
+    bad = {("u1", 0), ("u1", 1), ("u1", 2), ("u2", 5), ("u3", 9)}
+    assert not any((u, i) in bad for u, i in zip(neg.user, neg["item"]))
+    p2 = run("negatives", "-N", 10, "--users", "users.csv", "-n", 5, "--seed", 7, "--exclude",
+             "train.csv", cwd=files)
+    assert p2.stdout.replace("\r", "") == out.read_text()            # same seed, same file
+
+
+@pytest.mark.parametrize("args, code, match", [
+    (["estimate", "missing.csv", "-N", N, "-n", n], 1, "not found"),
+    (["estimate", "nocol.csv", "-N", N, "-n", n], 1, "'rank' column"),
+    (["estimate", "outside.csv", "-N", N, "-n", n], 1, "1..n=10"),
+    (["estimate", "one.csv", "-N", 5, "-n", n], 1, "2..N=5"),
+    (["estimate", "nonnum.csv", "-N", N, "-n", n], 1, "integers"),
+    (["estimate", "empty.csv", "-N", N, "-n", n], 1, "empty"),
+    (["estimate", "one.csv", "-N", "many", "-n", n], 2, "invalid int"),
+    (["estimate", "one.csv", "-N", N], 1, "--sample-size is required"),
+    (["estimate", "one.csv", "-N", N, "-n", n, "--metric", "hits@x"], 1, "metric"),
+    (["estimate", "one.csv", "-N", N, "-n", n, "--method", "magic"], 1, "method"),
+    (["estimate", "one.csv", "-N", N, "-n", n, "--ci", 1.5], 1, "ci"),
+    (["compare", "one.csv", "-N", N, "-n", n], 1, "at least 2 models"),
+    (["plan-users", "--margin", 0], 1, "margin"),
+    (["negatives", "-N", 10, "--users", "nouser.csv", "-n", 5, "--seed", 1], 1, "user"),
+    (["negatives", "-N", 10, "--users", "users.csv", "-n", 5], 2, "--seed"),
+    (["negatives", "-N", 3, "--users", "users.csv", "-n", 5, "--seed", 1], 1, "2..N=3"),
+    (["frobnicate"], 2, "invalid choice"),
+])
+def test_bad_input_one_line_error(files, args, code, match, capsys, monkeypatch):
+    from sampling_lib.cli import main
+
+    monkeypatch.chdir(files)
+    rc = main([str(a) for a in args])
+    out = capsys.readouterr()
+    assert_one_line_error(subprocess.CompletedProcess(args, rc, out.out, out.err), code, match)
+
+
+@pytest.mark.parametrize("args, code, match", [
+    (["estimate", "missing.csv", "-N", N, "-n", n], 1, "not found"),
+    (["estimate", "one.csv", "-N", "many", "-n", n], 2, "invalid int"),
+    (["estimate", "outside.csv", "-N", N, "-n", n], 1, "1..n=10"),
+])
+def test_bad_input_one_line_error_subprocess(files, args, code, match):
+    assert_one_line_error(run(*args, cwd=files), code, match)
