@@ -354,3 +354,15 @@ def test_em_init_is_used():
 def test_validation_errors(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+def test_squarem_accelerates_with_zero_init_entries():
+    N, n = 50, 5
+    r = _simulate(N, n, 300, 19)
+    init = np.zeros(N)
+    init[:40] = 1 / 40
+    a = mle_fit(r, N, n, init=init, tol=1e-4, max_iter=100_000, accelerate="squarem")
+    b = mle_fit(r, N, n, init=init, tol=1e-4, max_iter=1_000_000)
+    assert a.converged and b.converged and np.all(a.pmf[40:] == 0)
+    assert a.n_estep < b.n_estep / 3
+    assert abs(a.loglik - b.loglik) <= 1e-4 * r.size

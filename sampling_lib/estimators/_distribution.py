@@ -255,7 +255,14 @@ def _em_core(blocks, N, init, tol, max_iter, accelerate):
     trace = [ll]
     n_estep = 1
     it = 0
-    gap = float(g.max() - 1.0)
+    # zero weights of init stay zero: the problem solved is the MLE over
+    # distributions supported on supp(init), and the gap is taken there
+    supp = None if np.all(pi > 0.0) else pi > 0.0
+
+    def _gap(g):
+        return float((g if supp is None else g[supp]).max() - 1.0)
+
+    gap = _gap(g)
     while True:
         if tol is not None and gap <= tol:
             break
@@ -285,7 +292,8 @@ def _em_core(blocks, N, init, tol, max_iter, accelerate):
             if vv > 0.0:
                 alpha = min(-np.sqrt(float(r @ r) / vv), -1.0)
                 pe = pi - 2.0 * alpha * r + alpha * alpha * v
-                while pe.min() <= 0.0 and alpha < -1.0:
+                pos = pi > 0.0  # zero weights of init stay zero in EM
+                while np.any(pe[pos] <= 0.0) and alpha < -1.0:
                     # keep every weight positive: zero weights are absorbing
                     # for EM and would change the fixed point
                     alpha = (alpha - 1.0) / 2.0
@@ -305,7 +313,7 @@ def _em_core(blocks, N, init, tol, max_iter, accelerate):
                             new = (pn, ln, gn)
             pi, ll, g = new
         trace.append(ll)
-        gap = float(g.max() - 1.0)
+        gap = _gap(g)
     converged = tol is not None and gap <= tol
     if tol is not None and not converged:
         warnings.warn(
@@ -420,7 +428,9 @@ def mle_fit(
     max_iter : int, default 100
         Maximum number of iterations (EM updates or SQUAREM cycles).
     init : array_like, shape (N,), optional
-        Starting distribution (default uniform). Zero entries stay zero.
+        Starting distribution (default uniform). Zero entries stay zero: the
+        fit is then the MLE over distributions supported on supp(init), and
+        ``gap`` is computed on that support.
     accelerate : {None, "squarem"}
         SQUAREM extrapolation (requires ``tol``). It is safeguarded to be
         monotone and has the same fixed points as EM.
@@ -439,8 +449,9 @@ def mle_fit(
     max_iter=100_000, accelerate="squarem"``) is available, but the exact
     maximizer is a nonparametric MLE of a mixing distribution: a sparse
     distribution with few atoms, because P(r | pi) only identifies n - 1
-    moments of pi. Its metric estimates are much noisier than the
-    early-stopped EM (notebook 03 measures this); early stopping from the
+    moments of pi. Its metric estimates are 2-5x more variable than those of
+    the early-stopped EM, though less biased for top-heavy metrics (NDCG,
+    AP); neither dominates in RMSE (notebook 03). Early stopping from the
     uniform distribution acts as a regularizer.
 
     References
