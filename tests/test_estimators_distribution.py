@@ -240,6 +240,8 @@ MES_CASES = [
     (300, 30, 1000, "tors", 0.1),
     (300, 30, 1000, "aaai", 0.01),
     (800, 50, 2000, "tors", None),
+    (300, 30, 1000, "tors", 1e-4),  # small lam = 3.3e-6: many Newton steps, polishing needed
+    (200, 5, 30, "aaai", 10.0),  # entropy-dominated
 ]
 
 
@@ -267,7 +269,7 @@ def test_mes_objective_trace_and_gap():
     res = mes_fit(r, 300, 30)
     assert isinstance(res, MESResult)
     assert res.converged and -1e-16 <= res.gap <= 1e-13 * (res.distance + res.lam * res.entropy)
-    assert res.kkt_residual <= 1e-9
+    assert res.kkt_residual <= 1e-6
     assert res.objective_trace[-1] == pytest.approx(res.objective, rel=1e-12)
 
 
