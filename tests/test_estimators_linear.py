@@ -315,3 +315,16 @@ def test_banded_gram_equals_dense_product(N, n, scheme):
     dense = K.T @ (v[:, None] * K)
     banded = _weighted_gram(K, v, _row_support(N, n, scheme))
     assert np.max(np.abs(banded - dense)) <= 1e-15 * np.max(np.abs(dense))
+
+
+@pytest.mark.parametrize("scheme", ["binomial", "hypergeometric"])
+def test_bv_gamma1_is_one_em_step(scheme):
+    # TORS24 eq 34 (AAAI21 eq 21) written out: pi_R <- sum_r P~(r) pi_R P(r|R) / sum_j pi_j P(r|j)
+    rng = np.random.default_rng(12)
+    N, n = 300, 12
+    r = rng.integers(1, 6, size=500)
+    pi = _rand_pmf(rng, N)
+    K = kernel(N, n, scheme)
+    pt = sampled_pmf(r, n)
+    em = pi * (K @ (pt / (K.T @ pi)))
+    np.testing.assert_allclose(bv(r, N, n, gamma=1.0, prior=pi, scheme=scheme), em, atol=1e-14)
