@@ -65,6 +65,7 @@ __all__ = [
     "execute_notebook",
     "claims_from_notebook",
     "run_notebooks",
+    "limit_blas_threads",
     "main",
 ]
 
@@ -453,6 +454,21 @@ def _index_html(df, runs, mode):
     return "\n".join(parts)
 
 
+BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def limit_blas_threads(n=1):
+    """Default the BLAS thread count of kernels started from here to ``n``.
+
+    Notebooks run side by side on a small machine (``--jobs``); a multi-threaded
+    OpenBLAS in each of them oversubscribes the cores and was measured 10-100x
+    slower on the project's 2-core machine (see benchmarks/README.md). Variables
+    the user has set are left alone.
+    """
+    for var in BLAS_THREAD_VARS:
+        os.environ.setdefault(var, str(n))
+
+
 def run_notebooks(out_dir=None, *, smoke=False, only=None, jobs=1, notebooks_dir=None, timeout=None,
                   failed_dir=None, log=print):
     """Execute the notebooks and, only if all succeed, replace ``out_dir``.
@@ -476,6 +492,7 @@ def run_notebooks(out_dir=None, *, smoke=False, only=None, jobs=1, notebooks_dir
     """
     out_dir = Path(out_dir or REPO_ROOT / "reports").resolve()
     nbs = list_notebooks(notebooks_dir, only)
+    limit_blas_threads()
     if not nbs:
         raise ValueError(f"no notebooks matched only={only!r} in {notebooks_dir or REPO_ROOT / 'notebooks'}")
     mode = "smoke" if smoke else "default"

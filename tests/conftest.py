@@ -1,5 +1,11 @@
 """Shared test fixtures and paths."""
+import os
 from pathlib import Path
+
+# Notebook kernels started by the tests inherit this: single-threaded BLAS avoids
+# oversubscribing the 2-core machine (same default as the report runner).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 import pytest
 
