@@ -129,9 +129,14 @@ def _row_support(N, n, scheme):
     product): the skipped entries change G by less than 1e-17 relative.
     """
     K = kernel(N, n, scheme)
-    big = K >= _BAND_TOL * K.max(axis=1, keepdims=True)
-    lo = np.argmax(big, axis=1)
-    hi = n - np.argmax(big[:, ::-1], axis=1)
+    lo = np.empty(N, dtype=np.int64)
+    hi = np.empty(N, dtype=np.int64)
+    step = max(1, (1 << 22) // n)            # bounded temporaries for large N
+    for a in range(0, N, step):
+        blk = K[a : a + step]
+        big = blk >= _BAND_TOL * blk.max(axis=1, keepdims=True)
+        lo[a : a + step] = np.argmax(big, axis=1)
+        hi[a : a + step] = n - np.argmax(big[:, ::-1], axis=1)
     return lo, hi
 
 
@@ -584,7 +589,10 @@ def cls(sampled_ranks, N, n, prior=None, *, max_rank=None, scheme="binomial"):
 
     Each problem is a non-negative least-squares problem in the increments
     z_j = x_j - x_{j+1} solved by ``scipy.optimize.nnls`` after one QR
-    factorization of sqrt(D) times the (N, n) matrix of P(r <= j | R).
+    factorization of sqrt(D) times the (N, n) matrix of P(r <= j | R)
+    (Householder QR for accuracy: the CDF columns are nearly collinear). Cost:
+    O(N n^2) for the QR plus max_rank small NNLS; memory: a few (N, n) arrays
+    (N = 10^6, n = 100: ~13 s and ~5 GB peak including the kernel).
 
     Parameters
     ----------
