@@ -328,3 +328,11 @@ def test_bv_gamma1_is_one_em_step(scheme):
     pt = sampled_pmf(r, n)
     em = pi * (K @ (pt / (K.T @ pi)))
     np.testing.assert_allclose(bv(r, N, n, gamma=1.0, prior=pi, scheme=scheme), em, atol=1e-14)
+
+
+def test_mn_singular_system_reports_condition_number():
+    # n = N without replacement: K = I, so Lambda_1 - K^T K = 0 and G = diag(prior): singular if the prior has zeros
+    prior = np.zeros(5)
+    prior[0] = 1.0
+    with pytest.raises(np.linalg.LinAlgError, match="mn: the n x n system is singular.*condition number inf"):
+        mn([1, 1, 1], 5, 5, prior, scheme="hypergeometric")
