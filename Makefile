@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 
 # Main job: every notebook with its default parameters into reports/ (replaced only on success).
 reports: $(STAMP)
-	$(BIN)/python -m sampling_lib.reporting run --out reports --jobs $(JOBS)
+	$(BIN)/python -m sampling_lib run --out reports --jobs $(JOBS)
 
 # Tests: unit, property, doctests and every notebook with its smoke parameters.
 test: $(STAMP)
@@ -26,7 +26,7 @@ test: $(STAMP)
 
 # All notebooks with smoke parameters into a scratch folder (quick look, not the report).
 smoke: $(STAMP)
-	$(BIN)/python -m sampling_lib.reporting run --smoke --out .reports-smoke --jobs $(JOBS)
+	$(BIN)/python -m sampling_lib run --smoke --out .reports-smoke --jobs $(JOBS)
 
 bench: $(STAMP)
 	for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done

@@ -23,7 +23,7 @@ reads the claims back from the executed notebook: no side files, no
 environment variables, safe for parallel runs, and the claims travel with the
 report.
 
-The runner (``python -m sampling_lib.reporting run``, used by ``make reports``
+The runner (``python -m sampling_lib run``, used by ``make reports``
 and by the tests) executes ``notebooks/NN_*.ipynb`` with papermill into a fresh
 temporary folder, renders HTML with nbconvert, writes ``claims.csv`` and
 ``index.html``, and only when every notebook succeeded replaces the output
@@ -553,8 +553,8 @@ def run_notebooks(out_dir=None, *, smoke=False, only=None, jobs=1, notebooks_dir
 
 
 def main(argv=None):
-    """Command line: ``python -m sampling_lib.reporting run [--smoke] [--only NN] [--out DIR] [--jobs J]``."""
-    ap = argparse.ArgumentParser(prog="python -m sampling_lib.reporting", description=__doc__.split("\n")[0])
+    """Command line: ``python -m sampling_lib run [--smoke] [--only NN] [--out DIR] [--jobs J]``."""
+    ap = argparse.ArgumentParser(prog="python -m sampling_lib", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     run = sub.add_parser("run", help="execute notebooks into a report folder")
     run.add_argument("--out", default=str(REPO_ROOT / "reports"), help="report folder (default: reports/)")
