@@ -43,3 +43,13 @@ def test_notebook_runs_with_smoke_parameters(path, tmp_path):
     failed = [c["claim_id"] for c in run.claims if not c["passed"]]
     assert run.ok, f"{path.name}: {run.error}; failed claims: {failed}"
     assert run.claims, "no claims recorded"
+
+
+@pytest.mark.notebooks
+def test_same_seed_gives_the_same_claims(tmp_path):
+    # "the same seed gives the same report": two runs of a Monte Carlo notebook record identical claims
+    path = next(p for p in NOTEBOOKS if p.name.startswith("01_"))
+    params = smoke_parameters(path)
+    runs = [execute_notebook(path, tmp_path / f"run{i}.ipynb", params, html=False) for i in range(2)]
+    assert all(r.ok for r in runs)
+    assert [(c["claim_id"], c["measured"]) for c in runs[0].claims] == [(c["claim_id"], c["measured"]) for c in runs[1].claims]
