@@ -32,6 +32,7 @@ from sampling_lib.estimators import adaptive_mle_fit, mle_fit
 from sampling_lib.kernels import kernel
 from sampling_lib.rankdist import draw_global_ranks, synthetic_models
 from sampling_lib.sampling import adaptive_sample_ranks, sample_ranks
+from _timing import best_of
 
 
 def naive_em(r, N, n, iters, chunk=2000):
@@ -46,15 +47,6 @@ def naive_em(r, N, n, iters, chunk=2000):
             acc += post.sum(axis=1)
         pi = acc / r.size
     return pi
-
-
-def best_of(f, repeat):
-    best, out = np.inf, None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = f()
-        best = min(best, time.perf_counter() - t)
-    return best, out
 
 
 def main():

@@ -17,7 +17,6 @@ Usage: .venv/bin/python benchmarks/bench_linear.py [--quick]
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
@@ -26,6 +25,7 @@ from sampling_lib.kernels import kernel
 from sampling_lib.metrics import metric_values
 from sampling_lib.rankdist import draw_global_ranks, synthetic_models
 from sampling_lib.sampling import sample_ranks
+from _timing import best_of
 
 
 def reference_bv(r, N, n, gamma, prior, Fs):
@@ -45,15 +45,6 @@ def reference_mn(r, N, n, prior, M, Fs):
     Ginv = np.linalg.inv(K.T @ DK - K.T @ K / M + np.diag(K.sum(axis=0)) / M)
     pt = np.bincount(r - 1, minlength=n) / r.size
     return np.array([pt @ (Ginv @ (DK.T @ F)) for F in Fs])
-
-
-def best_of(f, repeat):
-    best, out = np.inf, None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = f()
-        best = min(best, time.perf_counter() - t)
-    return best, out
 
 
 def main():

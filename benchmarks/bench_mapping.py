@@ -14,7 +14,6 @@ Prints, side by side, the time of
 """
 from __future__ import annotations
 
-import time
 
 import numpy as np
 
@@ -22,15 +21,7 @@ from sampling_lib import mapping
 from sampling_lib.kernels import kernel
 from sampling_lib.rankdist import beta_rank_pmf, draw_global_ranks
 from sampling_lib.sampling import sample_ranks
-
-
-def _best(fn, repeat=3):
-    out, best = None, np.inf
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, out
+from _timing import best_of
 
 
 def bench_beta():
@@ -38,10 +29,10 @@ def bench_beta():
     print(f"{'N':>9} {'n':>6} {'a':>5} {'logcdf s':>10} {'recur s':>10} {'ratio':>7} {'exact s':>9} "
           f"{'ratio':>8} {'relerr log':>10} {'relerr rec':>10}")
     for N, n, a in [(3706, 100, 0.5), (10**6, 1000, 0.3), (10**7, 2000, 0.05), (10**7, 10**4, 0.5)]:
-        t_log, f_log = _best(lambda: mapping.beta(N, n, a))
-        t_rec, f_rec = _best(lambda: mapping.beta(N, n, a, method="recurrence"))
+        t_log, f_log = best_of(lambda: mapping.beta(N, n, a))
+        t_rec, f_rec = best_of(lambda: mapping.beta(N, n, a, method="recurrence"))
         if n <= 2000:
-            t_ex, f_ex = _best(lambda: mapping.beta(N, n, a, method="exact"), repeat=1)
+            t_ex, f_ex = best_of(lambda: mapping.beta(N, n, a, method="exact"), repeat=1)
             e_log = np.max(np.abs(f_log / f_ex - 1))
             e_rec = np.max(np.abs(f_rec / f_ex - 1))
             ex = f"{t_ex:9.3f} {t_ex / t_log:8.0f} {e_log:10.1e} {e_rec:10.1e}"
@@ -64,8 +55,8 @@ def bench_fit():
                 return a_new
             a = a_new
 
-    t_fast, res = _best(lambda: mapping.fit_beta_a(r, N, n))
-    t_naive, a_naive = _best(naive)
+    t_fast, res = best_of(lambda: mapping.fit_beta_a(r, N, n))
+    t_naive, a_naive = best_of(naive)
     print(f"N={N} n={n} M={M}: fit_beta_a {t_fast:.4f} s, naive {t_naive:.4f} s, ratio {t_naive / t_fast:.1f}x; "
           f"a = {res.a:.10f} vs {a_naive:.10f}")
 
@@ -74,13 +65,13 @@ def bench_oracle():
     print("\noracle: block-wise pmf + search vs dense kernel + full argmin")
     for N, n in [(3706, 100), (20000, 500)]:
         p = beta_rank_pmf(N, 0.3)
-        t_fast, o = _best(lambda: mapping.oracle(p, n))
+        t_fast, o = best_of(lambda: mapping.oracle(p, n))
 
         def dense():
             hr = np.concatenate(([0.0], np.cumsum(p)))
             e = np.cumsum(p @ kernel(N, n, "binomial"))
             return np.argmin(np.abs(hr[None, :] - e[:, None]), axis=1)
-        t_dense, b = _best(dense, repeat=1)   # first call builds the dense kernel
+        t_dense, b = best_of(dense, repeat=1)   # first call builds the dense kernel
         print(f"N={N} n={n}: oracle {t_fast:.4f} s, dense {t_dense:.4f} s, ratio {t_dense / t_fast:.1f}x, "
               f"same result: {bool(np.array_equal(o, b))}")
 

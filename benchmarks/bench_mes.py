@@ -22,7 +22,6 @@ for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse
 import multiprocessing as mp
-import time
 
 import numpy as np
 
@@ -30,6 +29,7 @@ from sampling_lib.estimators import mes_fit
 from sampling_lib.kernels import kernel
 from sampling_lib.rankdist import draw_global_ranks, synthetic_models
 from sampling_lib.sampling import sample_ranks
+from _timing import best_of
 
 
 def data(N, n, M, seed):
@@ -38,15 +38,9 @@ def data(N, n, M, seed):
     return sample_ranks(R, N, n, rng=rng)
 
 
-def timed(f):
-    t = time.perf_counter()
-    out = f()
-    return time.perf_counter() - t, out
-
-
 def _cvxpy_child(N, n, M, seed, q):
     r = data(N, n, M, seed)
-    t, res = timed(lambda: mes_fit(r, N, n, solver="cvxpy"))
+    t, res = best_of(lambda: mes_fit(r, N, n, solver="cvxpy"), 1)
     q.put((t, res.objective))
 
 
@@ -61,16 +55,16 @@ def main():
     for N, n, M, seed in [(1682, 100, 943, 1), (3706, 100, 6040, 2)]:
         r = data(N, n, M, seed)
         kernel(N, n)
-        t_fast, fast = min((timed(lambda: mes_fit(r, N, n)) for _ in range(3)), key=lambda x: x[0])
-        t_cvx, ref = timed(lambda: mes_fit(r, N, n, solver="cvxpy"))
+        t_fast, fast = best_of(lambda: mes_fit(r, N, n), 3)
+        t_cvx, ref = best_of(lambda: mes_fit(r, N, n, solver="cvxpy"), 1)
         rel = abs(fast.objective - ref.objective) / abs(ref.objective)
         print(f"{N:>6} {n:>4} {M:>6} {t_fast:>8.3f} {fast.n_iter:>6} {t_cvx:>8.2f} "
               f"{t_cvx / t_fast:>6.0f} {rel:>12.1e} {np.abs(fast.pmf - ref.pmf).max():>9.1e}")
 
     N, n, M, seed = 20720, 500, 20000, 3
     r = data(N, n, M, seed)
-    t_k, _ = timed(lambda: kernel(N, n))
-    t_fast, fast = timed(lambda: mes_fit(r, N, n))
+    t_k, _ = best_of(lambda: kernel(N, n), 1)
+    t_fast, fast = best_of(lambda: mes_fit(r, N, n), 1)
     print(f"{N:>6} {n:>4} {M:>6} {t_fast:>8.2f} {fast.n_iter:>6} (kernel build {t_k:.2f} s, "
           f"{int((np.bincount(r) > 0).sum())} distinct sampled ranks)")
     if args.cvxpy_large > 0:

@@ -9,11 +9,11 @@ Run:  .venv/bin/python benchmarks/bench_random_baseline.py   (about 10-20 s)
 """
 from __future__ import annotations
 
-import time
 
 import numpy as np
 
 from sampling_lib import random_baseline as rb
+from _timing import best_of
 
 
 def naive_simulate_wor(N, m, k, n_sims, rng):
@@ -30,23 +30,14 @@ def naive_simulate_wor(N, m, k, n_sims, rng):
     return out
 
 
-def timed(fn, *args, repeat=3, **kw):
-    best = np.inf
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        res = fn(*args, **kw)
-        best = min(best, time.perf_counter() - t0)
-    return best, res
-
-
 def main():
     print("== Monte Carlo of AP@k: vectorized simulate_ap vs naive per-draw loop ==")
     print(f"{'case':32s} {'naive draws/s':>14s} {'vectorized draws/s':>19s} {'ratio':>8s}  means (naive, vec, exact)")
     for N, m, k, n_naive, n_vec in [(50, 25, 40, 5_000, 500_000), (50, 2, 20, 5_000, 500_000),
                                     (100_000, 500, 100, 2_000, 200_000)]:
         rng = np.random.default_rng(0)
-        t_naive, x_naive = timed(naive_simulate_wor, N, m, k, n_naive, rng, repeat=1)
-        t_vec, x_vec = timed(rb.simulate_ap, "wor", k, n_vec, N=N, m=m, rng=1, repeat=2)
+        t_naive, x_naive = best_of(lambda: naive_simulate_wor(N, m, k, n_naive, rng), 1)
+        t_vec, x_vec = best_of(lambda: rb.simulate_ap("wor", k, n_vec, N=N, m=m, rng=1), 2)
         r_naive, r_vec = n_naive / t_naive, n_vec / t_vec
         print(f"{f'WOR N={N}, m={m}, k={k}':32s} {r_naive:14,.0f} {r_vec:19,.0f} {r_vec / r_naive:8.0f}x  "
               f"({x_naive.mean():.4f}, {x_vec.mean():.4f}, {rb.expected_ap_wor(N, m, k):.4f})")
@@ -55,9 +46,9 @@ def main():
     print(f"{'case':28s} {'closed form':>12s} {'recursion':>12s} {'enumeration':>12s} {'recursion/closed':>17s}")
     for N, m in [(10, 5), (50, 25), (2_000, 200), (2_000, 1_000)]:
         ks = np.arange(1, N + 1)
-        t_cf, _ = timed(lambda: (rb.expected_ap_wor(N, m, ks), rb.var_ap_wor(N, m, ks)), repeat=5)
-        t_rec, _ = timed(rb.recursive_ap_moments_wor, N, m, ks, repeat=2)
-        t_enum = timed(rb.enumerate_ap_wor, N, m, ks, repeat=2)[0] if N <= 12 else float("nan")
+        t_cf, _ = best_of(lambda: (rb.expected_ap_wor(N, m, ks), rb.var_ap_wor(N, m, ks)), 5)
+        t_rec, _ = best_of(lambda: rb.recursive_ap_moments_wor(N, m, ks), 2)
+        t_enum = best_of(lambda: rb.enumerate_ap_wor(N, m, ks), 2)[0] if N <= 12 else float("nan")
         enum_txt = f"{t_enum * 1e3:10.2f}ms" if np.isfinite(t_enum) else f"{'-':>12s}"
         print(f"{f'N={N}, m={m}, k=1..{N}':28s} {t_cf * 1e3:10.3f}ms {t_rec * 1e3:10.2f}ms {enum_txt} "
               f"{t_rec / t_cf:16.0f}x")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import time
 
 import numpy as np
 from scipy import stats
@@ -26,15 +25,7 @@ from statsmodels.stats.proportion import proportions_ztest
 from sampling_lib import user_sampling as us
 from sampling_lib.metrics import metric_from_ranks
 from sampling_lib.rankdist import draw_global_ranks, synthetic_models
-
-
-def best_of(f, repeat=3):
-    best, out = np.inf, None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = f()
-        best = min(best, time.perf_counter() - t)
-    return best, out
+from _timing import best_of
 
 
 def ref_user_sampled(R, m, metric, Ks, repeats, seed):

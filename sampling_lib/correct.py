@@ -49,6 +49,8 @@ from . import estimators as _est
 from ._validation import check_float, check_int, check_N_n, check_ranks, check_scheme
 from .kernels import kernel, log_kernel_rows
 from .metrics import metric_values, parse_metric
+from .recommenders import TIE_RULES as _TIES
+from .recommenders import _apply_ties
 
 __all__ = [
     "METHODS",
@@ -933,9 +935,6 @@ def ranks_from_table(table, *, user_col="user", rank_col="rank", size_col="sampl
     return SampledRanks(R.astype("Int64"), S)
 
 
-_TIES = ("pessimistic", "optimistic", "random")
-
-
 def ranks_from_scores(pos_scores, neg_scores, *, ties="pessimistic", rng=None):
     """Sampled ranks from the scores of the held-out item and its sampled negatives.
 
@@ -1004,13 +1003,7 @@ def ranks_from_scores(pos_scores, neg_scores, *, ties="pessimistic", rng=None):
     with np.errstate(invalid="ignore"):
         gt = ((neg > pos[:, None]) & valid).sum(axis=1)
         eq = ((neg == pos[:, None]) & valid).sum(axis=1)
-    if ties == "pessimistic":
-        r = 1 + gt + eq
-    elif ties == "optimistic":
-        r = 1 + gt
-    else:
-        g = np.random.default_rng(rng)
-        r = 1 + gt + g.integers(0, eq + 1)
+    r = _apply_ties(gt, eq, ties, np.random.default_rng(rng))
     return r.astype(np.int64), sizes.astype(np.int64)
 
 
@@ -1069,15 +1062,9 @@ def ranks_from_score_table(table, *, user_col="user", score_col="score", label_c
     neg = neg.assign(gt=(neg.score > neg.pos).astype(np.int64),
                      eq=(neg.score == neg.pos).astype(np.int64))
     g2 = neg.groupby(["model", "user"], sort=False)[["gt", "eq"]].sum()
-    gt = g2["gt"].reindex(size.index).fillna(0).astype(np.int64)
-    eq = g2["eq"].reindex(size.index).fillna(0).astype(np.int64)
-    if ties == "pessimistic":
-        r = 1 + gt + eq
-    elif ties == "optimistic":
-        r = 1 + gt
-    else:
-        gen = np.random.default_rng(rng)
-        r = 1 + gt + gen.integers(0, eq.to_numpy() + 1)
+    gt = g2["gt"].reindex(size.index).fillna(0).astype(np.int64).to_numpy()
+    eq = g2["eq"].reindex(size.index).fillna(0).astype(np.int64).to_numpy()
+    r = _apply_ties(gt, eq, ties, np.random.default_rng(rng))
     out = pd.DataFrame({"model": size.index.get_level_values(0),
                         "user": size.index.get_level_values(1),
                         "rank": np.asarray(r), "sample_size": size.to_numpy()})

@@ -222,25 +222,24 @@ class ClaimLedger:
 
     def check_le(self, claim_id, source, description, *, measured, bound, tol=0.0):
         """Pass when measured <= bound + tol (elementwise)."""
-        m, b = np.asarray(measured, dtype=float), np.asarray(bound, dtype=float)
-        ok = bool(np.all(np.isfinite(m)) and np.all(m <= b + tol))
-        if m.size > 1 or b.size > 1:
-            mv = f"max excess {np.max(m - b):.3g}"
-            b = "0"
-        else:
-            mv, b = float(m.reshape(())), float(b.reshape(()))
-        return self._add(claim_id, source, description, mv, b, f"<= bound + {tol:g}", "<=", ok)
+        return self._check_order(claim_id, source, description, measured, bound, tol, sign=1.0)
 
     def check_ge(self, claim_id, source, description, *, measured, bound, tol=0.0):
         """Pass when measured >= bound - tol (elementwise)."""
+        return self._check_order(claim_id, source, description, measured, bound, tol, sign=-1.0)
+
+    def _check_order(self, claim_id, source, description, measured, bound, tol, sign):
+        # sign = +1: measured <= bound + tol; sign = -1: measured >= bound - tol
         m, b = np.asarray(measured, dtype=float), np.asarray(bound, dtype=float)
-        ok = bool(np.all(np.isfinite(m)) and np.all(m >= b - tol))
+        holds = m <= b + tol if sign > 0 else m >= b - tol
+        ok = bool(np.all(np.isfinite(m)) and np.all(holds))
         if m.size > 1 or b.size > 1:
-            mv = f"min margin {np.min(m - b):.3g}"
+            mv = f"max excess {np.max(m - b):.3g}" if sign > 0 else f"min margin {np.min(m - b):.3g}"
             b = "0"
         else:
             mv, b = float(m.reshape(())), float(b.reshape(()))
-        return self._add(claim_id, source, description, mv, b, f">= bound - {tol:g}", ">=", ok)
+        tolerance = f"<= bound + {tol:g}" if sign > 0 else f">= bound - {tol:g}"
+        return self._add(claim_id, source, description, mv, b, tolerance, "<=" if sign > 0 else ">=", ok)
 
     def check_true(self, claim_id, source, description, *, passed, measured=None, expected=None, tolerance=""):
         """Record a claim decided by the caller; give the evidence in measured/expected."""

@@ -495,6 +495,15 @@ class MSEBound:
     var: np.ndarray
 
 
+def _moments_given_R(K, x, n):
+    """E[x_r | R] and Var[x_r | R] for every R, r ~ P(r | R) (rows of K)."""
+    x = np.asarray(x, dtype=float)
+    if x.shape != (n,):
+        raise ValueError(f"x must have length n={n}; got shape {x.shape}")
+    mean = K @ x
+    return mean, np.clip(K @ (x * x) - mean**2, 0.0, None)
+
+
 def mse_bound(x, F, N, n, prior, M, *, scheme="binomial"):
     """L1, L2 and L = L1 + L2 of TORS24 eqs 38-39 for a sampled metric x.
 
@@ -509,11 +518,7 @@ def mse_bound(x, F, N, n, prior, M, *, scheme="binomial"):
     N, n, scheme, p, K = _setup(N, n, prior, scheme)
     M = check_int(M, "M", low=1)
     F = _check_F(F, N)
-    x = np.asarray(x, dtype=float)
-    if x.shape != (n,):
-        raise ValueError(f"x must have length n={n}; got shape {x.shape}")
-    mean = K @ x
-    var = np.clip(K @ (x * x) - mean**2, 0.0, None)
+    mean, var = _moments_given_R(K, x, n)
     bias = mean - F
     L1 = float(p @ bias**2)
     L2 = float(var.sum() / M)
@@ -539,11 +544,7 @@ def exact_mse(x, F, pmf, n, M, *, scheme="binomial"):
     N, n, scheme, _, K = _setup(pmf.size, n, None, scheme)
     M = check_int(M, "M", low=1)
     F = _check_F(F, N)
-    x = np.asarray(x, dtype=float)
-    if x.shape != (n,):
-        raise ValueError(f"x must have length n={n}; got shape {x.shape}")
-    mean = K @ x
-    var = np.clip(K @ (x * x) - mean**2, 0.0, None)
+    mean, var = _moments_given_R(K, x, n)
     return float((pmf @ (mean - F)) ** 2 + (pmf @ var) / M)
 
 
