@@ -55,9 +55,11 @@ __all__ = [
 
 _USER_NAMES = ("userid", "user_id", "user", "uid", "users", "user-id", "customer_id", "customerid", "reviewerid")
 _ITEM_NAMES = ("movieid", "movie_id", "itemid", "item_id", "item", "iid", "items", "movie",
-               "productid", "product_id", "asin", "bookid", "book_id", "isbn", "trackid", "track_id")
+               "productid", "product_id", "asin", "bookid", "book_id", "isbn", "trackid", "track_id",
+               "artistid", "artist_id", "artist", "songid", "song_id", "track", "song")
 _TIME_NAMES = ("timestamp", "time", "ts", "datetime", "date", "unixreviewtime")
-_RATING_NAMES = ("rating", "ratings", "score", "stars", "value", "book-rating", "overall")
+_RATING_NAMES = ("rating", "ratings", "score", "stars", "value", "book-rating", "overall", "weight",
+                 "count", "playcount", "plays")
 
 
 @dataclass(frozen=True)
@@ -418,13 +420,15 @@ def _dedupe(users, items, ts, order, user_ids, item_ids, source, fmt) -> Ratings
 
 
 # --------------------------------------------------------------------------- split
-def leave_one_out(ratings: Ratings, *, min_interactions: int = 2) -> LeaveOneOutSplit:
+def leave_one_out(ratings: Ratings, *, min_interactions: int = 2, holdout: str = "auto",
+                  rng=None) -> LeaveOneOutSplit:
     """Hold out each user's latest interaction as the test item (KDD20 Sec 2.1).
 
     Tie rule (decision, tested): the test item is the interaction with the largest
     timestamp; among interactions sharing that timestamp, the one that comes *last
     in the source file* (largest ``Ratings.order``). Without timestamps the last
-    interaction in file order is held out. Users with fewer than
+    interaction in file order is held out, unless ``holdout`` asks for a random
+    one (the default for such files, see below). Users with fewer than
     ``min_interactions`` (default 2: one to train on, one to test) distinct items
     are dropped and counted in ``summary["n_users_dropped"]``; kept users are
     re-indexed 0..M-1 in the order of their original ids. All N items stay
@@ -436,10 +440,22 @@ def leave_one_out(ratings: Ratings, *, min_interactions: int = 2) -> LeaveOneOut
         From :func:`load_ratings` or :func:`synthetic_ratings`.
     min_interactions : int, default 2
         Minimum number of distinct items a user needs to be kept (>= 2).
+    holdout : {"auto", "last", "random"}, default "auto"
+        Which interaction is held out. ``"last"``: the latest (timestamp, then
+        file order). ``"random"``: one interaction per user chosen uniformly at
+        random from ``rng`` (timestamps ignored). ``"auto"``: ``"last"`` when the
+        file has timestamps, ``"random"`` when it has none (file order of
+        an untimed file, e.g. HetRec Last.fm sorted by artist id, is not a time
+        order, so "last in the file" would bias the test items).
+    rng : None, int or numpy.random.Generator
+        Randomness of ``holdout="random"``; an int seed makes the split
+        reproducible (``None`` is treated as seed 0 so the split is always
+        reproducible).
 
     Returns
     -------
     LeaveOneOutSplit
+        ``summary["holdout"]`` records the rule used.
 
     References
     ----------
@@ -457,8 +473,18 @@ def leave_one_out(ratings: Ratings, *, min_interactions: int = 2) -> LeaveOneOut
     min_interactions = check_int(min_interactions, "min_interactions", low=2)
     if not isinstance(ratings, Ratings):
         raise TypeError(f"ratings must be a Ratings (from load_ratings); got {type(ratings).__name__}")
+    if holdout not in ("auto", "last", "random"):
+        raise ValueError(f"holdout must be 'auto', 'last' or 'random'; got {holdout!r}")
+    if holdout == "auto":
+        holdout = "last" if ratings.timestamps is not None else "random"
     users, items, order = ratings.users, ratings.items, ratings.order
     ts = ratings.timestamps if ratings.timestamps is not None else np.zeros(users.size)
+    if holdout == "random":
+        # a random key per interaction: the last one of each user after sorting is a
+        # uniformly random interaction of that user
+        g = np.random.default_rng(0 if rng is None else rng)
+        ts = np.zeros(users.size)
+        order = g.permutation(users.size)
     counts = np.bincount(users, minlength=ratings.n_users)
     kept_mask = counts >= min_interactions
     kept_users = np.flatnonzero(kept_mask)
@@ -476,7 +502,7 @@ def leave_one_out(ratings: Ratings, *, min_interactions: int = 2) -> LeaveOneOut
     # users whose latest timestamp is shared by several of their interactions
     prev = test_pos - 1
     tie = (prev >= 0) & (u_s[np.maximum(prev, 0)] == u_s[test_pos]) & (t_s[np.maximum(prev, 0)] == t_s[test_pos])
-    n_ties = int(tie.sum()) if ratings.timestamps is not None else 0
+    n_ties = int(tie.sum()) if (ratings.timestamps is not None and holdout == "last") else 0
     train = _binary_csr(u_s[~last], it_s[~last], kept_users.size, ratings.n_items)
     summary = {
         "n_users_total": int(ratings.n_users),
@@ -489,6 +515,7 @@ def leave_one_out(ratings: Ratings, *, min_interactions: int = 2) -> LeaveOneOut
         "n_timestamp_ties": n_ties,
         "n_duplicates": int(ratings.n_duplicates),
         "min_interactions": int(min_interactions),
+        "holdout": holdout,
     }
     return LeaveOneOutSplit(
         train=train, test_items=test_items.astype(np.int64), n_users=int(kept_users.size),

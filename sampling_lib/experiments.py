@@ -164,7 +164,8 @@ def global_ranks_from_data(data_path=None, models: Sequence[str] = DEFAULT_MODEL
         ratings = load_ratings(data_path)
         p = Path(data_path)
         name = p.parent.name if p.name in ("u.data", "ratings.dat", "ratings.csv") else p.stem
-    split = leave_one_out(ratings, min_interactions=min_interactions)
+    split = leave_one_out(ratings, min_interactions=min_interactions,
+                          rng=np.random.default_rng(np.random.SeedSequence([seed, 3])))
     fit_seconds, rank_seconds, ranks = {}, {}, {}
     fitted = {}
     mp = dict(model_params or {})

@@ -133,7 +133,7 @@ def test_leave_one_out_ties_and_dropped_users(tmp_path):
 
 def test_leave_one_out_without_timestamps_holds_out_last_row(tmp_path):
     r = load_ratings(_write(tmp_path, "x.csv", "user,item\nu,a\nu,c\nu,b\nv,a\nv,b\nw,c\n"))
-    s = leave_one_out(r)
+    s = leave_one_out(r, holdout="last")  # the default for untimed files is now "random"
     assert s.item_ids[s.test_items].tolist() == ["b", "b"]
     assert s.summary["n_users_dropped"] == 1
 
@@ -225,3 +225,25 @@ def test_datetime_timestamps(tmp_path):
     bad = "user,item,timestamp\nu,a,2020-01-02\nu,b,not a date\n"
     with pytest.raises(ValueError, match="line 3: timestamp is not a number"):
         load_ratings(_write(tmp_path, "bad.csv", bad))
+
+
+def test_leave_one_out_random_holdout_for_untimed_files(tmp_path):
+    # HetRec-style file: header userID/artistID/weight, tab-separated, CRLF, no timestamps,
+    # sorted by item: "last in the file" would always hold out the largest item id.
+    rows = ["userID\tartistID\tweight"]
+    for u in range(1, 41):
+        for i in range(1, 11):
+            rows.append(f"{u}\t{i}\t{(u * i) % 7 + 1}")
+    p = tmp_path / "user_artists.dat"
+    p.write_bytes("\r\n".join(rows).encode())
+    r = load_ratings(p)
+    assert r.timestamps is None and r.n_users == 40 and r.n_items == 10
+    s = leave_one_out(r, rng=1)
+    assert s.summary["holdout"] == "random"
+    # random hold-out: not always the same (last) item; reproducible from the seed
+    assert np.unique(s.test_items).size > 3
+    assert np.array_equal(s.test_items, leave_one_out(r, rng=1).test_items)
+    last = leave_one_out(r, holdout="last")
+    assert np.all(last.item_ids[last.test_items] == "10") or np.all(last.test_items == last.test_items[0])
+    with pytest.raises(ValueError, match="holdout"):
+        leave_one_out(r, holdout="first")
