@@ -1,0 +1,123 @@
+"""Tests of the log-spline empirical-Bayes estimator (sampling_lib.estimators._logspline)."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sampling_lib.estimators import _logspline as L
+from sampling_lib.kernels import kernel
+from sampling_lib.metrics import metric_values
+from sampling_lib.rankdist import draw_global_ranks
+from sampling_lib.sampling import sample_ranks
+
+
+def _ranks(N, n, M, seed, a=0.35):
+    pmf = _smooth_pmf(N, a)
+    R = draw_global_ranks(pmf, M, rng=seed)
+    return pmf, R, sample_ranks(R, N, n, rng=seed + 1)
+
+
+def _smooth_pmf(N, a):
+    R = np.arange(1, N + 1)
+    p = R ** -(1 - a) * np.exp(-R / (0.3 * N))
+    return p / p.sum()
+
+
+def test_returns_a_distribution_and_converges():
+    _, _, r = _ranks(3000, 100, 2000, 0)
+    fit = L.logspline_fit(r, 3000, 100)
+    assert fit.converged
+    assert fit.weights.shape == (3000,) and fit.prior.shape == (3000,)
+    assert np.all(fit.weights >= 0) and np.all(fit.prior >= 0)
+    assert fit.weights.sum() == pytest.approx(1.0, abs=1e-12)
+    assert fit.prior.sum() == pytest.approx(1.0, abs=1e-12)
+
+
+def test_posterior_mean_form_matches_brute_force():
+    # w = (1/M) sum_u posterior(R | r_u) under the fitted prior, computed per user
+    # (N below the exact head of the grid: every rank is its own cell)
+    N, n = 250, 20
+    _, _, r = _ranks(N, n, 300, 3)
+    fit = L.logspline_fit(r, N, n)
+    K = kernel(N, n)
+    post = fit.prior[:, None] * K[:, r - 1]
+    post /= post.sum(axis=0)
+    np.testing.assert_allclose(fit.weights, post.mean(axis=1), rtol=1e-9, atol=1e-15)
+
+
+def test_compressed_grid_agrees_with_exact_grid():
+    # the default grid compresses ranks beyond 256; the exact grid keeps every rank
+    N, n = 5000, 100
+    _, _, r = _ranks(N, n, 3000, 5)
+    F = np.stack([metric_values(f"recall@{k}", N) for k in (1, 10, 50)]
+                 + [metric_values(f"ndcg@{k}", N) for k in (10, 50)], axis=1)
+    est = L.logspline(r, N, n) @ F
+    saved = L._HEAD
+    try:
+        L._HEAD = N
+        exact = L.logspline_fit(r, N, n)
+    finally:
+        L._HEAD = saved
+    assert exact.grid_size == N
+    np.testing.assert_allclose(est, exact.weights @ F, rtol=1e-3)
+
+
+def test_consistent_as_M_grows():
+    # a smooth known P(R): the error of the population metric shrinks with M
+    N, n = 3000, 100
+    pmf = _smooth_pmf(N, 0.35)
+    F = np.stack([metric_values(f"recall@{k}", N) for k in (10, 50)], axis=1)
+    truth = pmf @ F
+    errs = []
+    for M in (1_000, 100_000):
+        R = draw_global_ranks(pmf, M, rng=7)
+        r = sample_ranks(R, N, n, rng=8)
+        errs.append(np.abs(L.logspline(r, N, n) @ F - truth) / truth)
+    assert errs[1].max() < errs[0].max()
+    assert errs[1].max() < 0.03
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_invariant_to_user_order(seed):
+    _, _, r = _ranks(800, 50, 300, seed % 97)
+    perm = np.random.default_rng(seed).permutation(r.size)
+    np.testing.assert_array_equal(L.logspline(r, 800, 50), L.logspline(r[perm], 800, 50))
+
+
+def test_batched_bootstrap_refit_equals_single_fit():
+    N, n = 2000, 100
+    _, _, r = _ranks(N, n, 1500, 11)
+    fit = L.logspline_fit(r, N, n)
+    cnt = np.bincount(r - 1, minlength=n)
+    cb = np.random.default_rng(0).multinomial(r.size, cnt / r.size, size=3)
+    F = np.stack([metric_values("recall@10", N), metric_values("ndcg@10", N)], axis=1)
+    eb, _ = L.logspline_bootstrap(cb, N, n, fit.beta, F=F)
+    for b in range(3):
+        single = L.logspline(np.repeat(np.arange(1, n + 1), cb[b]), N, n) @ F
+        np.testing.assert_allclose(eb[b], single, rtol=1e-4)  # tol=1e-6 of the gradient
+
+
+def test_hypergeometric_scheme_runs_and_differs_little_for_small_n():
+    _, _, r = _ranks(3000, 50, 1000, 13)
+    a = L.logspline(r, 3000, 50)
+    b = L.logspline(r, 3000, 50, scheme="hypergeometric")
+    F = metric_values("recall@50", 3000)
+    assert abs(a @ F - b @ F) < 0.01
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"penalty": -1.0}, "penalty"),
+    ({"knot_spacing": 0.0}, "knot_spacing"),
+    ({"scheme": "poisson"}, "scheme"),
+])
+def test_bad_options(kw, match):
+    with pytest.raises(ValueError, match=match):
+        L.logspline([1, 2, 3], 100, 10, **kw)
+
+
+def test_bad_ranks():
+    with pytest.raises(ValueError, match="sampled_ranks"):
+        L.logspline([0, 2], 100, 10)
+    with pytest.raises(ValueError, match="sampled_ranks"):
+        L.logspline([11], 100, 10)
