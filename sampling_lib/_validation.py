@@ -10,6 +10,8 @@ import numbers
 
 import numpy as np
 
+from .exceptions import ConvergenceWarning
+
 __all__ = [
     "ConvergenceWarning",
     "check_N_n",
@@ -23,10 +25,6 @@ __all__ = [
 ]
 
 SCHEMES = ("binomial", "hypergeometric")
-
-
-class ConvergenceWarning(UserWarning):
-    """An iterative solver stopped before meeting its stated tolerance."""
 
 
 def check_int(x, name, low=None, high=None) -> int:

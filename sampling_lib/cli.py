@@ -35,6 +35,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from .estimators import DEFAULT_METHOD, METHODS
+
 __all__ = ["main", "build_parser"]
 
 PROG = "sampling-lib"
@@ -62,9 +64,9 @@ def _add_common(p, compare=False):
     p.add_argument("--metric", "-m", action="append", default=None, metavar="METRIC",
                    help="metric like recall@10, ndcg@10, ap@10, precision@5, mrr@10 "
                         "(repeatable; default recall@10 and ndcg@10)")
-    p.add_argument("--method", default=None,
-                   help="estimator: mle (default), wmle, mes, bv, bv_mle, bv_mes, mn, mn_mle, "
-                        "mn_mes, cls, adaptive_mle (default when sample sizes vary)")
+    p.add_argument("--method", default=None, choices=METHODS, metavar="METHOD",
+                   help=f"estimator, one of {', '.join(METHODS)} (default {DEFAULT_METHOD}; "
+                        "adaptive_mle when sample sizes vary)")
     p.add_argument("--ci", type=float, default=0.95, help="confidence level (default 0.95)")
     p.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")

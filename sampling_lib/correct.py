@@ -45,9 +45,8 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from . import estimators as _est
 from ._validation import check_float, check_int, check_N_n, check_ranks, check_scheme
-from .kernels import kernel, log_kernel_rows
+from .estimators import DEFAULT_METHOD, METHODS, estimator_spec, get_estimator
 from .metrics import metric_values, parse_metric
 from .recommenders import TIE_RULES as _TIES
 from .recommenders import _apply_ties
@@ -71,17 +70,7 @@ __all__ = [
     "coverage_summary",
 ]
 
-#: Every estimator name :func:`estimate` accepts.
-METHODS = ("mle", "wmle", "mes", "bv", "bv_mle", "bv_mes", "mn", "mn_mle", "mn_mes", "cls",
-           "adaptive_mle")
-#: Default estimator (see :func:`estimate`, "Choice of the default").
-DEFAULT_METHOD = "mle"
-
-_LINEAR = {"bv", "bv_mle", "bv_mes", "mn", "mn_mle", "mn_mes"}
-_EM = {"mle", "wmle", "adaptive_mle"}
 _BOOT_CHUNK = 64                 # replicates drawn / processed per block (fixed: determinism)
-_EM_BLOCK_ELEMS = 1 << 21        # B x N elements per batched-EM block
-_DENSE_KERNEL_MAX = 1 << 24
 
 
 # ----------------------------------------------------------------------------
@@ -224,160 +213,25 @@ def _naive_matrix(parsed, stat):
 # ----------------------------------------------------------------------------
 # estimators on the sufficient statistic
 # ----------------------------------------------------------------------------
-def _kernel_cols(N, stat, scheme):
-    """P(r | R; n) for every cell: shape (N, C)."""
-    out = np.empty((N, stat.ranks.size))
-    for ns in stat.size_values:
-        ns = int(ns)
-        sel = np.flatnonzero(stat.sizes == ns)
-        cols = stat.ranks[sel] - 1
-        if N * ns <= _DENSE_KERNEL_MAX:
-            out[:, sel] = kernel(N, ns, scheme)[:, cols]
-        else:
-            step = max(1, (1 << 21) // ns)
-            for a in range(0, N, step):
-                R = np.arange(a + 1, min(N, a + step) + 1)
-                out[a:a + R.size, sel] = np.exp(log_kernel_rows(N, ns, R, scheme)[:, cols])
-    return out
-
-
 def _check_method(method, stat):
     varying = stat.size_values.size > 1
     if method is None:
         method = "adaptive_mle" if varying else DEFAULT_METHOD
-    if not isinstance(method, str) or method.lower() not in METHODS:
-        raise ValueError(f"method must be one of {list(METHODS)}; got {method!r}")
-    method = method.lower()
-    if varying and method != "adaptive_mle":
+    spec = estimator_spec(method)
+    if varying and not spec.varying_sizes:
         raise ValueError(f"method={method!r} needs one common sample size; the sample sizes vary "
                          f"({stat.size_values[:5].tolist()}...): use method='adaptive_mle'")
-    return method
+    return spec.name
 
 
-@dataclass
-class _Fitted:
-    method: str
-    weights: np.ndarray          # length-N weight vector: estimate = weights @ F
-    prior: np.ndarray | None     # fixed prior of the linear estimators
-    X: np.ndarray | None         # (C, m) sampled metric of linear estimators per cell
-    em_weight: np.ndarray | None # per-cell weight of the EM (wmle), else ones
-    options: dict
-    refit_prior: bool = False
-
-
-def _fit(method, stat, N, parsed, scheme, options):
-    """Point estimate through the library's public estimators (per-user ranks)."""
+def _fit(method, stat, N, parsed, scheme, options, refit_prior):
+    """The registry's estimator fitted on the sufficient statistic (bootstrap-ready)."""
     opts = dict(options or {})
-    ranks, sizes = stat.expand()
-    n = int(stat.size_values[0])
-    M = stat.M
-    if method == "adaptive_mle":
-        w = _est.adaptive_mle(ranks, sizes, N, scheme, **opts)
-        return _Fitted(method, w, None, None, np.ones(stat.ranks.size), opts)
-    if method == "mle":
-        w = _est.mle(ranks, N, n, scheme, **opts)
-        return _Fitted(method, w, None, None, np.ones(stat.ranks.size), opts)
-    if method == "wmle":
-        w = _est.wmle(ranks, N, n, scheme, **opts)
-        wt = _est.wmle_weights(n, opts.get("weight", "ndcg"), opts.get("C", 10))
-        return _Fitted(method, w, None, None, wt[stat.ranks - 1], opts)
-    if method == "mes":
-        return _Fitted(method, _est.mes(ranks, N, n, scheme=scheme, **opts), None, None, None, opts)
-    if method == "cls":
-        Kmax = max(K for _, _, K in parsed)
-        opts.setdefault("max_rank", min(N, Kmax))
-        return _Fitted(method, _est.cls(ranks, N, n, scheme=scheme, **opts), None, None, None, opts)
-    # linear estimators with a prior fixed at the full-sample fit
-    base, _, pname = method.partition("_")
-    prior = None
-    if pname == "mle":
-        prior = _est.mle(ranks, N, n, scheme)
-    elif pname == "mes":
-        prior = _est.mes(ranks, N, n, scheme=scheme)
-    F = _metric_matrix(parsed, N)
-    if base == "bv":
-        gamma = opts.get("gamma", 0.01)
-        w = _est.bv(ranks, N, n, gamma, prior, scheme=scheme)
-        X = np.stack([_est.bv_sampled_metric(F[:, j], N, n, gamma, prior, scheme=scheme)
-                      for j in range(F.shape[1])], axis=1)
-    else:
-        Mv = opts.get("M", M)
-        w = _est.mn(ranks, N, n, prior, Mv, scheme=scheme)
-        X = np.stack([_est.mn_sampled_metric(F[:, j], N, n, prior, Mv, scheme=scheme)
-                      for j in range(F.shape[1])], axis=1)
-    return _Fitted(method, w, prior, X[stat.ranks - 1], None, opts)
-
-
-def _em_batch(Kc, Wc, pi0, n_iter):
-    """Fixed-iteration EM for a batch of weighted cell counts Wc (B, C).
-
-    The same update as the library's EM (AAAI21 eq 21 / 23, TORS24 eqs 34, 62)
-    pi <- pi * (Kc (Wc / (pi Kc))) / W, run on all replicates at once.
-    """
-    B = Wc.shape[0]
-    W = Wc.sum(axis=1, keepdims=True)
-    pi = np.broadcast_to(pi0, (B, pi0.size)).copy()
-    for _ in range(n_iter):
-        q = pi @ Kc
-        ratio = np.divide(Wc, q, out=np.zeros_like(Wc), where=Wc > 0)
-        pi *= (ratio @ Kc.T) / W
-        pi /= pi.sum(axis=1, keepdims=True)
-    return pi
-
-
-def _replicates(fit, stat, N, parsed, scheme, Cb, F, Kc):
-    """Corrected estimates (B, m) for bootstrap counts Cb (B, C)."""
-    method, opts = fit.method, fit.options
-    M = stat.M
-    if method in _LINEAR and fit.refit_prior and fit.prior is not None:
-        # re-fit the prior on every replicate (slower; propagates its variability)
-        n = int(stat.size_values[0])
-        base = method.split("_")[0]
-        out = np.empty((Cb.shape[0], F.shape[1]))
-        for b in range(Cb.shape[0]):
-            r_b, _ = stat.expand(Cb[b])
-            pr = _est.mle(r_b, N, n, scheme) if method.endswith("mle") else \
-                _est.mes(r_b, N, n, scheme=scheme)
-            if base == "bv":
-                w = _est.bv(r_b, N, n, opts.get("gamma", 0.01), pr, scheme=scheme)
-            else:
-                w = _est.mn(r_b, N, n, pr, opts.get("M", M), scheme=scheme)
-            out[b] = w @ F
-        return out
-    if method in _LINEAR:
-        # linear in the sampled-rank distribution with a fixed prior (and fixed M
-        # for MN): a replicate is one matrix product, (Cb / M) @ X
-        return (Cb / M) @ fit.X
-    if method in _EM and opts.get("tol") is None:
-        # the estimator is "max_iter EM steps from init": rerun exactly that
-        # protocol (a warm start would define a different estimator)
-        init = opts.get("init")
-        pi0 = np.full(N, 1.0 / N) if init is None else np.asarray(init, dtype=float)
-        n_iter = opts.get("max_iter", 100)
-        out = np.empty((Cb.shape[0], F.shape[1]))
-        step = max(1, _EM_BLOCK_ELEMS // N)
-        for a in range(0, Cb.shape[0], step):
-            Wc = Cb[a:a + step] * fit.em_weight
-            out[a:a + step] = _em_batch(Kc, Wc, pi0, n_iter) @ F
-        return out
-    # iterative estimators solved to a tolerance (unique optimum): warm start
-    # from the full-sample solution where the estimator accepts one
-    out = np.empty((Cb.shape[0], F.shape[1]))
-    n = int(stat.size_values[0])
-    for b in range(Cb.shape[0]):
-        r_b, s_b = stat.expand(Cb[b])
-        if method == "adaptive_mle":
-            w = _est.adaptive_mle(r_b, s_b, N, scheme, **{**opts, "init": fit.weights})
-        elif method == "mle":
-            w = _est.mle(r_b, N, n, scheme, **{**opts, "init": fit.weights})
-        elif method == "wmle":
-            w = _est.wmle(r_b, N, n, scheme, **{**opts, "init": fit.weights})
-        elif method == "mes":
-            w = _est.mes(r_b, N, n, scheme=scheme, **opts)
-        else:  # cls
-            w = _est.cls(r_b, N, n, scheme=scheme, **opts)
-        out[b] = w @ F
-    return out
+    spec = estimator_spec(method)
+    if spec.horizon_option is not None and spec.horizon_option in spec.options:
+        opts.setdefault(spec.horizon_option, min(N, max(K for _, _, K in parsed)))
+    est = get_estimator(method, scheme=scheme, **opts)
+    return est.fit_counts(stat, N, _metric_matrix(parsed, N), refit_prior=refit_prior)
 
 
 def _progress(total, enabled, desc):
@@ -581,20 +435,18 @@ def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, meth
     Fn = _naive_matrix(parsed, stat)
     M = stat.M
     naive = (stat.counts @ Fn) / M
-    fit = _fit(method, stat, N, parsed, scheme, options)
-    fit.refit_prior = bool(refit_prior)
+    fit = _fit(method, stat, N, parsed, scheme, options, refit_prior)
     est = fit.weights @ F
     lo = hi = np.full(len(parsed), np.nan)
     nlo = nhi = se = np.full(len(parsed), np.nan)
     if n_boot > 0:
-        Kc = _kernel_cols(N, stat, scheme) if (method in _EM) else None
         p = stat.counts / M
 
         def draw(k, g):
             return g.multinomial(M, p, size=k)
 
         def work(Cb):
-            return (Cb / M) @ Fn, _replicates(fit, stat, N, parsed, scheme, Cb, F, Kc)
+            return (Cb / M) @ Fn, fit.replicates(Cb)
 
         outs = _boot_loop(n_boot, rng, draw, work, progress, f"bootstrap {method}")
         nb = np.concatenate([o[0] for o in outs])
@@ -725,7 +577,7 @@ def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None, 
     rng = np.random.default_rng(rng)
     F = _metric_matrix(parsed, N)
     names = list(d)
-    stats_, fits, kcs, cell_of_user = {}, {}, {}, {}
+    stats_, fits, cell_of_user = {}, {}, {}
     meth = None
     for m in names:
         r, s = d[m]
@@ -738,9 +590,7 @@ def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None, 
                              "(pass method='adaptive_mle' when sample sizes vary)")
         meth = mm
         stats_[m] = st
-        fits[m] = _fit(meth, st, N, parsed, scheme, options)
-        fits[m].refit_prior = bool(refit_prior)
-        kcs[m] = _kernel_cols(N, st, scheme) if meth in _EM else None
+        fits[m] = _fit(meth, st, N, parsed, scheme, options, refit_prior)
         # cell index of every user
         rr = check_ranks(r, np.iinfo(np.int64).max, name=f"ranks[{m!r}]")
         ss = np.full(rr.size, int(st.size_values[0])) if s is None else np.asarray(s, dtype=np.int64)
@@ -765,7 +615,7 @@ def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None, 
         out = {}
         for m in names:
             Cb = np.asarray((maps[m].T @ Ct.T).T)
-            out[m] = _replicates(fits[m], stats_[m], N, parsed, scheme, Cb, F, kcs[m])
+            out[m] = fits[m].replicates(Cb)
         return out
 
     outs = _boot_loop(n_boot, rng, draw, work, progress, f"paired bootstrap {meth}")

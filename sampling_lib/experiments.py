@@ -202,12 +202,17 @@ def global_ranks_from_data(data_path=None, models: Sequence[str] = DEFAULT_MODEL
 
 # --------------------------------------------------------------------------- runner
 def _est_items(estimators) -> list[tuple[str, Callable]]:
-    if callable(estimators):
+    from .estimators import get_estimator
+
+    if callable(estimators) or isinstance(estimators, str):
         estimators = [estimators]
     if isinstance(estimators, Mapping):
         items = list(estimators.items())
     else:
-        items = [(getattr(f, "__name__", repr(f)), f) for f in estimators]
+        items = [(f, f) if isinstance(f, str) else (getattr(f, "__name__", repr(f)), f)
+                 for f in estimators]
+    # registered names -> the registry's estimators (default options)
+    items = [(name, get_estimator(f) if isinstance(f, str) else f) for name, f in items]
     if not items:
         raise ValueError("estimators must contain at least one function est(sampled_ranks, N, n)")
     for name, f in items:
@@ -233,6 +238,7 @@ def _scheme_items(schemes) -> list[tuple[str, object]]:
 
 
 def _one_repeat(rep, seed_seq, ranks, N, schemes, sample_sizes, estimators, metrics):
+    from .estimators import Estimator
     from .metrics import metric_values, parse_metric
     from .sampling import sample_ranks
 
@@ -249,8 +255,10 @@ def _one_repeat(rep, seed_seq, ranks, N, schemes, sample_sizes, estimators, metr
             r = sample_ranks(ranks[m], N, n, scheme, rng=rng)
         else:
             r = np.asarray(scheme(ranks[m], N, n, rng))
+        cache = {}  # fits shared by the registry's estimators on this sample (e.g. MLE priors)
         for ename, est in estimators:
-            w = np.asarray(est(r, N, n), dtype=float)
+            w = np.asarray(est(r, N, n, cache=cache) if isinstance(est, Estimator) else est(r, N, n),
+                           dtype=float)
             if w.shape != (N,):
                 raise ValueError(f"estimator {ename!r} returned shape {w.shape}; expected ({N},)")
             for met in metrics:
@@ -278,8 +286,12 @@ def run_experiment(global_ranks: Mapping[str, np.ndarray], N: int, estimators, *
     ----------
     global_ranks : mapping model -> array of int in 1..N
     N : int
-    estimators : mapping name -> callable, or a sequence of callables (named by
-        ``__name__``), or one callable
+    estimators : mapping name -> callable or registered name, or a sequence of
+        registered names (:data:`sampling_lib.estimators.METHODS`, e.g. ``"mle"``)
+        and callables (named by ``__name__``), or one of those; a callable is
+        ``est(sampled_ranks, N, n) -> w`` like
+        :func:`sampling_lib.estimators.get_estimator`'s (use it for options:
+        ``{"bv_g0.1": get_estimator("bv", gamma=0.1)}``)
     metrics : sequence of str, e.g. ``("recall@10", "ndcg@10")``
     schemes : sequence of ``"binomial"`` / ``"hypergeometric"`` / callables, or a
         mapping name -> scheme

@@ -44,6 +44,7 @@ __all__ = [
     "binomial",
     "hypergeometric",
     "kernel",
+    "kernel_columns",
     "log_kernel_rows",
     "sampled_rank_pmf",
     "expected_shr_curve",
@@ -54,6 +55,9 @@ __all__ = [
 
 _BLOCK_ELEMS = 1 << 21  # ~16 MB of float64 per temporary
 _CACHE_ELEMS = 1 << 22  # dense kernels up to 32 MB are cached and reused
+# Above this many entries the (N, n) kernel is not requested from the cache by
+# kernel_columns: the requested columns are built block-wise instead.
+_DENSE_KERNEL_MAX = 1 << 24  # 16M entries = 128 MB of float64
 
 
 def _log_comb(a, b):
@@ -173,6 +177,39 @@ def kernel(N, n, scheme="binomial"):
     """
     N, n = check_N_n(N, n)
     return _cached(N, n, check_scheme(scheme))
+
+
+def kernel_columns(N, n, ranks, scheme="binomial"):
+    """P(r | R) for R = 1..N and the given sampled ranks r: shape (N, len(ranks)).
+
+    The one builder of kernel columns used by the estimators and the
+    bootstrap: it slices the cached dense kernel when N n is small enough
+    (<= 2**24 entries), else it builds only the requested columns block-wise
+    from :func:`log_kernel_rows`, so no (N, n) matrix is kept.
+
+    Parameters
+    ----------
+    N, n : int
+    ranks : array_like of int in 1..n
+        Sampled ranks (1-based column indices; repeats allowed).
+    scheme : {"binomial", "hypergeometric"}
+
+    Examples
+    --------
+    >>> bool(np.allclose(kernel_columns(30, 5, [1, 5]), binomial(30, 5)[:, [0, 4]]))
+    True
+    """
+    N, n = check_N_n(N, n)
+    scheme = check_scheme(scheme)
+    cols = check_ranks(ranks, n, name="ranks", upper_name="n") - 1
+    if N * n <= _DENSE_KERNEL_MAX:
+        return np.ascontiguousarray(_cached(N, n, scheme)[:, cols])
+    out = np.empty((N, cols.size))
+    step = max(1, _BLOCK_ELEMS // n)
+    for start in range(0, N, step):
+        R = np.arange(start + 1, min(N, start + step) + 1)
+        out[start : start + R.size] = np.exp(log_kernel_rows(N, n, R, scheme)[:, cols])
+    return out
 
 
 def _support_rows(pmf):

@@ -7,8 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import optimize
 
-from sampling_lib._validation import ConvergenceWarning
-from sampling_lib.estimators import _distribution as dist
+from sampling_lib.exceptions import ConvergenceWarning
 from sampling_lib.estimators._distribution import (
     EMResult,
     MESResult,
@@ -114,7 +113,7 @@ def test_mle_equals_per_user_em(scheme):
     N, n, iters = 80, 10, 25
     r = _simulate(N, n, 150, 4)
     np.testing.assert_allclose(
-        mle(r, N, n, scheme, max_iter=iters), _naive_em(r, np.full(r.size, n), N, iters, scheme),
+        mle(r, N, n, scheme=scheme, max_iter=iters), _naive_em(r, np.full(r.size, n), N, iters, scheme),
         rtol=1e-10, atol=1e-14,
     )
 
@@ -145,16 +144,18 @@ def test_hypergeometric_with_n_equal_N_returns_empirical_pmf():
     N = 9
     r = _simulate(N, N, 300, 7)
     emp = np.bincount(r - 1, minlength=N) / r.size
-    np.testing.assert_allclose(mle(r, N, N, "hypergeometric", max_iter=3), emp, atol=1e-15)
+    np.testing.assert_allclose(mle(r, N, N, scheme="hypergeometric", max_iter=3), emp, atol=1e-15)
 
 
 def test_blockwise_kernel_columns_equal_dense(monkeypatch):
+    from sampling_lib import kernels
+
     N, n = 150, 15
     cols = np.array([1, 4, 15])
-    dense = dist._kernel_columns(N, n, cols, "binomial")
-    monkeypatch.setattr(dist, "_DENSE_KERNEL_MAX", 0)
-    monkeypatch.setattr(dist, "_ROW_BLOCK_ELEMS", 100)
-    np.testing.assert_allclose(dist._kernel_columns(N, n, cols, "binomial"), dense, rtol=1e-12, atol=0)
+    dense = kernels.kernel_columns(N, n, cols, "binomial")
+    monkeypatch.setattr(kernels, "_DENSE_KERNEL_MAX", 0)
+    monkeypatch.setattr(kernels, "_BLOCK_ELEMS", 100)
+    np.testing.assert_allclose(kernels.kernel_columns(N, n, cols, "binomial"), dense, rtol=1e-12, atol=0)
 
 
 # --- monotone likelihood and distributions (hypothesis) ------------------------
@@ -254,7 +255,7 @@ def test_mes_fast_equals_cvxpy(N, n, M, form, eta):
     assert abs(fast.objective - ref.objective) <= 1e-6 * abs(ref.objective)
     assert fast.objective >= ref.objective - 1e-9 * abs(ref.objective)  # certified gap 1e-13
     np.testing.assert_allclose(fast.pmf, ref.pmf, atol=1e-5)
-    assert fast.objective == pytest.approx(mes_objective(fast.pmf, r, N, n, eta, form), rel=1e-12)
+    assert fast.objective == pytest.approx(mes_objective(fast.pmf, r, N, n, eta, form=form), rel=1e-12)
 
 
 def test_mes_lambda_forms():
@@ -294,7 +295,18 @@ def test_mes_cvxpy_without_cone_solver_raises(monkeypatch):
 def test_mes_fast_nonconvergence_raises():
     r = _simulate(300, 30, 1000, 15)
     with pytest.raises(RuntimeError, match="did not converge"):
-        mes_fit(r, 300, 30, max_iter=1, tol=1e-15)
+        mes_fit(r, 300, 30, max_iter=1, tol=1e-15, solver="fast")
+
+
+def test_mes_auto_falls_back_to_cvxpy_with_a_convergence_warning():
+    pytest.importorskip("cvxpy")
+    r = _simulate(300, 30, 1000, 15)
+    with pytest.warns(ConvergenceWarning, match="did not converge.*cvxpy"):
+        res = mes_fit(r, 300, 30, max_iter=1, tol=1e-15)
+    assert res.solver.startswith("cvxpy:")
+    ref = mes_fit(r, 300, 30)
+    assert ref.solver == "fast"
+    assert np.max(np.abs(res.pmf - ref.pmf)) <= 1e-6
 
 
 # --- diagnostics and warnings --------------------------------------------------
@@ -331,7 +343,7 @@ def test_em_init_is_used():
         (lambda: mle([1.5], 100, 10), ValueError, "must be integers"),
         (lambda: mle([], 100, 10), ValueError, "must not be empty"),
         (lambda: mle([1], 10, 20), ValueError, "n must lie in 2..N=10"),
-        (lambda: mle([1], 100, 10, "poisson"), ValueError, "scheme must be one of"),
+        (lambda: mle([1], 100, 10, scheme="poisson"), ValueError, "scheme must be one of"),
         (lambda: mle([1], 100, 10, tol=-1), ValueError, "tol must lie in"),
         (lambda: mle([1], 100, 10, max_iter=-1), ValueError, "max_iter must be >= 0"),
         (lambda: mle([1], 100, 10, accelerate="squarem"), ValueError, "needs a tolerance"),

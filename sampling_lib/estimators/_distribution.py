@@ -47,7 +47,6 @@ import numpy as np
 from scipy import linalg, special
 
 from .._validation import (
-    ConvergenceWarning,
     check_float,
     check_int,
     check_N_n,
@@ -55,7 +54,8 @@ from .._validation import (
     check_ranks,
     check_scheme,
 )
-from ..kernels import kernel, log_kernel_rows
+from ..exceptions import ConvergenceWarning
+from ..kernels import kernel_columns
 
 __all__ = [
     "EMResult",
@@ -72,11 +72,6 @@ __all__ = [
     "adaptive_mle_fit",
     "mixture_loglik",
 ]
-
-# Above this many kernel entries the (N, n) kernel is not requested from the
-# cache; the observed columns are built block-wise from log_kernel_rows instead.
-_DENSE_KERNEL_MAX = 1 << 24  # 16M entries = 128 MB of float64
-_ROW_BLOCK_ELEMS = 1 << 21
 
 
 # ----------------------------------------------------------------------------
@@ -180,27 +175,29 @@ class MESResult:
 # ----------------------------------------------------------------------------
 # sufficient statistics and kernel columns
 # ----------------------------------------------------------------------------
-def _kernel_columns(N, n, cols, scheme):
-    """P(r | R) for R = 1..N and the 1-based sampled ranks ``cols``: shape (N, len(cols)).
-
-    Uses the cached dense kernel when it is small enough, else builds the
-    columns block-wise from ``log_kernel_rows`` (no (N, n) matrix is kept).
-    """
-    cols = np.asarray(cols, dtype=np.int64)
-    if N * n <= _DENSE_KERNEL_MAX:
-        return np.ascontiguousarray(kernel(N, n, scheme)[:, cols - 1])
-    out = np.empty((N, cols.size))
-    step = max(1, _ROW_BLOCK_ELEMS // n)
-    for start in range(0, N, step):
-        R = np.arange(start + 1, min(N, start + step) + 1)
-        out[start : start + R.size] = np.exp(log_kernel_rows(N, n, R, scheme)[:, cols - 1])
-    return out
-
-
 def _block(N, n, counts, scheme):
     """(kernel columns, counts) restricted to the ranks with positive counts."""
     cols = np.flatnonzero(counts > 0) + 1
-    return _kernel_columns(N, n, cols, scheme), np.asarray(counts, dtype=float)[cols - 1]
+    return kernel_columns(N, n, cols, scheme), np.asarray(counts, dtype=float)[cols - 1]
+
+
+def count_blocks(N, sizes, ranks, weights, scheme):
+    """EM blocks of a table of cells (sample size, sampled rank, weight).
+
+    One block per distinct sample size: (P(r | R; n) columns for the cells'
+    ranks, shape (N, k), and the cells' weights, shape (k,) or (B, k) for a
+    batch of B weight vectors, e.g. bootstrap replicates of the counts).
+    Returns the blocks and the cell order they use (a permutation of the cells).
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
+    ranks = np.asarray(ranks, dtype=np.int64)
+    weights = np.asarray(weights, dtype=float)
+    blocks, order = [], []
+    for nb in np.unique(sizes):
+        sel = np.flatnonzero(sizes == nb)
+        blocks.append((kernel_columns(N, int(nb), ranks[sel], scheme), weights[..., sel]))
+        order.append(sel)
+    return blocks, np.concatenate(order)
 
 
 def _rank_counts(sampled_ranks, n):
@@ -226,17 +223,61 @@ def _estep(pi, blocks, W):
     """Log-likelihood at pi and the normalized gradient g = (1/W) dl/dpi.
 
     The EM map is pi -> pi * g (AAAI21 eq 21 / 23, TORS24 eq 34 / 62).
+    ``pi`` is one distribution (N,) with block weights (k,) and a scalar W,
+    or a batch (B, N) with weights (B, k) and W of shape (B, 1).
     """
-    ll = 0.0
-    g = np.zeros(pi.size)
-    for Kb, cb in blocks:
-        q = pi @ Kb  # P(r | pi) for the observed ranks of this block
-        if np.any(q <= 0.0):
-            return -np.inf, None
-        ll += float(cb @ np.log(q))
-        g += Kb @ (cb / q)
+    if pi.ndim == 1:
+        ll = 0.0
+        g = np.zeros(pi.size)
+        for Kb, cb in blocks:
+            q = pi @ Kb  # P(r | pi) for the observed ranks of this block
+            if np.any(q <= 0.0):
+                return -np.inf, None
+            ll += float(cb @ np.log(q))
+            g += Kb @ (cb / q)
+    else:
+        ll = np.zeros(pi.shape[0])
+        g = np.zeros_like(pi)
+        for Kb, cb in blocks:
+            q = pi @ Kb
+            if np.any(q <= 0.0):
+                return -np.inf, None
+            ll += (cb * np.log(q)).sum(axis=1)
+            g += (cb / q) @ Kb.T
     g /= W
     return ll, g
+
+
+def _em_update(pi, g):
+    """One EM step pi -> pi * g, renormalized (exact in exact arithmetic; removes drift)."""
+    pi = pi * g
+    pi /= pi.sum(axis=-1, keepdims=True)
+    return pi
+
+
+def em_fixed_iterations(blocks, init, n_iter):
+    """``n_iter`` plain EM updates from ``init`` for one or a batch of weight vectors.
+
+    The estimator "``max_iter`` EM steps from ``init``" (the papers' protocol,
+    :func:`mle_fit` with ``tol=None``) on blocks whose weights have shape
+    (k,) (one fit, returns (N,)) or (B, k) (B fits at once, e.g. bootstrap
+    replicates, returns (B, N)). Same update as :func:`mle_fit` (AAAI21 eq 21 /
+    23, TORS24 eqs 34, 62).
+    """
+    batched = np.ndim(blocks[0][1]) == 2
+    if batched:
+        B = np.shape(blocks[0][1])[0]
+        W = sum(cb.sum(axis=1) for _, cb in blocks)[:, None]
+        pi = np.broadcast_to(np.asarray(init, dtype=float), (B, np.size(init))).copy()
+    else:
+        W = float(sum(cb.sum() for _, cb in blocks))
+        pi = np.asarray(init, dtype=float).copy()
+    for _ in range(n_iter):
+        _, g = _estep(pi, blocks, W)
+        if g is None:
+            raise ValueError("init gives probability 0 to an observed sampled rank")
+        pi = _em_update(pi, g)
+    return pi
 
 
 def _em_core(blocks, N, init, tol, max_iter, accelerate):
@@ -271,19 +312,16 @@ def _em_core(blocks, N, init, tol, max_iter, accelerate):
             break
         it += 1
         if accelerate is None:
-            pi = pi * g
-            pi /= pi.sum()  # exact in exact arithmetic; removes rounding drift
+            pi = _em_update(pi, g)
             ll, g = _estep(pi, blocks, W)
             n_estep += 1
         else:
             # SQUAREM (scheme S3) with a monotonicity safeguard: the
             # extrapolated cycle is accepted only if it is at least as good as
             # two plain EM steps, otherwise the two EM steps are kept.
-            p1 = pi * g
-            p1 /= p1.sum()
+            p1 = _em_update(pi, g)
             l1, g1 = _estep(p1, blocks, W)
-            p2 = p1 * g1
-            p2 /= p2.sum()
+            p2 = _em_update(p1, g1)
             l2, g2 = _estep(p2, blocks, W)
             n_estep += 2
             r = p1 - pi
@@ -306,8 +344,7 @@ def _em_core(blocks, N, init, tol, max_iter, accelerate):
                     le, ge = _estep(pe, blocks, W)
                     n_estep += 1
                     if ge is not None:
-                        pn = pe * ge
-                        pn /= pn.sum()
+                        pn = _em_update(pe, ge)
                         ln, gn = _estep(pn, blocks, W)
                         n_estep += 1
                         if gn is not None and ln >= l2:
@@ -352,7 +389,7 @@ def _check_em_options(tol, max_iter, accelerate):
 # ----------------------------------------------------------------------------
 # MLE and weighted MLE
 # ----------------------------------------------------------------------------
-def mixture_loglik(pmf, sampled_ranks, N, n, scheme="binomial", weights=None):
+def mixture_loglik(pmf, sampled_ranks, N, n, *, scheme="binomial", weights=None):
     """Log-likelihood sum_u w_u log sum_R pi_R P(r_u | R) (AAAI21 eqs 19, 22; TORS24 eq 32).
 
     Parameters
@@ -393,8 +430,8 @@ def mle_fit(
     sampled_ranks,
     N,
     n,
-    scheme="binomial",
     *,
+    scheme="binomial",
     tol=None,
     max_iter=100,
     init=None,
@@ -477,7 +514,7 @@ def mle_fit(
     return _em_core(blocks, N, init, tol, max_iter, accelerate)
 
 
-def mle(sampled_ranks, N, n, scheme="binomial", *, tol=None, max_iter=100, init=None, accelerate=None):
+def mle(sampled_ranks, N, n, *, scheme="binomial", tol=None, max_iter=100, init=None, accelerate=None):
     """Maximum-likelihood (EM) estimate of the rank distribution P(R), R = 1..N.
 
     Same parameters as :func:`mle_fit`; returns only the length-N probability
@@ -495,7 +532,7 @@ def mle(sampled_ranks, N, n, scheme="binomial", *, tol=None, max_iter=100, init=
     1.0
     """
     return mle_fit(
-        sampled_ranks, N, n, scheme, tol=tol, max_iter=max_iter, init=init, accelerate=accelerate
+        sampled_ranks, N, n, scheme=scheme, tol=tol, max_iter=max_iter, init=init, accelerate=accelerate
     ).pmf
 
 
@@ -543,8 +580,8 @@ def wmle_fit(
     sampled_ranks,
     N,
     n,
-    scheme="binomial",
     *,
+    scheme="binomial",
     weight="ndcg",
     C=10,
     tol=None,
@@ -597,8 +634,8 @@ def wmle(
     sampled_ranks,
     N,
     n,
-    scheme="binomial",
     *,
+    scheme="binomial",
     weight="ndcg",
     C=10,
     tol=None,
@@ -621,7 +658,7 @@ def wmle(
     ((40,), 1.0)
     """
     return wmle_fit(
-        sampled_ranks, N, n, scheme, weight=weight, C=C, tol=tol, max_iter=max_iter,
+        sampled_ranks, N, n, scheme=scheme, weight=weight, C=C, tol=tol, max_iter=max_iter,
         init=init, accelerate=accelerate,
     ).pmf
 
@@ -633,8 +670,8 @@ def adaptive_mle_fit(
     sampled_ranks,
     sample_sizes,
     N,
-    scheme="binomial",
     *,
+    scheme="binomial",
     tol=None,
     max_iter=100,
     init=None,
@@ -713,7 +750,7 @@ def adaptive_mle_fit(
     return _em_core(blocks, N, init, tol, max_iter, accelerate)
 
 
-def adaptive_mle(sampled_ranks, sample_sizes, N, scheme="binomial", *, tol=None, max_iter=100,
+def adaptive_mle(sampled_ranks, sample_sizes, N, *, scheme="binomial", tol=None, max_iter=100,
                  init=None, accelerate=None):
     """Adaptive-sampling MLE of the rank distribution (TORS24 Sec 6.2, Appendix H).
 
@@ -731,7 +768,7 @@ def adaptive_mle(sampled_ranks, sample_sizes, N, scheme="binomial", *, tol=None,
     1.0
     """
     return adaptive_mle_fit(
-        sampled_ranks, sample_sizes, N, scheme, tol=tol, max_iter=max_iter, init=init,
+        sampled_ranks, sample_sizes, N, scheme=scheme, tol=tol, max_iter=max_iter, init=init,
         accelerate=accelerate,
     ).pmf
 
@@ -757,7 +794,7 @@ def _mes_parts(pi, Kb, p):
     return E, H
 
 
-def mes_objective(pmf, sampled_ranks, N, n, eta=None, form="tors", scheme="binomial"):
+def mes_objective(pmf, sampled_ranks, N, n, eta=None, *, form="tors", scheme="binomial"):
     """The MES objective lam * H(pi) - E(pi) to be maximized.
 
     E(pi) = sum_r P~(r) (sum_R P(r|R) pi_R - P~(r))^2 (AAAI21 eq 25, TORS24
@@ -945,7 +982,7 @@ def mes_fit(
     eta=None,
     *,
     form="tors",
-    solver="fast",
+    solver="auto",
     scheme="binomial",
     tol=1e-13,
     max_iter=200,
@@ -971,7 +1008,7 @@ def mes_fit(
     form : {"tors", "aaai"}, default "tors"
         ``"tors"``: lam = eta / n (TORS24 eq 36, also the authors' code, which
         minimizes n E - eta H); ``"aaai"``: lam = eta (AAAI21 eq 26).
-    solver : {"fast", "cvxpy"}, default "fast"
+    solver : {"auto", "fast", "cvxpy"}, default "auto"
         ``"fast"``: damped Newton on the k-dimensional dual (k = number of
         distinct observed sampled ranks <= n; O(N k^2) per step), stopped on
         the certified duality gap and the optimality residual (see
@@ -979,6 +1016,10 @@ def mes_fit(
         in ``max_iter`` steps. ``"cvxpy"``: the reference conic
         formulation (exponential cone) solved by Clarabel; if Clarabel is not
         installed, SCS with a warning (lower accuracy); ImportError if neither.
+        ``"auto"``: the fast solver, and if it does not converge, a
+        :class:`sampling_lib.exceptions.ConvergenceWarning` with its
+        diagnostics and the cvxpy solution (``solver`` of the result tells
+        which one was used).
     scheme : {"binomial", "hypergeometric"}
     tol : float, default 1e-13
         Fast solver: stop when the duality gap <= tol * (E + lam H). Newton
@@ -1011,24 +1052,26 @@ def mes_fit(
     N, n = check_N_n(N, n)
     scheme = check_scheme(scheme)
     eta, lam = _mes_lambda(eta, form, n)
-    if solver not in ("fast", "cvxpy"):
-        raise ValueError(f"solver must be 'fast' or 'cvxpy'; got {solver!r}")
+    if solver not in ("auto", "fast", "cvxpy"):
+        raise ValueError(f"solver must be 'auto', 'fast' or 'cvxpy'; got {solver!r}")
     tol = check_float(tol, "tol", low=0.0, low_open=True)
     max_iter = check_int(max_iter, "max_iter", low=1)
     r = check_ranks(sampled_ranks, n, name="sampled_ranks", upper_name="n")
     c = _rank_counts(r, n)
     Kb, cb = _block(N, n, c, scheme)
     p = cb / c.sum()
-    if solver == "fast":
+    if solver in ("auto", "fast"):
         pi, it, trace, gap, res, converged = _mes_dual_newton(Kb, p, lam, tol, max_iter)
+        msg = (f"MES fast solver did not converge: duality gap {gap:.3g}, optimality residual "
+               f"{res:.3g} after {it} Newton steps (tol={tol:g} relative, lam={lam:g})")
+        if not converged and solver == "fast":
+            raise RuntimeError(msg + "; try solver='cvxpy' (or 'auto') or a larger eta")
         if not converged:
-            raise RuntimeError(
-                f"MES fast solver did not converge: duality gap {gap:.3g}, optimality residual "
-                f"{res:.3g} after {it} Newton steps (tol={tol:g} relative, lam={lam:g}); "
-                "try solver='cvxpy' or a larger eta"
-            )
+            warnings.warn(msg + "; using the cvxpy reference solver", ConvergenceWarning,
+                          stacklevel=3)
+            solver = "cvxpy"
         name = "fast"
-    else:
+    if solver == "cvxpy":
         pi, it, name, converged = _mes_cvxpy(Kb, p, lam, cvxpy_solver)
         name = f"cvxpy:{name}"
         gap = float("nan")
@@ -1045,7 +1088,7 @@ def mes_fit(
     )
 
 
-def mes(sampled_ranks, N, n, eta=None, *, form="tors", solver="fast", scheme="binomial",
+def mes(sampled_ranks, N, n, eta=None, *, form="tors", solver="auto", scheme="binomial",
         tol=1e-13, max_iter=200, cvxpy_solver=None):
     """MES estimate of the rank distribution (TORS24 eq 36 / AAAI21 eq 26).
 

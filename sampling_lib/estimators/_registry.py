@@ -1,0 +1,511 @@
+"""The estimator registry: one place that names, configures and builds every estimator.
+
+``get_estimator(name, **options)`` returns an :class:`Estimator`, a callable
+``est(sampled_ranks, N, n) -> w`` (a length-N weight vector; the estimate of
+any metric F is ``w @ F(1..N)``). :func:`sampling_lib.correct.estimate` and
+:func:`~sampling_lib.correct.compare`, :func:`sampling_lib.experiments.run_experiment`,
+the command line (``--method`` choices) and the notebooks all build their
+estimators here, so the set of names (:data:`METHODS`), their options and the
+way their bootstrap replicates are computed are written once.
+
+Adding an estimator is one :class:`EstimatorSpec` registered with
+:func:`register` at the end of this module: its name, its fit function
+``fit(sampled_ranks, N, n, *, scheme, **options) -> w``, the options it takes,
+and how bootstrap replicates are computed (``bootstrap``):
+
+* ``"em"`` -- a fixed number of EM steps from ``init`` (``tol=None``): all
+  replicates run at once as batched EM on the resampled cell counts
+  (:func:`em_fixed_iterations`); with a tolerance, each replicate is refitted
+  warm-started from the full-sample solution (``warm_start_option``);
+* ``"linear"`` -- the estimate is linear in the sampled-rank distribution for
+  a fixed prior (BV, MN): a replicate is one matrix product with the sampled
+  metric per cell (``sampled_metric``); with a fitted prior (``prior``) and
+  ``refit_prior=True`` the prior is refitted on every replicate;
+* ``"refit"`` -- the fit is run again on every replicate (MES, CLS).
+
+Open for extension (not used yet): ``n`` may be a per-user array of sample
+sizes (``varying_sizes=True`` estimators get it as is, others need one common
+size), and the fit functions see per-user ranks, so per-user item counts or
+compressed kernels can be added behind the same spec.
+
+References
+----------
+.. [AAAI21] Jin, Li, Mudrak, Gao, Liu. On Estimating Recommendation Evaluation
+   Metrics under Sampling. AAAI 2021, eqs 18-27.
+.. [TORS24] Li, Jin, Liu, Ren, Gao, Liu. On Item-Sampling Evaluation for
+   Recommender System. ACM TORS 2024, eqs 7-10, 31-36, 42-43.
+.. [KR20] Krichene, Rendle. On Sampled Metrics for Item Recommendation. KDD 2020.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .._validation import check_int, check_N_n, check_ranks, check_scheme
+from ..exceptions import EstimatorOptionError
+from ._distribution import adaptive_mle, count_blocks, em_fixed_iterations, mes, mle, wmle, wmle_weights
+from ._linear import bv, bv_sampled_metric, cls, mn, mn_sampled_metric
+
+__all__ = [
+    "METHODS",
+    "DEFAULT_METHOD",
+    "BOOTSTRAP_KINDS",
+    "EstimatorSpec",
+    "Estimator",
+    "FittedEstimator",
+    "register",
+    "get_estimator",
+    "estimator_spec",
+    "build_estimators",
+    "fit_estimators",
+]
+
+#: How the bootstrap replicates of an estimator are computed (see the module docstring).
+BOOTSTRAP_KINDS = ("em", "linear", "refit")
+
+_COMMON_OPTIONS = ("scheme",)
+
+
+@dataclass(frozen=True)
+class EstimatorSpec:
+    """Everything the library needs to know about one estimator.
+
+    Attributes
+    ----------
+    name : str
+        Registered name (lower case), e.g. ``"bv_mle"``.
+    fit : callable
+        ``fit(sampled_ranks, N, n, *, scheme, **options) -> w`` (length N);
+        ``n`` is an int, or the per-user sample sizes when ``varying_sizes``.
+    options : tuple of str
+        Keyword options ``fit`` accepts (besides ``scheme``, accepted by all).
+    bootstrap : {"em", "linear", "refit"}
+        How bootstrap replicates are computed (module docstring).
+    prior : str, optional
+        Registered name of the estimator whose output is the prior (``"mle"``
+        for BV_MLE); passed to ``fit`` as ``prior=``.
+    sampled_metric : callable, optional
+        ``"linear"`` only: ``x = sampled_metric(F, N, n, prior, *, M, scheme, **options)``,
+        the length-n sampled metric, so that the estimate is ``P~ @ x``.
+    em_weights : callable, optional
+        ``"em"`` only: ``em_weights(n, **options)`` the per-rank weights of a
+        weighted EM (WMLE); default all ones.
+    warm_start_option : str, optional
+        ``"em"`` only: option through which a solution warm-starts a refit.
+    varying_sizes : bool
+        Accepts users with different sample sizes (``n`` a per-user array).
+    horizon_option : str, optional
+        Option that :func:`sampling_lib.correct.estimate` sets to the largest
+        cutoff K of the requested metrics when not given (CLS ``max_rank``).
+    summary : str
+        One line for help texts.
+    references : str
+        Paper and equation keys.
+    """
+
+    name: str
+    fit: Callable
+    options: tuple = ()
+    bootstrap: str = "refit"
+    prior: str | None = None
+    sampled_metric: Callable | None = None
+    em_weights: Callable | None = None
+    warm_start_option: str | None = None
+    varying_sizes: bool = False
+    horizon_option: str | None = None
+    summary: str = ""
+    references: str = ""
+    defaults: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.bootstrap not in BOOTSTRAP_KINDS:
+            raise ValueError(f"bootstrap must be one of {BOOTSTRAP_KINDS}; got {self.bootstrap!r}")
+        if self.bootstrap == "linear" and self.sampled_metric is None:
+            raise ValueError(f"estimator {self.name!r}: bootstrap='linear' needs sampled_metric")
+
+
+_REGISTRY: dict[str, EstimatorSpec] = {}
+
+
+def register(spec):
+    """Register an :class:`EstimatorSpec` under ``spec.name`` (names are unique)."""
+    if not isinstance(spec, EstimatorSpec):
+        raise TypeError(f"spec must be an EstimatorSpec; got {type(spec).__name__}")
+    if spec.name in _REGISTRY:
+        raise ValueError(f"estimator {spec.name!r} is already registered")
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def estimator_spec(name):
+    """The :class:`EstimatorSpec` registered under ``name`` (case-insensitive)."""
+    if not isinstance(name, str) or name.lower() not in _REGISTRY:
+        raise ValueError(f"method must be one of {list(_REGISTRY)}; got {name!r}")
+    return _REGISTRY[name.lower()]
+
+
+class Estimator:
+    """A configured estimator: ``est(sampled_ranks, N, n) -> w`` (length N).
+
+    Built by :func:`get_estimator`. ``n`` is the common sample size, or for
+    estimators that accept varying sizes (``adaptive_mle``) the per-user
+    sample sizes (an array of the length of ``sampled_ranks``).
+    """
+
+    def __init__(self, spec, options):
+        self.spec = spec
+        opts = dict(options)
+        self.scheme = check_scheme(opts.pop("scheme", "binomial"))
+        self.prior_options = dict(opts.pop("prior_options", None) or {})
+        self.options = {**spec.defaults, **opts}
+        self._prior = None
+        if spec.prior is not None:
+            self._prior = get_estimator(spec.prior, scheme=self.scheme, **self.prior_options)
+
+    def cache_key(self):
+        """A hashable key of (name, scheme, options), or None if an option is an array."""
+        def frozen(v):
+            if isinstance(v, dict):
+                return tuple(sorted((k, frozen(x)) for k, x in v.items()))
+            if v is None or isinstance(v, (str, int, float, bool, np.integer, np.floating)):
+                return v
+            raise TypeError
+        try:
+            return (self.name, self.scheme, frozen(self.options), frozen(self.prior_options))
+        except TypeError:
+            return None
+
+    @property
+    def name(self):
+        return self.spec.name
+
+    def __repr__(self):
+        opts = "".join(f", {k}={v!r}" for k, v in self.options.items() if k != "init")
+        return f"get_estimator({self.name!r}, scheme={self.scheme!r}{opts})"
+
+    # -- point estimate ----------------------------------------------------
+    def _sizes(self, sampled_ranks, n):
+        """(ranks, n for the fit): an int, or the per-user sizes for varying-size estimators."""
+        if np.ndim(n) == 0:
+            return sampled_ranks, check_int(n, "n", low=2)
+        sizes = np.asarray(n)
+        if sizes.shape != np.shape(sampled_ranks):
+            raise ValueError(f"n must be an int or one sample size per user ({np.size(sampled_ranks)}); "
+                             f"got shape {sizes.shape}")
+        u = np.unique(sizes)
+        if u.size == 1 and not self.spec.varying_sizes:
+            return sampled_ranks, check_int(u[0], "n", low=2)
+        if not self.spec.varying_sizes:
+            raise ValueError(f"estimator {self.name!r} needs one common sample size; the sample "
+                             f"sizes vary ({u[:5].tolist()}...): use 'adaptive_mle'")
+        return sampled_ranks, sizes
+
+    def prior_of(self, sampled_ranks, N, n, *, cache=None):
+        """The fitted prior (``spec.prior``) on these ranks, or None."""
+        if self._prior is None:
+            return None
+        return self._prior(sampled_ranks, N, n, cache=cache)
+
+    def __call__(self, sampled_ranks, N, n, *, prior=None, cache=None):
+        """The weight vector w (length N) on per-user sampled ranks.
+
+        ``prior`` (keyword-only) replaces the fitted prior of a ``*_mle`` /
+        ``*_mes`` estimator by a given one. ``cache`` (a dict, keyword-only)
+        shares fits between estimators called on the *same* ranks (e.g. the
+        MLE and the MLE prior of BV_MLE and MN_MLE): pass a fresh dict per
+        sample, as :func:`fit_estimators` does.
+        """
+        key = self.cache_key() if (cache is not None and prior is None) else None
+        if key is not None and key in cache:
+            return cache[key]
+        r, nn = self._sizes(sampled_ranks, n)
+        opts = dict(self.options)
+        if self.spec.prior is not None:
+            opts["prior"] = self.prior_of(r, N, nn, cache=cache) if prior is None else prior
+        elif prior is not None:
+            raise EstimatorOptionError(f"estimator {self.name!r} has no fitted prior; got prior=")
+        w = np.asarray(self.spec.fit(r, N, nn, scheme=self.scheme, **opts), dtype=float)
+        if key is not None:
+            cache[key] = w
+        return w
+
+    # -- fit on the sufficient statistic and bootstrap replicates -----------
+    def fit_counts(self, counts, N, F, *, refit_prior=True):
+        """Fit on a :class:`sampling_lib.correct.RankCounts` and prepare the bootstrap.
+
+        ``F`` is the (N, m) matrix of metric values; the returned
+        :class:`FittedEstimator` holds the weights and computes replicates.
+        """
+        ranks, sizes = counts.expand()
+        n = int(counts.size_values[0]) if counts.size_values.size == 1 else sizes
+        r, nn = self._sizes(ranks, n)
+        prior = None
+        if self.spec.prior is not None:
+            prior = self.prior_of(r, N, nn)
+        w = self(r, N, nn, prior=prior)
+        X = None
+        if self.spec.bootstrap == "linear":
+            opts = {k: v for k, v in self.options.items() if k not in ("prior", "M")}
+            pr = self.options.get("prior") if prior is None else prior
+            Mv = self.options.get("M", counts.M)
+            X = np.stack([self.spec.sampled_metric(F[:, j], N, nn, pr, M=Mv, scheme=self.scheme, **opts)
+                          for j in range(F.shape[1])], axis=1)[counts.ranks - 1]
+        return FittedEstimator(self, counts, N, F, w, prior, X, bool(refit_prior))
+
+
+@dataclass
+class FittedEstimator:
+    """An :class:`Estimator` fitted on cell counts; computes bootstrap replicates."""
+
+    estimator: Estimator
+    counts: object
+    N: int
+    F: np.ndarray
+    weights: np.ndarray
+    prior: np.ndarray | None
+    X: np.ndarray | None
+    refit_prior: bool
+
+    @property
+    def estimate(self):
+        """Point estimates ``weights @ F`` (length m)."""
+        return self.weights @ self.F
+
+    def replicates(self, Cb):
+        """Estimates (B, m) for bootstrap count vectors ``Cb`` (B, number of cells)."""
+        est, st, N, F = self.estimator, self.counts, self.N, self.F
+        spec, opts = est.spec, est.options
+        Cb = np.asarray(Cb)
+        if spec.bootstrap == "linear" and not (self.refit_prior and spec.prior is not None):
+            # linear in the sampled-rank distribution with a fixed prior (and a
+            # fixed M for MN): a replicate is one matrix product (Cb / M) @ X
+            return (Cb / st.M) @ self.X
+        if spec.bootstrap == "em" and opts.get("tol") is None:
+            # the estimator is "max_iter EM steps from init": rerun exactly
+            # that protocol on all replicates at once (a warm start would
+            # define a different estimator)
+            init = opts.get("init")
+            pi0 = np.full(N, 1.0 / N) if init is None else np.asarray(init, dtype=float)
+            wt = np.ones(st.ranks.size)
+            if spec.em_weights is not None:
+                for ns in st.size_values:
+                    sel = st.sizes == ns
+                    wt[sel] = spec.em_weights(int(ns), **opts)[st.ranks[sel] - 1]
+            n_iter = opts.get("max_iter", 100)
+            out = np.empty((Cb.shape[0], F.shape[1]))
+            step = max(1, _EM_BLOCK_ELEMS // N)
+            for a in range(0, Cb.shape[0], step):
+                blocks, _ = count_blocks(N, st.sizes, st.ranks, Cb[a:a + step] * wt, est.scheme)
+                out[a:a + step] = em_fixed_iterations(blocks, pi0, n_iter) @ F
+            return out
+        # refit every replicate (warm-started where the estimator accepts it)
+        out = np.empty((Cb.shape[0], F.shape[1]))
+        warm = {}
+        if spec.warm_start_option is not None:
+            warm = {spec.warm_start_option: self.weights}
+        refit = est if not warm else Estimator(spec, {**opts, **warm, "scheme": est.scheme,
+                                                      "prior_options": est.prior_options})
+        for b in range(Cb.shape[0]):
+            r_b, s_b = st.expand(Cb[b])
+            n_b = int(st.size_values[0]) if st.size_values.size == 1 else s_b
+            out[b] = refit(r_b, N, n_b) @ F
+        return out
+
+
+_EM_BLOCK_ELEMS = 1 << 21        # B x N elements per batched-EM block
+
+
+def get_estimator(name, **options):
+    """The configured estimator ``name``: a callable ``(sampled_ranks, N, n) -> w``.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`METHODS` (case-insensitive).
+    **options
+        ``scheme`` ({"binomial", "hypergeometric"}, every estimator), the
+        estimator's own options (``estimator_spec(name).options``), e.g.
+        ``gamma`` for BV, ``eta`` for MES, ``tol``/``max_iter`` for MLE, and
+        for estimators with a fitted prior (``bv_mle``, ``mn_mes``, ...)
+        ``prior_options``, a dict of options of the prior's estimator.
+
+    Returns
+    -------
+    Estimator
+        ``est(sampled_ranks, N, n)`` returns the length-N weight vector w; the
+        estimate of a metric with values F(1..N) is ``w @ F``.
+
+    Raises
+    ------
+    ValueError
+        Unknown name (the message lists :data:`METHODS`).
+    sampling_lib.exceptions.EstimatorOptionError
+        (a ``TypeError``) An option the estimator does not take; the message
+        names the bad and the allowed keys.
+
+    Examples
+    --------
+    >>> from sampling_lib.metrics import metric_values
+    >>> est = get_estimator("bv", gamma=0.1)
+    >>> w = est([1, 1, 2, 5, 9], 200, 10)
+    >>> w.shape, round(float(w.sum()), 10)
+    ((200,), 1.0)
+    >>> get_estimator("bv", gama=0.1)
+    Traceback (most recent call last):
+    ...
+    sampling_lib.exceptions.EstimatorOptionError: estimator 'bv' got unknown option(s) ['gama']; allowed: ['gamma', 'prior', 'scheme']
+    """
+    spec = estimator_spec(name)
+    allowed = tuple(spec.options) + _COMMON_OPTIONS + (("prior_options",) if spec.prior else ())
+    bad = sorted(k for k in options if k not in allowed)
+    if bad:
+        raise EstimatorOptionError(f"estimator {spec.name!r} got unknown option(s) {bad}; "
+                                   f"allowed: {sorted(allowed)}")
+    return Estimator(spec, options)
+
+
+def build_estimators(methods, *, scheme="binomial", **options):
+    """Configured estimators ``{name: Estimator}``, each given the options it accepts.
+
+    ``gamma`` goes to the BV family, ``eta`` to MES and to the MES prior of
+    BV_MES / MN_MES, ``max_rank`` to CLS, and so on (an option no requested
+    estimator or prior takes is an error). Call them with one shared
+    ``cache`` dict per sample to fit shared priors once (as
+    :func:`fit_estimators` and :func:`sampling_lib.experiments.run_experiment` do).
+
+    Examples
+    --------
+    >>> ests = build_estimators(["bv", "bv_mes", "cls"], gamma=0.1, eta=0.02, max_rank=10)
+    >>> ests["bv_mes"]
+    get_estimator('bv_mes', scheme='binomial', gamma=0.1)
+    >>> ests["bv_mes"].prior_options
+    {'eta': 0.02}
+    """
+    if isinstance(methods, str):
+        methods = [methods]
+    used = set()
+    ests = {}
+    for m in methods:
+        spec = estimator_spec(m)
+        own = {k: v for k, v in options.items() if k in spec.options}
+        used |= set(own)
+        if spec.prior is not None:
+            pspec = estimator_spec(spec.prior)
+            pr = {k: v for k, v in options.items() if k in pspec.options}
+            used |= set(pr)
+            own["prior_options"] = pr
+        ests[m] = get_estimator(m, scheme=scheme, **own)
+    unused = sorted(set(options) - used)
+    if unused:
+        raise EstimatorOptionError(f"option(s) {unused} are taken by none of the estimators "
+                                   f"{list(methods)}")
+    return ests
+
+
+def fit_estimators(methods, sampled_ranks, N, n, *, scheme="binomial", **options):
+    """Weight vectors of several registered estimators on the same sampled ranks.
+
+    Options are distributed as by :func:`build_estimators`; fits shared
+    between estimators (the MLE and the MLE prior of BV_MLE and MN_MLE) are
+    computed once.
+
+    Returns
+    -------
+    dict
+        ``{name: w}`` in the order of ``methods``.
+
+    Examples
+    --------
+    >>> W = fit_estimators(["mle", "bv_mle", "mn_mle"], [1, 1, 2, 5, 9], 200, 10, gamma=0.1)
+    >>> list(W), W["mle"].shape
+    (['mle', 'bv_mle', 'mn_mle'], (200,))
+    """
+    cache = {}
+    return {m: est(sampled_ranks, N, n, cache=cache)
+            for m, est in build_estimators(methods, scheme=scheme, **options).items()}
+
+
+# ----------------------------------------------------------------------------
+# the registered estimators
+# ----------------------------------------------------------------------------
+_EM_OPTIONS = ("tol", "max_iter", "init", "accelerate")
+
+
+def _fit_mle(r, N, n, *, scheme, **o):
+    return mle(r, N, n, scheme=scheme, **o)
+
+
+def _fit_wmle(r, N, n, *, scheme, **o):
+    return wmle(r, N, n, scheme=scheme, **o)
+
+
+def _wmle_em_weights(n, *, weight="ndcg", C=10, **_):
+    return wmle_weights(n, weight, C)
+
+
+def _fit_adaptive(r, N, n, *, scheme, **o):
+    sizes = np.full(np.size(r), n) if np.ndim(n) == 0 else n
+    return adaptive_mle(r, sizes, N, scheme=scheme, **o)
+
+
+def _fit_mes(r, N, n, *, scheme, **o):
+    return mes(r, N, n, scheme=scheme, **o)
+
+
+def _fit_cls(r, N, n, *, scheme, **o):
+    return cls(r, N, n, scheme=scheme, **o)
+
+
+def _fit_bv(r, N, n, *, scheme, gamma=0.01, prior=None):
+    return bv(r, N, n, gamma, prior, scheme=scheme)
+
+
+def _bv_x(F, N, n, prior, *, M, scheme, gamma=0.01):
+    return bv_sampled_metric(F, N, n, gamma, prior, scheme=scheme)
+
+
+def _fit_mn(r, N, n, *, scheme, M=None, prior=None):
+    return mn(r, N, n, prior, M, scheme=scheme)
+
+
+def _mn_x(F, N, n, prior, *, M, scheme):
+    return mn_sampled_metric(F, N, n, prior, M, scheme=scheme)
+
+
+register(EstimatorSpec("mle", _fit_mle, _EM_OPTIONS, "em", warm_start_option="init",
+                       summary="maximum likelihood of P(R) by EM (100 steps from uniform)",
+                       references="AAAI21 eqs 18-21; TORS24 eqs 31-34"))
+register(EstimatorSpec("wmle", _fit_wmle, _EM_OPTIONS + ("weight", "C"), "em",
+                       em_weights=_wmle_em_weights, warm_start_option="init",
+                       summary="weighted maximum likelihood of P(R) by EM",
+                       references="AAAI21 eqs 22-23"))
+register(EstimatorSpec("mes", _fit_mes, ("eta", "form", "solver", "tol", "max_iter", "cvxpy_solver"),
+                       "refit", summary="maximal entropy with squared distribution distance",
+                       references="AAAI21 eqs 24-27; TORS24 eqs 35-36"))
+register(EstimatorSpec("bv", _fit_bv, ("gamma", "prior"), "linear", sampled_metric=_bv_x,
+                       summary="Krichene-Rendle bias-variance estimator (uniform prior)",
+                       references="KR20; TORS24 eqs 8-10"))
+register(EstimatorSpec("bv_mle", _fit_bv, ("gamma",), "linear", prior="mle", sampled_metric=_bv_x,
+                       summary="BV with the MLE as prior", references="TORS24 eqs 8-10, Sec 8.1.5"))
+register(EstimatorSpec("bv_mes", _fit_bv, ("gamma",), "linear", prior="mes", sampled_metric=_bv_x,
+                       summary="BV with the MES as prior", references="TORS24 eqs 8-10, Sec 8.1.5"))
+register(EstimatorSpec("mn", _fit_mn, ("M", "prior"), "linear", sampled_metric=_mn_x,
+                       summary="multinomial estimator (uniform prior)", references="TORS24 eq 42"))
+register(EstimatorSpec("mn_mle", _fit_mn, ("M",), "linear", prior="mle", sampled_metric=_mn_x,
+                       summary="MN with the MLE as prior", references="TORS24 eq 42, Sec 8.1.5"))
+register(EstimatorSpec("mn_mes", _fit_mn, ("M",), "linear", prior="mes", sampled_metric=_mn_x,
+                       summary="MN with the MES as prior", references="TORS24 eq 42, Sec 8.1.5"))
+register(EstimatorSpec("cls", _fit_cls, ("prior", "max_rank"), "refit", horizon_option="max_rank",
+                       summary="Krichene-Rendle constrained least squares, P(R) form",
+                       references="KR20; TORS24 eq 7"))
+register(EstimatorSpec("adaptive_mle", _fit_adaptive, _EM_OPTIONS, "em", warm_start_option="init",
+                       varying_sizes=True,
+                       summary="MLE by EM for users with different sample sizes",
+                       references="TORS24 Sec 6.2, eq 43, Appendix H"))
+
+#: Every registered estimator name, in registration order.
+METHODS = tuple(_REGISTRY)
+#: Default estimator of :func:`sampling_lib.correct.estimate` (see its "Choice of the default").
+DEFAULT_METHOD = "mle"
