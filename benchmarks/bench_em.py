@@ -27,7 +27,7 @@ import warnings
 
 import numpy as np
 
-from sampling_lib._validation import ConvergenceWarning
+from sampling_lib.exceptions import ConvergenceWarning
 from sampling_lib.estimators import adaptive_mle_fit, mle_fit
 from sampling_lib.kernels import kernel
 from sampling_lib.rankdist import draw_global_ranks, synthetic_models

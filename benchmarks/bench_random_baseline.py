@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from sampling_lib import random_baseline as rb
+from sampling_lib import testing as oracles
 from _timing import best_of
 
 
@@ -47,8 +48,8 @@ def main():
     for N, m in [(10, 5), (50, 25), (2_000, 200), (2_000, 1_000)]:
         ks = np.arange(1, N + 1)
         t_cf, _ = best_of(lambda: (rb.expected_ap_wor(N, m, ks), rb.var_ap_wor(N, m, ks)), 5)
-        t_rec, _ = best_of(lambda: rb.recursive_ap_moments_wor(N, m, ks), 2)
-        t_enum = best_of(lambda: rb.enumerate_ap_wor(N, m, ks), 2)[0] if N <= 12 else float("nan")
+        t_rec, _ = best_of(lambda: oracles.recursive_ap_moments_wor(N, m, ks), 2)
+        t_enum = best_of(lambda: oracles.enumerate_ap_wor(N, m, ks), 2)[0] if N <= 12 else float("nan")
         enum_txt = f"{t_enum * 1e3:10.2f}ms" if np.isfinite(t_enum) else f"{'-':>12s}"
         print(f"{f'N={N}, m={m}, k=1..{N}':28s} {t_cf * 1e3:10.3f}ms {t_rec * 1e3:10.2f}ms {enum_txt} "
               f"{t_rec / t_cf:16.0f}x")

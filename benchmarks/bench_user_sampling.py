@@ -22,6 +22,7 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportions_ztest
 
+from sampling_lib import studies
 from sampling_lib import user_sampling as us
 from sampling_lib.metrics import metric_from_ranks
 from sampling_lib.rankdist import draw_global_ranks, synthetic_models
@@ -78,7 +79,7 @@ def main():
           f"max diff {np.abs(new - ref).max():.2e}")
 
     p = [0.2] * 5
-    t_new, new = best_of(lambda: us.simulate_familywise_error(p, 1068, fw_repeats, rng=2))
+    t_new, new = best_of(lambda: studies.simulate_familywise_error(p, 1068, fw_repeats, rng=2))
     t_ref, ref = best_of(lambda: ref_fwer(p, 1068, fw_repeats, 0.05, 2), 1)
     diff = max(abs(float(new.set_index("method").loc[k, "fwer"]) - v) for k, v in ref.items())
     print(f"2. simulate_familywise_error 5 models, {fw_repeats} repeats: "

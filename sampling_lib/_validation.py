@@ -22,6 +22,12 @@ __all__ = [
     "check_probability",
     "check_scheme",
     "SCHEMES",
+    "check_cutoffs",
+    "scalar_or_array",
+    "check_N_m",
+    "check_confidence_level",
+    "check_columns",
+    "check_int_column",
 ]
 
 SCHEMES = ("binomial", "hypergeometric")
@@ -128,3 +134,63 @@ def check_pmf(pmf, N=None, name="pmf", atol=1e-8) -> np.ndarray:
     if abs(s - 1.0) > atol:
         raise ValueError(f"{name} must sum to 1 (within {atol:g}); got sum {s:.12g}")
     return p
+
+
+def check_cutoffs(k, upper=None, upper_name="N"):
+    """Return (k as 1-D int64 array, was_scalar). k must be whole numbers >= 1 (<= upper)."""
+    a = np.asarray(k)
+    scalar = a.ndim == 0
+    if a.dtype == bool or not (np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.floating)):
+        raise TypeError(f"k must hold integers; got {k!r}")
+    a = a.reshape(-1)
+    if a.size == 0:
+        raise ValueError("k must not be empty")
+    if np.issubdtype(a.dtype, np.floating):
+        if not np.all(np.isfinite(a)) or not np.all(a == np.round(a)):
+            raise ValueError(f"k must hold whole numbers; got {k!r}")
+    if np.ndim(k) > 1:
+        raise ValueError(f"k must be a scalar or 1-D; got shape {np.shape(k)}")
+    lo, hi = a.min(), a.max()
+    if lo < 1 or (upper is not None and hi > upper):
+        rng_txt = f"1..{upper_name}={upper}" if upper is not None else ">= 1"
+        raise ValueError(f"k must lie in {rng_txt}; got min {lo:g} and max {hi:g}")
+    return a.astype(np.int64), scalar
+
+
+def scalar_or_array(x, scalar):
+    """``x[0]`` as a float when the input was a scalar, else the array ``x``."""
+    return float(x[0]) if scalar else x
+
+
+def check_N_m(N, m):
+    """Check the item count N >= 1 and the relevant-item count 0 <= m <= N."""
+    N = check_int(N, "N", low=1)
+    m = check_int(m, "m", low=0)
+    if m > N:
+        raise ValueError(f"m must lie in 0..N={N}; got m={m}")
+    return N, m
+
+
+def check_confidence_level(x, name="confidence_level") -> float:
+    """Return a confidence level (or a two-sided probability) in the open interval (0, 1)."""
+    return check_float(x, name, 0.0, 1.0, low_open=True, high_open=True)
+
+
+def check_columns(df, cols, what):
+    """Raise ValueError naming the missing columns of the table ``what``."""
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        raise ValueError(f"{what} must have column(s) {missing}; found columns {list(df.columns)}")
+
+
+def check_int_column(s, name):
+    """A table column as int64, naming the first non-integer cell (row is 1-based)."""
+    import pandas as pd
+
+    v = pd.to_numeric(s, errors="coerce")
+    bad = v.isna() | ~np.isfinite(v.astype(float)) | (v != np.round(v))
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        raise ValueError(f"column {name!r} must hold integers; got {s.iloc[i]!r} in row {i + 1}")
+    return v.astype(np.int64)
+

@@ -122,9 +122,9 @@ def build_parser():
 
 # ----------------------------------------------------------------------------
 def _load_ranks(args):
-    from .correct import _read_table, ranks_from_score_table, ranks_from_table
+    from .io import ranks_from_score_table, ranks_from_table, read_table
 
-    df = _read_table(args.ranks, "ranks")
+    df = read_table(args.ranks, "ranks")
     if "rank" in df.columns:
         return ranks_from_table(df, n=args.sample_size)
     if {"score", "label"} <= set(df.columns):
@@ -238,13 +238,15 @@ def _cmd_plan(args):
 
 
 def _cmd_negatives(args):
-    from .correct import _need_cols, _read_table, sample_negatives
+    from ._validation import check_columns
+    from .io import read_table
+    from .sampling import sample_negatives
 
-    users = _read_table(args.users, "users")
-    _need_cols(users, ["user"], "the users file")
+    users = read_table(args.users, "users")
+    check_columns(users, ["user"], "the users file")
     excl = None
     if args.exclude is not None:
-        excl = _read_table(args.exclude, "exclude")
+        excl = read_table(args.exclude, "exclude")
     held = users["item"].to_numpy() if "item" in users.columns else None
     out = sample_negatives(users["user"].to_numpy(), args.n_items, args.sample_size, exclude=excl,
                            held_out=held, replace=args.replace, rng=args.seed)

@@ -11,11 +11,14 @@ models on the same users:
   estimate, bootstrap CI, for every requested metric;
 * :func:`compare` -- pairwise differences of corrected metrics between
   models with paired bootstrap CIs and Holm-adjusted decisions;
-* input adapters :func:`ranks_from_table` (a table of per-user ranks),
-  :func:`ranks_from_scores` / :func:`ranks_from_score_table` (scores of the
-  held-out item and its negatives, with a documented tie rule);
-* :func:`sample_negatives` -- a fixed negatives file, so every model is
-  evaluated on the same sampled items.
+* :class:`RankCounts`, :func:`rank_counts`, :func:`bootstrap_counts` -- the
+  sufficient statistic and its multinomial bootstrap.
+
+Readers of rank and score tables are in :mod:`sampling_lib.io`, tie rules and
+ranks from scores in :mod:`sampling_lib.ranking`, a fixed negatives file in
+:func:`sampling_lib.sampling.sample_negatives`, the estimators (by name) in
+:func:`sampling_lib.estimators.get_estimator`, and the coverage / accuracy
+simulations of these functions in :mod:`sampling_lib.studies`.
 
 Everything works on the *sufficient statistic* of the sampled ranks: the
 number of users per (sample size, sampled rank) cell (:class:`RankCounts`).
@@ -25,7 +28,7 @@ not O(M).
 
 References
 ----------
-.. [KDD20] Krichene, Rendle. On Sampled Metrics for Item Recommendation. KDD 2020.
+.. [KR20] Krichene, Rendle. On Sampled Metrics for Item Recommendation. KDD 2020.
 .. [AAAI21] Jin, Li, Mudrak, Gao, Liu. On Estimating Recommendation Evaluation
    Metrics under Sampling. AAAI 2021.
 .. [TORS24] Li, Jin, Liu, Ren, Gao, Liu. On Item-Sampling Evaluation for
@@ -37,7 +40,6 @@ References
 from __future__ import annotations
 
 import math
-import os
 import sys
 from dataclasses import dataclass
 
@@ -45,29 +47,16 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from ._validation import check_float, check_int, check_N_n, check_ranks, check_scheme
-from .estimators import DEFAULT_METHOD, METHODS, estimator_spec, get_estimator
-from .metrics import metric_values, parse_metric
-from .recommenders import TIE_RULES as _TIES
-from .recommenders import _apply_ties
+from ._validation import check_confidence_level, check_float, check_int, check_N_n, check_ranks, check_scheme
+from .estimators import DEFAULT_METHOD, METHODS, estimator_spec, get_estimator  # noqa: F401  (METHODS: also importable here)
+from .metrics import metric_matrix, metric_values, parse_metrics
 
 __all__ = [
-    "METHODS",
-    "DEFAULT_METHOD",
     "RankCounts",
     "rank_counts",
     "bootstrap_counts",
     "estimate",
     "compare",
-    "SampledRanks",
-    "ranks_from_table",
-    "ranks_from_scores",
-    "ranks_from_score_table",
-    "sample_negatives",
-    "simulate_coverage",
-    "simulate_accuracy",
-    "simulate_paired_difference",
-    "coverage_summary",
 ]
 
 _BOOT_CHUNK = 64                 # replicates drawn / processed per block (fixed: determinism)
@@ -182,22 +171,6 @@ def bootstrap_counts(counts, n_boot, *, rng=None):
 # ----------------------------------------------------------------------------
 # metrics
 # ----------------------------------------------------------------------------
-def _parse_metrics(metrics):
-    if isinstance(metrics, str):
-        metrics = (metrics,)
-    metrics = list(metrics)
-    if not metrics:
-        raise ValueError("metrics must name at least one metric like 'recall@10'")
-    out = []
-    for m in metrics:
-        name, K = parse_metric(m)
-        out.append((f"{name}@{K}", name, K))
-    return out
-
-
-def _metric_matrix(parsed, N):
-    """F(R) for R = 1..N, one column per metric: (N, m)."""
-    return np.stack([metric_values(full, N) for full, _, _ in parsed], axis=1)
 
 
 def _naive_matrix(parsed, stat):
@@ -231,7 +204,7 @@ def _fit(method, stat, N, parsed, scheme, options, refit_prior):
     if spec.horizon_option is not None and spec.horizon_option in spec.options:
         opts.setdefault(spec.horizon_option, min(N, max(K for _, _, K in parsed)))
     est = get_estimator(method, scheme=scheme, **opts)
-    return est.fit_counts(stat, N, _metric_matrix(parsed, N), refit_prior=refit_prior)
+    return est.fit_counts(stat, N, metric_matrix(parsed, N), refit_prior=refit_prior)
 
 
 def _progress(total, enabled, desc):
@@ -260,8 +233,8 @@ def _boot_loop(n_boot, rng, draw, work, progress, desc):
     return outs
 
 
-def _check_ci(ci):
-    return check_float(ci, "ci", 0.0, 1.0, low_open=True, high_open=True)
+def _check_ci(ci, name="ci"):
+    return check_confidence_level(ci, name)
 
 
 def _percentile(samples, ci):
@@ -311,7 +284,7 @@ def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, meth
         Per-user sample sizes (adaptive sampling, TORS24 Algorithm 1).
     scheme : {"binomial", "hypergeometric"}, keyword-only
         Negatives drawn with replacement (the papers' model, binomial kernel)
-        or without (distinct negatives, e.g. :func:`sample_negatives`). For
+        or without (distinct negatives, e.g. :func:`sampling_lib.sampling.sample_negatives`). For
         n << N the two agree closely.
     options : dict, optional, keyword-only
         Extra keyword arguments of the estimator (e.g. ``{"gamma": 0.1}`` for
@@ -428,10 +401,10 @@ def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, meth
     method = _check_method(method, stat)
     ci = _check_ci(ci)
     n_boot = check_int(n_boot, "n_boot", low=0)
-    parsed = _parse_metrics(metrics)
+    parsed = parse_metrics(metrics)
     rng = np.random.default_rng(rng)
 
-    F = _metric_matrix(parsed, N)
+    F = metric_matrix(parsed, N)
     Fn = _naive_matrix(parsed, stat)
     M = stat.M
     naive = (stat.counts @ Fn) / M
@@ -479,6 +452,8 @@ def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, meth
 # ----------------------------------------------------------------------------
 def _as_model_dict(ranks, sample_sizes):
     """{model: (ranks, sizes or None)} with equal lengths (same users, same order)."""
+    from .io import SampledRanks
+
     if isinstance(ranks, SampledRanks):
         if ranks.ranks.isna().any().any():
             counts = ranks.ranks.isna().sum()
@@ -573,9 +548,9 @@ def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None, 
     if adjust not in ("holm", "bonferroni", "none"):
         raise ValueError(f"adjust must be 'holm', 'bonferroni' or 'none'; got {adjust!r}")
     scheme = check_scheme(scheme)
-    parsed = _parse_metrics(metrics)
+    parsed = parse_metrics(metrics)
     rng = np.random.default_rng(rng)
-    F = _metric_matrix(parsed, N)
+    F = metric_matrix(parsed, N)
     names = list(d)
     stats_, fits, cell_of_user = {}, {}, {}
     meth = None
@@ -655,561 +630,15 @@ def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None, 
 # ----------------------------------------------------------------------------
 # input adapters
 # ----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class SampledRanks:
-    """Per-user sampled ranks of one or more models (output of the adapters).
-
-    Attributes
-    ----------
-    ranks : pandas.DataFrame
-        Index: user; one column per model; sampled ranks (nullable Int64: a
-        user missing for a model is <NA>).
-    sample_sizes : pandas.DataFrame or None
-        Same shape: per-user sample sizes n_u (None when not given).
-    """
-
-    ranks: pd.DataFrame
-    sample_sizes: pd.DataFrame | None
-
-    @property
-    def models(self) -> list:
-        return [str(c) for c in self.ranks.columns]
-
-    def for_model(self, model):
-        """(sampled_ranks, sample_sizes or None) of one model, users with a rank only."""
-        if model not in self.ranks.columns:
-            raise ValueError(f"model must be one of {self.models}; got {model!r}")
-        col = self.ranks[model]
-        keep = col.notna().to_numpy()
-        r = col.to_numpy()[keep].astype(np.int64)
-        if self.sample_sizes is None:
-            return r, None
-        return r, self.sample_sizes[model].to_numpy()[keep].astype(np.int64)
-
-
-def _read_table(table, what):
-    if isinstance(table, pd.DataFrame):
-        return table
-    path = os.fspath(table)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"{what} file not found: {path}")
-    try:
-        sep = "\t" if path.endswith((".tsv", ".tab")) else ","
-        return pd.read_csv(path, sep=sep)
-    except pd.errors.EmptyDataError:
-        raise ValueError(f"{what} file is empty: {path}") from None
-    except pd.errors.ParserError as exc:
-        msg = str(exc).strip().splitlines()[0]
-        raise ValueError(f"{what} file {path} is not a valid CSV: {msg}") from None
-
-
-def _need_cols(df, cols, what):
-    missing = [c for c in cols if c not in df.columns]
-    if missing:
-        raise ValueError(f"{what} must have column(s) {missing}; found columns {list(df.columns)}")
-
-
-def _int_column(s, name):
-    v = pd.to_numeric(s, errors="coerce")
-    bad = v.isna() | ~np.isfinite(v.astype(float)) | (v != np.round(v))
-    if bad.any():
-        i = int(np.flatnonzero(bad.to_numpy())[0])
-        raise ValueError(f"column {name!r} must hold integers; got {s.iloc[i]!r} in row {i + 1}")
-    return v.astype(np.int64)
-
-
-def ranks_from_table(table, *, user_col="user", rank_col="rank", size_col="sample_size",
-                     model_col="model", n=None):
-    """Per-user sampled ranks from a table (DataFrame or CSV/TSV path).
-
-    Columns: ``user``, ``rank`` (sampled rank, 1 = best), optional
-    ``sample_size`` (per-user n_u) and optional ``model`` (one row per user
-    and model). Without a model column all rows are one model named "model".
-
-    Parameters
-    ----------
-    table : DataFrame or path
-    user_col, rank_col, size_col, model_col : str, keyword-only
-        Column names.
-    n : int, optional, keyword-only
-        Common sample size: ranks must lie in 1..n (checked here).
-
-    Returns
-    -------
-    SampledRanks
-
-    Examples
-    --------
-    >>> df = pd.DataFrame({"user": [1, 2, 1, 2], "model": ["A", "A", "B", "B"],
-    ...                    "rank": [1, 5, 3, 2]})
-    >>> s = ranks_from_table(df, n=10)
-    >>> s.models, s.for_model("B")[0].tolist()
-    (['A', 'B'], [3, 2])
-    """
-    df = _read_table(table, "ranks")
-    _need_cols(df, [user_col, rank_col], "the ranks table")
-    if len(df) == 0:
-        raise ValueError("the ranks table has no rows")
-    work = pd.DataFrame({"user": df[user_col].to_numpy(),
-                         "rank": _int_column(df[rank_col], rank_col).to_numpy()})
-    work["model"] = df[model_col].astype(str).to_numpy() if model_col in df.columns else "model"
-    has_size = size_col in df.columns
-    if has_size:
-        work["size"] = _int_column(df[size_col], size_col).to_numpy()
-        if (work["size"] < 2).any():
-            raise ValueError(f"column {size_col!r} must be >= 2; got min {work['size'].min()}")
-    if (work["rank"] < 1).any():
-        raise ValueError(f"column {rank_col!r} must hold ranks >= 1; got min {work['rank'].min()}")
-    if n is not None:
-        n = check_int(n, "n", low=2)
-        if has_size and (work["size"] != n).any():
-            raise ValueError(f"--sample-size n={n} disagrees with column {size_col!r}")
-        if (work["rank"] > n).any():
-            raise ValueError(f"sampled ranks must lie in 1..n={n}; got max {work['rank'].max()}")
-    if has_size and (work["rank"] > work["size"]).any():
-        i = int(np.flatnonzero((work["rank"] > work["size"]).to_numpy())[0])
-        raise ValueError(f"sampled ranks must lie in 1..sample_size; row {i + 1} has rank "
-                         f"{work['rank'].iloc[i]} > sample_size {work['size'].iloc[i]}")
-    dup = work.duplicated(["user", "model"])
-    if dup.any():
-        i = int(np.flatnonzero(dup.to_numpy())[0])
-        raise ValueError(f"each (user, model) must appear once; user {work['user'].iloc[i]!r} "
-                         f"of model {work['model'].iloc[i]!r} repeats (row {i + 1})")
-    order = list(dict.fromkeys(work["model"]))
-    users = list(dict.fromkeys(work["user"]))
-    R = work.pivot(index="user", columns="model", values="rank").reindex(index=users, columns=order)
-    S = None
-    if has_size:
-        S = work.pivot(index="user", columns="model", values="size").reindex(index=users, columns=order)
-        S = S.astype("Int64")
-    return SampledRanks(R.astype("Int64"), S)
-
-
-def ranks_from_scores(pos_scores, neg_scores, *, ties="pessimistic", rng=None):
-    """Sampled ranks from the scores of the held-out item and its sampled negatives.
-
-    r_u = 1 + #{negatives scored above the held-out item} + (tie term).
-
-    Tie rule (``ties``):
-
-    * ``"pessimistic"`` (default): every negative with an **equal** score
-      counts as ranked above (r = 1 + #{s_neg >= s_pos}). Deterministic, and
-      a model that scores everything equally gets the worst rank instead of
-      rank 1.
-    * ``"optimistic"``: ties count as below (r = 1 + #{s_neg > s_pos});
-      inflates the metrics of models with many ties.
-    * ``"random"``: the held-out item takes a uniformly random position among
-      its ties (needs ``rng`` for reproducibility).
-
-    Whatever the rule, the corrected estimate targets the global metric with
-    the *same* rule for global ties: a fixed rule makes each sampled
-    negative independently "above" with probability (R - 1)/(N - 1), so
-    the sampled-rank law P(r | R) of the estimators holds with R defined by
-    that rule (for "random", with global ties broken at random).
-
-    Parameters
-    ----------
-    pos_scores : array_like, shape (M,)
-        Score of each user's held-out item.
-    neg_scores : array_like, shape (M, n - 1)
-        Scores of the user's sampled negatives (NaN entries are ignored, so
-        users may have different numbers of negatives; their sample size is
-        then 1 + the number of non-NaN negatives).
-    ties : {"pessimistic", "optimistic", "random"}, keyword-only
-    rng : None, int or Generator, keyword-only
-
-    Returns
-    -------
-    ranks : ndarray of int64, shape (M,)
-        Sampled ranks in 1..n_u.
-    sample_sizes : ndarray of int64, shape (M,)
-        n_u = 1 + number of negatives of the user.
-
-    Examples
-    --------
-    >>> r, n = ranks_from_scores([0.5, 0.9, 0.2], [[0.1, 0.5, 0.7], [0.1, 0.2, 0.3],
-    ...                                           [0.2, 0.2, 0.2]])
-    >>> r.tolist(), n.tolist()
-    ([3, 1, 4], [4, 4, 4])
-    >>> ranks_from_scores([0.5], [[0.1, 0.5, 0.7]], ties="optimistic")[0].tolist()
-    [2]
-    """
-    if ties not in _TIES:
-        raise ValueError(f"ties must be one of {_TIES}; got {ties!r}")
-    pos = np.asarray(pos_scores, dtype=float)
-    neg = np.asarray(neg_scores, dtype=float)
-    if pos.ndim != 1 or pos.size == 0:
-        raise ValueError(f"pos_scores must be a non-empty 1-D array; got shape {pos.shape}")
-    if neg.ndim != 2 or neg.shape[0] != pos.size or neg.shape[1] < 1:
-        raise ValueError(f"neg_scores must have shape (M, n-1) = ({pos.size}, >=1); got {neg.shape}")
-    if not np.all(np.isfinite(pos)):
-        raise ValueError("pos_scores must be finite (no NaN/inf): every user needs a held-out score")
-    if np.any(np.isinf(neg)):
-        raise ValueError("neg_scores must not contain inf (NaN marks a missing negative)")
-    valid = ~np.isnan(neg)
-    sizes = 1 + valid.sum(axis=1)
-    if np.any(sizes < 2):
-        raise ValueError("every user needs at least one negative score")
-    with np.errstate(invalid="ignore"):
-        gt = ((neg > pos[:, None]) & valid).sum(axis=1)
-        eq = ((neg == pos[:, None]) & valid).sum(axis=1)
-    r = _apply_ties(gt, eq, ties, np.random.default_rng(rng))
-    return r.astype(np.int64), sizes.astype(np.int64)
-
-
-def ranks_from_score_table(table, *, user_col="user", score_col="score", label_col="label",
-                           model_col="model", ties="pessimistic", rng=None):
-    """Sampled ranks from a long table of scores (the layout of a ``uni100`` evaluation).
-
-    One row per (user, item[, model]) of the sample set: ``user``, ``score``,
-    ``label`` (1 for the held-out item, 0 for a sampled negative), optional
-    ``model``. Each (user, model) group must hold exactly one label-1 row; its
-    sample size n_u is the group's size. Ties as :func:`ranks_from_scores`.
-
-    Returns
-    -------
-    SampledRanks
-        With ``sample_sizes`` filled in.
-
-    Examples
-    --------
-    >>> df = pd.DataFrame({"user": [7, 7, 7, 8, 8, 8], "label": [1, 0, 0, 1, 0, 0],
-    ...                    "score": [0.3, 0.9, 0.1, 0.5, 0.5, 0.2]})
-    >>> s = ranks_from_score_table(df)
-    >>> s.for_model("model")[0].tolist(), s.for_model("model")[1].tolist()
-    ([2, 2], [3, 3])
-    """
-    if ties not in _TIES:
-        raise ValueError(f"ties must be one of {_TIES}; got {ties!r}")
-    df = _read_table(table, "scores")
-    _need_cols(df, [user_col, score_col, label_col], "the scores table")
-    if len(df) == 0:
-        raise ValueError("the scores table has no rows")
-    score = pd.to_numeric(df[score_col], errors="coerce")
-    if score.isna().any() or not np.all(np.isfinite(score)):
-        i = int(np.flatnonzero((score.isna() | ~np.isfinite(score)).to_numpy())[0])
-        raise ValueError(f"column {score_col!r} must hold finite numbers; got "
-                         f"{df[score_col].iloc[i]!r} in row {i + 1}")
-    label = _int_column(df[label_col], label_col)
-    if not label.isin([0, 1]).all():
-        raise ValueError(f"column {label_col!r} must be 0 (negative) or 1 (held-out item)")
-    w = pd.DataFrame({"user": df[user_col].to_numpy(), "score": score.to_numpy(float),
-                      "label": label.to_numpy(),
-                      "model": df[model_col].astype(str).to_numpy() if model_col in df.columns
-                      else "model"})
-    g = w.groupby(["model", "user"], sort=False)
-    npos = g["label"].sum()
-    if (npos != 1).any():
-        (m, u), v = next((k, v) for k, v in npos.items() if v != 1)
-        raise ValueError(f"each (user, model) needs exactly one held-out row ({label_col}=1); "
-                         f"user {u!r} of model {m!r} has {v}")
-    size = g.size()
-    if (size < 2).any():
-        (m, u) = next(k for k, v in size.items() if v < 2)
-        raise ValueError(f"user {u!r} of model {m!r} has no negatives")
-    pos = w[w.label == 1].set_index(["model", "user"])["score"]
-    neg = w[w.label == 0].join(pos.rename("pos"), on=["model", "user"])
-    neg = neg.assign(gt=(neg.score > neg.pos).astype(np.int64),
-                     eq=(neg.score == neg.pos).astype(np.int64))
-    g2 = neg.groupby(["model", "user"], sort=False)[["gt", "eq"]].sum()
-    gt = g2["gt"].reindex(size.index).fillna(0).astype(np.int64).to_numpy()
-    eq = g2["eq"].reindex(size.index).fillna(0).astype(np.int64).to_numpy()
-    r = _apply_ties(gt, eq, ties, np.random.default_rng(rng))
-    out = pd.DataFrame({"model": size.index.get_level_values(0),
-                        "user": size.index.get_level_values(1),
-                        "rank": np.asarray(r), "sample_size": size.to_numpy()})
-    return ranks_from_table(out)
 
 
 # ----------------------------------------------------------------------------
 # fixed negatives
 # ----------------------------------------------------------------------------
-def sample_negatives(users, N, n, *, exclude=None, held_out=None, replace=False, rng=None):
-    """A fixed set of n - 1 sampled negatives per user (same items for every model).
-
-    Items are integer ids 0..N-1. For each user (in the given order) n - 1
-    negatives are drawn uniformly from the items that are neither the user's
-    held-out item nor in the user's ``exclude`` set (e.g. training items),
-    without replacement by default (then evaluate with
-    ``scheme="hypergeometric"``; with ``replace=True`` the papers' binomial
-    kernel is exact). Deterministic for a given ``rng`` seed.
-
-    Parameters
-    ----------
-    users : array_like
-        User ids (duplicates are an error).
-    N : int
-        Number of items; ids 0..N-1.
-    n : int
-        Sample-set size; n - 1 negatives per user.
-    exclude : DataFrame with columns user, item, or dict {user: items}, optional
-    held_out : array_like, optional
-        Held-out item of each user (aligned with ``users``), never a negative.
-    replace : bool
-        Sample with replacement (duplicates possible).
-    rng : None, int or Generator, keyword-only
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``user, item``, n - 1 rows per user, users in input order.
-
-    Notes
-    -----
-    With exclusions the candidate set differs per user (N_u = N - |excluded|
-    - 1 items can be sampled), whereas the estimators assume one N. Pass
-    ``N`` = the typical number of candidates to :func:`estimate` (for
-    MovieLens-size data the difference is a few percent of N).
-
-    Examples
-    --------
-    >>> neg = sample_negatives(["a", "b"], N=50, n=4, held_out=[3, 7], rng=0)
-    >>> neg.shape, neg.groupby("user").size().tolist()
-    ((6, 2), [3, 3])
-    """
-    N, n = check_N_n(N, n)
-    users = pd.Index(pd.Series(users).to_numpy())
-    if users.size == 0:
-        raise ValueError("users must be non-empty")
-    if users.has_duplicates:
-        raise ValueError(f"users must be unique; {users[users.duplicated()][0]!r} repeats")
-    rng = np.random.default_rng(rng)
-    excl = {}
-    if exclude is not None:
-        if isinstance(exclude, pd.DataFrame):
-            _need_cols(exclude, ["user", "item"], "the exclude table")
-            items = _int_column(exclude["item"], "item").to_numpy()
-            if items.size and (items.min() < 0 or items.max() >= N):
-                raise ValueError(f"excluded items must be ids in 0..N-1={N - 1}; got "
-                                 f"{items.min()}..{items.max()}")
-            for u, it in pd.Series(items).groupby(exclude["user"].to_numpy()):
-                excl[u] = it.to_numpy()
-        else:
-            excl = {u: np.asarray(list(v), dtype=np.int64) for u, v in dict(exclude).items()}
-    ho = None
-    if held_out is not None:
-        ho = np.asarray(held_out)
-        if ho.shape != (users.size,):
-            raise ValueError(f"held_out must have one item per user ({users.size}); got shape {ho.shape}")
-        ho = _int_column(pd.Series(ho), "held_out").to_numpy()
-        if ho.min() < 0 or ho.max() >= N:
-            raise ValueError(f"held_out items must be ids in 0..N-1={N - 1}; got {ho.min()}..{ho.max()}")
-    k = n - 1
-    out_i = []
-    for j, u in enumerate(users):
-        bad = np.unique(np.concatenate([excl.get(u, np.empty(0, np.int64)),
-                                        [] if ho is None else [ho[j]]]).astype(np.int64))
-        avail = N - bad.size
-        if avail < (1 if replace else k):
-            raise ValueError(f"user {u!r} has only {avail} candidate negatives; n-1={k} needed "
-                             "(lower --sample-size or use replacement)")
-        if replace:
-            pos = rng.integers(0, avail, size=k)
-        else:
-            pos = rng.choice(avail, size=k, replace=False) if avail < 4 * k else None
-            if pos is None:
-                got = np.empty(0, np.int64)
-                while got.size < k:
-                    cand = rng.integers(0, avail, size=2 * k)
-                    _, idx = np.unique(np.concatenate([got, cand]), return_index=True)
-                    got = np.concatenate([got, cand])[np.sort(idx)]
-                pos = got[:k]
-        # map positions in the allowed set to item ids (skip the excluded ids)
-        items = pos + np.searchsorted(bad - np.arange(bad.size), pos, side="right")
-        out_i.append(items)
-    return pd.DataFrame({"user": np.repeat(users.to_numpy(), k), "item": np.concatenate(out_i)})
-
 
 
 # ----------------------------------------------------------------------------
 # coverage simulation (notebook 09, tests)
 # ----------------------------------------------------------------------------
-def simulate_coverage(pmf, n, M, repeats, metrics=("recall@10", "ndcg@10"), *, method=None,
-                      ci=0.95, n_boot=200, scheme="binomial", options=None, refit_prior=True,
-                      rng=None):
-    """Coverage of the bootstrap intervals of :func:`estimate` by simulation.
-
-    Each repeat draws M users' global ranks from ``pmf`` (a known population),
-    their sampled ranks (:func:`sampling_lib.sampling.sample_ranks`), and runs
-    :func:`estimate`. The population value T = sum_R pmf(R) F(R) is the
-    target; the finite-sample value (mean F(R_u) of the M drawn users) is
-    recorded too.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per (repeat, metric): the :func:`estimate` columns plus
-        ``repeat, truth, truth_users, covered, naive_covered, covered_users``.
-
-    Examples
-    --------
-    >>> from sampling_lib.rankdist import synthetic_models
-    >>> d = simulate_coverage(synthetic_models(300)["beta_a0.35"], 30, 200, 2,
-    ...                       metrics="recall@10", n_boot=50, rng=0)
-    >>> d.shape[0], {"covered", "naive_covered"} <= set(d.columns)
-    (2, True)
-    """
-    from .rankdist import draw_global_ranks
-    from .sampling import sample_ranks
-
-    pmf = np.asarray(pmf, dtype=float)
-    N = pmf.size
-    repeats = check_int(repeats, "repeats", low=1)
-    M = check_int(M, "M", low=1)
-    parsed = _parse_metrics(metrics)
-    F = _metric_matrix(parsed, N)
-    truth = pmf @ F
-    rng = np.random.default_rng(rng)
-    out = []
-    for rep in range(repeats):
-        R = draw_global_ranks(pmf, M, rng=rng)
-        r = sample_ranks(R, N, n, scheme, rng=rng)
-        t = estimate(r, N, n, [p[0] for p in parsed], method=method, ci=ci, n_boot=n_boot,
-                     rng=rng, scheme=scheme, options=options, refit_prior=refit_prior)
-        t.insert(0, "repeat", rep)
-        t["truth"] = truth
-        t["truth_users"] = F[R - 1].mean(axis=0)
-        out.append(t)
-    d = pd.concat(out, ignore_index=True)
-    d["covered"] = (d.ci_low <= d.truth) & (d.truth <= d.ci_high)
-    d["covered_users"] = (d.ci_low <= d.truth_users) & (d.truth_users <= d.ci_high)
-    d["naive_covered"] = (d.naive_ci_low <= d.truth) & (d.truth <= d.naive_ci_high)
-    return d
 
 
-def simulate_accuracy(pmf, n, M, repeats, metrics=("recall@10", "ndcg@10"), *,
-                      methods=("mle", "mes", "bv", "bv_mle", "mn_mle"), scheme="binomial", rng=None):
-    """Errors of the point estimates of several methods over simulated evaluations.
-
-    Each repeat draws M users from ``pmf`` and their sampled ranks, and runs
-    :func:`estimate` (no bootstrap) for every method on the same ranks.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per (repeat, method, metric): ``estimate, naive, truth, error``
-        (estimate - truth, truth = sum_R pmf(R) F(R)).
-
-    Examples
-    --------
-    >>> from sampling_lib.rankdist import synthetic_models
-    >>> d = simulate_accuracy(synthetic_models(200)["mixture"], 20, 100, 2, "recall@5",
-    ...                       methods=("mle", "bv"), rng=0)
-    >>> d.shape
-    (4, 7)
-    """
-    from .rankdist import draw_global_ranks
-    from .sampling import sample_ranks
-
-    pmf = np.asarray(pmf, dtype=float)
-    N = pmf.size
-    parsed = _parse_metrics(metrics)
-    truth = pmf @ _metric_matrix(parsed, N)
-    rng = np.random.default_rng(rng)
-    rows = []
-    for rep in range(check_int(repeats, "repeats", low=1)):
-        r = sample_ranks(draw_global_ranks(pmf, M, rng=rng), N, n, scheme, rng=rng)
-        for m in methods:
-            t = estimate(r, N, n, [p[0] for p in parsed], method=m, n_boot=0, scheme=scheme)
-            for j, (full, _, _) in enumerate(parsed):
-                rows.append(dict(repeat=rep, method=m, metric=full, estimate=t.estimate[j],
-                                 naive=t.naive[j], truth=truth[j],
-                                 error=t.estimate[j] - truth[j]))
-    return pd.DataFrame(rows)
-
-
-def simulate_paired_difference(pmf_a, pmf_b, n, M, repeats, metrics=("recall@10", "ndcg@10"), *,
-                               share=0.7, method=None, n_boot=200, scheme="binomial", rng=None):
-    """Repeated paired comparisons of two known models on the same simulated users.
-
-    User u gets a uniform U_u; model A's global rank is the U_u-quantile of
-    ``pmf_a``, model B's the quantile of U_u (with probability ``share``) or of
-    a fresh uniform (so the two models' ranks are positively dependent, as
-    for real models on the same users). Each repeat runs :func:`compare`.
-
-    Returns
-    -------
-    pandas.DataFrame
-        :func:`compare` rows plus ``repeat`` and ``truth_difference``.
-
-    Examples
-    --------
-    >>> from sampling_lib.rankdist import synthetic_models
-    >>> m = synthetic_models(200)
-    >>> d = simulate_paired_difference(m["beta_a0.25"], m["beta_a0.50"], 20, 100, 2,
-    ...                                "recall@5", n_boot=30, rng=0)
-    >>> len(d), "truth_difference" in d
-    (2, True)
-    """
-    from .sampling import sample_ranks
-
-    pa, pb = np.asarray(pmf_a, dtype=float), np.asarray(pmf_b, dtype=float)
-    if pa.shape != pb.shape:
-        raise ValueError(f"pmf_a and pmf_b must have the same length; got {pa.size} and {pb.size}")
-    N = pa.size
-    share = check_float(share, "share", 0.0, 1.0)
-    parsed = _parse_metrics(metrics)
-    F = _metric_matrix(parsed, N)
-    truth = pa @ F - pb @ F
-    ca, cb = np.cumsum(pa), np.cumsum(pb)
-    rng = np.random.default_rng(rng)
-    out = []
-    for rep in range(check_int(repeats, "repeats", low=1)):
-        U = rng.random(M)
-        Ub = np.where(rng.random(M) < share, U, rng.random(M))
-        Ra = np.minimum(np.searchsorted(ca, U, side="right") + 1, N)
-        Rb = np.minimum(np.searchsorted(cb, Ub, side="right") + 1, N)
-        d = {"A": sample_ranks(Ra, N, n, scheme, rng=rng), "B": sample_ranks(Rb, N, n, scheme, rng=rng)}
-        t = compare(d, N, n, [p[0] for p in parsed], method=method, n_boot=n_boot, rng=rng,
-                    scheme=scheme)
-        t.insert(0, "repeat", rep)
-        t["truth_difference"] = truth
-        out.append(t)
-    return pd.concat(out, ignore_index=True)
-
-
-def coverage_summary(sim, ci=0.95, *, estimate_col="estimate", truth_col="truth",
-                     low_col="ci_low", high_col="ci_high", se_col="se", by="metric"):
-    """Coverage of simulated intervals and the coverage their bias predicts.
-
-    For each group (default: metric) of a simulation table (from
-    :func:`simulate_coverage` or :func:`simulate_paired_difference`):
-
-    * ``coverage`` = fraction of repeats whose interval holds the truth, with
-      its Monte Carlo standard error ``coverage_se`` = sqrt(p (1 - p) / R);
-    * ``bias`` = mean(estimate - truth), ``sd`` = sd of the estimates over the
-      repeats, ``mean_se`` = mean bootstrap standard error (should match sd);
-    * ``predicted`` = Phi(z - bias/sd) - Phi(-z - bias/sd), z = Phi^-1((1 + ci)/2):
-      the coverage of a normal interval of the right width centred on an
-      estimator with that bias; ``predicted_se`` its standard error from the
-      uncertainty of the bias (sd / sqrt(R)), by the delta method.
-
-    A measured coverage close to ``predicted`` and below ``ci`` means the
-    interval has the right width and the gap is the estimator's bias.
-
-    Examples
-    --------
-    >>> d = pd.DataFrame({"metric": "m", "estimate": [0.0, 1.0], "truth": 0.5, "se": 0.5,
-    ...                   "ci_low": [-1.0, 0.0], "ci_high": [1.0, 2.0]})
-    >>> coverage_summary(d)[["coverage", "bias", "repeats"]].to_dict("records")
-    [{'coverage': 1.0, 'bias': 0.0, 'repeats': 2}]
-    """
-    from scipy.stats import norm
-
-    ci = _check_ci(ci)
-    z = float(norm.ppf(0.5 + ci / 2.0))
-    rows = []
-    for key, g in sim.groupby(by, sort=False):
-        R = len(g)
-        err = (g[estimate_col] - g[truth_col]).to_numpy(float)
-        cov = float(((g[low_col] <= g[truth_col]) & (g[truth_col] <= g[high_col])).mean())
-        b, sd = float(err.mean()), float(err.std(ddof=1)) if R > 1 else float("nan")
-        u = b / sd if sd > 0 else 0.0
-        pred = float(norm.cdf(z - u) - norm.cdf(-z - u))
-        dpred = float(-norm.pdf(z - u) + norm.pdf(-z - u)) / sd if sd > 0 else 0.0
-        rows.append({by if isinstance(by, str) else "group": key, "repeats": R, "coverage": cov,
-                     "coverage_se": float(np.sqrt(max(pred * (1 - pred), 1e-12) / R)),
-                     "bias": b, "sd": sd, "mean_se": float(g[se_col].mean()),
-                     "mean_se_se": float(g[se_col].std(ddof=1) / np.sqrt(R)) if R > 1 else float("nan"),
-                     "predicted": pred, "predicted_se": abs(dpred) * sd / np.sqrt(R)})
-    return pd.DataFrame(rows)

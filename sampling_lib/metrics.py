@@ -41,6 +41,8 @@ __all__ = [
     "metric_values",
     "metric_from_ranks",
     "metric_from_pmf",
+    "parse_metrics",
+    "metric_matrix",
 ]
 
 
@@ -192,3 +194,35 @@ def metric_from_pmf(pmf, metric, K=None):
         raise ValueError(f"pmf must be a finite non-empty 1-D array; got shape {w.shape}")
     return float(w @ metric_values(metric, w.size, K))
 
+
+def parse_metrics(metrics):
+    """Parse one metric name or a sequence of them: list of (``"name@K"``, name, K).
+
+    Examples
+    --------
+    >>> parse_metrics(["recall@10", "ndcg@5"])
+    [('recall@10', 'recall', 10), ('ndcg@5', 'ndcg', 5)]
+    """
+    if isinstance(metrics, str):
+        metrics = (metrics,)
+    metrics = list(metrics)
+    if not metrics:
+        raise ValueError("metrics must name at least one metric like 'recall@10'")
+    out = []
+    for m in metrics:
+        name, K = parse_metric(m)
+        out.append((f"{name}@{K}", name, K))
+    return out
+
+
+def metric_matrix(metrics, N):
+    """F(R) for R = 1..N, one column per metric (names or :func:`parse_metrics` output): (N, m).
+
+    Examples
+    --------
+    >>> metric_matrix(["recall@2", "mrr@2"], 3).tolist()
+    [[1.0, 1.0], [1.0, 0.5], [0.0, 0.0]]
+    """
+    parsed = metrics if (isinstance(metrics, list) and metrics and isinstance(metrics[0], tuple)) \
+        else parse_metrics(metrics)
+    return np.stack([metric_values(full, N) for full, _, _ in parsed], axis=1)

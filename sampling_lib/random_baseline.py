@@ -46,8 +46,6 @@ References
 """
 from __future__ import annotations
 
-import itertools
-import math
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -56,9 +54,10 @@ from typing import NamedTuple
 import numpy as np
 from scipy import special, stats
 
-from ._validation import check_int, check_probability
+from ._validation import check_cutoffs, check_int, check_N_m, check_probability, scalar_or_array
 
 __all__ = [
+    "ap_from_patterns",
     "APMoments",
     "MAPBaseline",
     "MAPZTestResult",
@@ -66,13 +65,8 @@ __all__ = [
     "harmonic_number",
     "expected_ap_wor",
     "var_ap_wor",
-    "var_ap_wor_paper",
     "expected_ap_wr",
     "var_ap_wr",
-    "enumerate_ap_wor",
-    "enumerate_ap_wr",
-    "recursive_ap_moments_wor",
-    "recursive_ap_moments_wr",
     "simulate_ap",
     "simulate_ap_summary",
     "map_baseline",
@@ -164,39 +158,6 @@ def harmonic_number(k, order=1):
         else:
             out[big] = np.pi**2 / 6.0 - special.polygamma(1, x)
     return out if k_arr.ndim else float(out)
-
-
-def _check_k(k, upper=None, upper_name="N"):
-    """Return (k as 1-D int64 array, was_scalar). k must be whole numbers >= 1 (<= upper)."""
-    a = np.asarray(k)
-    scalar = a.ndim == 0
-    if a.dtype == bool or not (np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.floating)):
-        raise TypeError(f"k must hold integers; got {k!r}")
-    a = a.reshape(-1)
-    if a.size == 0:
-        raise ValueError("k must not be empty")
-    if np.issubdtype(a.dtype, np.floating):
-        if not np.all(np.isfinite(a)) or not np.all(a == np.round(a)):
-            raise ValueError(f"k must hold whole numbers; got {k!r}")
-    if np.ndim(k) > 1:
-        raise ValueError(f"k must be a scalar or 1-D; got shape {np.shape(k)}")
-    lo, hi = a.min(), a.max()
-    if lo < 1 or (upper is not None and hi > upper):
-        rng_txt = f"1..{upper_name}={upper}" if upper is not None else ">= 1"
-        raise ValueError(f"k must lie in {rng_txt}; got min {lo:g} and max {hi:g}")
-    return a.astype(np.int64), scalar
-
-
-def _out(x, scalar):
-    return float(x[0]) if scalar else x
-
-
-def _check_N_m(N, m):
-    N = check_int(N, "N", low=1)
-    m = check_int(m, "m", low=0)
-    if m > N:
-        raise ValueError(f"m must lie in 0..N={N}; got m={m}")
-    return N, m
 
 
 def _check_p(p, shape_of=None):
@@ -297,14 +258,14 @@ def expected_ap_wor(N, m, k):
     >>> expected_ap_wor(10, 1, [1, 2, 10])     # m = 1: H_k / N
     array([0.1       , 0.15      , 0.29289683])
     """
-    N, m = _check_N_m(N, m)
-    ks, scalar = _check_k(k, N)
+    N, m = check_N_m(N, m)
+    ks, scalar = check_cutoffs(k, N)
     if m == 0:
-        return _out(np.zeros(ks.size), scalar)
+        return scalar_or_array(np.zeros(ks.size), scalar)
     p1, p2, q = _wor_coefficients(N, m)[:3]
     kf = ks.astype(float)
     mean = (kf * p2 + q * harmonic_number(ks)) / np.minimum(m, ks)
-    return _out(mean, scalar)
+    return scalar_or_array(mean, scalar)
 
 
 def var_ap_wor(N, m, k):
@@ -346,10 +307,10 @@ def var_ap_wor(N, m, k):
     >>> var_ap_wor(3, 3, [1, 2, 3])            # all items relevant: AP@k = 1
     array([0., 0., 0.])
     """
-    N, m = _check_N_m(N, m)
-    ks, scalar = _check_k(k, N)
+    N, m = check_N_m(N, m)
+    ks, scalar = check_cutoffs(k, N)
     if m == 0:
-        return _out(np.zeros(ks.size), scalar)
+        return scalar_or_array(np.zeros(ks.size), scalar)
     (_, _, _, A, B, C, D, E, F, G, AmD, Bm2E, lin) = _wor_coefficients(N, m)
     kf = ks.astype(float)
     h = harmonic_number(ks)
@@ -357,52 +318,7 @@ def var_ap_wor(N, m, k):
     # k(C + 2E - 2F + (k-1)G) = k*lin + G k^2 with lin = C + 2E - 2F - G
     var_s = AmD * h2 + D * h * h + Bm2E * h + 2.0 * F * kf * h + kf * lin + G * kf * kf
     var = var_s / np.minimum(m, ks).astype(float) ** 2
-    return _out(np.maximum(var, 0.0), scalar)
-
-
-def var_ap_wor_paper(N, m, k):
-    """Literal transcription of AP25 Thm 4.4 with the printed constants A..G.
-
-    Kept to show that the printed theorem agrees with :func:`var_ap_wor`; the
-    constants divide by ``N - 2`` and ``N - 3``, so this needs ``N >= 4``
-    (use :func:`var_ap_wor` for every ``N``). ``m = 0`` returns 0 (the printed
-    expression is 0/0 there). Plain floating point, no exact arithmetic.
-
-    References
-    ----------
-    AP25 Thm 4.4, Lemma 4.5.
-
-    Examples
-    --------
-    >>> bool(np.isclose(var_ap_wor_paper(50, 10, 20), var_ap_wor(50, 10, 20), rtol=1e-12))
-    True
-    """
-    N, m = _check_N_m(N, m)
-    if N < 4:
-        raise ValueError(f"var_ap_wor_paper needs N >= 4 (its constants divide by N-2 and N-3); "
-                         f"got N={N}; use var_ap_wor")
-    ks, scalar = _check_k(k, N)
-    if m == 0:
-        return _out(np.zeros(ks.size), scalar)
-    N = float(N)
-    a1 = (m - 1) / (N - 1)
-    a2 = (m - 2) / (N - 2)
-    a3 = (m - 3) / (N - 3)
-    r = m / N
-    A = 1 - r - a1 * (3 - 2 * a2 - r * (2 - a1))
-    B = a1 * (3 * (1 - a2) - 2 * r * (1 - a1))
-    C = a1 * (a2 - r * a1)
-    D = a1 * (2 - 5 * a2 + 3 * a2 * a3) - r * (1 - a1) ** 2
-    E = a1 * (3 * a2 * (1 - a3) - r * (1 - a1))
-    F = a1 * (a2 * (1 - a3) - r * (1 - a1))
-    G = a1 * (a2 * a3 - r * a1)
-    kf = ks.astype(float)
-    h = harmonic_number(ks)
-    h2 = harmonic_number(ks, order=2)
-    M = np.minimum(m, ks).astype(float)
-    var = r / M**2 * (kf * (C + 2 * (E - F) + (kf - 1) * G) + h * (B - 2 * (E - kf * F))
-                      + h**2 * D + h2 * (A - D))
-    return _out(var, scalar)
+    return scalar_or_array(np.maximum(var, 0.0), scalar)
 
 
 # --------------------------------------------------------------------------- WR
@@ -436,7 +352,7 @@ def expected_ap_wr(p, k):
     0.27674
     """
     pa, p_scalar = _check_p(p)
-    ks, k_scalar = _check_k(k)
+    ks, k_scalar = check_cutoffs(k)
     if not k_scalar:
         ks_b = ks.reshape(np.shape(k))
     else:
@@ -469,7 +385,7 @@ def var_ap_wr(p, k):
     array([0., 0.])
     """
     pa, p_scalar = _check_p(p)
-    ks, k_scalar = _check_k(k)
+    ks, k_scalar = check_cutoffs(k)
     ks_b = ks[0] if k_scalar else ks.reshape(np.shape(k))
     kf = np.asarray(ks_b, dtype=float)
     h = harmonic_number(ks_b)
@@ -484,8 +400,22 @@ def var_ap_wr(p, k):
 # --------------------------------------------------------------------------- exact references
 
 
-def _ap_from_patterns(I, ks, norm):
-    """AP@k for each row of the 0/1 matrix I (rows = outcomes), columns = cutoffs ks."""
+# --------------------------------------------------------------------------- Monte Carlo
+
+
+def ap_from_patterns(I, ks, norm):
+    """AP@k of relevance patterns: one row of the 0/1 matrix I per ranking, one column per cutoff.
+
+    ``I[o, i - 1] = 1`` when position i of outcome o is relevant; ``ks`` are
+    1-based cutoffs (int array) and ``norm`` the normaliser per cutoff
+    (min(m, k) without replacement, k with replacement, AP25 eq 1); AP is 0
+    where the normaliser is 0.
+
+    Examples
+    --------
+    >>> ap_from_patterns(np.array([[1, 0, 1]]), np.array([1, 3]), np.array([1.0, 2.0])).round(4).tolist()
+    [[1.0, 0.8333]]
+    """
     I = I.astype(float)
     pos = np.arange(1, I.shape[1] + 1, dtype=float)
     S = np.cumsum(I * np.cumsum(I, axis=1) / pos, axis=1)
@@ -493,188 +423,6 @@ def _ap_from_patterns(I, ks, norm):
     with np.errstate(invalid="ignore", divide="ignore"):
         out = np.where(norm > 0, out / np.where(norm > 0, norm, 1), 0.0)
     return out
-
-
-def enumerate_ap_wor(N, m, k, *, max_outcomes=2_000_000):
-    """Exact mean and variance of offline AP@k by enumerating all C(N, m) placements.
-
-    Every ``m``-subset of positions ``1..N`` is one equally likely outcome; AP@k
-    is computed for each from its definition (AP25 eq 3.2) and averaged. This is
-    the brute-force reference for :func:`expected_ap_wor` / :func:`var_ap_wor`
-    (exact up to float rounding), usable for tiny ``N``.
-
-    Parameters
-    ----------
-    N, m, k : as in :func:`expected_ap_wor`.
-    max_outcomes : int
-        Refuse (ValueError) when ``C(N, m)`` exceeds this.
-
-    Returns
-    -------
-    APMoments
-        ``(mean, var)``, each shaped like ``k``.
-
-    Examples
-    --------
-    >>> enumerate_ap_wor(4, 2, [1, 2, 4])
-    APMoments(mean=array([0.5       , 0.41666667, 0.68055556]), var=array([0.25      , 0.09722222, 0.04031636]))
-    """
-    N, m = _check_N_m(N, m)
-    ks, scalar = _check_k(k, N)
-    max_outcomes = check_int(max_outcomes, "max_outcomes", low=1)
-    n_out = math.comb(N, m)
-    if n_out > max_outcomes:
-        raise ValueError(f"C(N, m) = C({N}, {m}) = {n_out} placements exceed max_outcomes={max_outcomes}")
-    I = np.zeros((n_out, N), dtype=np.int8)
-    for row, combo in enumerate(itertools.combinations(range(N), m)):
-        I[row, list(combo)] = 1
-    ap = _ap_from_patterns(I, ks, np.minimum(m, ks).astype(float))
-    mean = ap.mean(axis=0)
-    var = ((ap - mean) ** 2).mean(axis=0)
-    return APMoments(_out(mean, scalar), _out(var, scalar))
-
-
-def enumerate_ap_wr(p, k, *, max_k=20):
-    """Exact mean and variance of online AP@k by enumerating all 2^k relevance patterns.
-
-    Pattern ``x`` in ``{0,1}^K`` (``K = max(k)``) has probability
-    ``p^|x| (1-p)^(K-|x|)``; AP@k = ``S_k / k`` (AP25 eq 3.1). Reference for
-    :func:`expected_ap_wr` / :func:`var_ap_wr`.
-
-    Parameters
-    ----------
-    p : float
-        Relevance probability in [0, 1] (scalar).
-    k : int or array_like of int
-        Cutoffs, ``1 <= k <= max_k``.
-    max_k : int
-        Largest cutoff accepted (memory is ``2^max(k) * max(k)`` bytes).
-
-    Returns
-    -------
-    APMoments
-
-    Examples
-    --------
-    >>> enumerate_ap_wr(0.5, 2)
-    APMoments(mean=0.4375, var=0.13671875)
-    """
-    p = check_probability(p, "p")
-    max_k = check_int(max_k, "max_k", low=1, high=26)
-    ks, scalar = _check_k(k, max_k, upper_name="max_k")
-    K = int(ks.max())
-    codes = np.arange(2**K, dtype=np.int64)
-    I = ((codes[:, None] >> np.arange(K)) & 1).astype(np.int8)
-    s = I.sum(axis=1)
-    w = np.power(p, s) * np.power(1.0 - p, K - s)
-    ap = _ap_from_patterns(I, ks, ks.astype(float))
-    mean = w @ ap
-    var = w @ (ap - mean) ** 2
-    return APMoments(_out(mean, scalar), _out(var, scalar))
-
-
-def _recursive_moments(ks, probs_fn, n_states, norm):
-    """Moment recursion over positions: states = number of relevant items seen.
-
-    Carries P(c), E[S 1{C=c}], E[S^2 1{C=c}] through positions 1..max(k).
-    probs_fn(i, c) -> probability that position i (1-based) is relevant given c
-    relevant among positions 1..i-1.
-    """
-    K = int(ks.max())
-    P = np.zeros(n_states + 1)
-    P[0] = 1.0
-    A1 = np.zeros(n_states + 1)
-    A2 = np.zeros(n_states + 1)
-    c = np.arange(n_states + 1, dtype=float)
-    m1 = np.empty(K)
-    m2 = np.empty(K)
-    for i in range(1, K + 1):
-        q = probs_fn(i, c)
-        x = (c + 1.0) / i                      # increment of S when position i is relevant
-        hitP = P * q
-        hitA1 = (A1 + P * x) * q
-        hitA2 = (A2 + 2.0 * A1 * x + P * x * x) * q
-        P = P * (1.0 - q)
-        A1 = A1 * (1.0 - q)
-        A2 = A2 * (1.0 - q)
-        P[1:] += hitP[:-1]
-        A1[1:] += hitA1[:-1]
-        A2[1:] += hitA2[:-1]
-        m1[i - 1] = A1.sum()
-        m2[i - 1] = A2.sum()
-    e1 = m1[ks - 1]
-    e2 = m2[ks - 1]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        safe = np.where(norm > 0, norm, 1.0)
-        mean = np.where(norm > 0, e1 / safe, 0.0)
-        var = np.where(norm > 0, np.maximum(e2 - e1 * e1, 0.0) / safe**2, 0.0)
-    return mean, var
-
-
-def recursive_ap_moments_wor(N, m, k):
-    """Exact mean and variance of offline AP@k by a recursion over positions.
-
-    An independent check of AP25 Thm 4.2/4.4 that does not use indicator
-    covariances: walking down the ranking, position ``i`` is relevant with
-    probability ``(m - c)/(N - i + 1)`` given ``c`` relevant items above it, and
-    ``S`` grows by ``(c + 1)/i``; the recursion carries the joint law of ``c``
-    with the first two moments of ``S``. Cost ``O(max(k) * m)``, so it also
-    covers the paper's ``N = 50`` scenarios (unlike enumeration).
-
-    The variance is ``E[S^2] - E[S]^2``, so its relative accuracy degrades when
-    the variance is tiny compared with ``E[S]^2`` (e.g. ``m`` close to ``N`` and
-    large ``k``: about 1e-7 relative at ``N = 20000, m = 19990, k = N``); the
-    closed form :func:`var_ap_wor` (exact coefficients) does not have this issue.
-
-    Returns
-    -------
-    APMoments
-
-    References
-    ----------
-    sampling-lab (our own reference for AP25 Thms 4.2 and 4.4).
-
-    Examples
-    --------
-    >>> mean, var = recursive_ap_moments_wor(50, 25, 40)
-    >>> round(mean, 5), round(var, 5)
-    (0.4355, 0.00699)
-    """
-    N, m = _check_N_m(N, m)
-    ks, scalar = _check_k(k, N)
-
-    def probs(i, c):
-        return np.clip((m - c) / (N - i + 1), 0.0, 1.0)
-
-    mean, var = _recursive_moments(ks, probs, m, np.minimum(m, ks).astype(float))
-    return APMoments(_out(mean, scalar), _out(var, scalar))
-
-
-def recursive_ap_moments_wr(p, k):
-    """Exact mean and variance of online AP@k by the same recursion (independent positions).
-
-    Returns
-    -------
-    APMoments
-
-    References
-    ----------
-    sampling-lab (our own reference for AP25 Thms 5.1 and 5.2).
-
-    Examples
-    --------
-    >>> mean, var = recursive_ap_moments_wr(0.5, 40)
-    >>> round(mean, 5), round(var, 5)
-    (0.27674, 0.00775)
-    """
-    p = check_probability(p, "p")
-    ks, scalar = _check_k(k)
-    K = int(ks.max())
-    mean, var = _recursive_moments(ks, lambda i, c: np.full_like(c, p), K, ks.astype(float))
-    return APMoments(_out(mean, scalar), _out(var, scalar))
-
-
-# --------------------------------------------------------------------------- Monte Carlo
 
 
 def _check_model_args(model, N, m, p, ks_input):
@@ -685,15 +433,15 @@ def _check_model_args(model, N, m, p, ks_input):
             raise ValueError("model='wor' needs N and m")
         if p is not None:
             raise ValueError("model='wor' takes N and m, not p")
-        N, m = _check_N_m(N, m)
-        ks, scalar = _check_k(ks_input, N)
+        N, m = check_N_m(N, m)
+        ks, scalar = check_cutoffs(ks_input, N)
         return N, m, None, ks, scalar
     if p is None:
         raise ValueError("model='wr' needs p")
     if N is not None or m is not None:
         raise ValueError("model='wr' takes p, not N and m")
     p = check_probability(p, "p")
-    ks, scalar = _check_k(ks_input)
+    ks, scalar = check_cutoffs(ks_input)
     return None, None, p, ks, scalar
 
 
@@ -718,7 +466,7 @@ def _iter_ap_chunks(model, N, m, p, ks, n_sims, rng, chunk_elements):
                 col = U[:, j] * (N - j) < (m - c)
                 I[:, j] = col
                 c += col
-        yield _ap_from_patterns(I, ks, norm)
+        yield ap_from_patterns(I, ks, norm)
         done += n
 
 
@@ -894,8 +642,8 @@ def map_baseline(N, m, k, n_users=None):
         if n_users is None:
             raise ValueError("n_users is required when N and m are scalars")
         n_users = check_int(n_users, "n_users", low=1)
-        N_i, m_i = _check_N_m(N, m)
-        ks, _ = _check_k(k, N_i)
+        N_i, m_i = check_N_m(N, m)
+        ks, _ = check_cutoffs(k, N_i)
         mean = expected_ap_wor(N_i, m_i, k)
         var = np.asarray(var_ap_wor(N_i, m_i, k)) / n_users
         return MAPBaseline(mean, float(var) if np.ndim(mean) == 0 else var)
@@ -914,14 +662,14 @@ def map_baseline(N, m, k, n_users=None):
     if U == 0:
         raise ValueError("N and m must not be empty")
     pairs, counts = np.unique(np.stack([N_b, m_b], axis=1), axis=0, return_counts=True)
-    ks, scalar = _check_k(k, int(pairs[:, 0].min()), upper_name="min(N)")
+    ks, scalar = check_cutoffs(k, int(pairs[:, 0].min()), upper_name="min(N)")
     mean = np.zeros(ks.size)
     var = np.zeros(ks.size)
     for (Ni, mi), c in zip(pairs, counts):
-        Ni, mi = _check_N_m(Ni, mi)
+        Ni, mi = check_N_m(Ni, mi)
         mean += c * expected_ap_wor(Ni, mi, ks)
         var += c * var_ap_wor(Ni, mi, ks)
-    return MAPBaseline(_out(mean / U, scalar), _out(var / U**2, scalar))
+    return MAPBaseline(scalar_or_array(mean / U, scalar), scalar_or_array(var / U**2, scalar))
 
 
 def map_baseline_wr(p, k, n_users):

@@ -58,7 +58,9 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from ._validation import ConvergenceWarning, check_float, check_int
+from ._validation import check_float, check_int
+from .exceptions import ConvergenceWarning
+from .ranking import TIE_RULES, apply_ties
 
 __all__ = [
     "Recommender",
@@ -71,12 +73,10 @@ __all__ = [
     "iter_score_blocks",
     "global_ranks",
     "sampled_ranks_from_scores",
-    "TIE_RULES",
     "SCORE_SCHEMES",
     "actual_shr_mean_var",
 ]
 
-TIE_RULES = ("pessimistic", "optimistic", "random")
 SCORE_SCHEMES = ("binomial", "hypergeometric", "actual")
 
 
@@ -529,14 +529,6 @@ def _prepare(scorer, train, test_items):
     return M, N, t.astype(np.int64), X
 
 
-def _apply_ties(greater, equal, ties, rng):
-    if ties == "pessimistic":
-        return 1 + greater + equal
-    if ties == "optimistic":
-        return 1 + greater
-    return 1 + greater + rng.integers(0, equal + 1)
-
-
 def _mask_train(S, X, s, e):
     blk = X[s:e]
     rows = np.repeat(np.arange(e - s), np.diff(blk.indptr))
@@ -598,7 +590,7 @@ def global_ranks(scorer, train, test_items, *, train_last: bool = True,
         ts = S[np.arange(e - s), t[s:e]]
         greater = (S > ts[:, None]).sum(axis=1)
         equal = (S == ts[:, None]).sum(axis=1) - 1
-        out[s:e] = _apply_ties(greater, equal, ties, rng)
+        out[s:e] = apply_ties(greater, equal, ties, rng)
     return out
 
 
@@ -686,7 +678,7 @@ def sampled_ranks_from_scores(scorer, train, test_items, n: int, scheme: str = "
             neg = np.take_along_axis(S, idx, axis=1)
             greater = (neg > ts[:, None]).sum(axis=1)
             equal = (neg == ts[:, None]).sum(axis=1)
-            out[rep, s:e] = _apply_ties(greater, equal, ties, rng)
+            out[rep, s:e] = apply_ties(greater, equal, ties, rng)
     return out[0] if size is None else out
 
 

@@ -75,7 +75,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy import special, stats
-from statsmodels.stats.multitest import multipletests
 
 from ._validation import check_float, check_int, check_probability
 from .metrics import metric_values, parse_metric
@@ -107,27 +106,27 @@ __all__ = [
     "expected_abs_error_proportion",
     "predicted_relative_error",
     "exact_proportion_coverage",
-    "simulate_proportion_coverage",
-    "simulate_difference_coverage",
-    "simulate_ztest_rejections",
-    "simulate_familywise_error",
+    "ADJUST_METHODS",
+    "check_alternative",
+    "check_family",
+    "ztest_arrays",
 ]
 
 ALTERNATIVES = ("two-sided", "less", "greater")
 FAMILIES = ("all-pairs", "vs-best")
-_ADJUST_METHODS = ("none", "bonferroni", "holm")
+ADJUST_METHODS = ("none", "bonferroni", "holm")
 
 
 # ----------------------------------------------------------------------------
 # small checks
 # ----------------------------------------------------------------------------
-def _check_alternative(alternative):
+def check_alternative(alternative):
     if alternative not in ALTERNATIVES:
         raise ValueError(f"alternative must be one of {ALTERNATIVES}; got {alternative!r}")
     return alternative
 
 
-def _check_family(family):
+def check_family(family):
     if family not in FAMILIES:
         raise ValueError(f"family must be one of {FAMILIES}; got {family!r}")
     return family
@@ -208,7 +207,7 @@ def z_critical(confidence=0.95, alternative="two-sided"):
     1.644854
     """
     c = _check_confidence(confidence)
-    alternative = _check_alternative(alternative)
+    alternative = check_alternative(alternative)
     if alternative == "two-sided":
         return float(stats.norm.isf((1.0 - c) / 2.0))
     return float(stats.norm.isf(1.0 - c))
@@ -240,7 +239,7 @@ def n_comparisons(n_models, family="all-pairs"):
     (10, 4)
     """
     n = check_int(n_models, "n_models", low=2)
-    family = _check_family(family)
+    family = check_family(family)
     return n * (n - 1) // 2 if family == "all-pairs" else n - 1
 
 
@@ -522,7 +521,7 @@ def proportion_confint(count, nobs, confidence=0.95, *, alternative="two-sided",
     """
     c, n = _counts(count, nobs, "count", "nobs")
     conf = _check_confidence(confidence)
-    alternative = _check_alternative(alternative)
+    alternative = check_alternative(alternative)
     M = _check_population(population, n, "nobs")
     ph = c / n
     se = np.sqrt(ph * (1 - ph) / n * _fpc(n, M))
@@ -557,7 +556,7 @@ def diff_confint(count1, nobs1, count2, nobs2, confidence=0.95, *,
     c1, n1 = _counts(count1, nobs1, "count1", "nobs1")
     c2, n2 = _counts(count2, nobs2, "count2", "nobs2")
     conf = _check_confidence(confidence)
-    alternative = _check_alternative(alternative)
+    alternative = check_alternative(alternative)
     M = _check_population(population, np.maximum(n1, n2), "nobs")
     p1, p2 = c1 / n1, c2 / n2
     se = np.sqrt(p1 * (1 - p1) / n1 * _fpc(n1, M) + p2 * (1 - p2) / n2 * _fpc(n2, M))
@@ -611,7 +610,7 @@ class ZTestResult:
                             confidence_level, alternative=self.alternative)
 
 
-def _ztest_arrays(c1, n1, c2, n2, alternative):
+def ztest_arrays(c1, n1, c2, n2, alternative):
     """Vectorized eq 49: pooled z and its p-value; 0/1 pooled proportions give
     z = 0, p = 1 (no variation, identical samples)."""
     p1, p2 = c1 / n1, c2 / n2
@@ -666,8 +665,8 @@ def two_proportion_ztest(count1, nobs1, count2, nobs2, *, alternative="two-sided
     if np.ndim(c1) or np.ndim(c2):
         raise ValueError("two_proportion_ztest takes scalar counts; "
                          "use simulate_ztest_rejections for arrays")
-    alternative = _check_alternative(alternative)
-    z, pv = _ztest_arrays(c1, n1, c2, n2, alternative)
+    alternative = check_alternative(alternative)
+    z, pv = ztest_arrays(c1, n1, c2, n2, alternative)
     return ZTestResult(float(z), float(pv), alternative, int(c1), int(n1), int(c2), int(n2))
 
 
@@ -734,7 +733,7 @@ def ttest_paired(x, y, *, alternative="two-sided"):
     if x.size != y.size:
         raise ValueError(f"x and y must have the same length for a paired test; "
                          f"got {x.size} and {y.size}")
-    alternative = _check_alternative(alternative)
+    alternative = check_alternative(alternative)
     res = stats.ttest_rel(x, y, alternative=alternative)
     d = x - y
     se = float(np.std(d, ddof=1) / np.sqrt(d.size))
@@ -758,7 +757,7 @@ def ttest_unpaired(x, y, *, equal_var=False, alternative="two-sided"):
     """
     x = _values(x, "x")
     y = _values(y, "y")
-    alternative = _check_alternative(alternative)
+    alternative = check_alternative(alternative)
     res = stats.ttest_ind(x, y, equal_var=bool(equal_var), alternative=alternative)
     n1, n2 = x.size, y.size
     v1, v2 = np.var(x, ddof=1), np.var(y, ddof=1)
@@ -798,7 +797,7 @@ def ztest_power(p1, p2, m, alpha=0.05, *, alternative="two-sided", n_tests=1):
     if m.size == 0 or np.any(~np.isfinite(m)) or np.any(m < 1):
         raise ValueError(f"m must be >= 1; got {m}")
     a = _check_alpha(alpha) / check_int(n_tests, "n_tests", low=1)
-    alternative = _check_alternative(alternative)
+    alternative = check_alternative(alternative)
     diff = p1 - p2
     pbar = (p1 + p2) / 2.0
     sd0 = np.sqrt(2.0 * pbar * (1 - pbar) / m)
@@ -839,7 +838,7 @@ def sample_size_power(diff, power=0.8, alpha=0.05, p=0.5, *, alternative="two-si
     pw = check_float(power, "power", 0.0, 1.0, low_open=True, high_open=True)
     a = _check_alpha(alpha) / check_int(n_tests, "n_tests", low=1)
     p = check_float(p, "p", 0.0, 1.0, low_open=True, high_open=True)
-    alternative = _check_alternative(alternative)
+    alternative = check_alternative(alternative)
     za = stats.norm.isf(a / 2 if alternative == "two-sided" else a)
     zb = stats.norm.isf(1 - pw)
     var = 2.0 * p * (1 - p)
@@ -892,10 +891,12 @@ def adjust_pvalues(pvalues, method="bonferroni", alpha=0.05):
     if pv.ndim != 1 or pv.size == 0 or np.any(~(pv >= 0)) or np.any(pv > 1):
         raise ValueError(f"pvalues must be a non-empty 1-D array in [0, 1]; got {pvalues!r}")
     alpha = _check_alpha(alpha)
-    if method not in _ADJUST_METHODS:
-        raise ValueError(f"method must be one of {_ADJUST_METHODS}; got {method!r}")
+    if method not in ADJUST_METHODS:
+        raise ValueError(f"method must be one of {ADJUST_METHODS}; got {method!r}")
     if method == "none":
         return pv <= alpha, pv.copy()
+    from statsmodels.stats.multitest import multipletests  # lazy: slow to import
+
     reject, padj, _, _ = multipletests(pv, alpha=alpha, method=method)
     return reject, padj
 
@@ -983,10 +984,10 @@ def compare_models(per_user_values, alpha=0.05, method=("bonferroni", "holm"),
     if not methods:
         raise ValueError("method must name at least one of ('none', 'bonferroni', 'holm')")
     for mth in methods:
-        if mth not in _ADJUST_METHODS:
-            raise ValueError(f"method must be one of {_ADJUST_METHODS}; got {mth!r}")
-    family = _check_family(family)
-    alternative = _check_alternative(alternative)
+        if mth not in ADJUST_METHODS:
+            raise ValueError(f"method must be one of {ADJUST_METHODS}; got {mth!r}")
+    family = check_family(family)
+    alternative = check_alternative(alternative)
     if test not in ("t", "z"):
         raise ValueError(f"test must be 't' or 'z'; got {test!r}")
     names = list(values)
@@ -1273,188 +1274,3 @@ def exact_proportion_coverage(M, successes, m, confidence=0.95, *, margin=None, 
     return out
 
 
-def simulate_proportion_coverage(M, successes, m, repeats, confidence=0.95, *,
-                                 margin=None, fpc=True, rng=None):
-    """Monte Carlo coverage of the Wald interval of a user-sampled proportion.
-
-    The sample count is drawn exactly, Q ~ Hypergeometric(M, successes, m) (m of
-    M users without replacement, Recall@K hits as successes).
-
-    Returns
-    -------
-    dict
-        ``coverage`` (fraction of intervals holding the population value),
-        ``coverage_se`` (binomial standard error at the nominal level),
-        ``margin_met`` (fraction with ``|p_hat - p| <= margin``, if given),
-        ``mean_halfwidth``, ``repeats``.
-
-    References
-    ----------
-    TORS24 eqs 45-47.
-    """
-    M = check_int(M, "M", low=1)
-    s = check_int(successes, "successes", low=0, high=M)
-    m = check_int(m, "m", low=1)
-    if m > M:
-        raise ValueError(f"m must lie in 1..M={M}; got m={m}")
-    repeats = check_int(repeats, "repeats", low=1)
-    conf = _check_confidence(confidence)
-    rng = np.random.default_rng(rng)
-    q = rng.hypergeometric(s, M - s, m, size=repeats)
-    lo, hi = proportion_confint(q, np.full(repeats, m), conf,
-                                population=M if fpc else None)
-    p = s / M
-    cover = (lo <= p) & (p <= hi)
-    out = dict(coverage=float(cover.mean()),
-               coverage_se=math.sqrt(conf * (1 - conf) / repeats),
-               mean_halfwidth=float(np.mean(hi - lo) / 2), repeats=repeats)
-    if margin is not None:
-        e = check_float(margin, "margin", 0.0, low_open=True)
-        out["margin_met"] = float(np.mean(np.abs(q / m - p) <= e + 1e-12))
-    return out
-
-
-def simulate_difference_coverage(M, successes1, successes2, m, repeats, confidence=0.95,
-                                 *, margin=None, fpc=True, rng=None):
-    """Monte Carlo coverage of the eq-51 interval of ``p1 - p2`` for two models each
-    evaluated on its own random sample of m of the M users (drawn without
-    replacement, independently for the two models, as eq 51 assumes). With
-    ``fpc`` the interval uses the finite-population correction (see
-    :func:`diff_confint`).
-
-    Returns
-    -------
-    dict
-        ``coverage``, ``coverage_se`` (binomial standard error at the nominal
-        level), ``margin_met`` (fraction with ``|(p1_hat - p2_hat) - (p1 - p2)| <=
-        margin``, if given), ``mean_halfwidth``, ``repeats``.
-
-    References
-    ----------
-    TORS24 eqs 51-52.
-    """
-    M = check_int(M, "M", low=1)
-    s1 = check_int(successes1, "successes1", low=0, high=M)
-    s2 = check_int(successes2, "successes2", low=0, high=M)
-    m = check_int(m, "m", low=1)
-    if m > M:
-        raise ValueError(f"m must lie in 1..M={M}; got m={m}")
-    repeats = check_int(repeats, "repeats", low=1)
-    conf = _check_confidence(confidence)
-    rng = np.random.default_rng(rng)
-    q1 = rng.hypergeometric(s1, M - s1, m, size=repeats)
-    q2 = rng.hypergeometric(s2, M - s2, m, size=repeats)
-    nob = np.full(repeats, m)
-    lo, hi = diff_confint(q1, nob, q2, nob, conf, population=M if fpc else None)
-    d = (s1 - s2) / M
-    cover = (lo <= d) & (d <= hi)
-    out = dict(coverage=float(cover.mean()),
-               coverage_se=math.sqrt(conf * (1 - conf) / repeats),
-               mean_halfwidth=float(np.mean(hi - lo) / 2), repeats=repeats)
-    if margin is not None:
-        e = check_float(margin, "margin", 0.0, low_open=True)
-        out["margin_met"] = float(np.mean(np.abs((q1 - q2) / m - d) <= e + 1e-12))
-    return out
-
-
-def simulate_ztest_rejections(p1, p2, m, repeats, alpha=0.05, *, alternative="two-sided",
-                              n_tests=1, rng=None):
-    """Monte Carlo rejection rate of the eq-49 z-test at level ``alpha/n_tests`` for
-    two independent samples of m users with true Recall p1, p2 (the power when
-    p1 != p2, the size when p1 == p2). Hits are Binomial(m, p).
-
-    Returns
-    -------
-    float
-
-    References
-    ----------
-    TORS24 eqs 49-50.
-    """
-    p1 = check_probability(p1, "p1")
-    p2 = check_probability(p2, "p2")
-    m = check_int(m, "m", low=1)
-    repeats = check_int(repeats, "repeats", low=1)
-    a = _check_alpha(alpha) / check_int(n_tests, "n_tests", low=1)
-    alternative = _check_alternative(alternative)
-    rng = np.random.default_rng(rng)
-    c1 = rng.binomial(m, p1, size=repeats).astype(float)
-    c2 = rng.binomial(m, p2, size=repeats).astype(float)
-    _, pv = _ztest_arrays(c1, float(m), c2, float(m), alternative)
-    return float(np.mean(pv <= a))
-
-
-def simulate_familywise_error(proportions, m, repeats, alpha=0.05, *, family="all-pairs",
-                              reference=None, methods=("none", "bonferroni", "holm"),
-                              rng=None):
-    """Monte Carlo family-wise error of pairwise z-tests (eq 49) among models.
-
-    Each model's hits on its m users are Binomial(m, p_j) (independent samples,
-    the model of eq 49). For every repeat all comparisons of the ``family`` are
-    tested two-sided and adjusted with each method; a family-wise error is any
-    rejection of a comparison whose two true proportions are equal. For
-    ``'vs-best'`` the reference is model index ``reference`` (fixed in advance)
-    or, when ``reference`` is None, the model with the highest observed
-    proportion, adjusted naively over its n-1 comparisons: this shows that the
-    naive adjustment fails to control the family-wise error (see the module
-    notes); :func:`compare_models` adjusts that case over all pairs instead.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``method, fwer, se, repeats, n_comparisons``; ``se`` is the
-        binomial standard error of the estimated rate.
-
-    References
-    ----------
-    TORS24 Sec 7.2 (Bonferroni).
-    """
-    p = np.asarray(proportions, dtype=float)
-    if p.ndim != 1 or p.size < 2 or np.any(~(p >= 0)) or np.any(p > 1):
-        raise ValueError(f"proportions must be >= 2 values in [0, 1]; got {proportions!r}")
-    m = check_int(m, "m", low=1)
-    repeats = check_int(repeats, "repeats", low=1)
-    alpha = _check_alpha(alpha)
-    family = _check_family(family)
-    for mth in methods:
-        if mth not in _ADJUST_METHODS:
-            raise ValueError(f"method must be one of {_ADJUST_METHODS}; got {mth!r}")
-    rng = np.random.default_rng(rng)
-    k = p.size
-    counts = rng.binomial(m, p, size=(repeats, k)).astype(float)
-    if family == "all-pairs":
-        ia, ib = np.triu_indices(k, 1)
-        ia = np.broadcast_to(ia, (repeats, ia.size))
-        ib = np.broadcast_to(ib, (repeats, ib.size))
-    else:
-        if reference is None:
-            best = np.argmax(counts, axis=1)
-        else:
-            best = np.full(repeats, check_int(reference, "reference", low=0, high=k - 1))
-        others = np.array([[j for j in range(k) if j != b] for b in best])
-        ia = np.broadcast_to(best[:, None], others.shape)
-        ib = others
-    ca = np.take_along_axis(counts, ia, axis=1)
-    cb = np.take_along_axis(counts, ib, axis=1)
-    _, pv = _ztest_arrays(ca, float(m), cb, float(m), "two-sided")
-    null = p[ia] == p[ib]
-    n_cmp = pv.shape[1]
-    rows = []
-    for mth in methods:
-        if mth == "none":
-            rej = pv <= alpha
-        elif mth == "bonferroni":
-            rej = pv * n_cmp <= alpha
-        else:  # Holm step-down, vectorized over repeats
-            order = np.argsort(pv, axis=1)
-            ps = np.take_along_axis(pv, order, axis=1)
-            thresh = alpha / (n_cmp - np.arange(n_cmp))
-            ok = np.cumprod(ps <= thresh, axis=1).astype(bool)
-            rej = np.zeros_like(ok)
-            np.put_along_axis(rej, order, ok, axis=1)
-        err = np.any(rej & null, axis=1)
-        rate = float(err.mean())
-        rows.append(dict(method=mth, fwer=rate,
-                         se=math.sqrt(max(rate * (1 - rate), 1e-300) / repeats),
-                         repeats=repeats, n_comparisons=n_cmp))
-    return pd.DataFrame(rows)

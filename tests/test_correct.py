@@ -7,9 +7,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sampling_lib import estimators as E
-from sampling_lib.correct import (DEFAULT_METHOD, METHODS, SampledRanks, bootstrap_counts, compare,
-                                  estimate, rank_counts, ranks_from_score_table, ranks_from_scores,
-                                  ranks_from_table, sample_negatives, simulate_coverage)
+from sampling_lib.correct import bootstrap_counts, compare, estimate, rank_counts
+from sampling_lib.estimators import DEFAULT_METHOD, METHODS
+from sampling_lib.io import SampledRanks, ranks_from_score_table, ranks_from_table
+from sampling_lib.ranking import ranks_from_scores
+from sampling_lib.sampling import sample_negatives
+from sampling_lib.studies import simulate_coverage
 from sampling_lib.metrics import metric_from_ranks, metric_values
 from sampling_lib.rankdist import draw_global_ranks, synthetic_models
 from sampling_lib.sampling import adaptive_sample_ranks, sample_ranks

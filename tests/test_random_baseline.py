@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sampling_lib import random_baseline as rb
+from sampling_lib import testing as oracles
 from sampling_lib.metrics import ap as ap_metric
 
 
@@ -48,7 +49,7 @@ def test_wor_formulas_equal_enumeration_all_m_k(N):
     # source: enumeration of all C(N, m) placements (AP25 eq 3.2 definition), every m and k
     ks = np.arange(1, N + 1)
     for m in range(N + 1):
-        mean, var = rb.enumerate_ap_wor(N, m, ks)
+        mean, var = oracles.enumerate_ap_wor(N, m, ks)
         np.testing.assert_allclose(rb.expected_ap_wor(N, m, ks), mean, rtol=1e-12, atol=1e-15)
         np.testing.assert_allclose(rb.var_ap_wor(N, m, ks), var, rtol=1e-12, atol=1e-15)
 
@@ -57,18 +58,18 @@ def test_wor_formulas_equal_enumeration_all_m_k(N):
 def test_wr_formulas_equal_enumeration(p):
     # source: enumeration of all 2^k relevance patterns (AP25 eq 3.1 definition)
     ks = np.arange(1, 13)
-    mean, var = rb.enumerate_ap_wr(p, ks)
+    mean, var = oracles.enumerate_ap_wr(p, ks)
     np.testing.assert_allclose(rb.expected_ap_wr(p, ks), mean, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(rb.var_ap_wr(p, ks), var, rtol=1e-12, atol=1e-15)
 
 
 def test_enumeration_by_hand():
     # N=4, m=2, k=2: top-2 patterns 11 (1 way, AP=1), 10 (2 ways, AP=1/2), 01 (2 ways, AP=1/4), 00 (1)
-    mean, var = rb.enumerate_ap_wor(4, 2, 2)
+    mean, var = oracles.enumerate_ap_wor(4, 2, 2)
     assert mean == pytest.approx(2.5 / 6, rel=1e-15)
     assert var == pytest.approx((1 + 2 * 0.25 + 2 * 0.0625) / 6 - (2.5 / 6) ** 2, rel=1e-14)
     # WR p=1/2, k=2: AP in {1, 1/2, 1/4, 0} equally likely
-    mean, var = rb.enumerate_ap_wr(0.5, 2)
+    mean, var = oracles.enumerate_ap_wr(0.5, 2)
     assert mean == 0.4375
     assert var == pytest.approx(0.328125 - 0.4375**2, rel=1e-15)
 
@@ -78,7 +79,7 @@ def test_enumeration_by_hand():
 def test_small_N_and_small_m_edge_cases(N, m):
     # source: enumeration; AP25 Thm 4.4 constants divide by N-2 and N-3 (0/0 for N <= 3)
     ks = np.arange(1, N + 1)
-    mean, var = rb.enumerate_ap_wor(N, m, ks)
+    mean, var = oracles.enumerate_ap_wor(N, m, ks)
     np.testing.assert_allclose(rb.expected_ap_wor(N, m, ks), mean, rtol=1e-13, atol=1e-15)
     np.testing.assert_allclose(rb.var_ap_wor(N, m, ks), var, rtol=1e-13, atol=1e-15)
     # and the exact rational formula agrees
@@ -100,11 +101,11 @@ def test_literal_theorem_4_4_matches_for_N_at_least_4_and_refuses_below():
     for N in range(4, 13):
         ks = np.arange(1, N + 1)
         for m in range(N + 1):
-            np.testing.assert_allclose(rb.var_ap_wor_paper(N, m, ks), rb.var_ap_wor(N, m, ks),
+            np.testing.assert_allclose(oracles.var_ap_wor_paper(N, m, ks), rb.var_ap_wor(N, m, ks),
                                        rtol=1e-9, atol=1e-14)
     for N in (1, 2, 3):
         with pytest.raises(ValueError, match="N >= 4"):
-            rb.var_ap_wor_paper(N, 1, 1)
+            oracles.var_ap_wor_paper(N, 1, 1)
 
 
 # ----------------------------------------------------------------------------- AP25 Table 2
@@ -143,10 +144,10 @@ def _ours(m, p, k):
 def test_table2_printed_precision_or_documented_difference(row):
     name, m, p, k, *printed = row
     ours = _ours(m, p, k)
-    exact = {"wor_mean": rb.recursive_ap_moments_wor(50, m, k).mean,
-             "wor_var": rb.recursive_ap_moments_wor(50, m, k).var,
-             "wr_mean": rb.recursive_ap_moments_wr(p, k).mean,
-             "wr_var": rb.recursive_ap_moments_wr(p, k).var}
+    exact = {"wor_mean": oracles.recursive_ap_moments_wor(50, m, k).mean,
+             "wor_var": oracles.recursive_ap_moments_wor(50, m, k).var,
+             "wr_mean": oracles.recursive_ap_moments_wr(p, k).mean,
+             "wr_var": oracles.recursive_ap_moments_wr(p, k).var}
     for key, pr in zip(("wor_mean", "wr_mean", "wor_var", "wr_var"), printed):
         # the closed forms equal the independent recursion
         assert ours[key] == pytest.approx(exact[key], rel=1e-12)
@@ -224,7 +225,7 @@ def test_property_formula_equals_recursion_and_bounds(N, data):
     k = data.draw(st.integers(1, N))
     mean = rb.expected_ap_wor(N, m, k)
     var = rb.var_ap_wor(N, m, k)
-    ref = rb.recursive_ap_moments_wor(N, m, k)
+    ref = oracles.recursive_ap_moments_wor(N, m, k)
     assert mean == pytest.approx(ref.mean, rel=1e-11, abs=1e-14)
     assert var == pytest.approx(ref.var, rel=1e-7, abs=1e-13)
     # AP@k in [0, 1]  =>  0 <= Var <= E(1 - E)
@@ -236,7 +237,7 @@ def test_property_formula_equals_recursion_and_bounds(N, data):
 @given(p=st.floats(0, 1), k=st.integers(1, 200))
 def test_property_wr_equals_recursion_and_bounds(p, k):
     mean, var = rb.expected_ap_wr(p, k), rb.var_ap_wr(p, k)
-    ref = rb.recursive_ap_moments_wr(p, k)
+    ref = oracles.recursive_ap_moments_wr(p, k)
     assert mean == pytest.approx(ref.mean, rel=1e-11, abs=1e-14)
     assert var == pytest.approx(ref.var, rel=1e-7, abs=1e-13)
     assert 0 <= var <= mean * (1 - mean) + 1e-12
@@ -360,8 +361,8 @@ def test_map_ztest_is_calibrated_under_the_null():
     (lambda: rb.expected_ap_wr(1.5, 3), ValueError, r"p must lie in \[0.0, 1.0\]; got 1.5"),
     (lambda: rb.var_ap_wr([0.2, np.nan], 3), ValueError, "p must lie in"),
     (lambda: rb.var_ap_wr(0.2, 0), ValueError, "k must lie in >= 1; got min 0"),
-    (lambda: rb.enumerate_ap_wor(30, 15, 3), ValueError, "exceed max_outcomes"),
-    (lambda: rb.enumerate_ap_wr(0.5, 21), ValueError, r"k must lie in 1..max_k=20"),
+    (lambda: oracles.enumerate_ap_wor(30, 15, 3), ValueError, "exceed max_outcomes"),
+    (lambda: oracles.enumerate_ap_wr(0.5, 21), ValueError, r"k must lie in 1..max_k=20"),
     (lambda: rb.simulate_ap("bernoulli", 3, 10, p=0.1), ValueError, "model must be one of"),
     (lambda: rb.simulate_ap("wor", 3, 10, N=10), ValueError, "needs N and m"),
     (lambda: rb.simulate_ap("wr", 3, 10, N=10, m=2), ValueError, "needs p"),

@@ -17,6 +17,7 @@ from statsmodels.stats.proportion import (
     samplesize_proportions_2indep_onetail,
 )
 
+from sampling_lib import studies
 from sampling_lib import user_sampling as us
 from sampling_lib.metrics import metric_from_ranks
 
@@ -485,7 +486,7 @@ def test_exact_coverage_vs_simulation_and_nominal():
     M, S = 50_000, 8000
     for m in (500, 1068):
         ex = us.exact_proportion_coverage(M, S, m, margin=0.03)
-        mc = us.simulate_proportion_coverage(M, S, m, 4000, margin=0.03, rng=m)
+        mc = studies.simulate_proportion_coverage(M, S, m, 4000, margin=0.03, rng=m)
         se = math.sqrt(ex["coverage"] * (1 - ex["coverage"]) / 4000)
         assert abs(mc["coverage"] - ex["coverage"]) < 4 * se
         se = math.sqrt(ex["margin_prob"] * (1 - ex["margin_prob"]) / 4000)
@@ -534,16 +535,16 @@ def test_relative_error_with_replacement():
 
 def test_simulate_difference_coverage():
     # eq 52: m = 2135 per model meets a 3% margin of p1 - p2 with prob >= 95%
-    out = us.simulate_difference_coverage(100_000, 30_000, 35_000, 2135, 4000, margin=0.03, rng=6)
+    out = studies.simulate_difference_coverage(100_000, 30_000, 35_000, 2135, 4000, margin=0.03, rng=6)
     assert abs(out["coverage"] - 0.95) < 4 * out["coverage_se"]
     assert out["margin_met"] >= 0.95 - 4 * out["coverage_se"]
     assert out["mean_halfwidth"] < 0.03
     with pytest.raises(ValueError, match="m must lie in 1..M=10"):
-        us.simulate_difference_coverage(10, 2, 3, 11, 5)
+        studies.simulate_difference_coverage(10, 2, 3, 11, 5)
     # m close to M: the finite-population correction keeps coverage nominal
-    out = us.simulate_difference_coverage(2000, 600, 700, 1500, 4000, rng=7)
+    out = studies.simulate_difference_coverage(2000, 600, 700, 1500, 4000, rng=7)
     assert abs(out["coverage"] - 0.95) < 4 * out["coverage_se"]
-    out = us.simulate_difference_coverage(2000, 600, 700, 1500, 4000, fpc=False, rng=7)
+    out = studies.simulate_difference_coverage(2000, 600, 700, 1500, 4000, fpc=False, rng=7)
     assert out["coverage"] > 0.99
 
 
@@ -565,28 +566,28 @@ def test_sample_size_proportion_vs_statsmodels(margin, p, conf):
 
 
 def test_simulate_proportion_coverage():
-    out = us.simulate_proportion_coverage(20_000, 6000, 1068, 4000, margin=0.03, rng=5)
+    out = studies.simulate_proportion_coverage(20_000, 6000, 1068, 4000, margin=0.03, rng=5)
     assert abs(out["coverage"] - 0.95) < 4 * out["coverage_se"]
     assert out["margin_met"] >= 0.95 - 4 * out["coverage_se"]
     assert out["mean_halfwidth"] < 0.03
 
 
 def test_simulate_familywise_error_and_rejections():
-    fw = us.simulate_familywise_error([0.3] * 5, 1000, 4000, 0.05, rng=2).set_index("method")
+    fw = studies.simulate_familywise_error([0.3] * 5, 1000, 4000, 0.05, rng=2).set_index("method")
     assert fw.loc["none", "fwer"] > 0.15  # about 0.28 for 10 correlated tests
     assert fw.loc["bonferroni", "fwer"] <= 0.05 + 4 * fw.loc["bonferroni", "se"]
     # under the complete null, Holm rejects anything iff Bonferroni does
     assert fw.loc["holm", "fwer"] == fw.loc["bonferroni", "fwer"]
     # best picked from the data, naive n-1 Bonferroni: does NOT control the FWER
-    fb = us.simulate_familywise_error([0.3] * 5, 1000, 4000, family="vs-best", rng=2)
+    fb = studies.simulate_familywise_error([0.3] * 5, 1000, 4000, family="vs-best", rng=2)
     fb = fb.set_index("method")
     assert (fb.n_comparisons == 4).all()
     assert fb.loc["bonferroni", "fwer"] > 0.05 + 4 * fb.loc["bonferroni", "se"]
     # reference fixed in advance: n-1 Bonferroni controls it
-    fr = us.simulate_familywise_error([0.3] * 5, 1000, 4000, family="vs-best", reference=0,
+    fr = studies.simulate_familywise_error([0.3] * 5, 1000, 4000, family="vs-best", reference=0,
                                       rng=2).set_index("method")
     assert fr.loc["bonferroni", "fwer"] <= 0.05 + 4 * math.sqrt(0.05 * 0.95 / 4000)
-    rate = us.simulate_ztest_rejections(0.30, 0.35, 1000, 4000, rng=4)
+    rate = studies.simulate_ztest_rejections(0.30, 0.35, 1000, 4000, rng=4)
     pw = float(us.ztest_power(0.30, 0.35, 1000))
     assert abs(rate - pw) < 4 * math.sqrt(pw * (1 - pw) / 4000) + 0.01
 
@@ -640,7 +641,7 @@ def test_other_validation():
     with pytest.raises(ValueError, match="at least 2"):
         us.ttest_unpaired([1.0], [1, 2])
     with pytest.raises(ValueError, match="m must lie in 1..M=5"):
-        us.simulate_proportion_coverage(5, 2, 6, 10)
+        studies.simulate_proportion_coverage(5, 2, 6, 10)
     with pytest.raises(ValueError, match="m must lie in 1..M=5"):
         us.expected_abs_error_proportion(5, 2, 6)
     with pytest.raises(TypeError):

@@ -43,7 +43,7 @@ from typing import Callable
 
 import numpy as np
 
-from .._validation import check_int, check_N_n, check_ranks, check_scheme
+from .._validation import check_int, check_scheme
 from ..exceptions import EstimatorOptionError
 from ._distribution import adaptive_mle, count_blocks, em_fixed_iterations, mes, mle, wmle, wmle_weights
 from ._linear import bv, bv_sampled_metric, cls, mn, mn_sampled_metric
