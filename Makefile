@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 
 # Main job: every notebook with its default parameters into reports/ (replaced only on success).
 reports: $(STAMP)
-	$(BIN)/python -m sampling_lib run --out reports --jobs $(JOBS)
+	$(BIN)/sampling-lib run --out reports --jobs $(JOBS)
 
 # Tests: unit, property, doctests and every notebook with its smoke parameters.
 test: $(STAMP)

@@ -5,7 +5,8 @@ Subcommands
 ``estimate``   corrected global metrics with bootstrap CIs from a ranks/scores file;
 ``compare``    pairwise model differences with paired bootstrap CIs and Holm decisions;
 ``plan-users`` how many test users a margin of error needs (TORS24 eqs 46, 52; Hoeffding);
-``negatives``  a fixed file of sampled negatives, so every model sees the same items.
+``negatives``  a fixed file of sampled negatives, so every model sees the same items;
+``run``        execute the notebooks into reports/ (same options as ``python -m sampling_lib run``).
 
 Input files (CSV, or TSV when the name ends in .tsv):
 
@@ -117,6 +118,10 @@ def build_parser():
                    help="sample with replacement (binomial scheme; default: distinct negatives, "
                         "then use --scheme hypergeometric when estimating)")
     p.add_argument("--output", "-o", default=None)
+    p = sub.add_parser("run", help="execute the notebooks into a report folder (make reports)",
+                       add_help=False)
+    p.add_argument("run_args", nargs=argparse.REMAINDER,
+                   help="options of 'python -m sampling_lib run' (--out, --smoke, --only, --jobs, --timeout)")
     return parser
 
 
@@ -257,7 +262,7 @@ def _cmd_negatives(args):
 
 
 _COMMANDS = {"estimate": _cmd_estimate, "compare": _cmd_compare, "plan-users": _cmd_plan,
-             "negatives": _cmd_negatives}
+             "negatives": _cmd_negatives}  # "run" is handed to the report runner in main()
 
 
 def _one_line(exc):
@@ -270,6 +275,13 @@ def _one_line(exc):
 def main(argv=None):
     """Entry point of the ``sampling-lib`` console script; returns the exit status."""
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["run"]:
+        # the report runner owns its options and its exit status (and may print tracebacks
+        # of failed notebooks); same as ``python -m sampling_lib run``
+        from .reporting import main as run_main
+
+        return run_main(argv)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:

@@ -31,14 +31,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import special, stats
 
-from ._validation import (
-    check_float,
-    check_int,
-    check_N_n,
-    check_pmf,
-    check_ranks,
-    check_scheme,
-)
+from ._validation import check_float, check_int, check_N_n, check_pmf, check_ranks, check_scheme
 
 __all__ = [
     "binomial",

@@ -69,14 +69,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from ._validation import (
-    check_float,
-    check_int,
-    check_N_n,
-    check_pmf,
-    check_ranks,
-    check_scheme,
-)
+from ._validation import check_float, check_int, check_N_n, check_pmf, check_ranks, check_scheme
 
 __all__ = [
     "linear",

@@ -173,3 +173,16 @@ def test_bad_input_one_line_error(files, args, code, match, capsys, monkeypatch)
 ])
 def test_bad_input_one_line_error_subprocess(files, args, code, match):
     assert_one_line_error(run(*args, cwd=files), code, match)
+
+
+def test_run_subcommand_is_the_report_runner(capsys):
+    """``sampling-lib run`` takes the options of ``python -m sampling_lib run``."""
+    from sampling_lib.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "--smoke" in out and "--jobs" in out
+    assert "run" in subprocess.run([sys.executable, "-m", "sampling_lib.cli", "--help"],
+                                   capture_output=True, text=True).stdout

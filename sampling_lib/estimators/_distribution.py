@@ -46,14 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg, special
 
-from .._validation import (
-    check_float,
-    check_int,
-    check_N_n,
-    check_pmf,
-    check_ranks,
-    check_scheme,
-)
+from .._validation import check_float, check_int, check_N_n, check_pmf, check_ranks, check_scheme
 from ..exceptions import ConvergenceWarning
 from ..kernels import kernel_columns
 

@@ -50,14 +50,7 @@ import numpy as np
 import scipy.linalg
 from scipy.optimize import nnls
 
-from .._validation import (
-    check_float,
-    check_int,
-    check_N_n,
-    check_pmf,
-    check_ranks,
-    check_scheme,
-)
+from .._validation import check_float, check_int, check_N_n, check_pmf, check_ranks, check_scheme
 from ..kernels import kernel
 
 __all__ = [
