@@ -68,7 +68,8 @@ def _add_common(p, compare=False):
     p.add_argument("--method", default=None, choices=METHODS, metavar="METHOD",
                    help=f"estimator, one of {', '.join(METHODS)} (default {DEFAULT_METHOD}; "
                         "adaptive_mle when sample sizes vary)")
-    p.add_argument("--ci", type=float, default=0.95, help="confidence level (default 0.95)")
+    p.add_argument("--confidence-level", "--ci", dest="ci", type=float, default=0.95,
+                   help="confidence level of the intervals (default 0.95; --ci is the old spelling)")
     p.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--scheme", choices=["binomial", "hypergeometric"], default="binomial",
@@ -177,7 +178,7 @@ def _cmd_estimate(args):
     for m in models:
         r, n, s = _size_arg(sr, m, args.sample_size)
         t = estimate(r, args.n_items, n, metrics=args.metric or ("recall@10", "ndcg@10"),
-                     method=args.method, ci=args.ci, n_boot=args.n_boot, rng=args.seed,
+                     method=args.method, confidence_level=args.ci, n_boot=args.n_boot, rng=args.seed,
                      sample_sizes=s, scheme=args.scheme, progress=sys.stderr.isatty())
         t.insert(0, "model", m)
         tables.append(t)
@@ -208,7 +209,7 @@ def _cmd_compare(args):
     else:
         sizes = None
     out = compare(sr if sr.ranks.isna().any().any() else d, args.n_items, n_common,
-                  metrics=args.metric or ("recall@10", "ndcg@10"), method=args.method, ci=args.ci,
+                  metrics=args.metric or ("recall@10", "ndcg@10"), method=args.method, confidence_level=args.ci,
                   n_boot=args.n_boot, rng=args.seed, sample_sizes=sizes, alpha=args.alpha,
                   adjust=args.adjust, scheme=args.scheme, progress=sys.stderr.isatty())
     if args.format == "table":

@@ -233,7 +233,7 @@ def _boot_loop(n_boot, rng, draw, work, progress, desc):
     return outs
 
 
-def _check_ci(ci, name="ci"):
+def _check_ci(ci, name="confidence_level"):
     return check_confidence_level(ci, name)
 
 
@@ -245,7 +245,8 @@ def _percentile(samples, ci):
 # ----------------------------------------------------------------------------
 # estimate
 # ----------------------------------------------------------------------------
-def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None, ci=0.95,
+def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None,
+             confidence_level=0.95,
              n_boot=1000, rng=None, sample_sizes=None, scheme="binomial", options=None,
              refit_prior=True, progress=False):
     """Corrected global top-K metrics with bootstrap confidence intervals.
@@ -274,7 +275,7 @@ def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, meth
         "adaptive_mle" (users with different sample sizes, TORS24 eq 43).
         Default: "adaptive_mle" when the sample sizes vary, else
         :data:`DEFAULT_METHOD` ("mle"), see below.
-    ci : float in (0, 1), default 0.95, keyword-only
+    confidence_level : float in (0, 1), default 0.95, keyword-only
         Level of the two-sided percentile bootstrap interval.
     n_boot : int, default 1000, keyword-only
         Bootstrap replicates; 0 skips the bootstrap (NaN intervals).
@@ -308,7 +309,7 @@ def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, meth
     -------
     pandas.DataFrame
         One row per metric: ``metric, K, naive, naive_ci_low, naive_ci_high,
-        estimate, se, ci_low, ci_high, method, users, N, n, ci, n_boot``.
+        estimate, se, ci_low, ci_high, method, users, N, n, confidence_level, n_boot``.
         ``naive`` is the metric computed on the sampled ranks as if they were
         global ranks (what most papers report); ``estimate`` the corrected
         global metric; ``se`` the bootstrap standard deviation.
@@ -399,7 +400,7 @@ def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, meth
         check_N_n(N, int(ns))
     scheme = check_scheme(scheme)
     method = _check_method(method, stat)
-    ci = _check_ci(ci)
+    ci = _check_ci(confidence_level)
     n_boot = check_int(n_boot, "n_boot", low=0)
     parsed = parse_metrics(metrics)
     rng = np.random.default_rng(rng)
@@ -442,7 +443,7 @@ def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, meth
         "users": M,
         "N": N,
         "n": int(sizes[0]) if sizes.size == 1 else -1,
-        "ci": ci,
+        "confidence_level": ci,
         "n_boot": n_boot,
     })
 
@@ -483,8 +484,8 @@ def _as_model_dict(ranks, sample_sizes):
     return d
 
 
-def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None, ci=0.95,
-            n_boot=1000, rng=None, sample_sizes=None, alpha=0.05, adjust="holm",
+def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None,
+            confidence_level=0.95, n_boot=1000, rng=None, sample_sizes=None, alpha=0.05, adjust="holm",
             scheme="binomial", options=None, refit_prior=True, progress=False):
     """Pairwise differences of corrected metrics with paired bootstrap CIs and Holm.
 
@@ -497,7 +498,7 @@ def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None, 
     Parameters
     ----------
     ranks : dict {model: sampled ranks}, DataFrame (one column per model) or SampledRanks
-    N, n, metrics, method, ci, n_boot, rng, sample_sizes, scheme, options, refit_prior, progress
+    N, n, metrics, method, confidence_level, n_boot, rng, sample_sizes, scheme, options, refit_prior, progress
         As :func:`estimate` (``sample_sizes`` may be a dict per model).
     alpha : float in (0, 1), keyword-only
         Family-wise error rate of the decisions (family = all model pairs, per metric).
@@ -520,7 +521,7 @@ def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None, 
     n_models (n_models - 1) / 2 pairs of each metric (TORS24 Sec 7.2 uses
     Bonferroni; Holm is uniformly more powerful at the same family-wise
     level). ``ci_low, ci_high`` is the percentile interval of the difference
-    at the Bonferroni level 1 - (1 - ci) / k, simultaneous over the k pairs.
+    at the Bonferroni level 1 - (1 - confidence_level) / k, simultaneous over the k pairs.
     The intervals cover user and item sampling, not the estimators' bias
     (which largely cancels in differences of models with similar rank
     distributions, but not in general).
@@ -542,7 +543,7 @@ def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None, 
 
     N = check_int(N, "N", low=2)
     d = _as_model_dict(ranks, sample_sizes)
-    ci = _check_ci(ci)
+    ci = _check_ci(confidence_level)
     n_boot = check_int(n_boot, "n_boot", low=2)
     alpha = check_float(alpha, "alpha", 0.0, 1.0, low_open=True, high_open=True)
     if adjust not in ("holm", "bonferroni", "none"):

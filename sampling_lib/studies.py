@@ -84,7 +84,7 @@ def simulate_coverage(pmf, n, M, repeats, metrics=("recall@10", "ndcg@10"), *, m
     for rep in range(repeats):
         R = draw_global_ranks(pmf, M, rng=rng)
         r = sample_ranks(R, N, n, scheme, rng=rng)
-        t = estimate(r, N, n, [p[0] for p in parsed], method=method, ci=ci, n_boot=n_boot,
+        t = estimate(r, N, n, [p[0] for p in parsed], method=method, confidence_level=ci, n_boot=n_boot,
                      rng=rng, scheme=scheme, options=options, refit_prior=refit_prior)
         t.insert(0, "repeat", rep)
         t["truth"] = truth

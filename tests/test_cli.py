@@ -149,7 +149,7 @@ def test_negatives(files):
     (["estimate", "one.csv", "-N", N], 1, "--sample-size is required"),
     (["estimate", "one.csv", "-N", N, "-n", n, "--metric", "hits@x"], 1, "metric"),
     (["estimate", "one.csv", "-N", N, "-n", n, "--method", "magic"], 2, "--method: invalid choice"),  # argparse choices= (METHODS)
-    (["estimate", "one.csv", "-N", N, "-n", n, "--ci", 1.5], 1, "ci"),
+    (["estimate", "one.csv", "-N", N, "-n", n, "--ci", 1.5], 1, "confidence_level"),
     (["compare", "one.csv", "-N", N, "-n", n], 1, "at least 2 models"),
     (["plan-users", "--margin", 0], 1, "margin"),
     (["negatives", "-N", 10, "--users", "nouser.csv", "-n", 5, "--seed", 1], 1, "user"),

@@ -120,7 +120,7 @@ def test_estimate_point_equals_direct_call(ranks, method):
 def test_bootstrap_equals_direct_calls_on_replicates(ranks, method, refit):
     """The percentile CI and se are those of the direct estimator on the same draws."""
     B, seed, ci = 12, 7, 0.8
-    t = estimate(ranks, N, n, METRICS, method=method, n_boot=B, rng=seed, ci=ci,
+    t = estimate(ranks, N, n, METRICS, method=method, n_boot=B, rng=seed, confidence_level=ci,
                  refit_prior=refit)
     c = rank_counts(ranks, n)
     g = np.random.default_rng(seed)
@@ -185,7 +185,7 @@ def test_bootstrap_determinism(ranks):
 
 @pytest.mark.parametrize("kw, match", [
     (dict(method="nope"), "method must be one of"),
-    (dict(ci=1.0), "ci"),
+    (dict(confidence_level=1.0), "confidence_level"),
     (dict(n_boot=-1), "n_boot"),
     (dict(metrics=["recall"]), "cutoff"),
     (dict(metrics=[]), "at least one metric"),
