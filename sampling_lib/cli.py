@@ -186,6 +186,13 @@ def _cmd_estimate(args):
     if len(sr.models) == 1 and args.format == "table":
         out = out.drop(columns="model")
     _write(out, args.format, args.output)
+    below = out[out.below_resolution]
+    if len(below):
+        w = (out.N.iloc[0] - 1) / (below.n.clip(lower=2).min() - 1)
+        print(f"note: {', '.join(sorted(set(below.metric)))} below resolution (K < (N-1)/(n-1) = "
+              f"{w:.1f}): inside the first sampled bin, extrapolated from the prior; the interval "
+              "includes the prior-sensitivity band. Resolve with a larger --sample-size or adaptive "
+              "sampling (README: 'Below resolution').", file=sys.stderr)
 
 
 def _cmd_compare(args):

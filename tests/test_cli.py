@@ -78,6 +78,20 @@ def test_estimate_csv_equals_library_and_is_deterministic(files):
     assert not np.allclose(got.ci_low, other.ci_low)
 
 
+def test_estimate_notes_metrics_below_resolution(files):
+    # N = 120, n = 10: w = 119 / 9 = 13.2, so recall@5 is below resolution and recall@20 is not
+    p = run("estimate", "one.csv", "-N", N, "-n", n, "--metric", "recall@5", "--metric", "recall@20",
+            "--n-boot", 20, "--format", "csv", cwd=files)
+    assert p.returncode == 0, p.stderr
+    got = pd.read_csv(io.StringIO(p.stdout))
+    assert got.below_resolution.tolist() == [True, False]
+    notes = [ln for ln in p.stderr.splitlines() if ln.startswith("note:")]
+    assert len(notes) == 1 and "recall@5" in notes[0] and "recall@20" not in notes[0]
+    p = run("estimate", "one.csv", "-N", N, "-n", n, "--metric", "recall@20", "--n-boot", 5,
+            cwd=files)
+    assert p.returncode == 0 and "note:" not in p.stderr
+
+
 def test_estimate_table_json_and_scores(files):
     p = run("estimate", "ranks.csv", "-N", N, "-n", n, "--n-boot", 20, "--model", "B",
             "--method", "bv", "--format", "json", cwd=files)
@@ -117,7 +131,8 @@ def test_table_output_in_process(files, capsys, monkeypatch):
     monkeypatch.chdir(files)
     assert main(["estimate", "ranks.csv", "-N", str(N), "-n", str(n), "--n-boot", "20"]) == 0
     out = capsys.readouterr()
-    assert "recall@10" in out.out and " A " in out.out and out.err == ""    # no tty: no bar
+    assert "recall@10" in out.out and " A " in out.out
+    assert all(ln.startswith("note:") for ln in out.err.splitlines())    # no tty: no bar
     assert main(["compare", "ranks.csv", "-N", str(N), "-n", str(n), "--n-boot", "20"]) == 0
     assert "decision" in capsys.readouterr().out
     assert main(["plan-users", "--margin", "0.03"]) == 0

@@ -48,6 +48,8 @@ def _direct(method, r, prior_fixed=None, sizes=None):
         return E.cls(r, N, n, max_rank=20)
     if method == "adaptive_mle":
         return E.adaptive_mle(r, sizes, N)
+    if method == "logspline":
+        return E.logspline(r, N, n)
     base, _, p = method.partition("_")
     prior = prior_fixed
     if prior is None and p:
@@ -165,7 +167,7 @@ def test_adaptive_point_and_bootstrap(ranks):
 def test_converged_mle_bootstrap_warm_start(ranks):
     """With a tolerance the MLE is solved to convergence; replicates warm-start from the point fit."""
     opts = dict(tol=1e-3, max_iter=5000, accelerate="squarem")
-    t = estimate(ranks, N, n, "recall@10", options=opts, n_boot=4, rng=2)
+    t = estimate(ranks, N, n, "recall@10", method="mle", options=opts, n_boot=4, rng=2)
     F = metric_values("recall@10", N)
     w = E.mle(ranks, N, n, **opts)
     assert np.isclose(t.estimate[0], w @ F, rtol=1e-12)
@@ -225,7 +227,7 @@ def test_compare_holm_and_pairing(ranks, ranks2):
 def test_compare_paired_se_matches_direct(ranks, ranks2):
     """Paired replicate = the same resampled users for both models."""
     B = 10
-    t = compare({"A": ranks, "B": ranks2}, N, n, "recall@10", n_boot=B, rng=4)
+    t = compare({"A": ranks, "B": ranks2}, N, n, "recall@10", method="mle", n_boot=B, rng=4)
     U = np.stack([ranks, ranks2], axis=1)
     tup, cnt = np.unique(U, axis=0, return_counts=True)
     Ct = np.random.default_rng(4).multinomial(M, cnt / M, size=B)
@@ -233,6 +235,41 @@ def test_compare_paired_se_matches_direct(ranks, ranks2):
     diffs = [E.mle(np.repeat(tup[:, 0], Ct[b]), N, n) @ F - E.mle(np.repeat(tup[:, 1], Ct[b]), N, n) @ F
              for b in range(B)]
     assert np.isclose(t.se[0], np.std(diffs, ddof=1), rtol=1e-9)
+
+
+def test_compare_paired_se_matches_direct_default(ranks, ranks2):
+    """The default (logspline): batched refits agree with full refits of the same replicates."""
+    B = 6
+    t = compare({"A": ranks, "B": ranks2}, N, n, "recall@10", n_boot=B, rng=4)
+    assert t.method[0] == "logspline"
+    U = np.stack([ranks, ranks2], axis=1)
+    tup, cnt = np.unique(U, axis=0, return_counts=True)
+    Ct = np.random.default_rng(4).multinomial(M, cnt / M, size=B)
+    F = metric_values("recall@10", N)
+    diffs = [E.logspline(np.repeat(tup[:, 0], Ct[b]), N, n) @ F
+             - E.logspline(np.repeat(tup[:, 1], Ct[b]), N, n) @ F for b in range(B)]
+    assert np.isclose(t.se[0], np.std(diffs, ddof=1), rtol=1e-3)
+
+
+def test_estimate_default_interval_holds_the_sensitivity_band(ranks):
+    t = estimate(ranks, N, n, METRICS, n_boot=50, rng=0)
+    assert (t.method == "logspline").all()
+    assert np.all(t.ci_low <= t.sensitivity_low + 1e-15) and np.all(t.ci_high >= t.sensitivity_high - 1e-15)
+    assert np.all(t.ci_low <= t.estimate) and np.all(t.estimate <= t.ci_high)
+    F = _F()
+    alt = np.stack([E.logspline(ranks, N, n, penalty=E.DEFAULT_PENALTY * f) @ F
+                    for f in (1 / E.SENSITIVITY_FACTOR, E.SENSITIVITY_FACTOR)])
+    np.testing.assert_allclose(t.sensitivity_low, alt.min(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(t.sensitivity_high, alt.max(axis=0), rtol=1e-12)
+    # published estimators have no band: plain percentile interval
+    m = estimate(ranks, N, n, METRICS, method="mle", n_boot=50, rng=0)
+    assert m.sensitivity_low.isna().all()
+
+
+def test_estimate_below_resolution_column(ranks):
+    t = estimate(ranks, N, n, ["recall@1", "recall@50"], n_boot=0)
+    w = (N - 1) / (n - 1)
+    assert t.below_resolution.tolist() == [1 < w, 50 < w]
 
 
 def test_compare_detects_a_clear_difference(ranks):

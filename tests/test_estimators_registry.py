@@ -20,12 +20,13 @@ def ranks():
 
 def test_methods_are_the_documented_names():
     assert set(METHODS) == {"mle", "wmle", "mes", "bv", "bv_mle", "bv_mes", "mn", "mn_mle",
-                            "mn_mes", "cls", "adaptive_mle"}
+                            "mn_mes", "cls", "adaptive_mle", "logspline"}
     assert DEFAULT_METHOD in METHODS
 
 
 # source: the estimator functions themselves; tolerance: rounding only
 DIRECT = {
+    "logspline": lambda r: E.logspline(r, N, n),
     "mle": lambda r: E.mle(r, N, n),
     "wmle": lambda r: E.wmle(r, N, n),
     "mes": lambda r: E.mes(r, N, n),

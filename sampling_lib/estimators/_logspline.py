@@ -65,12 +65,18 @@ __all__ = [
     "DEFAULT_PENALTY",
     "DEFAULT_KNOT_SPACING",
     "logspline_bootstrap",
+    "logspline_replicates",
+    "logspline_sensitivity",
+    "SENSITIVITY_FACTOR",
 ]
 
 #: Default second-difference penalty (see :func:`logspline_fit`, "Choice of the defaults").
 DEFAULT_PENALTY = 70.0
 #: Default knot spacing in log R.
 DEFAULT_KNOT_SPACING = 0.4
+#: The prior-sensitivity band of :func:`logspline_sensitivity` refits with the
+#: penalty divided and multiplied by this factor.
+SENSITIVITY_FACTOR = 10.0
 _HEAD = 256            # exact global ranks 1..head on the grid
 _BIN_LOG_WIDTH = 0.02  # max bin width in log R beyond the head
 _BIN_ANGLE = 0.02      # max bin width in arcsin(sqrt(p)) units times sqrt(n - 1)
@@ -417,3 +423,29 @@ def _cell_metric(F, grid):
     width = grid.hi - grid.lo + 1
     idx = np.r_[0, np.cumsum(width)[:-1]]
     return np.add.reduceat(F, idx, axis=0) / width[:, None]
+
+
+def logspline_replicates(counts_b, N, n, beta, F, *, scheme="binomial", penalty=DEFAULT_PENALTY,
+                         knot_spacing=DEFAULT_KNOT_SPACING, exact_ranks=_HEAD):
+    """Bootstrap replicates (B, m) of the metrics ``F`` (the registry's batched bootstrap)."""
+    est, _ = logspline_bootstrap(counts_b, N, n, beta, scheme=scheme, penalty=penalty,
+                                 knot_spacing=knot_spacing, exact_ranks=exact_ranks, F=F)
+    return est
+
+
+def logspline_sensitivity(sampled_ranks, N, n, *, scheme="binomial", penalty=DEFAULT_PENALTY,
+                          knot_spacing=DEFAULT_KNOT_SPACING, exact_ranks=_HEAD):
+    """Weights under the penalty divided and multiplied by :data:`SENSITIVITY_FACTOR`.
+
+    The data cannot tell these priors apart where a metric is below
+    resolution (K < (N - 1)/(n - 1)): the spread of their estimates is the
+    part of the answer that rests on the smoothness assumption.
+    :func:`sampling_lib.correct.estimate` widens its interval to cover it.
+
+    Returns
+    -------
+    list of ndarray, shape (N,)
+    """
+    return [logspline(sampled_ranks, N, n, scheme=scheme, penalty=penalty * f,
+                      knot_spacing=knot_spacing, exact_ranks=exact_ranks)
+            for f in (1.0 / SENSITIVITY_FACTOR, SENSITIVITY_FACTOR)]

@@ -21,7 +21,16 @@ and how bootstrap replicates are computed (``bootstrap``):
   a fixed prior (BV, MN): a replicate is one matrix product with the sampled
   metric per cell (``sampled_metric``); with a fitted prior (``prior``) and
   ``refit_prior=True`` the prior is refitted on every replicate;
-* ``"refit"`` -- the fit is run again on every replicate (MES, CLS).
+* ``"refit"`` -- the fit is run again on every replicate (MES, CLS);
+* ``"batched"`` -- the estimator refits all replicates at once itself
+  (``replicates(fitted, Cb)``, e.g. the log-spline prior by a batched Newton
+  iteration warm-started from the full-sample state returned by ``fit_state``).
+
+An estimator may also declare ``sensitivity(sampled_ranks, N, n, *, scheme,
+**options) -> [w, ...]``: the weights under alternative settings of its
+tuning that the data cannot tell apart; :func:`sampling_lib.correct.estimate`
+widens the interval to the range of their estimates (a prior-sensitivity
+band) so that the ambiguity is shown, not hidden.
 
 Open for extension (not used yet): ``n`` may be a per-user array of sample
 sizes (``varying_sizes=True`` estimators get it as is, others need one common
@@ -47,6 +56,7 @@ from .._validation import check_int, check_scheme
 from ..exceptions import EstimatorOptionError
 from ._distribution import adaptive_mle, count_blocks, em_fixed_iterations, mes, mle, wmle, wmle_weights
 from ._linear import bv, bv_sampled_metric, cls, mn, mn_sampled_metric
+from ._logspline import SENSITIVITY_FACTOR, logspline_fit, logspline_replicates, logspline_sensitivity
 
 __all__ = [
     "METHODS",
@@ -63,7 +73,7 @@ __all__ = [
 ]
 
 #: How the bootstrap replicates of an estimator are computed (see the module docstring).
-BOOTSTRAP_KINDS = ("em", "linear", "refit")
+BOOTSTRAP_KINDS = ("em", "linear", "refit", "batched")
 
 _COMMON_OPTIONS = ("scheme",)
 
@@ -99,6 +109,15 @@ class EstimatorSpec:
     horizon_option : str, optional
         Option that :func:`sampling_lib.correct.estimate` sets to the largest
         cutoff K of the requested metrics when not given (CLS ``max_rank``).
+    fit_state : callable, optional
+        ``"batched"`` only: ``fit_state(sampled_ranks, N, n, *, scheme, **options)
+        -> (w, state)``; ``state`` warm-starts the replicates.
+    replicates : callable, optional
+        ``"batched"`` only: ``replicates(fitted, Cb) -> (B, m)`` estimates for
+        bootstrap cell counts ``Cb`` (a :class:`FittedEstimator` is passed).
+    sensitivity : callable, optional
+        ``sensitivity(sampled_ranks, N, n, *, scheme, **options) -> list of w``
+        (see the module docstring).
     summary : str
         One line for help texts.
     references : str
@@ -118,12 +137,18 @@ class EstimatorSpec:
     summary: str = ""
     references: str = ""
     defaults: dict = field(default_factory=dict)
+    fit_state: Callable | None = None
+    replicates: Callable | None = None
+    sensitivity: Callable | None = None
 
     def __post_init__(self):
         if self.bootstrap not in BOOTSTRAP_KINDS:
             raise ValueError(f"bootstrap must be one of {BOOTSTRAP_KINDS}; got {self.bootstrap!r}")
         if self.bootstrap == "linear" and self.sampled_metric is None:
             raise ValueError(f"estimator {self.name!r}: bootstrap='linear' needs sampled_metric")
+        if self.bootstrap == "batched" and (self.fit_state is None or self.replicates is None):
+            raise ValueError(f"estimator {self.name!r}: bootstrap='batched' needs fit_state and "
+                             "replicates")
 
 
 _REGISTRY: dict[str, EstimatorSpec] = {}
@@ -244,7 +269,17 @@ class Estimator:
         prior = None
         if self.spec.prior is not None:
             prior = self.prior_of(r, N, nn)
-        w = self(r, N, nn, prior=prior)
+        state = None
+        if self.spec.bootstrap == "batched":
+            w, state = self.spec.fit_state(r, N, nn, scheme=self.scheme, **self.options)
+            w = np.asarray(w, dtype=float)
+        else:
+            w = self(r, N, nn, prior=prior)
+        band = None
+        if self.spec.sensitivity is not None:
+            alt = np.stack([np.asarray(a, dtype=float) @ F for a in
+                            self.spec.sensitivity(r, N, nn, scheme=self.scheme, **self.options)])
+            band = (alt.min(axis=0), alt.max(axis=0))
         X = None
         if self.spec.bootstrap == "linear":
             opts = {k: v for k, v in self.options.items() if k not in ("prior", "M")}
@@ -252,7 +287,7 @@ class Estimator:
             Mv = self.options.get("M", counts.M)
             X = np.stack([self.spec.sampled_metric(F[:, j], N, nn, pr, M=Mv, scheme=self.scheme, **opts)
                           for j in range(F.shape[1])], axis=1)[counts.ranks - 1]
-        return FittedEstimator(self, counts, N, F, w, prior, X, bool(refit_prior))
+        return FittedEstimator(self, counts, N, F, w, prior, X, bool(refit_prior), state, band)
 
 
 @dataclass
@@ -267,6 +302,10 @@ class FittedEstimator:
     prior: np.ndarray | None
     X: np.ndarray | None
     refit_prior: bool
+    state: object = None
+    #: (low, high) estimates of the metrics under the estimator's ``sensitivity``
+    #: alternatives, or None
+    band: tuple | None = None
 
     @property
     def estimate(self):
@@ -278,6 +317,8 @@ class FittedEstimator:
         est, st, N, F = self.estimator, self.counts, self.N, self.F
         spec, opts = est.spec, est.options
         Cb = np.asarray(Cb)
+        if spec.bootstrap == "batched":
+            return np.asarray(spec.replicates(self, Cb), dtype=float)
         if spec.bootstrap == "linear" and not (self.refit_prior and spec.prior is not None):
             # linear in the sampled-rank distribution with a fixed prior (and a
             # fixed M for MN): a replicate is one matrix product (Cb / M) @ X
@@ -505,7 +546,36 @@ register(EstimatorSpec("adaptive_mle", _fit_adaptive, _EM_OPTIONS, "em", warm_st
                        summary="MLE by EM for users with different sample sizes",
                        references="TORS24 Sec 6.2, eq 43, Appendix H"))
 
+def _fit_logspline(r, N, n, *, scheme, **o):
+    return logspline_fit(r, N, n, scheme=scheme, **o).weights
+
+
+def _fit_logspline_state(r, N, n, *, scheme, **o):
+    fit = logspline_fit(r, N, n, scheme=scheme, **o)
+    return fit.weights, fit.beta
+
+
+def _logspline_reps(fitted, Cb):
+    st = fitted.counts
+    n = int(st.size_values[0])
+    counts = np.zeros((Cb.shape[0], n))
+    counts[:, st.ranks - 1] = Cb
+    est = fitted.estimator
+    return logspline_replicates(counts, fitted.N, n, fitted.state, fitted.F, scheme=est.scheme,
+                                **est.options)
+
+
+register(EstimatorSpec("logspline", _fit_logspline, ("penalty", "knot_spacing", "exact_ranks"),
+                       "batched", fit_state=_fit_logspline_state, replicates=_logspline_reps,
+                       sensitivity=logspline_sensitivity,
+                       summary="empirical Bayes: smooth log-spline prior on log R, posterior mean "
+                               f"(default; prior-sensitivity band: penalty x/÷ {SENSITIVITY_FACTOR:g})",
+                       references="Efron (2016) g-modeling; AAAI21 eq 18; notebook 10"))
+
 #: Every registered estimator name, in registration order.
 METHODS = tuple(_REGISTRY)
-#: Default estimator of :func:`sampling_lib.correct.estimate` (see its "Choice of the default").
-DEFAULT_METHOD = "mle"
+#: Default estimator of :func:`sampling_lib.correct.estimate`: the log-spline empirical
+#: Bayes estimator, chosen by the real-data accuracy panel (notebook 10; see
+#: :func:`sampling_lib.correct.estimate`, "Choice of the default").
+DEFAULT_METHOD = "logspline"
+
