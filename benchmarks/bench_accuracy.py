@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sampling_lib import panel as studies  # the panel functions (moved to studies later)
+from sampling_lib import studies
 from sampling_lib.correct import estimate
 from sampling_lib.estimators import DEFAULT_METHOD
 from sampling_lib.rankdist import draw_global_ranks, synthetic_models
