@@ -78,9 +78,10 @@ DEFAULT_KNOT_SPACING = 0.4
 #: penalty divided and multiplied by this factor.
 SENSITIVITY_FACTOR = 10.0
 _HEAD = 256            # exact global ranks 1..head on the grid
-_BIN_LOG_WIDTH = 0.02  # max bin width in log R beyond the head
-_BIN_ANGLE = 0.02      # max bin width in arcsin(sqrt(p)) units times sqrt(n - 1)
+_BIN_LOG_WIDTH = 0.05  # max bin width in log R beyond the head
+_BIN_ANGLE = 0.05      # max bin width in arcsin(sqrt(p)) units times sqrt(n - 1)
 _RIDGE = 1e-8          # fixes the flat direction (softmax is shift invariant)
+_MAX_STEP = 1.0        # largest change of one spline coefficient per batched Newton step
 _DEGREE = 3
 
 
@@ -174,6 +175,22 @@ def _fisher(beta, c, K, grid, P):
     ok = q > 0
     M = c.sum()
     return M * (Jq[ok].T / q[ok]) @ Jq[ok] + P
+
+
+def _hessian(beta, c, K, grid, P):
+    """Observed Hessian of the penalized objective at ``beta`` (central differences of the
+    analytic gradient), symmetrised; positive definite at a minimum."""
+    df = beta.size
+    h = 1e-5 * np.maximum(1.0, np.abs(beta))
+    E = np.diag(h)
+    pts = np.concatenate([beta + E, beta - E])
+    _, g, q = _objective(pts, np.broadcast_to(c, (2 * df, c.size)), K, grid, P)
+    G = _gradient(pts, np.broadcast_to(c, (2 * df, c.size)), K, grid, P, g, q)
+    H = (G[:df] - G[df:]) / (2.0 * h[:, None])
+    H = 0.5 * (H + H.T)
+    w, V = np.linalg.eigh(H)
+    floor = 1e-8 * max(1.0, float(np.max(np.abs(w))))
+    return (V * np.maximum(w, floor)) @ V.T
 
 
 @dataclass(frozen=True)
@@ -371,15 +388,18 @@ def logspline(sampled_ranks, N, n, *, scheme="binomial", penalty=DEFAULT_PENALTY
 
 
 def logspline_bootstrap(counts_b, N, n, fit_beta, *, scheme="binomial", penalty=DEFAULT_PENALTY,
-                        knot_spacing=DEFAULT_KNOT_SPACING, exact_ranks=_HEAD, F=None, max_iter=100,
+                        knot_spacing=DEFAULT_KNOT_SPACING, exact_ranks=_HEAD, F=None, max_iter=30,
                         tol=1e-6):
     """Refit the prior on bootstrap count vectors, batched; metric estimates (B, m).
 
     Each replicate runs Newton steps from the full-sample coefficients with
     the full-sample information matrix (a fixed-Hessian Newton iteration with
     per-replicate backtracking; replicates are close to the full-sample fit,
-    so it converges linearly with a small rate) until the largest gradient
-    entry is below ``tol * M`` or ``max_iter`` steps, then forms the posterior-mean
+    so it converges linearly with a small rate) until the Newton decrement
+    grad' H^-1 grad (about twice the distance to the optimum of the penalized
+    log-likelihood) is below ``tol`` or ``max_iter`` steps; replicates still above
+    the tolerance then get their own Newton fit (:func:`logspline_fit`'s
+    solver, warm-started). Then it forms the posterior-mean
     estimate of every column of ``F`` (restricted to the grid cells:
     ranks 1..head are exact).
     """
@@ -388,18 +408,20 @@ def logspline_bootstrap(counts_b, N, n, fit_beta, *, scheme="binomial", penalty=
     P = _penalty_matrix(grid.B.shape[1], penalty)
     c = np.asarray(counts_b, dtype=float)
     beta = np.broadcast_to(fit_beta, (c.shape[0], fit_beta.size)).copy()
-    H = _fisher(fit_beta, c.mean(axis=0), K, grid, P)
+    H = _hessian(fit_beta, c.mean(axis=0), K, grid, P)
     f, g, q = _objective(beta, c, K, grid, P)
-    Mb = c.sum(axis=1)
     act = np.arange(c.shape[0])          # replicates not yet converged
     for _ in range(max_iter):
         ca = c[act]
         grad = _gradient(beta[act], ca, K, grid, P, g[act], q[act])
-        keep = np.max(np.abs(grad), axis=1) > tol * np.maximum(Mb[act], 1.0)
-        act, grad, ca = act[keep], grad[keep], ca[keep]
+        step = np.linalg.solve(H, grad.T).T
+        # Newton decrement grad' H^-1 grad ~ 2 x (objective - minimum), in log-likelihood units
+        keep = np.einsum("ij,ij->i", grad, step) > tol
+        act, grad, ca, step = act[keep], grad[keep], ca[keep], step[keep]
         if act.size == 0:
             break
-        step = np.linalg.solve(H, grad.T).T
+        # trust region: at most _MAX_STEP per coefficient (log-scale of the prior)
+        step *= np.minimum(1.0, _MAX_STEP / np.max(np.abs(step), axis=1))[:, None]
         t = np.ones(act.size)
         for _ in range(30):   # per-replicate backtracking: accept only a decrease
             nb = beta[act] - t[:, None] * step
@@ -411,7 +433,12 @@ def logspline_bootstrap(counts_b, N, n, fit_beta, *, scheme="binomial", penalty=
         good = ~bad
         idx = act[good]
         beta[idx], f[idx], g[idx], q[idx] = nb[good], nf[good], ng[good], nq[good]
-        act = act[good]   # a replicate with no decrease along the step has stalled: stop it
+        act = act[good]   # a replicate with no decrease along the step has stalled
+    # replicates the shared-Hessian iteration did not converge: their own Newton fit
+    grad = _gradient(beta, c, K, grid, P, g, q)
+    dec = np.einsum("ij,ij->i", grad, np.linalg.solve(H, grad.T).T)
+    for i in np.flatnonzero(dec > tol):
+        beta[i], f[i], g[i], q[i], _, _ = _newton(c[i], K, grid, P, beta[i])
     cell_w = _posterior_cells(c, K, g, q)
     Fc = _cell_metric(F, grid)
     return cell_w @ Fc, beta
