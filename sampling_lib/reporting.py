@@ -553,9 +553,35 @@ def _worker_init():
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def _call_in_thread(fn, *args):
+    """Call ``fn`` in a helper thread while this thread waits (interruptibly) for it.
+
+    nbclient (under papermill) installs its own SIGINT/SIGTERM handlers while
+    it executes, when it runs in the main thread: they would shut the kernel
+    down behind the runner's back and let it go on with the next notebook.
+    Python lets only the main thread install handlers, so from a helper
+    thread the runner's handlers (or the worker's SIGINT ignore) stay in charge.
+    """
+    box = {}
+
+    def target():
+        try:
+            box["result"] = fn(*args)
+        except BaseException as exc:  # handed to the waiting thread
+            box["error"] = exc
+
+    t = threading.Thread(target=target, name=f"sampling-lab-{getattr(fn, '__name__', 'job')}", daemon=True)
+    t.start()
+    while t.is_alive():
+        t.join(0.2)   # a signal interrupts the wait: its handler runs here, in the main thread
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
 def _execute_job(args):
     src, dst, params, timeout = args
-    return execute_notebook(src, dst, params, timeout=timeout)
+    return _call_in_thread(execute_notebook, src, dst, params, None, True, timeout)
 
 
 # --------------------------------------------------------------------------- environment

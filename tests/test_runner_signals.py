@@ -3,8 +3,10 @@
 The runner must stop its pool workers and every kernel they started (none
 may go on, or start a new kernel later), then remove its temporary folder,
 exit non-zero without a traceback, and leave the previous reports in place.
-Both signals are tested in one go (two runners side by side) to keep the
-suite fast: starting spawn workers and kernels is the slow part.
+The cases run side by side to keep the suite fast (starting spawn workers
+and kernels is the slow part): SIGTERM and Ctrl-C with ``--jobs 2``, and
+Ctrl-C with ``--jobs 1`` (the kernel then runs under the runner itself,
+where papermill's nbclient would otherwise take over the signal handlers).
 """
 import os
 import signal
@@ -63,8 +65,8 @@ def test_sigterm_and_ctrl_c_stop_workers_and_kernels_then_clean_up(tmp_path):
     nbdir = tmp_path / "nbs"
     _sleeping_notebooks(nbdir)
     runners = {}
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        root = tmp_path / sig.name
+    for sig, jobs in ((signal.SIGTERM, 2), (signal.SIGINT, 2), (signal.SIGINT, 1)):
+        root = tmp_path / f"{sig.name}-{jobs}"
         out = root / "reports"
         out.mkdir(parents=True)
         (out / "index.html").write_text("previous report")
@@ -72,24 +74,24 @@ def test_sigterm_and_ctrl_c_stop_workers_and_kernels_then_clean_up(tmp_path):
         env = dict(os.environ, SAMPLING_LAB_TEST_TOKEN=token, OPENBLAS_NUM_THREADS="1")
         proc = subprocess.Popen(
             [sys.executable, "-m", "sampling_lib", "run", "--notebooks", str(nbdir), "--out", str(out),
-             "--jobs", "2"],
+             "--jobs", str(jobs)],
             cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             start_new_session=True,   # its own process group, like a shell job
         )
-        runners[sig] = (proc, root, out, token)
+        runners[(sig, jobs)] = (proc, root, out, token)
 
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not all(len(_kernels(p.pid)) >= 2 for p, *_ in runners.values()):
+    while time.monotonic() < deadline and not all(len(_kernels(p.pid)) >= j for (_, j), (p, *_) in runners.items()):
         assert all(p.poll() is None for p, *_ in runners.values()), "a runner ended early"
         time.sleep(0.3)
-    for sig, (proc, *_ ) in runners.items():
-        assert len(_kernels(proc.pid)) == 2, "both workers should be running a kernel"
+    for (sig, jobs), (proc, *_) in runners.items():
+        assert len(_kernels(proc.pid)) == jobs, "every worker should be running a kernel"
         if sig == signal.SIGINT:
             os.killpg(proc.pid, signal.SIGINT)   # Ctrl-C: the whole foreground group gets it
         else:
             proc.send_signal(signal.SIGTERM)     # e.g. `kill`, a CI timeout, systemd
 
-    for sig, (proc, root, out, token) in runners.items():
+    for (sig, jobs), (proc, root, out, token) in runners.items():
         stdout, stderr = proc.communicate(timeout=60)
         assert proc.returncode == 128 + sig, (proc.returncode, stderr[-2000:])
         assert "Traceback" not in stderr, stderr[-3000:]
@@ -97,5 +99,5 @@ def test_sigterm_and_ctrl_c_stop_workers_and_kernels_then_clean_up(tmp_path):
         assert not list(root.glob(".reports-tmp-*")), "temporary folder left behind"
         assert (out / "index.html").read_text() == "previous report"
     time.sleep(3)   # the old runner's orphaned workers started a new kernel ~18 s later; none may remain
-    for sig, (proc, root, out, token) in runners.items():
-        assert _alive_with_token(token) == [], f"{sig.name}: processes left running"
+    for (sig, jobs), (proc, root, out, token) in runners.items():
+        assert _alive_with_token(token) == [], f"{sig.name} --jobs {jobs}: processes left running"
