@@ -1497,11 +1497,13 @@ def run_command(args, prog="sampling-lib run"):
 
 def main(argv=None):
     """Command line: ``python -m sampling_lib run [--smoke] [--only NN] [--out DIR] [--jobs J] [--claim ID]``."""
-    ap = argparse.ArgumentParser(prog="python -m sampling_lib", description=__doc__.split("\n")[0])
+    # the console script ``sampling-lib run ...`` hands its argv here too (cli.main)
+    prog = "sampling-lib" if Path(sys.argv[0]).name == "sampling-lib" else "python -m sampling_lib"
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     add_run_arguments(sub.add_parser("run", help="execute notebooks into a report folder, or check one claim"))
     args = ap.parse_args(argv)
-    return run_command(args, prog="python -m sampling_lib run")
+    return run_command(args, prog=f"{prog} run")
 
 
 if __name__ == "__main__":  # pragma: no cover
