@@ -70,7 +70,8 @@ def report(tmp_path_factory):
     runs = reporting.run_notebooks(out, notebooks_dir=nbdir, log=lambda m: None)
     assert all(r.ok for r in runs), [(r.name, r.error) for r in runs]
     return {"root": root, "nbdir": nbdir, "out": out, "html": (out / "index.html").read_text(),
-            "claims": pd.read_csv(out / "claims.csv")}
+            # commit labels and cell ids are hex strings that can look numeric ("1234e567"): read as text
+            "claims": pd.read_csv(out / "claims.csv", dtype={"commit": str, "cell_id": str})}
 
 
 class _Links(HTMLParser):
