@@ -110,6 +110,7 @@ __all__ = [
     "ClaimsFailed",
     "NotebookRun",
     "ReportsLocked",
+    "RunInterrupted",
     "list_notebooks",
     "smoke_parameters",
     "execute_notebook",
