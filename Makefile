@@ -4,17 +4,28 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
+LOCK   := requirements-lock.txt
 
-.PHONY: setup reports test smoke bench clean
+.PHONY: setup reports test smoke bench clean lock test-latest
 
 setup: $(STAMP)
 
-# (Re)install when pyproject.toml changes; the venv is created only if missing.
-$(STAMP): pyproject.toml
+# (Re)install when pyproject.toml or the lock changes; the venv is created only if missing.
+# Exact versions come from the lock (hash-checked), then the project itself without dependencies:
+# the environment that produced reports/ (recorded in reports/environment.json and index.html).
+$(STAMP): pyproject.toml $(LOCK)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip
-	$(BIN)/python -m pip install -e '.[test]'
+	$(BIN)/python -m pip install --require-hashes -r $(LOCK)
+	$(BIN)/python -m pip install --no-deps -e .
 	@touch $(STAMP)
+
+# Regenerate the lock from pyproject.toml's ranges (uv is installed into the venv as a tool only).
+lock:
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet uv
+	$(BIN)/uv pip compile --quiet pyproject.toml --extra test --generate-hashes --universal \
+		--fork-strategy fewest --python-version 3.11 -o $(LOCK)
 
 # Main job: every notebook with its default parameters into reports/ (replaced only on success).
 reports: $(STAMP)
@@ -24,6 +35,10 @@ reports: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
+# On demand (not in every CI run): the suite in a fresh venv with the newest versions pyproject allows.
+test-latest: $(STAMP)
+	SAMPLING_LAB_TEST_LATEST=1 $(BIN)/python -m pytest -m latest tests/test_lock.py -p no:cacheprovider
+
 # All notebooks with smoke parameters into a scratch folder (quick look, not the report).
 smoke: $(STAMP)
 	$(BIN)/python -m sampling_lib run --smoke --out .reports-smoke --jobs $(JOBS)
@@ -32,4 +47,4 @@ bench: $(STAMP)
 	for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 clean:
-	rm -rf .reports-failed .reports-smoke .reports-tmp-* .pytest_cache .hypothesis
+	rm -rf .reports-failed .reports-smoke .reports-tmp-* .reports-old-* .pytest_cache .hypothesis

@@ -1,13 +1,26 @@
-"""The report runner: replace reports/ only on success, keep it intact on failure."""
+"""The report runner and the claims ledger.
+
+Runner safety (issue 16): the output folder is replaced only on success and
+never goes missing, a user's ``<out>.old`` survives, the folder keeps normal
+permissions, two runners into one folder are locked out, ``--only`` keeps the
+run mode of merged claims. Signals are tested in test_runner_signals.py.
+"""
+import fcntl
+import os
+import shutil
+import stat
+import sys
+
 import nbformat
 import pandas as pd
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from sampling_lib.reporting import ClaimLedger, ClaimsFailed, run_notebooks
+from sampling_lib import reporting
+from sampling_lib.reporting import ClaimLedger, ClaimsFailed, ReportsLocked, run_notebooks
 
 
-def _nb(path, passes):
+def _nb(path, passes, observation_holds=False):
     cells = [
         new_code_cell("x = 1", metadata={"tags": ["parameters"]}),
         new_code_cell(
@@ -15,6 +28,7 @@ def _nb(path, passes):
             f"ledger = ClaimLedger({path.stem!r})\n"
             "ledger.check_close('c1', 'KDD20 eq 4', 'one equals one', measured=x, expected=1, atol=0)\n"
             f"ledger.check_true('c2', 'sampling-lab', 'decided', passed={passes})\n"
+            f"ledger.observe('o1', 'TORS24 Table 4', 'a statement about this dataset', holds={observation_holds})\n"
             "ledger.finalize()"
         ),
     ]
@@ -29,31 +43,141 @@ def test_runner_replaces_reports_only_on_success(tmp_path):
     nbdir = tmp_path / "nbs"
     nbdir.mkdir()
     out = tmp_path / "reports"
-    out.mkdir()
-    (out / "sentinel.txt").write_text("previous good report")
     _nb(nbdir / "01_good.ipynb", True)
-    _nb(nbdir / "02_bad.ipynb", False)
+    _nb(nbdir / "02_bad.ipynb", True)
     logs = []
-    runs = run_notebooks(out, notebooks_dir=nbdir, failed_dir=tmp_path / "failed", log=logs.append)
-    assert [r.ok for r in runs] == [True, False]
+    runs = run_notebooks(out, notebooks_dir=nbdir, smoke=True, log=logs.append)
+    assert all(r.ok for r in runs)       # a failing observation does not fail the run
+    claims = pd.read_csv(out / "claims.csv")
+    assert len(claims) == 6 and list(claims.kind).count("observation") == 2
+    assert claims[claims.kind == "claim"].passed.all() and not claims[claims.kind == "observation"].passed.any()
+    assert set(claims.paper) == {"KDD20", "sampling-lab", "TORS24"}
+    assert set(claims.run) == {"smoke"}
+    html = (out / "index.html").read_text()
+    assert "01_good.html" in html and (out / "01_good.html").exists()
+    (out / "sentinel.txt").write_text("previous good report")
+
+    _nb(nbdir / "02_bad.ipynb", False)
+    runs = run_notebooks(out, notebooks_dir=nbdir, only="02", failed_dir=tmp_path / "failed", log=logs.append)
+    assert [r.ok for r in runs] == [False]
     assert (out / "sentinel.txt").read_text() == "previous good report"   # untouched
     assert any("02_bad" in m and "c2" in m for m in logs)                  # names notebook and claim
     assert (tmp_path / "failed" / "02_bad.ipynb").exists()
 
+    # --only merges: the other notebook's report and claims are kept, with their own run mode
     _nb(nbdir / "02_bad.ipynb", True)
-    runs = run_notebooks(out, notebooks_dir=nbdir, failed_dir=tmp_path / "failed", log=logs.append)
-    assert all(r.ok for r in runs)
-    assert not (out / "sentinel.txt").exists()
-    claims = pd.read_csv(out / "claims.csv")
-    assert len(claims) == 4 and claims.passed.all()
-    assert set(claims.paper) == {"KDD20", "sampling-lab"}
-    html = (out / "index.html").read_text()
-    assert "01_good.html" in html and (out / "01_good.html").exists()
-
-    # --only merges: the other notebook's report and claims are kept
+    logs.clear()
     runs = run_notebooks(out, notebooks_dir=nbdir, only="02", log=logs.append)
+    assert [r.name for r in runs] == ["02_bad"]
     claims = pd.read_csv(out / "claims.csv")
     assert sorted(claims.notebook.unique()) == ["01_good", "02_bad"] and (out / "01_good.html").exists()
+    assert set(claims[claims.notebook == "01_good"].run) == {"smoke"}     # kept from the smoke run
+    assert set(claims[claims.notebook == "02_bad"].run) == {"default"}
+    assert logs[-1].startswith("1 notebook ran ok (1 kept from the previous report)"), logs[-1]
+
+
+# --------------------------------------------------------------------------- one run, several checks
+
+
+@pytest.fixture(scope="module")
+def safety_run(tmp_path_factory):
+    """A successful run over an existing reports/ beside a user's reports.old, watched while it swaps."""
+    root = tmp_path_factory.mktemp("safety")
+    nbdir = root / "nbs"
+    nbdir.mkdir()
+    _nb(nbdir / "01_only.ipynb", True)
+    out = root / "reports"
+    out.mkdir()
+    (out / "index.html").write_text("previous report")
+    user_old = root / "reports.old"
+    user_old.mkdir()
+    (user_old / "keep").write_text("the user's own folder")
+
+    # every rename / move / delete is watched: reports/ must exist, complete, after each of them
+    seen_missing = []
+
+    def watch(fn):
+        def wrapper(*args, **kwargs):
+            result = fn(*args, **kwargs)
+            if not (out / "index.html").exists():
+                seen_missing.append(f"{fn.__name__}{args[:2]}")
+            return result
+        return wrapper
+
+    mp = pytest.MonkeyPatch()
+    for mod, name in [(os, "rename"), (os, "replace"), (shutil, "move"), (shutil, "rmtree")]:
+        mp.setattr(mod, name, watch(getattr(mod, name)))
+    umask = os.umask(0o022)
+    try:
+        runs = run_notebooks(out, notebooks_dir=nbdir, log=lambda m: None)
+    finally:
+        os.umask(umask)
+        mp.undo()
+    return {"root": root, "out": out, "runs": runs, "missing": seen_missing}
+
+
+@pytest.mark.notebooks
+def test_user_backup_folder_is_never_touched(safety_run):
+    assert all(r.ok for r in safety_run["runs"])
+    keep = safety_run["root"] / "reports.old" / "keep"
+    assert keep.exists() and keep.read_text() == "the user's own folder"
+
+
+@pytest.mark.notebooks
+def test_no_temporary_or_backup_folder_is_left(safety_run):
+    left = sorted(p.name for p in safety_run["root"].iterdir())
+    assert left == [".reports.lock", "nbs", "reports", "reports.old"], left
+
+
+@pytest.mark.notebooks
+def test_report_folder_has_normal_permissions(safety_run):
+    mode = stat.S_IMODE(safety_run["out"].stat().st_mode)
+    assert mode == 0o755, oct(mode)   # 0777 & ~umask(022), not mkdtemp's 0700
+
+
+@pytest.mark.notebooks
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="atomic exchange is Linux-only (documented fallback)")
+def test_report_folder_never_missing_during_swap(safety_run):
+    assert safety_run["missing"] == []
+    assert "01_only" in (safety_run["out"] / "index.html").read_text()
+
+
+@pytest.mark.notebooks
+def test_lock_is_released_after_the_run(safety_run):
+    with open(safety_run["root"] / ".reports.lock") as f:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)   # raises if still held
+
+
+def test_second_runner_into_the_same_folder_is_refused(tmp_path):
+    nbdir = tmp_path / "nbs"
+    nbdir.mkdir()
+    _nb(nbdir / "01_x.ipynb", True)
+    out = tmp_path / "reports"
+    out.mkdir()
+    (out / "index.html").write_text("first runner's report")
+    lock = tmp_path / ".reports.lock"
+    with open(lock, "w") as f:               # the first runner holds the lock (and wrote its pid)
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.write("4242\n")
+        f.flush()
+        with pytest.raises(ReportsLocked, match=r"another report runner \(pid 4242\) is writing .*reports"):
+            run_notebooks(out, notebooks_dir=nbdir, log=lambda m: None)
+    assert (out / "index.html").read_text() == "first runner's report"
+    assert not list(tmp_path.glob(".reports-tmp-*"))
+
+
+def test_exchange_swaps_two_folders(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    (a / "new").touch()
+    (b / "old").touch()
+    if not reporting._exchange(a, b):
+        pytest.skip("renameat2(RENAME_EXCHANGE) not supported here (two-rename fallback)")
+    assert [p.name for p in b.iterdir()] == ["new"] and [p.name for p in a.iterdir()] == ["old"]
+
+
+# --------------------------------------------------------------------------- the ledger
 
 
 def test_ledger_records_everything_then_raises():
@@ -75,3 +199,50 @@ def test_ledger_z_check_handles_zero_se():
     led = ClaimLedger("x")
     assert led.check_z("a", "KDD20 eq 4", "d", estimate=[1.0, 0.5], expected=[1.0, 0.5], se=[0.0, 0.1])
     assert not led.check_z("b", "KDD20 eq 4", "d", estimate=[1.0], expected=[0.9], se=[0.0])
+
+
+def test_observations_are_shown_but_never_fail():
+    led = ClaimLedger("x")
+    assert led.check_close("a", "KDD20 eq 4", "exact", measured=1.0, expected=1.0)
+    out = led.check_le("S08-T4-recall-bound", "TORS24 Table 4", "relative error below 15% on this data",
+                       measured=0.173, bound=0.15, observation=True)
+    assert not out and "observation: does not hold" in repr(out)
+    assert led.observe("o2", "TORS24 Table 5", "MN among the two best", holds=True)
+    assert [c.kind for c in led.claims] == ["claim", "observation", "observation"]
+    assert led.failed == [] and len(led.observations) == 2
+    tbl = led.finalize()                      # does not raise
+    assert list(tbl.kind) == ["claim", "observation", "observation"]
+    with pytest.raises(TypeError, match="observation must be True or False"):
+        led.check_true("z", "KDD20 x", "d", passed=True, observation="yes")
+
+
+def test_failed_claim_still_fails_next_to_observations():
+    led = ClaimLedger("x")
+    led.check_true("a", "KDD20 x", "d", passed=False)
+    led.observe("o", "KDD20 x", "d", holds=False)
+    with pytest.raises(ClaimsFailed, match="1 of 1 claims failed: a"):
+        led.finalize()
+
+
+def test_ledger_records_the_tolerance_scale():
+    led = ClaimLedger("x")
+    led.check_close("a", "KDD20 eq 4", "d", measured=0.30000000000000004, expected=0.3, rtol=1e-12)
+    led.check_z("b", "KDD20 eq 4", "d", estimate=0.503, expected=0.5, se=0.002)
+    led.check_le("c", "KDD20 eq 4", "d", measured=[1, 2], bound=[3, 4])
+    assert led.claims[0].scale == pytest.approx(3e-13) and led.claims[1].scale == 0.002
+    assert led.claims[2].scale is None and led.claims[0].cell is None   # no IPython here
+
+
+@pytest.mark.parametrize("value, scale, shown", [
+    (0.3479611844281517, None, "0.348"),
+    (0.3479611844281517, 1e-12, "0.347961184428"),
+    (-8.548717289613705e-15, None, "-8.549e-15"),
+    (1067.0, None, "1067"),
+    (1067.07, 0.01, "1067.07"),
+    (0.503, 0.002, "0.503"),
+    ("max |z| 2.5 over 48", None, "max |z| 2.5 over 48"),
+    ("True", None, "True"),
+    (None, None, ""),
+])
+def test_values_are_shown_to_meaningful_digits(value, scale, shown):
+    assert reporting._fmt_value(value, scale) == shown
