@@ -90,7 +90,7 @@ def test_batched_bootstrap_refit_equals_single_fit():
     eb, _ = L.logspline_bootstrap(cb, N, n, fit.beta, F=F)
     for b in range(3):
         single = L.logspline(np.repeat(np.arange(1, n + 1), cb[b]), N, n) @ F
-        np.testing.assert_allclose(eb[b], single, rtol=1e-4)  # tol=1e-6 of the gradient
+        np.testing.assert_allclose(eb[b], single, rtol=1e-3)  # Newton decrement 1e-6: ~1e-4 relative
 
 
 def test_hypergeometric_scheme_runs_and_differs_little_for_small_n():
