@@ -143,7 +143,10 @@ __all__ = [
     "horvitz_thompson",
     "RankMassCurve",
     "rank_mass_curve",
+    "exact_rank_mass_curve",
     "mass_rank_bounds",
+    "user_mass_rank_bounds",
+    "bernstein_tolerance",
     "PopularityFit",
     "popularity_fit",
     "popularity_bounds",
@@ -684,12 +687,6 @@ def popularity_logs_from_table(table, item_weights=None, *, exclude=None, ties="
     _need_cols(df, [user_col, item_col, score_col, label_col], "the scores table")
     if len(df) == 0:
         raise ValueError("the scores table has no rows")
-    if replace_col in df.columns:
-        rep = df[replace_col]
-        if rep.dtype == object:
-            rep = rep.astype(str).str.lower().isin(["true", "1"])
-        if not rep.astype(bool).all():
-            raise ValueError(_WITHOUT_REPLACEMENT)
     score = pd.to_numeric(df[score_col], errors="coerce")
     if score.isna().any() or not np.all(np.isfinite(score)):
         i = int(np.flatnonzero((score.isna() | ~np.isfinite(score)).to_numpy())[0])
@@ -698,6 +695,12 @@ def popularity_logs_from_table(table, item_weights=None, *, exclude=None, ties="
     label = _int_column(df[label_col], label_col)
     if not label.isin([0, 1]).all():
         raise ValueError(f"column {label_col!r} must be 0 (negative) or 1 (held-out item)")
+    if replace_col in df.columns:
+        # the negatives' rows say how they were drawn (the held-out rows may be empty)
+        rep = df[replace_col].to_numpy()[label.to_numpy() == 0]
+        rep = pd.Series(rep).dropna().astype(str).str.strip().str.lower()
+        if rep.isin(["false", "0", "0.0", "no"]).any():
+            raise ValueError(_WITHOUT_REPLACEMENT)
     model = df[model_col].astype(str).to_numpy() if model_col in df.columns else np.full(len(df), "model")
     work = pd.DataFrame({"model": model, "user": df[user_col].to_numpy(), "item": df[item_col].to_numpy(),
                          "score": score.to_numpy(float), "label": label.to_numpy(),
@@ -792,12 +795,16 @@ class PopularityTruth:
         N_u - 1, the number of candidates.
     inv_q_above : ndarray
         sum_{j in A_u} 1/q_j (gives Var of the HT estimate, eq 4).
+    max_inv_q_above : ndarray
+        max_{j in A_u} 1/q_j (0 when A_u is empty): the largest term of eq 4
+        times n - 1 (bounds a single draw's contribution).
     """
 
     ranks: np.ndarray
     mass_above: np.ndarray
     n_candidates: np.ndarray
     inv_q_above: np.ndarray
+    max_inv_q_above: np.ndarray
 
     def ht_variance(self, n):
         """Var[A_hat_u] = (sum_{A_u} 1/q_j - |A_u|^2) / (n - 1) for sample size n."""
@@ -854,6 +861,7 @@ def popularity_truth(scorer, train, test_items, item_weights, *, ties="pessimist
     R = np.empty(M, np.int64)
     Q = np.empty(M)
     V = np.empty(M)
+    Vmax = np.empty(M)
     inv_w = np.divide(1.0, w, out=np.zeros_like(w), where=w > 0)
     for s, e, S in _score_blocks(scorer, M, block_size):
         if np.isnan(S).any():
@@ -866,7 +874,8 @@ def popularity_truth(scorer, train, test_items, item_weights, *, ties="pessimist
         R[s:e] = 1 + A.sum(axis=1)
         Q[s:e] = np.minimum((A @ w) / total[s:e], 1.0)
         V[s:e] = (A @ inv_w) * total[s:e]
-    return PopularityTruth(R, Q, n_cand, V)
+        Vmax[s:e] = np.where(A, inv_w, 0.0).max(axis=1) * total[s:e]
+    return PopularityTruth(R, Q, n_cand, V, Vmax)
 
 
 def _sim_blocks(scorer, train, test_items, item_weights, n, replace, ties, rng, block_size, size):
@@ -1098,6 +1107,43 @@ def rank_mass_curve(log, *, grid_size=1025, user_weight=None):
     return _CurveTerms(log, grid_size).curve(uw)
 
 
+def exact_rank_mass_curve(scorer, train, test_items, item_weights, *, grid_size=1025, block_size=None):
+    """The average rank-mass curve rho(Q) = mean_u rho_u(Q), computed from all the scores.
+
+    For user u the candidates are ordered by score (descending; equal scores
+    by item index) and rho_u is the piecewise-linear curve through the points
+    (mass of the first k candidates, k / (N_u - 1)), k = 0..N_u - 1: the
+    exact version of what :func:`rank_mass_curve` estimates from the logged
+    negatives. A held-out item with q-mass Q_u above it has
+    R_u - 1 = (N_u - 1) rho_u(Q_u) (with the pessimistic tie rule).
+
+    Returns
+    -------
+    RankMassCurve
+
+    Examples
+    --------
+    >>> S = np.array([[0.9, 0.1, 0.5, 0.7]])
+    >>> c = exact_rank_mass_curve(S, None, [1], [2.0, 1.0, 1.0, 0.0])    # candidates 0, then 2
+    >>> c.rho_of([0.25, 0.5, 1.0]).tolist()            # item 0 holds mass 2/3, half the candidates
+    [0.1875, 0.375, 1.0]
+    """
+    M, N, t, w, E, total, n_cand = _prepare_scores(scorer, train, test_items, item_weights)
+    mass = _mass_grid(check_int(grid_size, "grid_size", low=3))
+    rho = np.zeros(mass.size)
+    for s, e, S in _score_blocks(scorer, M, block_size):
+        cand = np.broadcast_to(w > 0, S.shape).copy()
+        blk = E[s:e]
+        cand[np.repeat(np.arange(e - s), np.diff(blk.indptr)), blk.indices] = False
+        for b in range(e - s):
+            j = np.flatnonzero(cand[b])
+            order = j[np.argsort(-S[b, j], kind="stable")]
+            P = np.concatenate([[0.0], np.cumsum(w[order]) / total[s + b]])
+            P[-1] = 1.0
+            rho += np.interp(mass, P, np.arange(P.size) / (P.size - 1))
+    return RankMassCurve(mass, rho / M, 0)
+
+
 def mass_rank_bounds(candidate_q, Q):
     """Sharp bounds on |A| for a set A of candidates with q-mass Q (no logs).
 
@@ -1131,6 +1177,71 @@ def mass_rank_bounds(candidate_q, Q):
     kmin = np.searchsorted(P, Q - eps, side="left")
     kmax = np.searchsorted(B, Q + eps, side="right") - 1
     return np.minimum(kmin, q.size), np.clip(kmax, 0, q.size)
+
+
+def user_mass_rank_bounds(train, test_items, item_weights, mass_above):
+    """Per user, the no-log bounds k_min(Q_u) <= R_u - 1 <= k_max(Q_u) of :func:`mass_rank_bounds`.
+
+    Parameters
+    ----------
+    train : sparse or dense (M, N) or None
+        History (excluded from the candidates).
+    test_items : array of int, shape (M,)
+    item_weights : array_like, shape (N,)
+    mass_above : array_like, shape (M,)
+        Q_u of each user (e.g. :attr:`PopularityTruth.mass_above`).
+
+    Returns
+    -------
+    k_min, k_max : ndarray of int, shape (M,)
+
+    Examples
+    --------
+    >>> user_mass_rank_bounds(None, [0], [1.0, 4.0, 2.0, 2.0], [0.5])    # candidates q = .5, .25, .25
+    (array([1]), array([2]))
+    """
+    t = np.asarray(test_items)
+    M = t.size
+    w, _ = _weights_array(item_weights)
+    N = w.size
+    X = None if train is None else sparse.csr_matrix(train)
+    if X is not None and X.shape != (M, N):
+        raise ValueError(f"train must have shape (len(test_items), len(item_weights)) = {(M, N)}; got {X.shape}")
+    Q = np.asarray(mass_above, float)
+    if Q.shape != (M,) or np.any(~((Q >= 0) & (Q <= 1))):
+        raise ValueError(f"mass_above must hold {M} values in [0, 1]; got shape {Q.shape}")
+    E = _exclusion_matrix(np.arange(M), X, pd.RangeIndex(N), t)
+    kmin = np.empty(M, np.int64)
+    kmax = np.empty(M, np.int64)
+    for u in range(M):
+        keep = w > 0
+        keep[E.indices[E.indptr[u]:E.indptr[u + 1]]] = False
+        cq = w[keep] / w[keep].sum()
+        a, b = mass_rank_bounds(cq, Q[u:u + 1])
+        kmin[u], kmax[u] = a[0], b[0]
+    return kmin, kmax
+
+
+def bernstein_tolerance(variance, bound, pvalue=1e-4):
+    """Deviation t with P(|S - E S| >= t) <= pvalue for any sum S of independent terms.
+
+    Bernstein's inequality: if every centred term is bounded by ``bound`` in
+    absolute value and Var S = ``variance``, then
+    P(|S - E S| >= t) <= 2 exp(-(t^2 / 2) / (variance + bound t / 3)); the
+    returned t solves 2 exp(...) = pvalue. Unlike a normal z-score it stays
+    valid for heavy-tailed terms (e.g. the 1/q_j of rare items in eq 4): it
+    grows with ``bound``.
+
+    Examples
+    --------
+    >>> round(bernstein_tolerance(1.0, 0.0, 1e-4) / 1.0, 3)    # bounded-free limit: sqrt(2 log(2/p))
+    4.45
+    """
+    v = check_float(variance, "variance", low=0.0)
+    b = check_float(bound, "bound", low=0.0)
+    p = check_float(pvalue, "pvalue", 0.0, 1.0, low_open=True, high_open=True)
+    L = math.log(2.0 / p)
+    return L * b / 3.0 + math.sqrt((L * b / 3.0) ** 2 + 2.0 * L * v)
 
 
 # ----------------------------------------------------------------------------

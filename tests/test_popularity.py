@@ -178,6 +178,7 @@ def test_truth_against_brute_force(ties):
         assert t.n_candidates[u] == len(cand)
         assert t.mass_above[u] == pytest.approx(sum(w[j] for j in A) / W, abs=1e-14)
         assert t.inv_q_above[u] == pytest.approx(sum(W / w[j] for j in A), rel=1e-12)
+        assert t.max_inv_q_above[u] == pytest.approx(max([W / w[j] for j in A], default=0.0), rel=1e-12)
 
 
 def test_simulated_counts_follow_the_binomial_law():
@@ -307,10 +308,19 @@ def test_bounds_order_and_truth_within_exact_bounds():
         assert lo @ F <= hi @ F + 1e-12
     t = pop.popularity_truth(S, train, test, w)
     X = train.toarray()
+    kmin_u, kmax_u = pop.user_mass_rank_bounds(train, test, w, t.mass_above)
+    assert np.all(kmin_u <= t.ranks - 1) and np.all(t.ranks - 1 <= kmax_u)
     for u in range(80):
         cand = [j for j in range(30) if w[j] > 0 and X[u, j] == 0 and j != test[u]]
         kmin, kmax = pop.mass_rank_bounds(w[cand] / w[cand].sum(), [t.mass_above[u]])
-        assert kmin[0] <= t.ranks[u] - 1 <= kmax[0]
+        assert (kmin[0], kmax[0]) == (kmin_u[u], kmax_u[u])
+
+
+@pytest.mark.parametrize("variance, bound, p", [(1.0, 0.0, 1e-4), (4.0, 3.0, 1e-3), (0.0, 2.0, 0.05)])
+def test_bernstein_tolerance_solves_the_inequality(variance, bound, p):
+    t = pop.bernstein_tolerance(variance, bound, p)
+    assert 2 * np.exp(-(t * t / 2) / (variance + bound * t / 3)) == pytest.approx(p, rel=1e-10)
+    assert pop.bernstein_tolerance(variance, bound + 1.0, p) > t      # heavier tails, wider tolerance
 
 
 # ----------------------------------------------------------------------------
