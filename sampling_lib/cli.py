@@ -7,6 +7,13 @@ Subcommands
 ``plan-users`` how many test users a margin of error needs (TORS24 eqs 46, 52; Hoeffding);
 ``negatives``  a fixed file of sampled negatives, so every model sees the same items.
 
+Popularity-sampled negatives (RecBole ``popN``): give ``--item-weights`` (a
+table ``item, weight``, or an interactions table ``user, item`` whose counts
+raised to ``--weight-alpha`` are the weights) with a scores table that has an
+``item`` column, and ``--exclude`` for the users' history; ``estimate`` and
+``compare`` then use :mod:`sampling_lib.popularity` (``--method`` pop_mle,
+ht or uniform) and ``negatives`` draws popularity negatives with their q.
+
 Input files (CSV, or TSV when the name ends in .tsv):
 
 * ranks table: columns ``user, rank`` [+ ``sample_size``] [+ ``model``];
@@ -25,6 +32,7 @@ Examples
     sampling-lib compare ranks.csv --n-items 3706 --sample-size 100 --metric ndcg@10
     sampling-lib plan-users --margin 0.01 --models 5
     sampling-lib negatives --n-items 3706 --users users.csv --sample-size 100 --seed 0 --exclude train.csv
+    sampling-lib estimate scores.csv --item-weights interactions.csv --exclude train.csv --metric recall@10
 """
 from __future__ import annotations
 
@@ -54,8 +62,8 @@ def _add_common(p, compare=False):
     p.add_argument("ranks", metavar="RANKS.csv",
                    help="ranks table (user, rank[, sample_size][, model]) or scores table "
                         "(user, score, label[, model])")
-    p.add_argument("--n-items", "-N", type=int, required=True, metavar="N",
-                   help="number of items N in the global ranking")
+    p.add_argument("--n-items", "-N", type=int, default=None, metavar="N",
+                   help="number of items N in the global ranking (required unless --item-weights is given)")
     p.add_argument("--sample-size", "-n", type=int, default=None, metavar="n",
                    help="sample-set size n (held-out item + n-1 negatives); omit if the file has "
                         "a sample_size column or is a scores table")
@@ -66,7 +74,8 @@ def _add_common(p, compare=False):
                    help="estimator: mle (default), wmle, mes, bv, bv_mle, bv_mes, mn, mn_mle, "
                         "mn_mes, cls, adaptive_mle (default when sample sizes vary)")
     p.add_argument("--ci", type=float, default=0.95, help="confidence level (default 0.95)")
-    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates (default 1000)")
+    p.add_argument("--n-boot", type=int, default=None,
+                   help="bootstrap replicates (default 1000; 200 with --item-weights)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--scheme", choices=["binomial", "hypergeometric"], default="binomial",
                    help="negatives drawn with (binomial, the papers) or without replacement")
@@ -75,6 +84,10 @@ def _add_common(p, compare=False):
     p.add_argument("--format", choices=["table", "csv", "json"], default="table",
                    help="output format (default table)")
     p.add_argument("--output", "-o", default=None, help="write to this file instead of stdout")
+    _add_weights(p)
+    p.add_argument("--exclude", default=None, metavar="TRAIN.csv",
+                   help="with --item-weights: columns user, item, the items each user's negatives were never "
+                        "drawn from (its history)")
     if compare:
         p.add_argument("--alpha", type=float, default=0.05,
                        help="family-wise error rate of the decisions (default 0.05)")
@@ -82,6 +95,15 @@ def _add_common(p, compare=False):
                        help="multiple-comparison adjustment (default holm)")
     else:
         p.add_argument("--model", default=None, help="only this model (column 'model')")
+
+
+def _add_weights(p):
+    p.add_argument("--item-weights", default=None, metavar="WEIGHTS.csv",
+                   help="popularity-sampled negatives: columns item, weight (or user, item interactions: "
+                        "weight = count ^ --weight-alpha)")
+    p.add_argument("--weight-alpha", type=float, default=1.0,
+                   help="exponent of the counts when --item-weights is an interactions table (default 1, "
+                        "RecBole popN)")
 
 
 def build_parser():
@@ -102,8 +124,9 @@ def build_parser():
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.add_argument("--output", "-o", default=None)
     p = sub.add_parser("negatives", help="a fixed negatives file (same sampled items for all models)")
-    p.add_argument("--n-items", "-N", type=int, required=True, metavar="N",
-                   help="number of items; item ids are 0..N-1")
+    p.add_argument("--n-items", "-N", type=int, default=None, metavar="N",
+                   help="number of items; item ids are 0..N-1 (not used with --item-weights: the items are "
+                        "those of the weights)")
     p.add_argument("--users", required=True, metavar="USERS.csv",
                    help="column user [, item = the held-out item, never sampled]")
     p.add_argument("--sample-size", "-n", type=int, required=True, metavar="n",
@@ -115,6 +138,7 @@ def build_parser():
                    help="sample with replacement (binomial scheme; default: distinct negatives, "
                         "then use --scheme hypergeometric when estimating)")
     p.add_argument("--output", "-o", default=None)
+    _add_weights(p)
     return parser
 
 
@@ -157,9 +181,77 @@ def _size_arg(sr, model, n):
     return r, (n if s is None else None), s
 
 
+def _item_weights(args):
+    """The weights of --item-weights: a weights table, or counts ** --weight-alpha of an interactions table."""
+    from .correct import _read_table
+    from .popularity import check_item_weights, popularity_weights
+
+    df = _read_table(args.item_weights, "item weights")
+    if "weight" in df.columns:
+        return check_item_weights(df)
+    if "item" in df.columns:
+        return popularity_weights(df, args.weight_alpha)
+    raise _CLIError(f"{args.item_weights} must have columns item, weight (weights) or user, item "
+                    f"(interactions); found columns {list(df.columns)}")
+
+
+def _popularity_logs(args):
+    from .correct import _read_table
+    from .popularity import popularity_logs_from_table
+
+    if args.scheme != "binomial":
+        raise _CLIError("popularity-sampled negatives are supported with replacement only (--scheme binomial)")
+    df = _read_table(args.ranks, "scores")
+    weights = _item_weights(args) if args.item_weights else None
+    excl = _read_table(args.exclude, "exclude") if args.exclude else None
+    return popularity_logs_from_table(df, weights, exclude=excl, ties=args.ties)
+
+
+def _is_popularity(args):
+    """--item-weights given, or a scores table that logs each negative's draw probability (column q)."""
+    from .correct import _read_table
+
+    if args.item_weights:
+        return True
+    cols = set(_read_table(args.ranks, "ranks").columns)
+    if {"q", "label", "item"} <= cols:
+        return True
+    if args.exclude:
+        raise _CLIError("--exclude needs --item-weights (popularity-sampled negatives)")
+    return False
+
+
+def _n_boot(args, popularity):
+    return args.n_boot if args.n_boot is not None else (200 if popularity else 1000)
+
+
+def _cmd_estimate_popularity(args):
+    from .popularity import estimate_popularity
+
+    logs = _popularity_logs(args)
+    if args.model is not None:
+        if args.model not in logs:
+            raise _CLIError(f"--model must be one of {list(logs)}; got {args.model!r}")
+        logs = {args.model: logs[args.model]}
+    out = estimate_popularity(logs, args.metric or ("recall@10", "ndcg@10"), method=args.method or "pop_mle",
+                              ci=args.ci, n_boot=_n_boot(args, True), rng=args.seed,
+                              progress=sys.stderr.isatty())
+    if len(logs) == 1 and args.format == "table":
+        out = out.drop(columns="model")
+    _write(out, args.format, args.output)
+
+
+def _need_n_items(args):
+    if args.n_items is None:
+        raise _CLIError("--n-items is required (unless --item-weights is given)")
+
+
 def _cmd_estimate(args):
     from .correct import estimate
 
+    if _is_popularity(args):
+        return _cmd_estimate_popularity(args)
+    _need_n_items(args)
     sr = _load_ranks(args)
     models = sr.models
     if args.model is not None:
@@ -170,7 +262,7 @@ def _cmd_estimate(args):
     for m in models:
         r, n, s = _size_arg(sr, m, args.sample_size)
         t = estimate(r, args.n_items, n, metrics=args.metric or ("recall@10", "ndcg@10"),
-                     method=args.method, ci=args.ci, n_boot=args.n_boot, rng=args.seed,
+                     method=args.method, ci=args.ci, n_boot=_n_boot(args, False), rng=args.seed,
                      sample_sizes=s, scheme=args.scheme, progress=sys.stderr.isatty())
         t.insert(0, "model", m)
         tables.append(t)
@@ -183,6 +275,21 @@ def _cmd_estimate(args):
 def _cmd_compare(args):
     from .correct import compare
 
+    if _is_popularity(args):
+        from .popularity import compare_popularity
+
+        logs = _popularity_logs(args)
+        if len(logs) < 2:
+            raise _CLIError(f"compare needs a 'model' column with at least 2 models; got {list(logs)}")
+        out = compare_popularity(logs, args.metric or ("recall@10", "ndcg@10"), method=args.method or "pop_mle",
+                                 ci=args.ci, n_boot=_n_boot(args, True), rng=args.seed, alpha=args.alpha,
+                                 adjust=args.adjust, progress=sys.stderr.isatty())
+        if args.format == "table":
+            out = out[["metric", "model_a", "model_b", "estimate_a", "estimate_b", "difference",
+                       "ci_low", "ci_high", "pvalue", "pvalue_adjusted", "decision"]]
+        _write(out, args.format, args.output)
+        return
+    _need_n_items(args)
     sr = _load_ranks(args)
     if len(sr.models) < 2:
         raise _CLIError(f"compare needs a 'model' column with at least 2 models; got {sr.models}")
@@ -202,7 +309,7 @@ def _cmd_compare(args):
         sizes = None
     out = compare(sr if sr.ranks.isna().any().any() else d, args.n_items, n_common,
                   metrics=args.metric or ("recall@10", "ndcg@10"), method=args.method, ci=args.ci,
-                  n_boot=args.n_boot, rng=args.seed, sample_sizes=sizes, alpha=args.alpha,
+                  n_boot=_n_boot(args, False), rng=args.seed, sample_sizes=sizes, alpha=args.alpha,
                   adjust=args.adjust, scheme=args.scheme, progress=sys.stderr.isatty())
     if args.format == "table":
         out = out[["metric", "model_a", "model_b", "estimate_a", "estimate_b", "difference",
@@ -244,6 +351,17 @@ def _cmd_negatives(args):
     if args.exclude is not None:
         excl = _read_table(args.exclude, "exclude")
     held = users["item"].to_numpy() if "item" in users.columns else None
+    if args.item_weights:
+        from .popularity import sample_popularity_negatives
+
+        out = sample_popularity_negatives(users["user"].to_numpy(), _item_weights(args), args.sample_size,
+                                          held_out=held, exclude=excl, replace=True, rng=args.seed)
+        if args.output:
+            out.to_csv(args.output, index=False)
+        else:
+            out.to_csv(sys.stdout, index=False)
+        return
+    _need_n_items(args)
     out = sample_negatives(users["user"].to_numpy(), args.n_items, args.sample_size, exclude=excl,
                            held_out=held, replace=args.replace, rng=args.seed)
     if args.output:

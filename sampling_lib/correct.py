@@ -420,7 +420,7 @@ def _percentile(samples, ci):
 # ----------------------------------------------------------------------------
 def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None, ci=0.95,
              n_boot=1000, rng=None, sample_sizes=None, scheme="binomial", options=None,
-             refit_prior=True, progress=False):
+             refit_prior=True, progress=False, item_weights=None, exclude=None):
     """Corrected global top-K metrics with bootstrap confidence intervals.
 
     From the sampled ranks r_u (rank of user u's held-out item among itself and
@@ -476,6 +476,15 @@ def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, meth
         products.
     progress : bool, keyword-only
         Show a tqdm progress bar on stderr during the bootstrap.
+    item_weights, exclude : optional, keyword-only
+        **Popularity-sampled negatives** (RecBole ``popN``): with item weights
+        (or a :class:`sampling_lib.popularity.PopularityLog`, or a scores table
+        with a ``q`` column as first argument) the call is
+        :func:`sampling_lib.popularity.estimate_popularity` on the scores
+        table ``user, item, score, label[, model]`` given as first argument
+        (``exclude``: the users' history, ``method`` in "pop_mle" (default),
+        "ht", "uniform"; ``N`` and ``n`` are not used, ``scheme`` must be
+        "binomial").
 
     Returns
     -------
@@ -566,6 +575,12 @@ def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, meth
     >>> bool(t.ci_low[0] <= t.estimate[0] <= t.ci_high[0])
     True
     """
+    from . import popularity as _pop
+
+    if item_weights is not None or _pop._is_popularity_input(sampled_ranks):
+        return _pop.estimate_popularity(sampled_ranks, metrics, method=method or "pop_mle", ci=ci,
+                                        n_boot=n_boot, rng=rng, item_weights=item_weights, exclude=exclude,
+                                        replace=check_scheme(scheme) == "binomial", progress=progress)
     N = check_int(N, "N", low=2)
     stat = rank_counts(sampled_ranks, n, sample_sizes=sample_sizes)
     for ns in stat.size_values:
@@ -658,7 +673,8 @@ def _as_model_dict(ranks, sample_sizes):
 
 def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None, ci=0.95,
             n_boot=1000, rng=None, sample_sizes=None, alpha=0.05, adjust="holm",
-            scheme="binomial", options=None, refit_prior=True, progress=False):
+            scheme="binomial", options=None, refit_prior=True, progress=False, item_weights=None,
+            exclude=None):
     """Pairwise differences of corrected metrics with paired bootstrap CIs and Holm.
 
     Several models evaluated on the **same users** (row u of every model is
@@ -672,6 +688,9 @@ def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None, 
     ranks : dict {model: sampled ranks}, DataFrame (one column per model) or SampledRanks
     N, n, metrics, method, ci, n_boot, rng, sample_sizes, scheme, options, refit_prior, progress
         As :func:`estimate` (``sample_sizes`` may be a dict per model).
+    item_weights, exclude : optional, keyword-only
+        Popularity-sampled negatives: as :func:`estimate`, the call is
+        :func:`sampling_lib.popularity.compare_popularity`.
     alpha : float in (0, 1), keyword-only
         Family-wise error rate of the decisions (family = all model pairs, per metric).
     adjust : {"holm", "bonferroni", "none"}, keyword-only
@@ -711,8 +730,14 @@ def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None, 
     model_a model_b decision
           A       B    A > B
     """
+    from . import popularity as _pop
     from .user_sampling import adjust_pvalues  # lazy: statsmodels is slow to import
 
+    if item_weights is not None or _pop._is_popularity_input(ranks):
+        return _pop.compare_popularity(ranks, metrics, method=method or "pop_mle", ci=ci, n_boot=n_boot,
+                                       rng=rng, alpha=alpha, adjust=adjust, item_weights=item_weights,
+                                       exclude=exclude, replace=check_scheme(scheme) == "binomial",
+                                       progress=progress)
     N = check_int(N, "N", low=2)
     d = _as_model_dict(ranks, sample_sizes)
     ci = _check_ci(ci)

@@ -1496,14 +1496,41 @@ def _check_log_for(method, log):
                          "method='uniform' (and the bounds) can be computed")
 
 
+def _is_popularity_input(data):
+    """A log, a dict of logs, or a scores table with logged draw probabilities (column ``q``)."""
+    if isinstance(data, PopularityLog):
+        return True
+    if isinstance(data, dict) and data and all(isinstance(v, PopularityLog) for v in data.values()):
+        return True
+    return isinstance(data, pd.DataFrame) and {"q", "label", "item"} <= set(data.columns)
+
+
+def _as_logs(data, item_weights, exclude, ties):
+    """{model: PopularityLog} from a log, a dict of logs, or a scores table (DataFrame or path)."""
+    if isinstance(data, PopularityLog):
+        return {"model": data}
+    if isinstance(data, dict):
+        bad = [k for k, v in data.items() if not isinstance(v, PopularityLog)]
+        if bad:
+            raise TypeError(f"a dict of logs must map model names to PopularityLog; {bad[0]!r} does not")
+        return {str(k): v for k, v in data.items()}
+    return popularity_logs_from_table(data, item_weights, exclude=exclude, ties=ties)
+
+
 def estimate_popularity(log, metrics=("recall@10", "ndcg@10"), *, method="pop_mle", ci=0.95, n_boot=200,
-                        rng=None, bounds=True, tol=None, max_iter=100, replace=True, progress=False):
+                        rng=None, bounds=True, tol=None, max_iter=100, replace=True, progress=False,
+                        item_weights=None, exclude=None, ties="pessimistic"):
     """Corrected global metrics from a popularity-sampled evaluation, with bootstrap CIs.
 
     Parameters
     ----------
-    log : PopularityLog
-        From :func:`popularity_logs_from_table` or :func:`simulate_popularity_log`.
+    log : PopularityLog, dict {model: PopularityLog}, DataFrame or path
+        A log (from :func:`simulate_popularity_log` or
+        :func:`popularity_logs_from_table`), several, or a long scores table
+        ``user, item, score, label[, model][, q, n_candidates]`` read with
+        ``item_weights``, ``exclude`` and ``ties`` by
+        :func:`popularity_logs_from_table`; with several models the result
+        has a leading ``model`` column.
     metrics : str or sequence of str
         As :func:`sampling_lib.correct.estimate`.
     method : {"pop_mle", "ht", "uniform"}, keyword-only
@@ -1524,11 +1551,13 @@ def estimate_popularity(log, metrics=("recall@10", "ndcg@10"), *, method="pop_ml
         (not supported, see the module docstring).
     progress : bool, keyword-only
         tqdm progress bar during the bootstrap.
+    item_weights, exclude, ties : keyword-only
+        For a scores table (:func:`popularity_logs_from_table`).
 
     Returns
     -------
     pandas.DataFrame
-        One row per metric with the columns of :func:`sampling_lib.correct.estimate`
+        One row per metric (and model) with the columns of :func:`sampling_lib.correct.estimate`
         (``naive`` is the popularity-sampled metric) plus ``bound_low`` and
         ``bound_high``.
 
@@ -1547,6 +1576,16 @@ def estimate_popularity(log, metrics=("recall@10", "ndcg@10"), *, method="pop_ml
 
     if replace is not True:
         raise ValueError(_WITHOUT_REPLACEMENT)
+    if not isinstance(log, PopularityLog):
+        logs = _as_logs(log, item_weights, exclude, ties)
+        rng = np.random.default_rng(rng)
+        tables = []
+        for m, lg in logs.items():
+            t = estimate_popularity(lg, metrics, method=method, ci=ci, n_boot=n_boot, rng=rng, bounds=bounds,
+                                    tol=tol, max_iter=max_iter, progress=progress)
+            t.insert(0, "model", m)
+            tables.append(t)
+        return pd.concat(tables, ignore_index=True)
     _check_log_for(method, log)
     ci = _check_ci(ci)
     n_boot = check_int(n_boot, "n_boot", low=0)
@@ -1601,7 +1640,7 @@ def estimate_popularity(log, metrics=("recall@10", "ndcg@10"), *, method="pop_ml
 
 def compare_popularity(logs, metrics=("recall@10", "ndcg@10"), *, method="pop_mle", ci=0.95, n_boot=200,
                        rng=None, alpha=0.05, adjust="holm", tol=None, max_iter=100, replace=True,
-                       progress=False):
+                       progress=False, item_weights=None, exclude=None, ties="pessimistic"):
     """Pairwise differences of corrected metrics of models evaluated on the same users.
 
     The users are resampled jointly (paired bootstrap) and every model is
@@ -1611,9 +1650,10 @@ def compare_popularity(logs, metrics=("recall@10", "ndcg@10"), *, method="pop_ml
 
     Parameters
     ----------
-    logs : dict {model: PopularityLog}
-        Logs of the same users in the same order (user ids, when stored, must agree).
-    metrics, method, ci, n_boot, rng, tol, max_iter, replace, progress
+    logs : dict {model: PopularityLog}, DataFrame or path
+        Logs of the same users in the same order (user ids, when stored, must
+        agree), or a long scores table with a ``model`` column.
+    metrics, method, ci, n_boot, rng, tol, max_iter, replace, progress, item_weights, exclude, ties
         As :func:`estimate_popularity`.
     alpha : float in (0, 1), keyword-only
     adjust : {"holm", "bonferroni", "none"}, keyword-only
@@ -1638,9 +1678,9 @@ def compare_popularity(logs, metrics=("recall@10", "ndcg@10"), *, method="pop_ml
 
     if replace is not True:
         raise ValueError(_WITHOUT_REPLACEMENT)
-    if not isinstance(logs, dict) or len(logs) < 2:
-        raise ValueError(f"logs must be a dict of at least 2 models' PopularityLog; got "
-                         f"{type(logs).__name__} of length {len(logs) if hasattr(logs, '__len__') else '?'}")
+    logs = _as_logs(logs, item_weights, exclude, ties)
+    if len(logs) < 2:
+        raise ValueError(f"compare needs at least 2 models; got {list(logs)}")
     names = [str(k) for k in logs]
     L = list(logs.values())
     for m, lg in zip(names, L):

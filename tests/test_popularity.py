@@ -355,3 +355,108 @@ def test_estimate_and_compare_popularity():
     short = pop.PopularityLog(log.x[:10], log.sizes[:10], log.n_candidates[:10])
     with pytest.raises(ValueError, match="same users"):
         pop.compare_popularity({"A": ranks_only, "B": short}, method="uniform", n_boot=5)
+
+
+# ----------------------------------------------------------------------------
+# correct.estimate / compare and the CLI
+# ----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def pop_files(tmp_path_factory):
+    """A popularity-sampled evaluation written as the files a practitioner has."""
+    d = tmp_path_factory.mktemp("popcli")
+    rng = np.random.default_rng(20)
+    M, N = 60, 30
+    items = [f"i{j}" for j in range(N)]
+    inter = pd.DataFrame({"user": rng.integers(0, M, 400), "item": rng.choice(items, 400)})
+    inter = inter.drop_duplicates()
+    inter.to_csv(d / "interactions.csv", index=False)
+    last = inter.groupby("user").tail(1)
+    train = inter.drop(last.index)
+    train.to_csv(d / "train.csv", index=False)
+    last[["user", "item"]].to_csv(d / "users.csv", index=False)
+    w = pop.popularity_weights(inter, 1.0)
+    pd.DataFrame({"item": w.index, "weight": w.to_numpy()}).to_csv(d / "weights.csv", index=False)
+    return d, last, train, w, rng
+
+
+def _scores_table(d, last, neg, rng):
+    emb = {u: rng.standard_normal(3) for u in last.user}
+    all_items = sorted(pd.concat([last.item, neg.item]).unique())
+    item_vec = dict(zip(all_items, np.random.default_rng(21).standard_normal((len(all_items), 3))))
+    rows = []
+    for model, sign in (("A", 1.0), ("B", -1.0)):
+        for _, r in last.iterrows():
+            rows.append(dict(model=model, user=r.user, item=r["item"], label=1,
+                             score=sign * emb[r.user] @ item_vec[r["item"]] + 0.3))
+        for _, r in neg.iterrows():
+            rows.append(dict(model=model, user=r.user, item=r["item"], label=0, q=r.q,
+                             n_candidates=r.n_candidates, score=sign * emb[r.user] @ item_vec[r["item"]]))
+    return pd.DataFrame(rows)
+
+
+def test_cli_and_api_popularity_end_to_end(pop_files):
+    from sampling_lib.cli import main
+    from sampling_lib.correct import compare, estimate
+
+    d, last, train, w, rng = pop_files
+    out = d / "neg.csv"
+    assert main(["negatives", "--users", str(d / "users.csv"), "--sample-size", "8", "--seed", "0",
+                 "--exclude", str(d / "train.csv"), "--item-weights", str(d / "weights.csv"),
+                 "-o", str(out)]) == 0
+    neg = pd.read_csv(out)
+    assert list(neg.columns) == ["user", "item", "q", "n_candidates", "replace"]
+    assert (neg.groupby("user").size() == 7).all()
+    bad = neg.merge(train, on=["user", "item"]).shape[0] + neg.merge(last, on=["user", "item"]).shape[0]
+    assert bad == 0                                                     # history and held-out never drawn
+    tab = _scores_table(d, last, neg, rng)
+    tab.drop(columns=["q", "n_candidates"]).to_csv(d / "scores.csv", index=False)
+    tab.to_csv(d / "scores_q.csv", index=False)
+    res = d / "est.csv"
+    # the README line: weights from the interaction counts (alpha = 1), history excluded
+    assert main(["estimate", str(d / "scores.csv"), "--item-weights", str(d / "interactions.csv"),
+                 "--exclude", str(d / "train.csv"), "--metric", "recall@5", "--n-boot", "20",
+                 "--format", "csv", "-o", str(res)]) == 0
+    cli = pd.read_csv(res)
+    excl = pd.read_csv(d / "train.csv")
+    api = estimate(pd.read_csv(d / "scores.csv"), None, metrics="recall@5", n_boot=20, rng=0,
+                   item_weights=w, exclude=excl)
+    assert np.allclose(cli.estimate, api.estimate) and np.allclose(cli.ci_low, api.ci_low)
+    assert list(cli.model) == ["A", "B"] and (cli.method == "pop_mle").all()
+    # the logged q and n_candidates alone (no weights) give the same point estimates
+    assert main(["estimate", str(d / "scores_q.csv"), "--metric", "recall@5", "--n-boot", "0",
+                 "--format", "csv", "-o", str(res)]) == 0
+    assert np.allclose(pd.read_csv(res).estimate, api.estimate)
+    cmp = d / "cmp.csv"
+    assert main(["compare", str(d / "scores.csv"), "--item-weights", str(d / "weights.csv"),
+                 "--exclude", str(d / "train.csv"), "--metric", "recall@5", "--n-boot", "20",
+                 "--format", "csv", "-o", str(cmp)]) == 0
+    c_api = compare(pd.read_csv(d / "scores.csv"), None, metrics="recall@5", n_boot=20, rng=0,
+                    item_weights=w, exclude=excl)
+    assert np.allclose(pd.read_csv(cmp).difference, c_api.difference)
+
+
+def test_cli_popularity_errors(pop_files, capsys):
+    from sampling_lib.cli import main
+
+    d, last, train, w, rng = pop_files
+    neg = pop.sample_popularity_negatives(last.user, w, 5, held_out=last.item, exclude=train, rng=1)
+    _scores_table(d, last, neg, rng).drop(columns=["q", "n_candidates"]).to_csv(d / "s2.csv", index=False)
+    pd.DataFrame({"item": w.index, "weight": -w.to_numpy()}).to_csv(d / "neg_w.csv", index=False)
+    pd.DataFrame({"item": w.index[:3], "weight": 1.0}).to_csv(d / "few_w.csv", index=False)
+    pd.DataFrame({"item": w.index, "weight": 0.0}).to_csv(d / "zero_w.csv", index=False)
+    cases = [(["--item-weights", str(d / "neg_w.csv")], "item_weights must be >= 0"),
+             (["--item-weights", str(d / "few_w.csv")], "item_weights has no weight for"),
+             (["--item-weights", str(d / "zero_w.csv")], "item_weights must have a positive sum"),
+             (["--item-weights", str(d / "weights.csv"), "--scheme", "hypergeometric"], "with replacement only"),
+             (["--exclude", str(d / "train.csv"), "--n-items", "30"], "--exclude needs --item-weights")]
+    for extra, match in cases:
+        capsys.readouterr()
+        assert main(["estimate", str(d / "s2.csv"), *extra]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("sampling-lib: error:") and match in err[0], err
+
+
+def test_module_declares_all():
+    for name in pop.__all__:
+        assert hasattr(pop, name), name
+    assert "popularity" not in pop.__all__ and len(set(pop.__all__)) == len(pop.__all__)
