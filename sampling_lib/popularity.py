@@ -125,7 +125,7 @@ import pandas as pd
 from scipy import sparse, special, stats
 
 from ._validation import check_columns, check_confidence_level, check_float, check_int, check_int_column
-from .estimators._distribution import EMResult, _check_em_options, _em_core
+from .estimators import EMResult, mixture_em
 from .io import read_table
 from .metrics import metric_values, parse_metrics
 
@@ -812,9 +812,9 @@ class PopularityTruth:
 
 
 def _prepare_scores(scorer, train, test_items, item_weights):
-    from .recommenders import _prepare
+    from .recommenders import check_scoring_inputs
 
-    M, N, t, X = _prepare(scorer, train, test_items)
+    M, N, t, X = check_scoring_inputs(scorer, train, test_items)
     w, _ = _weights_array(item_weights, N)
     E = _exclusion_matrix(np.arange(M), X if X is not None else None, pd.RangeIndex(N), t)
     total, n_cand = _candidate_totals(w, E)
@@ -1291,9 +1291,7 @@ def _cells(log):
 
 def _em_on_grid(cell_sizes, cell_x, counts, G_of_grid, tol, max_iter, accelerate):
     L = np.exp(_binom_log_pmf(cell_x, cell_sizes - 1, G_of_grid))
-    keep = counts > 0
-    res = _em_core([(L[:, keep], counts[keep].astype(float))], G_of_grid.size, None, tol, max_iter,
-                   accelerate)
+    res = mixture_em(L, counts, tol=tol, max_iter=max_iter, accelerate=accelerate)
     return res, L
 
 
@@ -1310,7 +1308,7 @@ class _Estimator:
             raise TypeError(f"log must be a PopularityLog; got {type(log).__name__}")
         if method not in POPULARITY_METHODS:
             raise ValueError(f"method must be one of {list(POPULARITY_METHODS)}; got {method!r}")
-        self.opts = _check_em_options(tol, max_iter, accelerate)
+        self.opts = (tol, max_iter, accelerate)      # checked by mixture_em (sampling_lib.estimators)
         self.log, self.method, self.N = log, method, log.N
         if method == "ht":
             _need_draws(log, "method='ht'")
@@ -1348,9 +1346,8 @@ class _Estimator:
             curve = self.terms.curve(None if weight is None else w)
             L = np.exp(_binom_log_pmf(self.xs, self.sizes - 1, curve.mass_of(self.rho)))
         counts = np.bincount(self.user_cell, weights=w, minlength=self.sizes.size)
-        keep = counts > 0
         tol, max_iter, accelerate = self.opts
-        res = _em_core([(L[:, keep], counts[keep])], self.N, None, tol, max_iter, accelerate)
+        res = mixture_em(L, counts, tol=tol, max_iter=max_iter, accelerate=accelerate)
         # posterior of rho for every (cell, N_u) group of users, mapped to R = 1 + round(rho (N_u - 1))
         post = res.pmf[:, None] * L
         post /= post.sum(axis=0, keepdims=True)
@@ -1437,7 +1434,6 @@ def popularity_bounds(log, *, tol=None, max_iter=100):
     if log.item_weights is None or log.excluded is None:
         raise ValueError("popularity_bounds needs the item weights and each user's excluded items "
                          "(give item_weights when reading the scores table)")
-    tol, max_iter, _ = _check_em_options(tol, max_iter, None)
     N = log.N
     grid = np.arange(N) / (N - 1)
     sizes, xs, user_cell = _cells(log)
