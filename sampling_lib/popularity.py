@@ -1551,9 +1551,8 @@ def _as_logs(data, item_weights, exclude, ties):
 
 
 def estimate_popularity(log, metrics=("recall@10", "ndcg@10"), *, method="pop_mle", confidence_level=0.95,
-                        n_boot=200,
-                        rng=None, bounds=True, tol=None, max_iter=100, replace=True, progress=False,
-                        item_weights=None, exclude=None, ties="pessimistic"):
+                        n_boot=200, rng=None, bounds=True, tol=None, max_iter=100, replace=True,
+                        progress=False, item_weights=None, exclude=None, ties="pessimistic"):
     """Corrected global metrics from a popularity-sampled evaluation, with bootstrap CIs.
 
     Parameters
@@ -1668,9 +1667,8 @@ def estimate_popularity(log, metrics=("recall@10", "ndcg@10"), *, method="pop_ml
 
 
 def compare_popularity(logs, metrics=("recall@10", "ndcg@10"), *, method="pop_mle", confidence_level=0.95,
-                       n_boot=200,
-                       rng=None, alpha=0.05, adjust="holm", tol=None, max_iter=100, replace=True,
-                       progress=False, item_weights=None, exclude=None, ties="pessimistic"):
+                       n_boot=200, rng=None, alpha=0.05, adjust="holm", tol=None, max_iter=100,
+                       replace=True, progress=False, item_weights=None, exclude=None, ties="pessimistic"):
     """Pairwise differences of corrected metrics of models evaluated on the same users.
 
     The users are resampled jointly (paired bootstrap) and every model is
