@@ -8,6 +8,13 @@ Subcommands
 ``negatives``  a fixed file of sampled negatives, so every model sees the same items;
 ``run``        execute the notebooks into reports/ (same options as ``python -m sampling_lib run``).
 
+Popularity-sampled negatives (RecBole ``popN``): give ``--item-weights`` (a
+table ``item, weight``, or an interactions table ``user, item`` whose counts
+raised to ``--weight-alpha`` are the weights) with a scores table that has an
+``item`` column, and ``--exclude`` for the users' history; ``estimate`` and
+``compare`` then use :mod:`sampling_lib.popularity` (``--method`` pop_mle,
+ht or uniform) and ``negatives`` draws popularity negatives with their q.
+
 Input files (CSV, or TSV when the name ends in .tsv):
 
 * ranks table: columns ``user, rank`` [+ ``sample_size``] [+ ``model``];
@@ -26,6 +33,7 @@ Examples
     sampling-lib compare ranks.csv --n-items 3706 --sample-size 100 --metric ndcg@10
     sampling-lib plan-users --margin 0.01 --models 5
     sampling-lib negatives --n-items 3706 --users users.csv --sample-size 100 --seed 0 --exclude train.csv
+    sampling-lib estimate scores.csv --item-weights interactions.csv --exclude train.csv --metric recall@10
 """
 from __future__ import annotations
 
@@ -37,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from .estimators import DEFAULT_METHOD, METHODS
+from .popularity import POPULARITY_METHODS
 
 __all__ = ["main", "build_parser"]
 
@@ -57,20 +66,22 @@ def _add_common(p, compare=False):
     p.add_argument("ranks", metavar="RANKS.csv",
                    help="ranks table (user, rank[, sample_size][, model]) or scores table "
                         "(user, score, label[, model])")
-    p.add_argument("--n-items", "-N", type=int, required=True, metavar="N",
-                   help="number of items N in the global ranking")
+    p.add_argument("--n-items", "-N", type=int, default=None, metavar="N",
+                   help="number of items N in the global ranking (required unless --item-weights is given)")
     p.add_argument("--sample-size", "-n", type=int, default=None, metavar="n",
                    help="sample-set size n (held-out item + n-1 negatives); omit if the file has "
                         "a sample_size column or is a scores table")
     p.add_argument("--metric", "-m", action="append", default=None, metavar="METRIC",
                    help="metric like recall@10, ndcg@10, ap@10, precision@5, mrr@10 "
                         "(repeatable; default recall@10 and ndcg@10)")
-    p.add_argument("--method", default=None, choices=METHODS, metavar="METHOD",
+    p.add_argument("--method", default=None, choices=METHODS + POPULARITY_METHODS, metavar="METHOD",
                    help=f"estimator, one of {', '.join(METHODS)} (default {DEFAULT_METHOD}; "
-                        "adaptive_mle when sample sizes vary)")
+                        "adaptive_mle when sample sizes vary); with popularity-sampled negatives one of "
+                        f"{', '.join(POPULARITY_METHODS)} (default pop_mle)")
     p.add_argument("--confidence-level", "--ci", dest="ci", type=float, default=0.95,
                    help="confidence level of the intervals (default 0.95; --ci is the old spelling)")
-    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates (default 1000)")
+    p.add_argument("--n-boot", type=int, default=None,
+                   help="bootstrap replicates (default 1000; 200 with popularity-sampled negatives)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--scheme", choices=["binomial", "hypergeometric"], default="binomial",
                    help="negatives drawn with (binomial, the papers) or without replacement")
@@ -79,6 +90,10 @@ def _add_common(p, compare=False):
     p.add_argument("--format", choices=["table", "csv", "json"], default="table",
                    help="output format (default table)")
     p.add_argument("--output", "-o", default=None, help="write to this file instead of stdout")
+    _add_weights(p)
+    p.add_argument("--exclude", default=None, metavar="TRAIN.csv",
+                   help="with --item-weights: columns user, item, the items each user's negatives were never "
+                        "drawn from (its history)")
     if compare:
         p.add_argument("--alpha", type=float, default=0.05,
                        help="family-wise error rate of the decisions (default 0.05)")
@@ -86,6 +101,15 @@ def _add_common(p, compare=False):
                        help="multiple-comparison adjustment (default holm)")
     else:
         p.add_argument("--model", default=None, help="only this model (column 'model')")
+
+
+def _add_weights(p):
+    p.add_argument("--item-weights", default=None, metavar="WEIGHTS.csv",
+                   help="popularity-sampled negatives: columns item, weight (or user, item interactions: "
+                        "weight = count ^ --weight-alpha)")
+    p.add_argument("--weight-alpha", type=float, default=1.0,
+                   help="exponent of the counts when --item-weights is an interactions table (default 1, "
+                        "RecBole popN)")
 
 
 def build_parser():
@@ -106,8 +130,9 @@ def build_parser():
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.add_argument("--output", "-o", default=None)
     p = sub.add_parser("negatives", help="a fixed negatives file (same sampled items for all models)")
-    p.add_argument("--n-items", "-N", type=int, required=True, metavar="N",
-                   help="number of items; item ids are 0..N-1")
+    p.add_argument("--n-items", "-N", type=int, default=None, metavar="N",
+                   help="number of items; item ids are 0..N-1 (not used with --item-weights: the items are "
+                        "those of the weights)")
     p.add_argument("--users", required=True, metavar="USERS.csv",
                    help="column user [, item = the held-out item, never sampled]")
     p.add_argument("--sample-size", "-n", type=int, required=True, metavar="n",
@@ -119,6 +144,7 @@ def build_parser():
                    help="sample with replacement (binomial scheme; default: distinct negatives, "
                         "then use --scheme hypergeometric when estimating)")
     p.add_argument("--output", "-o", default=None)
+    _add_weights(p)
     p = sub.add_parser("run", help="execute the notebooks into a report folder (make reports)",
                        add_help=False)
     p.add_argument("run_args", nargs=argparse.REMAINDER,
@@ -165,9 +191,89 @@ def _size_arg(sr, model, n):
     return r, (n if s is None else None), s
 
 
+def _item_weights(args):
+    """The weights of --item-weights: a weights table, or counts ** --weight-alpha of an interactions table."""
+    from .io import read_table
+    from .popularity import check_item_weights, popularity_weights
+
+    df = read_table(args.item_weights, "item weights")
+    if "weight" in df.columns:
+        return check_item_weights(df)
+    if "item" in df.columns:
+        return popularity_weights(df, args.weight_alpha)
+    raise _CLIError(f"{args.item_weights} must have columns item, weight (weights) or user, item "
+                    f"(interactions); found columns {list(df.columns)}")
+
+
+def _popularity_logs(args):
+    from .io import read_table
+    from .popularity import popularity_logs_from_table
+
+    if args.scheme != "binomial":
+        raise _CLIError("popularity-sampled negatives are supported with replacement only (--scheme binomial)")
+    if args.method is not None and args.method not in POPULARITY_METHODS:
+        raise _CLIError(f"--method must be one of {', '.join(POPULARITY_METHODS)} for popularity-sampled "
+                        f"negatives; got {args.method!r}")
+    df = read_table(args.ranks, "scores")
+    weights = _item_weights(args) if args.item_weights else None
+    excl = read_table(args.exclude, "exclude") if args.exclude else None
+    return popularity_logs_from_table(df, weights, exclude=excl, ties=args.ties)
+
+
+def _header(path):
+    """Column names of a CSV/TSV file (first line only); empty when it cannot be read (the reader says why)."""
+    try:
+        sep = "\t" if str(path).endswith((".tsv", ".tab")) else ","
+        return set(pd.read_csv(path, sep=sep, nrows=0).columns)
+    except (OSError, ValueError):
+        return set()
+
+
+def _is_popularity(args):
+    """--item-weights given, or a scores table that logs each negative's draw probability (column q)."""
+    if args.item_weights:
+        return True
+    if {"q", "label", "item"} <= _header(args.ranks):
+        return True
+    if args.exclude:
+        raise _CLIError("--exclude needs --item-weights (popularity-sampled negatives)")
+    if args.method in POPULARITY_METHODS:
+        raise _CLIError(f"--method {args.method} is for popularity-sampled negatives: give --item-weights "
+                        "(or a scores table with q and n_candidates columns)")
+    return False
+
+
+def _n_boot(args, popularity):
+    return args.n_boot if args.n_boot is not None else (200 if popularity else 1000)
+
+
+def _cmd_estimate_popularity(args):
+    from .popularity import estimate_popularity
+
+    logs = _popularity_logs(args)
+    if args.model is not None:
+        if args.model not in logs:
+            raise _CLIError(f"--model must be one of {list(logs)}; got {args.model!r}")
+        logs = {args.model: logs[args.model]}
+    out = estimate_popularity(logs, args.metric or ("recall@10", "ndcg@10"), method=args.method or "pop_mle",
+                              confidence_level=args.ci, n_boot=_n_boot(args, True), rng=args.seed,
+                              progress=sys.stderr.isatty())
+    if len(logs) == 1 and args.format == "table":
+        out = out.drop(columns="model")
+    _write(out, args.format, args.output)
+
+
+def _need_n_items(args):
+    if args.n_items is None:
+        raise _CLIError("--n-items is required (unless --item-weights is given)")
+
+
 def _cmd_estimate(args):
     from .correct import estimate
 
+    if _is_popularity(args):
+        return _cmd_estimate_popularity(args)
+    _need_n_items(args)
     sr = _load_ranks(args)
     models = sr.models
     if args.model is not None:
@@ -178,7 +284,7 @@ def _cmd_estimate(args):
     for m in models:
         r, n, s = _size_arg(sr, m, args.sample_size)
         t = estimate(r, args.n_items, n, metrics=args.metric or ("recall@10", "ndcg@10"),
-                     method=args.method, confidence_level=args.ci, n_boot=args.n_boot, rng=args.seed,
+                     method=args.method, confidence_level=args.ci, n_boot=_n_boot(args, False), rng=args.seed,
                      sample_sizes=s, scheme=args.scheme, progress=sys.stderr.isatty())
         t.insert(0, "model", m)
         tables.append(t)
@@ -198,6 +304,21 @@ def _cmd_estimate(args):
 def _cmd_compare(args):
     from .correct import compare
 
+    if _is_popularity(args):
+        from .popularity import compare_popularity
+
+        logs = _popularity_logs(args)
+        if len(logs) < 2:
+            raise _CLIError(f"compare needs a 'model' column with at least 2 models; got {list(logs)}")
+        out = compare_popularity(logs, args.metric or ("recall@10", "ndcg@10"), method=args.method or "pop_mle",
+                                 confidence_level=args.ci, n_boot=_n_boot(args, True), rng=args.seed, alpha=args.alpha,
+                                 adjust=args.adjust, progress=sys.stderr.isatty())
+        if args.format == "table":
+            out = out[["metric", "model_a", "model_b", "estimate_a", "estimate_b", "difference",
+                       "ci_low", "ci_high", "pvalue", "pvalue_adjusted", "decision"]]
+        _write(out, args.format, args.output)
+        return
+    _need_n_items(args)
     sr = _load_ranks(args)
     if len(sr.models) < 2:
         raise _CLIError(f"compare needs a 'model' column with at least 2 models; got {sr.models}")
@@ -217,7 +338,7 @@ def _cmd_compare(args):
         sizes = None
     out = compare(sr if sr.ranks.isna().any().any() else d, args.n_items, n_common,
                   metrics=args.metric or ("recall@10", "ndcg@10"), method=args.method, confidence_level=args.ci,
-                  n_boot=args.n_boot, rng=args.seed, sample_sizes=sizes, alpha=args.alpha,
+                  n_boot=_n_boot(args, False), rng=args.seed, sample_sizes=sizes, alpha=args.alpha,
                   adjust=args.adjust, scheme=args.scheme, progress=sys.stderr.isatty())
     if args.format == "table":
         out = out[["metric", "model_a", "model_b", "estimate_a", "estimate_b", "difference",
@@ -261,6 +382,17 @@ def _cmd_negatives(args):
     if args.exclude is not None:
         excl = read_table(args.exclude, "exclude")
     held = users["item"].to_numpy() if "item" in users.columns else None
+    if args.item_weights:
+        from .popularity import sample_popularity_negatives
+
+        out = sample_popularity_negatives(users["user"].to_numpy(), _item_weights(args), args.sample_size,
+                                          held_out=held, exclude=excl, replace=True, rng=args.seed)
+        if args.output:
+            out.to_csv(args.output, index=False)
+        else:
+            out.to_csv(sys.stdout, index=False)
+        return
+    _need_n_items(args)
     out = sample_negatives(users["user"].to_numpy(), args.n_items, args.sample_size, exclude=excl,
                            held_out=held, replace=args.replace, rng=args.seed)
     if args.output:

@@ -248,7 +248,7 @@ def _percentile(samples, ci):
 def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None,
              confidence_level=0.95,
              n_boot=1000, rng=None, sample_sizes=None, scheme="binomial", options=None,
-             refit_prior=True, progress=False):
+             refit_prior=True, progress=False, item_weights=None, exclude=None):
     """Corrected global top-K metrics with bootstrap confidence intervals.
 
     From the sampled ranks r_u (rank of user u's held-out item among itself and
@@ -306,6 +306,19 @@ def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, meth
         products.
     progress : bool, keyword-only
         Show a tqdm progress bar on stderr during the bootstrap.
+    item_weights, exclude : optional, keyword-only
+        **Popularity-sampled negatives** (RecBole ``popN``): when
+        ``item_weights`` is given, or the first argument is a
+        :class:`sampling_lib.popularity.PopularityLog` (a dict of them) or a
+        scores table with the logged ``q`` column, the call is
+        :func:`sampling_lib.popularity.estimate_popularity`. The first
+        argument is then the scores table ``user, item, score, label[, model]``
+        (DataFrame or path), ``exclude`` the users' history (``user, item``),
+        ``method`` one of :data:`sampling_lib.popularity.POPULARITY_METHODS`
+        (default "pop_mle"), ``options`` the EM options (``tol``,
+        ``max_iter``); ``scheme`` must be "binomial"; ``N``, ``n``,
+        ``sample_sizes`` and ``refit_prior`` are not used. The table gains
+        the no-log bounds ``bound_low, bound_high``.
 
     Returns
     -------
@@ -400,6 +413,14 @@ def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, meth
     >>> bool(t.ci_low[0] <= t.estimate[0] <= t.ci_high[0])
     True
     """
+    from .popularity import estimate_popularity, is_popularity_input  # lazy: the popularity seam
+
+    if item_weights is not None or is_popularity_input(sampled_ranks):
+        return estimate_popularity(sampled_ranks, metrics, method=method or "pop_mle",
+                                   confidence_level=confidence_level, n_boot=n_boot, rng=rng,
+                                   item_weights=item_weights, exclude=exclude,
+                                   replace=check_scheme(scheme) == "binomial", progress=progress,
+                                   **(options or {}))
     N = check_int(N, "N", low=2)
     stat = rank_counts(sampled_ranks, n, sample_sizes=sample_sizes)
     for ns in stat.size_values:
@@ -506,7 +527,8 @@ def _as_model_dict(ranks, sample_sizes):
 
 def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None,
             confidence_level=0.95, n_boot=1000, rng=None, sample_sizes=None, alpha=0.05, adjust="holm",
-            scheme="binomial", options=None, refit_prior=True, progress=False):
+            scheme="binomial", options=None, refit_prior=True, progress=False, item_weights=None,
+            exclude=None):
     """Pairwise differences of corrected metrics with paired bootstrap CIs and Holm.
 
     Several models evaluated on the **same users** (row u of every model is
@@ -520,6 +542,9 @@ def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None,
     ranks : dict {model: sampled ranks}, DataFrame (one column per model) or SampledRanks
     N, n, metrics, method, confidence_level, n_boot, rng, sample_sizes, scheme, options, refit_prior, progress
         As :func:`estimate` (``sample_sizes`` may be a dict per model).
+    item_weights, exclude : optional, keyword-only
+        Popularity-sampled negatives: as :func:`estimate`, the call is
+        :func:`sampling_lib.popularity.compare_popularity`.
     alpha : float in (0, 1), keyword-only
         Family-wise error rate of the decisions (family = all model pairs, per metric).
     adjust : {"holm", "bonferroni", "none"}, keyword-only
@@ -559,8 +584,14 @@ def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None,
     model_a model_b decision
           A       B    A > B
     """
+    from .popularity import compare_popularity, is_popularity_input  # lazy: the popularity seam
     from .user_sampling import adjust_pvalues  # lazy: statsmodels is slow to import
 
+    if item_weights is not None or is_popularity_input(ranks):
+        return compare_popularity(ranks, metrics, method=method or "pop_mle", confidence_level=confidence_level,
+                                  n_boot=n_boot, rng=rng, alpha=alpha, adjust=adjust, item_weights=item_weights,
+                                  exclude=exclude, replace=check_scheme(scheme) == "binomial",
+                                  progress=progress, **(options or {}))
     N = check_int(N, "N", low=2)
     d = _as_model_dict(ranks, sample_sizes)
     ci = _check_ci(confidence_level)

@@ -500,7 +500,13 @@ def iter_score_blocks(scorer, n_users: int | None = None, block_size: int | None
         yield s, e, np.array(get(np.arange(s, e)), dtype=np.float64, copy=True)
 
 
-def _prepare(scorer, train, test_items):
+def check_scoring_inputs(scorer, train, test_items):
+    """Validate (scores or fitted model, history, held-out items); returns ``(M, N, test_items, train CSR or None)``.
+
+    Shared by the functions that rank held-out items from full scores (here
+    and in :mod:`sampling_lib.popularity`): a held-out item must be an item id
+    of its user's row and not one of its training items.
+    """
     if isinstance(scorer, Recommender):
         scorer._check_fitted()
         M, N = scorer.n_users_, scorer.n_items_
@@ -577,7 +583,7 @@ def global_ranks(scorer, train, test_items, *, train_last: bool = True,
     """
     if ties not in TIE_RULES:
         raise ValueError(f"ties must be one of {TIE_RULES}; got {ties!r}")
-    M, N, t, X = _prepare(scorer, train, test_items)
+    M, N, t, X = check_scoring_inputs(scorer, train, test_items)
     if train_last and X is None:
         raise ValueError("train_last=True needs the training matrix (train=None given)")
     rng = np.random.default_rng(rng)
@@ -637,7 +643,7 @@ def sampled_ranks_from_scores(scorer, train, test_items, n: int, scheme: str = "
         raise ValueError(f"scheme must be one of {SCORE_SCHEMES}; got {scheme!r}")
     if ties not in TIE_RULES:
         raise ValueError(f"ties must be one of {TIE_RULES}; got {ties!r}")
-    M, N, t, X = _prepare(scorer, train, test_items)
+    M, N, t, X = check_scoring_inputs(scorer, train, test_items)
     n = check_int(n, "n", low=2, high=N)
     if (train_last or scheme == "actual") and X is None:
         raise ValueError(f"scheme={scheme!r} with train_last={train_last} needs the training matrix")

@@ -7,7 +7,7 @@ import sampling_lib
 
 MODULES = ["metrics", "kernels", "sampling", "rankdist", "estimators", "mapping", "user_sampling",
            "random_baseline", "data", "recommenders", "experiments", "correct", "reporting", "cli",
-           "ranking", "io", "studies", "testing", "exceptions"]
+           "ranking", "io", "studies", "testing", "exceptions", "popularity"]
 
 # names fixed by ../shared/DESIGN.md and the issues (public API: keep them)
 REQUIRED = {
@@ -24,6 +24,8 @@ REQUIRED = {
     "testing": ["enumerate_ap_wor", "enumerate_ap_wr", "var_ap_wor_paper"],
     "io": ["ranks_from_table", "ranks_from_score_table", "read_table"],
     "ranking": ["ranks_from_scores", "apply_ties"],
+    "popularity": ["sample_popularity_negatives", "estimate_popularity", "compare_popularity",
+                   "popularity_logs_from_table", "horvitz_thompson"],
 }
 
 
@@ -64,3 +66,14 @@ def test_import_is_light():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
+
+
+def test_popularity_is_a_lazy_submodule():
+    """``sampling_lib.popularity`` is reachable from the top level, imported on first access only."""
+    import subprocess
+    import sys
+
+    code = ("import sys, sampling_lib; before = 'sampling_lib.popularity' in sys.modules; "
+            "mod = sampling_lib.popularity; print(before, mod.__name__, 'popularity' in sampling_lib.__all__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "sampling_lib.popularity", "True"]

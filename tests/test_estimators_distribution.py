@@ -16,6 +16,7 @@ from sampling_lib.estimators._distribution import (
     mes,
     mes_fit,
     mes_objective,
+    mixture_em,
     mixture_loglik,
     mle,
     mle_fit,
@@ -105,6 +106,57 @@ def test_gap_bounds_suboptimality():
     for k in (1, 10, 100):
         res = mle_fit(r, N, n, max_iter=k)
         assert (star.loglik - res.loglik) / r.size <= res.gap + 1e-9
+
+
+# --- mixture_em: the public EM core for any likelihood matrix -------------------
+@pytest.mark.parametrize("scheme", ["binomial", "hypergeometric"])
+@pytest.mark.parametrize("opts", [{}, {"max_iter": 7}, {"tol": 1e-3, "max_iter": 10_000, "accelerate": "squarem"}])
+def test_mixture_em_on_the_sampling_kernel_is_mle(scheme, opts):
+    N, n = 40, 8
+    r = _simulate(N, n, 300, 5)
+    ref = mle_fit(r, N, n, scheme=scheme, **opts)
+    counts = np.bincount(r - 1, minlength=n).astype(float)      # cells = sampled ranks, some empty
+    res = mixture_em(kernel(N, n, scheme), counts, **opts)
+    # same EM; the kernel columns come from two builders (rounding differs in the last bits,
+    # which SQUAREM's extrapolation amplifies)
+    np.testing.assert_allclose(res.pmf, ref.pmf, rtol=1e-7, atol=1e-12)
+    assert res.loglik == pytest.approx(ref.loglik, rel=1e-12)
+    assert res.n_iter == ref.n_iter and res.converged == ref.converged
+
+
+def test_mixture_em_maximizes_a_general_mixture_likelihood():
+    # source: scipy SLSQP on the simplex for sum_k c_k log(pi @ L[:, k]); L is not a sampling kernel
+    rng = np.random.default_rng(11)
+    L = rng.random((5, 9)) ** 3
+    c = rng.integers(0, 30, 9).astype(float)
+    res = mixture_em(L, c, **SQ)
+    assert res.converged and np.all(np.diff(res.loglik_trace) >= -1e-12)
+
+    def nll(x):
+        x = np.clip(x, 0.0, None)
+        return -float(c @ np.log(x / x.sum() @ L))
+
+    bf = optimize.minimize(nll, np.full(5, 0.2), method="SLSQP", bounds=[(0.0, 1.0)] * 5,
+                           constraints=({"type": "eq", "fun": lambda x: x.sum() - 1.0},),
+                           options=dict(ftol=1e-15, maxiter=2000))
+    assert res.loglik >= -bf.fun - 1e-7
+    assert res.loglik == pytest.approx(float(c @ np.log(res.pmf @ L)), rel=1e-12)
+
+
+@pytest.mark.parametrize("L, c, opts, match", [
+    (np.ones(3), np.ones(3), {}, "2-D"),
+    (-np.ones((2, 3)), np.ones(3), {}, "finite numbers >= 0"),
+    (np.full((2, 3), np.nan), np.ones(3), {}, "finite numbers >= 0"),
+    (np.ones((2, 3)), np.ones(2), {}, r"one entry per likelihood column \(3\)"),
+    (np.ones((2, 3)), np.zeros(3), {}, "not all 0"),
+    (np.ones((2, 3)), np.array([1.0, -1.0, 1.0]), {}, "not all 0"),
+    (np.ones((2, 3)), np.ones(3), {"accelerate": "squarem"}, "needs a tolerance"),
+    (np.ones((2, 3)), np.ones(3), {"max_iter": -1}, "max_iter must be >= 0"),
+    (np.ones((2, 3)), np.ones(3), {"init": np.ones(3) / 3}, "init must have length N=2"),
+])
+def test_mixture_em_validation(L, c, opts, match):
+    with pytest.raises(ValueError, match=match):
+        mixture_em(L, c, **opts)
 
 
 # --- EM equals the per-user update it replaces ---------------------------------

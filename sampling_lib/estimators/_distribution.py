@@ -64,6 +64,7 @@ __all__ = [
     "adaptive_mle",
     "adaptive_mle_fit",
     "mixture_loglik",
+    "mixture_em",
 ]
 
 
@@ -377,6 +378,66 @@ def _check_em_options(tol, max_iter, accelerate):
             "defined by a fixed number of plain EM iterations"
         )
     return tol, max_iter, accelerate
+
+
+def mixture_em(likelihood, weights, *, tol=None, max_iter=100, init=None, accelerate=None):
+    """EM for the mixing weights of a mixture with a given likelihood matrix.
+
+    The EM core of :func:`mle_fit` for any kernel: maximizes
+    sum_k c_k log sum_g pi_g L[g, k] over distributions pi, where
+    L[g, k] is the probability of observation cell k under component g and
+    c_k the (weighted) number of observations in cell k, by the update
+
+        pi_g <- pi_g sum_k (c_k / C) L[g, k] / sum_j pi_j L[j, k]
+
+    (AAAI21 eqs 18-21, TORS24 eq 34, where L is the kernel P(r | R)). Used
+    for kernels that are not a sampling kernel of :mod:`sampling_lib.kernels`,
+    e.g. the popularity-sampling law of :mod:`sampling_lib.popularity`.
+
+    Parameters
+    ----------
+    likelihood : array_like, shape (G, k)
+        L[g, k] >= 0, finite: the likelihood of cell k under component g.
+    weights : array_like, shape (k,)
+        c_k >= 0, finite, positive sum: observations per cell (cells with
+        weight 0 are dropped).
+    tol, max_iter, init, accelerate
+        As :func:`mle_fit` (default: exactly 100 EM steps from the uniform
+        distribution, the papers' protocol); ``init`` has shape (G,).
+
+    Returns
+    -------
+    EMResult
+        ``pmf`` has shape (G,).
+
+    References
+    ----------
+    AAAI21 eqs 18-21; TORS24 eqs 31-34; [SQUAREM].
+
+    Examples
+    --------
+    >>> from sampling_lib.kernels import binomial
+    >>> r = np.array([1, 1, 2, 3, 5])
+    >>> L = binomial(20, 5)[:, r - 1]                      # P(r_u | R) for R = 1..20
+    >>> res = mixture_em(L, np.ones(r.size))
+    >>> bool(np.allclose(res.pmf, mle(r, 20, 5)))          # the same EM as the MLE
+    True
+    """
+    tol, max_iter, accelerate = _check_em_options(tol, max_iter, accelerate)
+    L = np.asarray(likelihood, dtype=float)
+    if L.ndim != 2 or L.shape[0] < 1 or L.shape[1] < 1:
+        raise ValueError(f"likelihood must be a non-empty 2-D array (components x cells); got shape {L.shape}")
+    bad = ~(np.isfinite(L) & (L >= 0.0))
+    if bad.any():
+        g, k = np.argwhere(bad)[0]
+        raise ValueError(f"likelihood must hold finite numbers >= 0; got {L[g, k]:g} at [{g}, {k}]")
+    c = np.asarray(weights, dtype=float)
+    if c.shape != (L.shape[1],):
+        raise ValueError(f"weights must have one entry per likelihood column ({L.shape[1]}); got shape {c.shape}")
+    if not (np.all(np.isfinite(c)) and np.all(c >= 0.0) and c.sum() > 0.0):
+        raise ValueError(f"weights must be finite, >= 0 and not all 0; got min {np.min(c):g}, sum {np.sum(c):g}")
+    keep = c > 0.0
+    return _em_core([(L[:, keep], c[keep])], L.shape[0], init, tol, max_iter, accelerate)
 
 
 # ----------------------------------------------------------------------------
