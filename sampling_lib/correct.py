@@ -20,6 +20,15 @@ ranks from scores in :mod:`sampling_lib.ranking`, a fixed negatives file in
 :func:`sampling_lib.estimators.get_estimator`, and the coverage / accuracy
 simulations of these functions in :mod:`sampling_lib.studies`.
 
+Conventions (README, "Conventions of evaluation frameworks"): n counts the
+held-out item (RecBole ``uniN`` gives n = N + 1, NCF's 99 negatives n = 100);
+N is the number of items the held-out item competes with in the full ranking,
+itself included, which for frameworks that exclude the user's history is
+N_u = items outside that history; negatives drawn with replacement keep the
+binomial kernel exact when every draw is counted (a framework's own sampled
+metric often collapses repeats: then use the per-user number of distinct
+negatives and ``scheme="hypergeometric"``).
+
 Everything works on the *sufficient statistic* of the sampled ranks: the
 number of users per (sample size, sampled rank) cell (:class:`RankCounts`).
 A bootstrap resample of the M users is then one multinomial draw of the count
@@ -263,8 +272,9 @@ def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, meth
     N : int
         Number of items (candidates) in the global ranking.
     n : int, optional
-        Sample-set size (held-out item + n - 1 negatives; 100 for "99
-        negatives"). Required unless ``sample_sizes`` is given.
+        Sample-set size (held-out item + n - 1 negatives; 100 for NCF's "99
+        negatives", 101 for RecBole's ``uni100``, which draws 100). Required
+        unless ``sample_sizes`` is given.
     metrics : str or sequence of str, default ("recall@10", "ndcg@10")
         Names like "recall@10", "ndcg@20", "ap@10", "precision@5", "mrr@10"
         (recall@K is the hit ratio HR@K).
