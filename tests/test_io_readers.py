@@ -336,4 +336,4 @@ def test_progress_bar_on_a_terminal_and_quiet(ev, monkeypatch, cmd):
     term = _io.StringIO()                                        # not a terminal: no bar
     monkeypatch.setattr("sys.stderr", term)
     assert main([str(a) for a in argv]) == 0
-    assert term.getvalue() == ""
+    assert "bootstrap" not in term.getvalue() and "it/s" not in term.getvalue()
