@@ -30,8 +30,10 @@ from .correct import __all__ as _correct_all  # noqa: E402
 from .correct import *  # noqa: E402,F401,F403
 from .estimators import DEFAULT_METHOD, METHODS, get_estimator  # noqa: E402
 from .exceptions import ConvergenceWarning  # noqa: E402
-from .io import __all__ as _io_all  # noqa: E402
-from .io import *  # noqa: E402,F401,F403
+from .io import SampledRanks, ranks_from_score_table, ranks_from_table, read_table  # noqa: E402,F401
+
+# the framework readers (TREC/ranx runs, NCF/Elliot negatives) stay in sampling_lib.io
+_io_all = ["SampledRanks", "read_table", "ranks_from_table", "ranks_from_score_table"]
 from .ranking import TIE_RULES, ranks_from_scores  # noqa: E402
 
 #: The submodules (one idea each; see ../shared/DESIGN.md).

@@ -7,6 +7,7 @@ value, e.g. ``"sampled_ranks must lie in 1..n=100; got max 101"``.
 from __future__ import annotations
 
 import numbers
+import os
 
 import numpy as np
 
@@ -28,9 +29,41 @@ __all__ = [
     "check_confidence_level",
     "check_columns",
     "check_int_column",
+    "show_value",
+    "max_array_bytes",
+    "check_array_size",
 ]
 
 SCHEMES = ("binomial", "hypergeometric")
+
+
+#: Longest value (in characters) repeated in an error message; longer ones are cut.
+SHOW_LIMIT = 60
+
+
+def show_value(x, limit=SHOW_LIMIT) -> str:
+    """A value as an error message shows it: no numpy repr, long text cut.
+
+    NumPy scalars are shown as the Python value (``2.5``, not
+    ``np.float64(2.5)``); a text longer than ``limit`` characters is cut and
+    says how long it was.
+
+    Examples
+    --------
+    >>> show_value(np.float64(2.5)), show_value("abc"), show_value(np.int64(7))
+    ('2.5', "'abc'", '7')
+    >>> show_value("x" * 1000)
+    "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...' (1000 characters)"
+    """
+    if isinstance(x, np.generic):
+        x = x.item()
+    if isinstance(x, (str, bytes)) and len(x) > limit:
+        head = repr(x[:limit])
+        return f"{head[:-1]}...{head[-1]} ({len(x)} characters)"
+    text = repr(x)
+    if len(text) > limit + 20:
+        return f"{text[:limit]}... ({len(text)} characters)"
+    return text
 
 
 def check_int(x, name, low=None, high=None) -> int:
@@ -39,7 +72,7 @@ def check_int(x, name, low=None, high=None) -> int:
         if isinstance(x, (float, np.floating)) and np.isfinite(x) and float(x).is_integer():
             x = int(x)
         else:
-            raise TypeError(f"{name} must be an integer; got {x!r}")
+            raise TypeError(f"{name} must be an integer; got {show_value(x)}")
     x = int(x)
     if low is not None and x < low:
         raise ValueError(f"{name} must be >= {low}; got {x}")
@@ -51,7 +84,7 @@ def check_int(x, name, low=None, high=None) -> int:
 def check_float(x, name, low=None, high=None, low_open=False, high_open=False) -> float:
     """Return ``x`` as a finite float inside the given (half-)open or closed range."""
     if isinstance(x, bool) or not isinstance(x, (numbers.Real, np.floating, np.integer)):
-        raise TypeError(f"{name} must be a real number; got {x!r}")
+        raise TypeError(f"{name} must be a real number; got {show_value(x)}")
     x = float(x)
     if not np.isfinite(x):
         raise ValueError(f"{name} must be finite; got {x}")
@@ -85,7 +118,7 @@ def check_N_n(N, n) -> tuple[int, int]:
 def check_scheme(scheme) -> str:
     """Return a valid sampling scheme name."""
     if scheme not in SCHEMES:
-        raise ValueError(f"scheme must be one of {SCHEMES}; got {scheme!r}")
+        raise ValueError(f"scheme must be one of {SCHEMES}; got {show_value(scheme)}")
     return scheme
 
 
@@ -184,13 +217,70 @@ def check_columns(df, cols, what):
 
 
 def check_int_column(s, name):
-    """A table column as int64, naming the first non-integer cell (row is 1-based)."""
+    """A table column as int64, naming the first bad cell (row is 1-based).
+
+    A cell is bad when it is blank, not a whole number, or outside the int64
+    range; the message repeats the cell as written in the file (cut when
+    long), never a converted value such as -9223372036854775808.
+    """
     import pandas as pd
 
     v = pd.to_numeric(s, errors="coerce")
-    bad = v.isna() | ~np.isfinite(v.astype(float)) | (v != np.round(v))
+    f = v.astype(float)
+    bad = v.isna() | ~np.isfinite(f) | (f != np.round(f)) | (f.abs() >= 2.0**63)
     if bad.any():
         i = int(np.flatnonzero(bad.to_numpy())[0])
-        raise ValueError(f"column {name!r} must hold integers; got {s.iloc[i]!r} in row {i + 1}")
+        cell = s.iloc[i]
+        what = "blank" if (cell is None or (isinstance(cell, float) and np.isnan(cell))
+                           or (isinstance(cell, str) and not cell.strip())) else show_value(cell)
+        raise ValueError(f"column {name!r} must hold integers (at most 2**63-1); got {what} "
+                         f"in row {i + 1}")
     return v.astype(np.int64)
 
+
+def max_array_bytes() -> int:
+    """Largest array (bytes) the library allocates: 2 GiB, or ``SAMPLING_LIB_MAX_ARRAY_BYTES``.
+
+    Checked by :func:`check_array_size` before every array whose size grows
+    with N (the N x n sampling kernel, the metric values F(1..N)), so that an
+    impossible request fails at once with its size instead of being killed by
+    the operating system.
+    """
+    env = os.environ.get("SAMPLING_LIB_MAX_ARRAY_BYTES")
+    if env is None or not env.strip():
+        return 2 * 1024**3
+    try:
+        return int(float(env))
+    except ValueError:
+        raise ValueError(f"SAMPLING_LIB_MAX_ARRAY_BYTES must be a number of bytes; got "
+                         f"{show_value(env)}") from None
+
+
+def _gib(nbytes):
+    return f"{nbytes / 1024**3:.2f} GiB"
+
+
+def check_array_size(shape, what, itemsize=8):
+    """Refuse up front (:class:`~sampling_lib.exceptions.MemoryLimitError`) an array over the limit.
+
+    ``shape`` is the array's shape (or element count); ``what`` names it in
+    the message, which states the size, the limit and how to raise it.
+
+    Examples
+    --------
+    >>> check_array_size((1000, 100), "the kernel")
+    >>> check_array_size((10**9, 100), "the N x n kernel (N=1000000000, n=100)")
+    Traceback (most recent call last):
+    ...
+    sampling_lib.exceptions.MemoryLimitError: the N x n kernel (N=1000000000, n=100) would need 745.06 GiB, over the limit of 2.00 GiB per array (set SAMPLING_LIB_MAX_ARRAY_BYTES to change it)
+    """
+    from .exceptions import MemoryLimitError
+
+    n = 1
+    for d in np.atleast_1d(shape):
+        n *= int(d)
+    nbytes = n * int(itemsize)
+    limit = max_array_bytes()
+    if nbytes > limit:
+        raise MemoryLimitError(f"{what} would need {_gib(nbytes)}, over the limit of {_gib(limit)} "
+                               "per array (set SAMPLING_LIB_MAX_ARRAY_BYTES to change it)")

@@ -15,21 +15,35 @@ raised to ``--weight-alpha`` are the weights) with a scores table that has an
 ``compare`` then use :mod:`sampling_lib.popularity` (``--method`` pop_mle,
 ht or uniform) and ``negatives`` draws popularity negatives with their q.
 
-Input files (CSV, or TSV when the name ends in .tsv):
+Input files of ``estimate`` / ``compare`` (``--input-format``, default: a table,
+or a TREC / ranx run when ``--qrels`` is given):
 
-* ranks table: columns ``user, rank`` [+ ``sample_size``] [+ ``model``];
-* scores table (the layout of a ``uni100`` evaluation): ``user, score, label``
-  [+ ``model``], label 1 for the held-out item and 0 for each sampled negative.
+* ``table``: CSV (TSV when the name ends in .tsv), either a ranks table
+  ``user, rank`` [+ ``sample_size``] [+ ``model``], or a scores table (the
+  layout of a ``uni100`` evaluation) ``user, score, label`` [+ ``model``],
+  label 1 for the held-out item and 0 for each sampled negative;
+* ``trec``: TREC run file(s) (``query Q0 doc rank score tag``, one model per
+  tag) ranking each user's *sampled* candidate set, with ``--qrels`` (TREC
+  qrels, one relevant item per user);
+* ``ranx``: ranx ``Run.save("x.json")`` file(s) (the model is the file name),
+  with ``--qrels`` (TREC or ranx JSON);
+* ``ncf``: NCF ``*.test.negative`` file, ``elliot``: Elliot's negatives TSV,
+  ``negatives``: the file ``sampling-lib negatives`` writes; each with
+  ``--scores`` (CSV ``user, item, score`` [+ ``model``]) and, where the file
+  does not name the held-out items, ``--held-out`` (CSV ``user, item``).
 
 Bad input prints one line ``sampling-lib: error: ...`` on stderr and exits
 with status 1 (2 for a bad command line); never a traceback. A tqdm progress
-bar is shown on stderr during the bootstrap only when stderr is a terminal.
+bar is shown on stderr during the bootstrap when stderr is a terminal;
+``--quiet`` turns it off.
 
 Examples
 --------
 ::
 
     sampling-lib estimate ranks.csv --n-items 3706 --sample-size 100 --metric recall@10 --metric ndcg@10
+    sampling-lib estimate bpr.trec pop.trec --qrels test.qrels --n-items 3706
+    sampling-lib estimate ml-1m.test.negative --input-format ncf --scores scores.csv --n-items 3706
     sampling-lib compare ranks.csv --n-items 3706 --sample-size 100 --metric ndcg@10
     sampling-lib plan-users --margin 0.01 --models 5
     sampling-lib negatives --n-items 3706 --users users.csv --sample-size 100 --seed 0 --exclude train.csv
@@ -38,6 +52,7 @@ Examples
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import warnings
 
@@ -58,14 +73,43 @@ class _CLIError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, no usage dump
-        sys.stderr.write(f"{PROG}: error: {message} (see '{self.prog} --help')\n")
+        sys.stderr.write(f"{PROG}: error: {_cut(message)} (see '{self.prog} --help')\n")
         raise SystemExit(2)
 
 
+INPUT_FORMATS = ("auto", "table", "trec", "ranx", "ncf", "elliot", "negatives")
+
+
+def _nonneg_int(text):
+    """argparse type of a seed: an integer >= 0 (argparse names the option in its error)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0; got {_cut(text)!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0; got {v}")
+    return v
+
+
 def _add_common(p, compare=False):
-    p.add_argument("ranks", metavar="RANKS.csv",
+    p.add_argument("ranks", metavar="RANKS.csv", nargs="+",
                    help="ranks table (user, rank[, sample_size][, model]) or scores table "
-                        "(user, score, label[, model])")
+                        "(user, score, label[, model]); with --qrels one or more TREC/ranx run "
+                        "files; with --input-format ncf/elliot/negatives the negatives file")
+    p.add_argument("--input-format", default="auto", choices=INPUT_FORMATS,
+                   help="what RANKS holds (default auto: table, or trec/ranx (.json) with --qrels)")
+    p.add_argument("--qrels", default=None, metavar="QRELS",
+                   help="TREC qrels or ranx JSON qrels: the held-out item of each user (trec, ranx)")
+    p.add_argument("--scores", default=None, metavar="SCORES.csv",
+                   help="scores of every candidate: CSV user, item, score[, model] (ncf, elliot, "
+                        "negatives)")
+    p.add_argument("--held-out", default=None, metavar="HELD_OUT.csv",
+                   help="CSV user, item: the held-out items when the negatives file does not name "
+                        "them (elliot '(user,)' lines, negatives)")
+    p.add_argument("--duplicates", choices=["count", "collapse"], default="count",
+                   help="a negative listed twice: count every draw (default; binomial scheme exact) "
+                        "or keep distinct items (what RecBole/NCF metrics do; then --scheme "
+                        "hypergeometric)")
     p.add_argument("--n-items", "-N", type=int, default=None, metavar="N",
                    help="number of items N in the global ranking (required unless --item-weights is given)")
     p.add_argument("--sample-size", "-n", type=int, default=None, metavar="n",
@@ -82,7 +126,9 @@ def _add_common(p, compare=False):
                    help="confidence level of the intervals (default 0.95; --ci is the old spelling)")
     p.add_argument("--n-boot", type=int, default=None,
                    help="bootstrap replicates (default 1000; 200 with popularity-sampled negatives)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--seed", type=_nonneg_int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--quiet", "-q", action="store_true",
+                   help="no progress bar (shown on stderr when it is a terminal)")
     p.add_argument("--scheme", choices=["binomial", "hypergeometric"], default="binomial",
                    help="negatives drawn with (binomial, the papers) or without replacement")
     p.add_argument("--ties", choices=["pessimistic", "optimistic", "random"],
@@ -137,7 +183,7 @@ def build_parser():
                    help="column user [, item = the held-out item, never sampled]")
     p.add_argument("--sample-size", "-n", type=int, required=True, metavar="n",
                    help="sample-set size n: n-1 negatives per user")
-    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--seed", type=_nonneg_int, required=True)
     p.add_argument("--exclude", default=None, metavar="TRAIN.csv",
                    help="columns user, item: items never sampled for that user")
     p.add_argument("--replace", action="store_true",
@@ -153,16 +199,52 @@ def build_parser():
 
 
 # ----------------------------------------------------------------------------
-def _load_ranks(args):
-    from .io import ranks_from_score_table, ranks_from_table, read_table
+def _input_format(args):
+    fmt = args.input_format
+    if fmt == "auto":
+        if args.qrels is None:
+            fmt = "table"
+        else:
+            fmt = "ranx" if all(str(f).lower().endswith(".json") for f in args.ranks) else "trec"
+    needs = {"trec": ("qrels",), "ranx": ("qrels",), "ncf": ("scores",), "elliot": ("scores",),
+             "negatives": ("scores", "held_out")}.get(fmt, ())
+    for opt in needs:
+        if getattr(args, opt) is None:
+            raise _CLIError(f"--input-format {fmt} needs --{opt.replace('_', '-')}")
+    unused = [o for o in ("qrels", "scores", "held_out")
+              if getattr(args, o) is not None and o not in needs and not (fmt == "elliot" and o == "held_out")]
+    if unused:
+        raise _CLIError(f"--{unused[0].replace('_', '-')} is not used with --input-format {fmt}")
+    if fmt not in ("trec", "ranx") and len(args.ranks) > 1:
+        raise _CLIError(f"--input-format {fmt} reads one file; got {len(args.ranks)}")
+    return fmt
 
-    df = read_table(args.ranks, "ranks")
+
+def _load_ranks(args):
+    from . import io
+
+    fmt = _input_format(args)
+    src = args.ranks[0]
+    if fmt in ("trec", "ranx"):
+        t = io.ranks_from_run(list(args.ranks), args.qrels, candidates="sampled", ties=args.ties,
+                              rng=args.seed)
+        return io.ranks_from_table(t, n=None)
+    if fmt in ("ncf", "elliot", "negatives"):
+        if fmt == "ncf":
+            cand = io.read_ncf_negatives(src)
+        elif fmt == "elliot":
+            cand = io.read_elliot_negatives(src, held_out=args.held_out)
+        else:
+            cand = io.read_negatives(src, args.held_out)
+        return io.ranks_from_negatives(cand, args.scores, duplicates=args.duplicates, ties=args.ties,
+                                       rng=args.seed)
+    df = io.read_table(src, "ranks")
     if "rank" in df.columns:
-        return ranks_from_table(df, n=args.sample_size)
+        return io.ranks_from_table(df, n=args.sample_size)
     if {"score", "label"} <= set(df.columns):
-        return ranks_from_score_table(df, ties=args.ties, rng=args.seed)
-    raise _CLIError(f"{args.ranks} must have a 'rank' column (ranks table) or 'score' and 'label' "
-                    f"columns (scores table); found columns {list(df.columns)}")
+        return io.ranks_from_score_table(df, ties=args.ties, rng=args.seed)
+    raise _CLIError(f"{src} must have a 'rank' column (ranks table) or 'score' and 'label' "
+                    f"columns (scores table); found columns {_cut(str(list(df.columns)))}")
 
 
 def _write(df, fmt, output):
@@ -214,7 +296,10 @@ def _popularity_logs(args):
     if args.method is not None and args.method not in POPULARITY_METHODS:
         raise _CLIError(f"--method must be one of {', '.join(POPULARITY_METHODS)} for popularity-sampled "
                         f"negatives; got {args.method!r}")
-    df = read_table(args.ranks, "scores")
+    if len(args.ranks) > 1 or args.input_format not in ("auto", "table") or args.qrels or args.scores:
+        raise _CLIError("popularity-sampled negatives read one scores table (--input-format table, "
+                        "no --qrels/--scores)")
+    df = read_table(args.ranks[0], "scores")
     weights = _item_weights(args) if args.item_weights else None
     excl = read_table(args.exclude, "exclude") if args.exclude else None
     return popularity_logs_from_table(df, weights, exclude=excl, ties=args.ties)
@@ -233,7 +318,7 @@ def _is_popularity(args):
     """--item-weights given, or a scores table that logs each negative's draw probability (column q)."""
     if args.item_weights:
         return True
-    if {"q", "label", "item"} <= _header(args.ranks):
+    if {"q", "label", "item"} <= _header(args.ranks[0]):
         return True
     if args.exclude:
         raise _CLIError("--exclude needs --item-weights (popularity-sampled negatives)")
@@ -257,7 +342,7 @@ def _cmd_estimate_popularity(args):
         logs = {args.model: logs[args.model]}
     out = estimate_popularity(logs, args.metric or ("recall@10", "ndcg@10"), method=args.method or "pop_mle",
                               confidence_level=args.ci, n_boot=_n_boot(args, True), rng=args.seed,
-                              progress=sys.stderr.isatty())
+                              progress=_progress_on(args))
     if len(logs) == 1 and args.format == "table":
         out = out.drop(columns="model")
     _write(out, args.format, args.output)
@@ -266,6 +351,11 @@ def _cmd_estimate_popularity(args):
 def _need_n_items(args):
     if args.n_items is None:
         raise _CLIError("--n-items is required (unless --item-weights is given)")
+
+
+def _progress_on(args):
+    """A progress bar on a terminal unless --quiet."""
+    return bool(sys.stderr.isatty() and not getattr(args, "quiet", False))
 
 
 def _cmd_estimate(args):
@@ -285,7 +375,7 @@ def _cmd_estimate(args):
         r, n, s = _size_arg(sr, m, args.sample_size)
         t = estimate(r, args.n_items, n, metrics=args.metric or ("recall@10", "ndcg@10"),
                      method=args.method, confidence_level=args.ci, n_boot=_n_boot(args, False), rng=args.seed,
-                     sample_sizes=s, scheme=args.scheme, progress=sys.stderr.isatty())
+                     sample_sizes=s, scheme=args.scheme, progress=_progress_on(args))
         t.insert(0, "model", m)
         tables.append(t)
     out = pd.concat(tables, ignore_index=True)
@@ -312,7 +402,7 @@ def _cmd_compare(args):
             raise _CLIError(f"compare needs a 'model' column with at least 2 models; got {list(logs)}")
         out = compare_popularity(logs, args.metric or ("recall@10", "ndcg@10"), method=args.method or "pop_mle",
                                  confidence_level=args.ci, n_boot=_n_boot(args, True), rng=args.seed, alpha=args.alpha,
-                                 adjust=args.adjust, progress=sys.stderr.isatty())
+                                 adjust=args.adjust, progress=_progress_on(args))
         if args.format == "table":
             out = out[["metric", "model_a", "model_b", "estimate_a", "estimate_b", "difference",
                        "ci_low", "ci_high", "pvalue", "pvalue_adjusted", "decision"]]
@@ -339,7 +429,7 @@ def _cmd_compare(args):
     out = compare(sr if sr.ranks.isna().any().any() else d, args.n_items, n_common,
                   metrics=args.metric or ("recall@10", "ndcg@10"), method=args.method, confidence_level=args.ci,
                   n_boot=_n_boot(args, False), rng=args.seed, sample_sizes=sizes, alpha=args.alpha,
-                  adjust=args.adjust, scheme=args.scheme, progress=sys.stderr.isatty())
+                  adjust=args.adjust, scheme=args.scheme, progress=_progress_on(args))
     if args.format == "table":
         out = out[["metric", "model_a", "model_b", "estimate_a", "estimate_b", "difference",
                    "ci_low", "ci_high", "pvalue", "pvalue_adjusted", "decision"]]
@@ -405,11 +495,22 @@ _COMMANDS = {"estimate": _cmd_estimate, "compare": _cmd_compare, "plan-users": _
              "negatives": _cmd_negatives}  # "run" is handed to the report runner in main()
 
 
+_MAX_MESSAGE = 300
+_NUMPY_REPR = re.compile(r"np\.(?:float|int|uint|complex|bool|str)_?\d*\(([^()]*)\)")
+
+
+def _cut(text, limit=_MAX_MESSAGE):
+    text = str(text)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
 def _one_line(exc):
+    """One line of at most ~300 characters, numpy scalar reprs shown as plain values."""
     msg = str(exc).strip() or type(exc).__name__
     if isinstance(exc, KeyError):
         msg = f"missing key {msg}"
-    return " ".join(msg.splitlines()[0].split())
+    msg = " ".join(msg.splitlines()[0].split())
+    return _cut(_NUMPY_REPR.sub(r"\1", msg))
 
 
 def main(argv=None):

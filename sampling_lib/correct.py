@@ -20,6 +20,15 @@ ranks from scores in :mod:`sampling_lib.ranking`, a fixed negatives file in
 :func:`sampling_lib.estimators.get_estimator`, and the coverage / accuracy
 simulations of these functions in :mod:`sampling_lib.studies`.
 
+Conventions (README, "Conventions of evaluation frameworks"): n counts the
+held-out item (RecBole ``uniN`` gives n = N + 1, NCF's 99 negatives n = 100);
+N is the number of items the held-out item competes with in the full ranking,
+itself included, which for frameworks that exclude the user's history is
+N_u = items outside that history; negatives drawn with replacement keep the
+binomial kernel exact when every draw is counted (a framework's own sampled
+metric often collapses repeats: then use the per-user number of distinct
+negatives and ``scheme="hypergeometric"``).
+
 Everything works on the *sufficient statistic* of the sampled ranks: the
 number of users per (sample size, sampled rank) cell (:class:`RankCounts`).
 A bootstrap resample of the M users is then one multinomial draw of the count
@@ -41,6 +50,7 @@ from __future__ import annotations
 
 import math
 import sys
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -262,8 +272,9 @@ def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, meth
     N : int
         Number of items (candidates) in the global ranking.
     n : int, optional
-        Sample-set size (held-out item + n - 1 negatives; 100 for "99
-        negatives"). Required unless ``sample_sizes`` is given.
+        Sample-set size (held-out item + n - 1 negatives; 100 for NCF's "99
+        negatives", 101 for RecBole's ``uni100``, which draws 100). Required
+        unless ``sample_sizes`` is given.
     metrics : str or sequence of str, default ("recall@10", "ndcg@10")
         Names like "recall@10", "ndcg@20", "ap@10", "precision@5", "mrr@10"
         (recall@K is the hit ratio HR@K).
@@ -325,7 +336,7 @@ def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, meth
     pandas.DataFrame
         One row per metric: ``metric, K, naive, naive_ci_low, naive_ci_high,
         estimate, se, ci_low, ci_high, method, users, N, n, confidence_level,
-        n_boot, sensitivity_low, sensitivity_high, below_resolution``.
+        n_boot, sensitivity_low, sensitivity_high, below_resolution, clipped``.
         ``naive`` is the metric computed on the sampled ranks as if they were
         global ranks (what most papers report); ``estimate`` the corrected
         global metric; ``se`` the bootstrap standard deviation;
@@ -333,7 +344,9 @@ def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, meth
         estimator's alternative tuning (the default's prior-sensitivity band,
         NaN for estimators without one); ``below_resolution`` is True when
         K < (N - 1)/(n - 1) (smallest n when sizes vary): the metric lies
-        inside the first sampled bin and is an extrapolation (see Notes).
+        inside the first sampled bin and is an extrapolation (see Notes);
+        ``clipped`` is True when the estimator's value fell outside the
+        metric's range and was clipped into it (see Notes).
 
     Notes
     -----
@@ -359,6 +372,17 @@ def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, meth
     bias does not; notebook 09). The ``below_resolution`` column and the
     CLI's note say where this applies; to resolve such a metric, raise n or
     sample adaptively (TORS24 Algorithm 1, :func:`sampling_lib.sampling.sampling_efficiency`).
+
+    **Estimates outside the metric's range.** The linear estimators (BV, MN,
+    CLS and their fitted-prior variants) return weight vectors with negative
+    entries, so their value can fall outside the range of the metric
+    [min_R F(R), max_R F(R)] (e.g. ``estimate([1], 200, 10, method="bv")``
+    gives 1.134 for recall@10). Such a value is not a possible metric value:
+    the estimate, and every bootstrap replicate, is clipped into the range
+    (which can only bring it closer to the truth, as the truth lies in the
+    range), and the column ``clipped`` says that it happened (rounding errors
+    below 1e-12 of the range are clipped silently). The distribution
+    estimators (MLE, WMLE, MES, adaptive MLE) always lie in the range.
 
     **Bootstrap computation.** A replicate is a Multinomial(M, counts / M)
     draw of the per-(sample size, rank) counts (:func:`bootstrap_counts`).
@@ -437,7 +461,7 @@ def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, meth
     M = stat.M
     naive = (stat.counts @ Fn) / M
     fit = _fit(method, stat, N, parsed, scheme, options, refit_prior)
-    est = fit.weights @ F
+    est, clipped = _clip_to_range(fit.weights @ F, F)
     lo = hi = np.full(len(parsed), np.nan)
     nlo = nhi = se = np.full(len(parsed), np.nan)
     if n_boot > 0:
@@ -451,7 +475,7 @@ def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, meth
 
         outs = _boot_loop(n_boot, rng, draw, work, progress, f"bootstrap {method}")
         nb = np.concatenate([o[0] for o in outs])
-        eb = np.concatenate([o[1] for o in outs])
+        eb = _clip_to_range(np.concatenate([o[1] for o in outs]), F)[0]
         lo, hi = _percentile(eb, ci)
         nlo, nhi = _percentile(nb, ci)
         se = eb.std(axis=0, ddof=1) if n_boot > 1 else np.full(len(parsed), np.nan)
@@ -486,12 +510,32 @@ def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, meth
         "sensitivity_low": band_lo,
         "sensitivity_high": band_hi,
         "below_resolution": Ks < resolution,
+        "clipped": clipped,
     })
+
+
+def _clip_to_range(values, F):
+    """Clip estimates (last axis = metrics) into [min F, max F]; flag values out beyond rounding."""
+    lo_F, hi_F = F.min(axis=0), F.max(axis=0)
+    tol = 1e-12 * np.maximum(hi_F - lo_F, 1e-300)
+    out = (values < lo_F - tol) | (values > hi_F + tol)
+    flag = out if out.ndim == 1 else out.any(axis=0)
+    return np.clip(values, lo_F, hi_F), flag
 
 
 # ----------------------------------------------------------------------------
 # compare
 # ----------------------------------------------------------------------------
+def _check_distinct_names(keys):
+    """Model names are used as text: two keys with the same str() (1 and "1") would merge."""
+    seen = {}
+    for k in keys:
+        if str(k) in seen:
+            raise ValueError(f"model names must be distinct as text; {seen[str(k)]!r} and {k!r} "
+                             f"are both named {str(k)!r}")
+        seen[str(k)] = k
+
+
 def _as_model_dict(ranks, sample_sizes):
     """{model: (ranks, sizes or None)} with equal lengths (same users, same order)."""
     from .io import SampledRanks
@@ -505,8 +549,10 @@ def _as_model_dict(ranks, sample_sizes):
         d = {m: ranks.for_model(m) for m in ranks.models}
     else:
         if isinstance(ranks, pd.DataFrame):
+            _check_distinct_names(ranks.columns)
             d0 = {str(c): ranks[c].to_numpy() for c in ranks.columns}
         elif isinstance(ranks, dict):
+            _check_distinct_names(ranks)
             d0 = {str(k): np.asarray(v) for k, v in ranks.items()}
         else:
             raise TypeError("ranks must be a dict {model: sampled ranks}, a DataFrame with one "
@@ -571,6 +617,11 @@ def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None,
     (which largely cancels in differences of models with similar rank
     distributions, but not in general).
 
+    Unlike :func:`estimate`, compare does not clip estimates into the
+    metric's range (two models both clipped to 1 would show no difference);
+    a point estimate outside the range raises a ``RuntimeWarning`` naming the
+    model and the metric.
+
     References
     ----------
     TORS24 Sec 7.2; Holm (1979), Scand. J. Statist. 6:65-70.
@@ -625,14 +676,25 @@ def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None,
         ckey = st.sizes * (int(rr.max()) + 1) + st.ranks
         cell_of_user[m] = np.searchsorted(ckey, key)
     # distinct tuples of per-model cells = joint sufficient statistic of the paired design
-    U = np.stack([cell_of_user[m] for m in names], axis=1)
+    # columns in sorted-name order, so that the bootstrap draws (and hence every
+    # interval) do not depend on the order in which the models were given
+    col = {m: i for i, m in enumerate(sorted(names))}
+    U = np.stack([cell_of_user[m] for m in sorted(names)], axis=1)
     tuples, tcount = np.unique(U, axis=0, return_counts=True)
     M = int(tcount.sum())
     T = tuples.shape[0]
-    maps = {m: sparse.csr_matrix((np.ones(T), (np.arange(T), tuples[:, i])),
+    maps = {m: sparse.csr_matrix((np.ones(T), (np.arange(T), tuples[:, col[m]])),
                                  shape=(T, stats_[m].ranks.size))
-            for i, m in enumerate(names)}
+            for m in names}
     point = {m: fits[m].weights @ F for m in names}
+    for m in names:
+        flag = _clip_to_range(point[m], F)[1]
+        if flag.any():
+            j = int(np.flatnonzero(flag)[0])
+            warnings.warn(f"model {m!r}: the {meth} estimate of {parsed[j][0]} is {point[m][j]:.4g}, "
+                          "outside the metric's range; compare reports unclipped estimates and "
+                          "differences (clipping both models would hide their difference)",
+                          RuntimeWarning, stacklevel=2)
     p = tcount / M
 
     def draw(k, g):

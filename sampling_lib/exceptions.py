@@ -6,7 +6,10 @@
 * :class:`ClaimsFailed` -- a notebook's claims ledger holds a failed claim
   (raised by :meth:`sampling_lib.reporting.ClaimLedger.finalize`);
 * :class:`EstimatorOptionError` -- :func:`sampling_lib.estimators.get_estimator`
-  was given an option the estimator does not take.
+  was given an option the estimator does not take;
+* :class:`MemoryLimitError` -- an array whose size grows with N (the N x n
+  kernel, the metric values) would exceed the per-array memory limit; raised
+  before allocating (:func:`sampling_lib._validation.check_array_size`).
 
 Examples
 --------
@@ -15,7 +18,7 @@ Examples
 >>> issubclass(ConvergenceWarning, UserWarning)
 True
 """
-__all__ = ["ConvergenceWarning", "ClaimsFailed", "EstimatorOptionError"]
+__all__ = ["ConvergenceWarning", "ClaimsFailed", "EstimatorOptionError", "MemoryLimitError"]
 
 
 class ConvergenceWarning(UserWarning):
@@ -24,6 +27,15 @@ class ConvergenceWarning(UserWarning):
 
 class EstimatorOptionError(TypeError):
     """An estimator was given an option it does not take (names the bad and the allowed keys)."""
+
+
+class MemoryLimitError(MemoryError, ValueError):
+    """An array would exceed the per-array memory limit (the message names its size).
+
+    A ``MemoryError`` (what would have happened) and a ``ValueError`` (the
+    input asks for too much): raised up front, before anything is allocated.
+    The limit is 2 GiB per array, or ``SAMPLING_LIB_MAX_ARRAY_BYTES``.
+    """
 
 
 def __getattr__(name):

@@ -31,7 +31,8 @@ from functools import lru_cache
 import numpy as np
 from scipy import special, stats
 
-from ._validation import check_float, check_int, check_N_n, check_pmf, check_ranks, check_scheme
+from ._validation import (check_array_size, check_float, check_int, check_N_n, check_pmf, check_ranks,
+                          check_scheme)
 
 __all__ = [
     "binomial",
@@ -115,6 +116,7 @@ def log_kernel_rows(N, n, R, scheme="binomial"):
 
 
 def _dense(N, n, scheme):
+    check_array_size((N, n), f"the N x n sampling kernel P(r | R) (N={N}, n={n})")
     out = np.empty((N, n))
     step = max(1, _BLOCK_ELEMS // n)
     for start in range(0, N, step):
@@ -197,6 +199,7 @@ def kernel_columns(N, n, ranks, scheme="binomial"):
     cols = check_ranks(ranks, n, name="ranks", upper_name="n") - 1
     if N * n <= _DENSE_KERNEL_MAX:
         return np.ascontiguousarray(_cached(N, n, scheme)[:, cols])
+    check_array_size((N, cols.size), f"the kernel columns P(r | R) (N={N}, {cols.size} columns)")
     out = np.empty((N, cols.size))
     step = max(1, _BLOCK_ELEMS // n)
     for start in range(0, N, step):

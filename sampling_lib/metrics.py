@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_int, check_ranks
+from ._validation import check_array_size, check_int, check_ranks, show_value
 
 __all__ = [
     "METRICS",
@@ -49,8 +49,15 @@ __all__ = [
 def _prep(R, K):
     K = check_int(K, "K", low=1)
     R = np.asarray(R)
+    if R.dtype == bool or not (np.issubdtype(R.dtype, np.integer) or np.issubdtype(R.dtype, np.floating)):
+        raise TypeError(f"R must hold ranks >= 1 (whole numbers); got dtype {R.dtype}")
     if R.size and (np.any(~np.isfinite(R)) or np.any(R < 1)):
-        raise ValueError(f"R must hold ranks >= 1; got min {np.nanmin(R) if R.size else R}")
+        bad = R[~np.isfinite(R) | (R < 1)].ravel()[0]
+        raise ValueError(f"R must hold ranks >= 1 (whole numbers); got {show_value(bad)}")
+    if R.size and np.issubdtype(R.dtype, np.floating) and np.any(R != np.round(R)):
+        bad = R[R != np.round(R)].ravel()[0]
+        raise ValueError(f"R must hold ranks >= 1 (whole numbers: a rank is a position); "
+                         f"got {show_value(bad)}")
     return R.astype(float), K
 
 
@@ -134,7 +141,7 @@ def parse_metric(metric, K=None):
     ('ap', 5)
     """
     if not isinstance(metric, str):
-        raise TypeError(f"metric must be a string like 'recall@10'; got {metric!r}")
+        raise TypeError(f"metric must be a string like 'recall@10'; got {show_value(metric)}")
     name = metric.strip().lower()
     if "@" in name:
         name, k_txt = name.split("@", 1)
@@ -143,11 +150,11 @@ def parse_metric(metric, K=None):
         try:
             K = int(k_txt)
         except ValueError:
-            raise ValueError(f"metric must look like 'recall@10'; got {metric!r}") from None
+            raise ValueError(f"metric must look like 'recall@10'; got {show_value(metric)}") from None
     if name not in METRICS:
-        raise ValueError(f"metric must be one of {sorted(set(METRICS))}; got {metric!r}")
+        raise ValueError(f"metric must be one of {sorted(set(METRICS))}; got {show_value(metric)}")
     if K is None:
-        raise ValueError(f"metric {metric!r} needs a cutoff K (e.g. '{name}@10')")
+        raise ValueError(f"metric {show_value(metric)} needs a cutoff K (e.g. '{name}@10')")
     return name, check_int(K, "K", low=1)
 
 
@@ -161,6 +168,7 @@ def metric_values(metric, N, K=None):
     """
     name, K = parse_metric(metric, K)
     N = check_int(N, "N", low=1)
+    check_array_size(N, f"the metric values F(1..N) of {name}@{K} (N={N})")
     return METRICS[name](np.arange(1, N + 1), K)
 
 
@@ -205,7 +213,11 @@ def parse_metrics(metrics):
     """
     if isinstance(metrics, str):
         metrics = (metrics,)
-    metrics = list(metrics)
+    try:
+        metrics = list(metrics)
+    except TypeError:
+        raise TypeError("metrics must be a metric name like 'recall@10' or a sequence of names; "
+                        f"got {show_value(metrics)}") from None
     if not metrics:
         raise ValueError("metrics must name at least one metric like 'recall@10'")
     out = []
