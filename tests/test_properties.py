@@ -15,8 +15,8 @@ from sampling_lib.kernels import kernel
 from sampling_lib.metrics import metric_matrix
 from sampling_lib.sampling import sample_negatives, sample_ranks
 
-FAST = settings(max_examples=25, deadline=None)
-FEW = settings(max_examples=8, deadline=None)         # compare: ~0.3 s a call
+FAST = settings(max_examples=20, deadline=None)
+FEW = settings(max_examples=5, deadline=None)         # compare: ~0.3 s a call
 
 
 @st.composite
