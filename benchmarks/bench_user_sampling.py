@@ -81,7 +81,7 @@ def main():
     p = [0.2] * 5
     t_new, new = best_of(lambda: studies.simulate_familywise_error(p, 1068, fw_repeats, rng=2))
     t_ref, ref = best_of(lambda: ref_fwer(p, 1068, fw_repeats, 0.05, 2), 1)
-    diff = max(abs(float(new.set_index("method").loc[k, "fwer"]) - v) for k, v in ref.items())
+    diff = max(abs(float(new.set_index("adjust").loc[k, "fwer"]) - v) for k, v in ref.items())
     print(f"2. simulate_familywise_error 5 models, {fw_repeats} repeats: "
           f"{t_new:.4f} s vs reference {t_ref:.4f} s  ratio {t_ref / t_new:.1f}x  max diff {diff:.2e}")
 

@@ -39,8 +39,8 @@ from .ranking import TIE_RULES, ranks_from_scores  # noqa: E402
 #: The submodules (one idea each; see ../shared/DESIGN.md).
 SUBMODULES = (
     "metrics", "kernels", "sampling", "mapping", "rankdist", "estimators", "correct", "ranking",
-    "io", "user_sampling", "random_baseline", "data", "recommenders", "experiments", "studies",
-    "testing", "reporting", "exceptions", "cli", "popularity",
+    "io", "user_sampling", "inference", "random_baseline", "data", "recommenders", "experiments",
+    "studies", "testing", "reporting", "exceptions", "cli", "popularity",
 )
 
 __all__ = (["__version__"] + list(SUBMODULES) + _correct_all + _io_all

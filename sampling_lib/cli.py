@@ -170,7 +170,8 @@ def build_parser():
     _add_common(p, compare=True)
     p = sub.add_parser("plan-users", help="test users needed for a margin of error")
     p.add_argument("--margin", type=float, required=True, help="margin of error, e.g. 0.01")
-    p.add_argument("--confidence", type=float, default=0.95, help="confidence (default 0.95)")
+    p.add_argument("--confidence-level", "--confidence", dest="confidence_level", type=float, default=0.95,
+                   help="confidence level (default 0.95; --confidence is the old spelling)")
     p.add_argument("--models", type=int, default=1, help="number of models (default 1)")
     p.add_argument("--p", type=float, default=0.5, help="planning value of the metric (default 0.5)")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
@@ -444,19 +445,19 @@ def _cmd_plan(args):
     if k < 1:
         raise _CLIError(f"--models must be >= 1; got {k}")
     rows = [dict(quantity="one metric per model (Recall@K, normal approx.)",
-                 users=sample_size_proportion(args.margin, args.confidence, args.p, n_models=k),
+                 users=sample_size_proportion(args.margin, args.confidence_level, args.p, n_models=k),
                  source="TORS24 eq 46, Bonferroni over models"),
             dict(quantity="one metric per model (any metric in [0,1], Hoeffding)",
-                 users=hoeffding_sample_size(args.margin, 1 - args.confidence, n_tests=k),
+                 users=hoeffding_sample_size(args.margin, 1 - args.confidence_level, n_tests=k),
                  source="Hoeffding, Bonferroni over models")]
     if k >= 2:
         rows.append(dict(quantity="difference of two models (all pairs)",
-                         users=sample_size_difference(args.margin, args.confidence, args.p,
+                         users=sample_size_difference(args.margin, args.confidence_level, args.p,
                                                       n_models=k),
                          source="TORS24 eq 52, Bonferroni over pairs"))
     out = pd.DataFrame(rows)
     out.insert(1, "margin", args.margin)
-    out.insert(2, "confidence", args.confidence)
+    out.insert(2, "confidence_level", args.confidence_level)
     out.insert(3, "models", k)
     _write(out, args.format, args.output)
 

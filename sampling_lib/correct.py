@@ -48,7 +48,6 @@ References
 """
 from __future__ import annotations
 
-import math
 import sys
 import warnings
 from dataclasses import dataclass
@@ -594,7 +593,7 @@ def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None,
     alpha : float in (0, 1), keyword-only
         Family-wise error rate of the decisions (family = all model pairs, per metric).
     adjust : {"holm", "bonferroni", "none"}, keyword-only
-        Multiple-comparison adjustment (:func:`sampling_lib.user_sampling.adjust_pvalues`).
+        Multiple-comparison adjustment (:func:`sampling_lib.inference.adjust_pvalues`).
 
     Returns
     -------
@@ -635,8 +634,8 @@ def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None,
     model_a model_b decision
           A       B    A > B
     """
+    from .inference import ADJUSTMENTS, decide, pvalue_from_z
     from .popularity import compare_popularity, is_popularity_input  # lazy: the popularity seam
-    from .user_sampling import adjust_pvalues  # lazy: statsmodels is slow to import
 
     if item_weights is not None or is_popularity_input(ranks):
         return compare_popularity(ranks, metrics, method=method or "pop_mle", confidence_level=confidence_level,
@@ -648,8 +647,8 @@ def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None,
     ci = _check_ci(confidence_level)
     n_boot = check_int(n_boot, "n_boot", low=2)
     alpha = check_float(alpha, "alpha", 0.0, 1.0, low_open=True, high_open=True)
-    if adjust not in ("holm", "bonferroni", "none"):
-        raise ValueError(f"adjust must be 'holm', 'bonferroni' or 'none'; got {adjust!r}")
+    if adjust not in ADJUSTMENTS:
+        raise ValueError(f"adjust must be one of {ADJUSTMENTS}; got {adjust!r}")
     scheme = check_scheme(scheme)
     parsed = parse_metrics(metrics)
     rng = np.random.default_rng(rng)
@@ -720,19 +719,16 @@ def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None,
             db = boot[a][:, j] - boot[b][:, j]
             se = float(db.std(ddof=1))
             z = diff / se if se > 0 else (0.0 if diff == 0 else np.inf * np.sign(diff))
-            pv = float(math.erfc(abs(z) / math.sqrt(2.0)))       # 2 (1 - Phi(|z|))
+            pv = float(pvalue_from_z(z))                          # 2 (1 - Phi(|z|))
             lo, hi = _percentile(db, level)
             block.append(dict(metric=full, K=K, model_a=a, model_b=b, estimate_a=point[a][j],
                               estimate_b=point[b][j], difference=diff, se=se, statistic=z,
                               pvalue=pv, ci_low=float(lo), ci_high=float(hi)))
-        rej, padj = adjust_pvalues([r["pvalue"] for r in block], adjust, alpha)
-        for r, rj, pa in zip(block, rej, padj):
-            if not rj:
-                dec = "no significant difference"
-            else:
-                dec = f"{r['model_a']} > {r['model_b']}" if r["difference"] > 0 else \
-                    f"{r['model_a']} < {r['model_b']}"
-            rows.append({**r, "pvalue_adjusted": float(pa), "reject": bool(rj), "decision": dec,
+        dec = decide([r["pvalue"] for r in block], [r["difference"] for r in block],
+                     [r["model_a"] for r in block], [r["model_b"] for r in block],
+                     adjust=adjust, alpha=alpha)
+        for r, rj, pa, dc in zip(block, dec["reject"], dec["pvalue_adjusted"], dec["decision"]):
+            rows.append({**r, "pvalue_adjusted": float(pa), "reject": bool(rj), "decision": dc,
                          "ci_level": level, "n_comparisons": k, "adjust": adjust, "alpha": alpha,
                          "method": meth, "users": M, "n_boot": n_boot})
     cols = ["metric", "K", "model_a", "model_b", "estimate_a", "estimate_b", "difference", "se",

@@ -10,8 +10,9 @@
   length-N vector with ``estimate = w @ F(1..N)`` (DESIGN.md), so new estimators plug
   in without touching the runner. Repeats run in parallel with joblib, or on a Dask
   cluster (joblib's ``dask`` backend) when a scheduler address is given; every
-  repeat's random stream comes from ``np.random.SeedSequence(seed).spawn(repeats)``,
-  so results do not depend on the backend or the number of workers.
+  repeat's random stream is a child of one ``numpy.random.SeedSequence`` built from
+  ``rng`` (``SeedSequence(rng).spawn(repeats)`` for an integer ``rng``), so results
+  do not depend on the backend or the number of workers.
 
 References
 ----------
@@ -58,15 +59,37 @@ DEFAULT_MODEL_PARAMS = {
 DEFAULT_SYNTHETIC = {"n_users": 2000, "n_items": 1000, "n_factors": 8,
                      "mean_interactions": 30.0, "popularity_skew": 1.0, "signal": 6.0}
 
+
+def _seed_sequence(rng):
+    """The ``numpy.random.SeedSequence`` behind the ``rng`` argument of this module.
+
+    An int >= 0 gives ``SeedSequence(rng)`` (the documented, reproducible layout);
+    a SeedSequence is used as is; a Generator gives a fresh sequence seeded by one
+    draw from it; None gives fresh OS entropy.
+    """
+    if isinstance(rng, np.random.SeedSequence):
+        return rng
+    if isinstance(rng, np.random.Generator):
+        return np.random.SeedSequence(int(rng.integers(2 ** 63)))
+    if rng is None:
+        return np.random.SeedSequence()
+    return np.random.SeedSequence(check_int(rng, "rng", low=0))
+
+
+def _child(seq, k):
+    """Sub-stream k of ``seq``: ``SeedSequence([seed, k])`` for ``seq = SeedSequence(seed)``."""
+    return np.random.SeedSequence([*np.atleast_1d(seq.entropy).tolist(), k], spawn_key=seq.spawn_key)
+
 EXPERIMENT_COLUMNS = ["repeat", "model", "scheme", "n", "estimator", "metric", "K",
                       "estimate", "truth", "rel_error"]
 
 
-def fit_models(train, models=DEFAULT_MODELS, *, model_params=None, seed=0) -> dict:
+def fit_models(train, models=DEFAULT_MODELS, *, model_params=None, rng=0) -> dict:
     """Fit the named recommenders on a training matrix; returns ``{name: model}``.
 
     ``model_params`` maps a model name to keyword overrides of
-    :data:`DEFAULT_MODEL_PARAMS`; ALS gets ``rng`` from ``seed``.
+    :data:`DEFAULT_MODEL_PARAMS`; ALS gets its random stream from ``rng`` (an int seed, a
+    SeedSequence or a Generator).
 
     Examples
     --------
@@ -84,13 +107,13 @@ def fit_models(train, models=DEFAULT_MODELS, *, model_params=None, seed=0) -> di
         params = dict(DEFAULT_MODEL_PARAMS.get(str(name).lower(), {}))
         params.update(model_params.get(name, {}))
         if str(name).lower() == "als":
-            params.setdefault("rng", np.random.default_rng(np.random.SeedSequence([seed, 1])))
+            params.setdefault("rng", np.random.default_rng(_child(_seed_sequence(rng), 1)))
         out[name] = make_recommender(name, **params).fit(train)
     return out
 
 
-def global_ranks_from_data(data_path=None, models: Sequence[str] = DEFAULT_MODELS, seed: int = 0,
-                           *, model_params: Mapping | None = None, synthetic: Mapping | None = None,
+def global_ranks_from_data(data_path=None, models: Sequence[str] = DEFAULT_MODELS, *, rng=0, seed=None,
+                           model_params: Mapping | None = None, synthetic: Mapping | None = None,
                            min_interactions: int = 2, train_last: bool = True,
                            ties: str = "pessimistic", block_size: int | None = None,
                            keep_models: bool = True):
@@ -101,11 +124,14 @@ def global_ranks_from_data(data_path=None, models: Sequence[str] = DEFAULT_MODEL
     data_path : str, Path or None
         A ratings file for :func:`sampling_lib.data.load_ratings`; ``None`` uses
         :func:`sampling_lib.data.synthetic_ratings` with :data:`DEFAULT_SYNTHETIC`
-        (2000 users x 1000 items, seeded by ``seed``; a few seconds).
+        (2000 users x 1000 items, seeded by ``rng``; a few seconds).
     models : sequence of str
         Any of ``"popularity"``, ``"itemknn"``, ``"ease"``, ``"als"``.
-    seed : int
-        Seeds the synthetic data and the ALS initialisation.
+    rng : int, SeedSequence or Generator, default 0, keyword-only
+        Seeds the synthetic data, the split, random tie-breaking and the ALS
+        initialisation (one sub-stream each).
+    seed : int, optional, keyword-only
+        The former name of ``rng`` (an int seed), kept because notebook 11 passes it.
     model_params : mapping, optional
         ``{model: {param: value}}`` overrides of :data:`DEFAULT_MODEL_PARAMS`.
     synthetic : mapping, optional
@@ -131,7 +157,7 @@ def global_ranks_from_data(data_path=None, models: Sequence[str] = DEFAULT_MODEL
         DataFrame), ``split`` (the :class:`~sampling_lib.data.LeaveOneOutSplit`),
         ``summary`` (split summary), ``M`` (users evaluated), ``fit_seconds`` and
         ``rank_seconds`` per model, ``model_params``, ``fitted`` (models, if kept),
-        ``train_last``, ``ties``.
+        ``train_last``, ``ties``, ``rng``.
 
     References
     ----------
@@ -144,7 +170,9 @@ def global_ranks_from_data(data_path=None, models: Sequence[str] = DEFAULT_MODEL
     >>> N, ranks["popularity"].shape, bool(ranks["popularity"].min() >= 1)
     (100, (200,), True)
     """
-    seed = check_int(seed, "seed", low=0)
+    if seed is not None:
+        rng = check_int(seed, "seed", low=0)
+    seq = _seed_sequence(rng)
     if isinstance(models, str):
         models = (models,)
     models = tuple(models)
@@ -158,26 +186,26 @@ def global_ranks_from_data(data_path=None, models: Sequence[str] = DEFAULT_MODEL
                 raise ValueError(f"unknown synthetic parameters {sorted(unknown)}; "
                                  f"allowed: {sorted(DEFAULT_SYNTHETIC)}")
             params.update(synthetic)
-        ratings = synthetic_ratings(**params, rng=np.random.SeedSequence([seed, 0]))
+        ratings = synthetic_ratings(**params, rng=_child(seq, 0))
         name = "synthetic"
     else:
         ratings = load_ratings(data_path)
         p = Path(data_path)
         name = p.parent.name if p.name in ("u.data", "ratings.dat", "ratings.csv") else p.stem
     split = leave_one_out(ratings, min_interactions=min_interactions,
-                          rng=np.random.default_rng(np.random.SeedSequence([seed, 3])))
+                          rng=np.random.default_rng(_child(seq, 3)))
     fit_seconds, rank_seconds, ranks = {}, {}, {}
     fitted = {}
     mp = dict(model_params or {})
     for m in models:
         t0 = time.perf_counter()
         model = fit_models(split.train, (m,), model_params={m: mp[m]} if m in mp else None,
-                           seed=seed)[m]
+                           rng=seq)[m]
         fit_seconds[m] = time.perf_counter() - t0
         t0 = time.perf_counter()
         ranks[m] = global_ranks(model, split.train, split.test_items, train_last=train_last,
                                 ties=ties, block_size=block_size,
-                                rng=np.random.default_rng(np.random.SeedSequence([seed, 2])))
+                                rng=np.random.default_rng(_child(seq, 2)))
         rank_seconds[m] = time.perf_counter() - t0
         if keep_models:
             fitted[m] = model
@@ -195,7 +223,7 @@ def global_ranks_from_data(data_path=None, models: Sequence[str] = DEFAULT_MODEL
         "fitted": fitted,
         "train_last": train_last,
         "ties": ties,
-        "seed": seed,
+        "rng": rng if isinstance(rng, (int, np.integer)) else repr(rng),
     }
     return ranks, int(split.n_items), info
 
@@ -252,7 +280,7 @@ def _one_repeat(rep, seed_seq, ranks, N, schemes, sample_sizes, estimators, metr
     for (sname, scheme, n, m), child in zip(cells, children):
         rng = np.random.default_rng(child)
         if isinstance(scheme, str):
-            r = sample_ranks(ranks[m], N, n, scheme, rng=rng)
+            r = sample_ranks(ranks[m], N, n, scheme=scheme, rng=rng)
         else:
             r = np.asarray(scheme(ranks[m], N, n, rng))
         cache = {}  # fits shared by the registry's estimators on this sample (e.g. MLE priors)
@@ -272,7 +300,7 @@ def _one_repeat(rep, seed_seq, ranks, N, schemes, sample_sizes, estimators, metr
 
 def run_experiment(global_ranks: Mapping[str, np.ndarray], N: int, estimators, *,
                    metrics: Sequence[str] = ("recall@10",), schemes=("binomial",),
-                   sample_sizes: Sequence[int] = (100,), repeats: int = 10, seed: int = 0,
+                   sample_sizes: Sequence[int] = (100,), repeats: int = 10, rng=0,
                    n_jobs: int = 1, scheduler_address: str | None = None) -> pd.DataFrame:
     """Repeated sampling experiment -> tidy DataFrame.
 
@@ -297,9 +325,10 @@ def run_experiment(global_ranks: Mapping[str, np.ndarray], N: int, estimators, *
         mapping name -> scheme
     sample_sizes : sequence of int, each in 2..N
     repeats : int >= 1
-    seed : int
-        Repeat r uses ``np.random.SeedSequence(seed).spawn(repeats)[r]`` (then one child
-        per (scheme, n, model) cell), so the result is the same for any n_jobs/backend.
+    rng : int, SeedSequence or Generator, default 0
+        Repeat r uses ``np.random.SeedSequence(rng).spawn(repeats)[r]`` for an int
+        ``rng`` (then one child per (scheme, n, model) cell), so the result is the
+        same for any n_jobs/backend.
     n_jobs : int, default 1
         joblib workers (-1 = all cores).
     scheduler_address : str, optional
@@ -329,7 +358,7 @@ def run_experiment(global_ranks: Mapping[str, np.ndarray], N: int, estimators, *
 
     N = check_int(N, "N", low=2)
     repeats = check_int(repeats, "repeats", low=1)
-    seed = check_int(seed, "seed", low=0)
+    seq = _seed_sequence(rng)
     if not isinstance(global_ranks, Mapping) or not global_ranks:
         raise TypeError("global_ranks must be a non-empty mapping model -> ranks")
     ranks = {m: check_ranks(r, N, name=f"global_ranks[{m!r}]") for m, r in global_ranks.items()}
@@ -345,7 +374,7 @@ def run_experiment(global_ranks: Mapping[str, np.ndarray], N: int, estimators, *
         if isinstance(s, str):
             from ._validation import check_scheme
             check_scheme(s)
-    seqs = np.random.SeedSequence(seed).spawn(repeats)
+    seqs = seq.spawn(repeats)
     args = (ranks, N, sch, sizes, est_items, list(metrics))
     if scheduler_address is None and n_jobs == 1:
         results = [_one_repeat(r, seqs[r], *args) for r in range(repeats)]
@@ -370,7 +399,7 @@ def run_experiment(global_ranks: Mapping[str, np.ndarray], N: int, estimators, *
 # --------------------------------------------------------------------------- KDD20 App A
 def score_sampling_experiment(fitted: Mapping, split, n_values: Sequence[int], ks: Sequence[int], *,
                               schemes: Sequence[str] = ("binomial", "hypergeometric", "actual"),
-                              repeats: int = 10, seed: int = 0, train_last_simulated: bool = False,
+                              repeats: int = 10, rng=0, train_last_simulated: bool = False,
                               ties: str = "pessimistic") -> pd.DataFrame:
     """Sampled hit ratios SHR@k from real scores, repeated (KDD20 Appendix A Tables 5-6).
 
@@ -398,10 +427,9 @@ def score_sampling_experiment(fitted: Mapping, split, n_values: Sequence[int], k
     (12, 6)
     """
     repeats = check_int(repeats, "repeats", low=1)
-    seed = check_int(seed, "seed", low=0)
     ks = np.asarray(ks, dtype=np.int64)
     cells = [(m, n, sc) for m in fitted for n in n_values for sc in schemes]
-    seqs = np.random.SeedSequence(seed).spawn(len(cells))
+    seqs = _seed_sequence(rng).spawn(len(cells))
     frames = []
     for (m, n, sc), sq in zip(cells, seqs):
         n = check_int(n, "n", low=2)

@@ -1701,7 +1701,7 @@ def compare_popularity(logs, metrics=("recall@10", "ndcg@10"), *, method="pop_ml
     >>> d[["model_a", "model_b", "decision"]].to_dict("records")
     [{'model_a': 'A', 'model_b': 'B', 'decision': 'A < B'}]
     """
-    from .user_sampling import adjust_pvalues  # lazy: statsmodels is slow to import
+    from .inference import ADJUSTMENTS, decide, pvalue_from_z
 
     if replace is not True:
         raise ValueError(_WITHOUT_REPLACEMENT)
@@ -1722,8 +1722,8 @@ def compare_popularity(logs, metrics=("recall@10", "ndcg@10"), *, method="pop_ml
                              f"{names[0]!r}")
     ci = check_confidence_level(confidence_level)
     n_boot = check_int(n_boot, "n_boot", low=2)
-    if adjust not in ("holm", "bonferroni", "none"):
-        raise ValueError(f"adjust must be 'holm', 'bonferroni' or 'none'; got {adjust!r}")
+    if adjust not in ADJUSTMENTS:
+        raise ValueError(f"adjust must be one of {ADJUSTMENTS}; got {adjust!r}")
     parsed = parse_metrics(metrics)
     rng = np.random.default_rng(rng)
     M = L[0].M
@@ -1747,19 +1747,16 @@ def compare_popularity(logs, metrics=("recall@10", "ndcg@10"), *, method="pop_ml
             db = boot[a][:, j] - boot[b][:, j]
             se = float(db.std(ddof=1))
             z = diff / se if se > 0 else (0.0 if diff == 0 else np.inf * np.sign(diff))
-            pv = float(math.erfc(abs(z) / math.sqrt(2.0)))
+            pv = float(pvalue_from_z(z))                          # 2 (1 - Phi(|z|))
             lo, hi = _percentile(db, level)
             block.append(dict(metric=full, K=K, model_a=a, model_b=b, estimate_a=point[a][j],
                               estimate_b=point[b][j], difference=diff, se=se, statistic=z, pvalue=pv,
                               ci_low=float(lo), ci_high=float(hi)))
-        rej, padj = adjust_pvalues([r["pvalue"] for r in block], adjust, alpha)
-        for r, rj, pa in zip(block, rej, padj):
-            if not rj:
-                dec = "no significant difference"
-            else:
-                dec = f"{r['model_a']} > {r['model_b']}" if r["difference"] > 0 else \
-                    f"{r['model_a']} < {r['model_b']}"
-            rows.append({**r, "pvalue_adjusted": float(pa), "reject": bool(rj), "decision": dec,
+        dec = decide([r["pvalue"] for r in block], [r["difference"] for r in block],
+                     [r["model_a"] for r in block], [r["model_b"] for r in block],
+                     adjust=adjust, alpha=alpha)
+        for r, rj, pa, dc in zip(block, dec["reject"], dec["pvalue_adjusted"], dec["decision"]):
+            rows.append({**r, "pvalue_adjusted": float(pa), "reject": bool(rj), "decision": dc,
                          "ci_level": level, "n_comparisons": k, "adjust": adjust, "alpha": alpha,
                          "method": method, "users": M, "n_boot": n_boot})
     cols = ["metric", "K", "model_a", "model_b", "estimate_a", "estimate_b", "difference", "se",

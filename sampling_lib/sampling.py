@@ -24,7 +24,7 @@ __all__ = ["sample_ranks", "adaptive_sample_ranks", "sampling_efficiency", "Samp
            "sample_negatives"]
 
 
-def sample_ranks(global_ranks, N, n, scheme="binomial", *, rng=None):
+def sample_ranks(global_ranks, N, n, *, scheme="binomial", rng=None):
     """Simulate sampled ranks r_u in 1..n from global ranks R_u in 1..N.
 
     Parameters
@@ -35,7 +35,7 @@ def sample_ranks(global_ranks, N, n, scheme="binomial", *, rng=None):
         Number of items.
     n : int
         Sample-set size: the held-out item plus n-1 sampled items, 2 <= n <= N.
-    scheme : {"binomial", "hypergeometric"}
+    scheme : {"binomial", "hypergeometric"}, keyword-only
         With replacement (KDD20 eq 6) or without replacement.
     rng : None, int or numpy.random.Generator, keyword-only
 
@@ -60,7 +60,7 @@ def sample_ranks(global_ranks, N, n, scheme="binomial", *, rng=None):
     return X.astype(np.int64) + 1
 
 
-def adaptive_sample_ranks(global_ranks, N, n0, n_max, scheme="binomial", *, rng=None):
+def adaptive_sample_ranks(global_ranks, N, n0, n_max, *, scheme="binomial", rng=None):
     """Adaptive item sampling, TORS24 Algorithm 1.
 
     Every user starts with a sample set of size n_0 (n_0 - 1 sampled items).
@@ -96,7 +96,7 @@ def adaptive_sample_ranks(global_ranks, N, n0, n_max, scheme="binomial", *, rng=
     check_scheme(scheme)
     rng = np.random.default_rng(rng)
     size = np.full(R.size, n0, dtype=np.int64)
-    r = sample_ranks(R, N, n0, scheme, rng=rng)
+    r = sample_ranks(R, N, n0, scheme=scheme, rng=rng)
     active = (r == 1) & (size < n_max)
     while np.any(active):
         idx = np.flatnonzero(active)

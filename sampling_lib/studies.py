@@ -15,7 +15,8 @@ a small dict), so a notebook only calls it, checks it and plots it:
   against the users' true metric over n, M and draws), :func:`panel_summary`
   (mean relative error, resolved / below resolution), :func:`interval_coverage`
   (coverage of :func:`~sampling_lib.correct.estimate`'s intervals);
-* user sampling (:mod:`sampling_lib.user_sampling`, TORS24 Sec 7):
+* user sampling (:mod:`sampling_lib.user_sampling`, :mod:`sampling_lib.inference`,
+  TORS24 Sec 7):
   :func:`simulate_proportion_coverage`, :func:`simulate_difference_coverage`,
   :func:`simulate_ztest_rejections`, :func:`simulate_familywise_error`.
 
@@ -39,7 +40,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from . import user_sampling as us
+from . import inference
 from ._validation import (check_confidence_level, check_float, check_int, check_N_n, check_pmf,
                           check_probability, check_ranks, check_scheme)
 from .kernels import log_kernel_rows
@@ -68,7 +69,7 @@ __all__ = [
 
 
 def simulate_coverage(pmf, n, M, repeats, metrics=("recall@10", "ndcg@10"), *, method=None,
-                      ci=0.95, n_boot=200, scheme="binomial", options=None, refit_prior=True,
+                      confidence_level=0.95, n_boot=200, scheme="binomial", options=None, refit_prior=True,
                       rng=None):
     """Coverage of the bootstrap intervals of :func:`estimate` by simulation.
 
@@ -104,8 +105,9 @@ def simulate_coverage(pmf, n, M, repeats, metrics=("recall@10", "ndcg@10"), *, m
     out = []
     for rep in range(repeats):
         R = draw_global_ranks(pmf, M, rng=rng)
-        r = sample_ranks(R, N, n, scheme, rng=rng)
-        t = estimate(r, N, n, [p[0] for p in parsed], method=method, confidence_level=ci, n_boot=n_boot,
+        r = sample_ranks(R, N, n, scheme=scheme, rng=rng)
+        t = estimate(r, N, n, [p[0] for p in parsed], method=method,
+                     confidence_level=confidence_level, n_boot=n_boot,
                      rng=rng, scheme=scheme, options=options, refit_prior=refit_prior)
         t.insert(0, "repeat", rep)
         t["truth"] = truth
@@ -147,7 +149,7 @@ def simulate_accuracy(pmf, n, M, repeats, metrics=("recall@10", "ndcg@10"), *,
     rng = np.random.default_rng(rng)
     rows = []
     for rep in range(check_int(repeats, "repeats", low=1)):
-        r = sample_ranks(draw_global_ranks(pmf, M, rng=rng), N, n, scheme, rng=rng)
+        r = sample_ranks(draw_global_ranks(pmf, M, rng=rng), N, n, scheme=scheme, rng=rng)
         for m in methods:
             t = estimate(r, N, n, [p[0] for p in parsed], method=m, n_boot=0, scheme=scheme)
             for j, (full, _, _) in enumerate(parsed):
@@ -197,7 +199,8 @@ def simulate_paired_difference(pmf_a, pmf_b, n, M, repeats, metrics=("recall@10"
         Ub = np.where(rng.random(M) < share, U, rng.random(M))
         Ra = np.minimum(np.searchsorted(ca, U, side="right") + 1, N)
         Rb = np.minimum(np.searchsorted(cb, Ub, side="right") + 1, N)
-        d = {"A": sample_ranks(Ra, N, n, scheme, rng=rng), "B": sample_ranks(Rb, N, n, scheme, rng=rng)}
+        d = {"A": sample_ranks(Ra, N, n, scheme=scheme, rng=rng),
+             "B": sample_ranks(Rb, N, n, scheme=scheme, rng=rng)}
         t = compare(d, N, n, [p[0] for p in parsed], method=method, n_boot=n_boot, rng=rng,
                     scheme=scheme)
         t.insert(0, "repeat", rep)
@@ -206,7 +209,7 @@ def simulate_paired_difference(pmf_a, pmf_b, n, M, repeats, metrics=("recall@10"
     return pd.concat(out, ignore_index=True)
 
 
-def coverage_summary(sim, ci=0.95, *, estimate_col="estimate", truth_col="truth",
+def coverage_summary(sim, confidence_level=0.95, *, estimate_col="estimate", truth_col="truth",
                      low_col="ci_low", high_col="ci_high", se_col="se", by="metric"):
     """Coverage of simulated intervals and the coverage their bias predicts.
 
@@ -217,12 +220,12 @@ def coverage_summary(sim, ci=0.95, *, estimate_col="estimate", truth_col="truth"
       its Monte Carlo standard error ``coverage_se`` = sqrt(p (1 - p) / R);
     * ``bias`` = mean(estimate - truth), ``sd`` = sd of the estimates over the
       repeats, ``mean_se`` = mean bootstrap standard error (should match sd);
-    * ``predicted`` = Phi(z - bias/sd) - Phi(-z - bias/sd), z = Phi^-1((1 + ci)/2):
+    * ``predicted`` = Phi(z - bias/sd) - Phi(-z - bias/sd), z = Phi^-1((1 + confidence_level)/2):
       the coverage of a normal interval of the right width centred on an
       estimator with that bias; ``predicted_se`` its standard error from the
       uncertainty of the bias (sd / sqrt(R)), by the delta method.
 
-    A measured coverage close to ``predicted`` and below ``ci`` means the
+    A measured coverage close to ``predicted`` and below ``confidence_level`` means the
     interval has the right width and the gap is the estimator's bias.
 
     Examples
@@ -234,8 +237,8 @@ def coverage_summary(sim, ci=0.95, *, estimate_col="estimate", truth_col="truth"
     """
     from scipy.stats import norm
 
-    ci = check_confidence_level(ci, "ci")
-    z = float(norm.ppf(0.5 + ci / 2.0))
+    level = check_confidence_level(confidence_level)
+    z = float(norm.ppf(0.5 + level / 2.0))
     rows = []
     for key, g in sim.groupby(by, sort=False):
         R = len(g)
@@ -253,7 +256,7 @@ def coverage_summary(sim, ci=0.95, *, estimate_col="estimate", truth_col="truth"
     return pd.DataFrame(rows)
 
 
-def simulate_proportion_coverage(M, successes, m, repeats, confidence=0.95, *,
+def simulate_proportion_coverage(M, successes, m, repeats, confidence_level=0.95, *,
                                  margin=None, fpc=True, rng=None):
     """Monte Carlo coverage of the Wald interval of a user-sampled proportion.
 
@@ -278,10 +281,10 @@ def simulate_proportion_coverage(M, successes, m, repeats, confidence=0.95, *,
     if m > M:
         raise ValueError(f"m must lie in 1..M={M}; got m={m}")
     repeats = check_int(repeats, "repeats", low=1)
-    conf = check_confidence_level(confidence, "confidence")
+    conf = check_confidence_level(confidence_level)
     rng = np.random.default_rng(rng)
     q = rng.hypergeometric(s, M - s, m, size=repeats)
-    lo, hi = us.proportion_confint(q, np.full(repeats, m), conf,
+    lo, hi = inference.proportion_confint(q, np.full(repeats, m), conf,
                                 population=M if fpc else None)
     p = s / M
     cover = (lo <= p) & (p <= hi)
@@ -294,13 +297,13 @@ def simulate_proportion_coverage(M, successes, m, repeats, confidence=0.95, *,
     return out
 
 
-def simulate_difference_coverage(M, successes1, successes2, m, repeats, confidence=0.95,
+def simulate_difference_coverage(M, successes1, successes2, m, repeats, confidence_level=0.95,
                                  *, margin=None, fpc=True, rng=None):
     """Monte Carlo coverage of the eq-51 interval of ``p1 - p2`` for two models each
     evaluated on its own random sample of m of the M users (drawn without
     replacement, independently for the two models, as eq 51 assumes). With
     ``fpc`` the interval uses the finite-population correction (see
-    :func:`diff_confint`).
+    :func:`sampling_lib.inference.diff_confint`).
 
     Returns
     -------
@@ -320,12 +323,12 @@ def simulate_difference_coverage(M, successes1, successes2, m, repeats, confiden
     if m > M:
         raise ValueError(f"m must lie in 1..M={M}; got m={m}")
     repeats = check_int(repeats, "repeats", low=1)
-    conf = check_confidence_level(confidence, "confidence")
+    conf = check_confidence_level(confidence_level)
     rng = np.random.default_rng(rng)
     q1 = rng.hypergeometric(s1, M - s1, m, size=repeats)
     q2 = rng.hypergeometric(s2, M - s2, m, size=repeats)
     nob = np.full(repeats, m)
-    lo, hi = us.diff_confint(q1, nob, q2, nob, conf, population=M if fpc else None)
+    lo, hi = inference.diff_confint(q1, nob, q2, nob, conf, population=M if fpc else None)
     d = (s1 - s2) / M
     cover = (lo <= d) & (d <= hi)
     out = dict(coverage=float(cover.mean()),
@@ -355,34 +358,38 @@ def simulate_ztest_rejections(p1, p2, m, repeats, alpha=0.05, *, alternative="tw
     p2 = check_probability(p2, "p2")
     m = check_int(m, "m", low=1)
     repeats = check_int(repeats, "repeats", low=1)
-    a = check_confidence_level(alpha, "alpha") / check_int(n_tests, "n_tests", low=1)
-    alternative = us.check_alternative(alternative)
+    a = check_float(alpha, "alpha", 0.0, 1.0, low_open=True, high_open=True)
+    a /= check_int(n_tests, "n_tests", low=1)
+    alternative = inference.check_alternative(alternative)
     rng = np.random.default_rng(rng)
     c1 = rng.binomial(m, p1, size=repeats).astype(float)
     c2 = rng.binomial(m, p2, size=repeats).astype(float)
-    _, pv = us.ztest_arrays(c1, float(m), c2, float(m), alternative)
+    _, pv = inference.ztest_arrays(c1, float(m), c2, float(m), alternative)
     return float(np.mean(pv <= a))
 
 
 def simulate_familywise_error(proportions, m, repeats, alpha=0.05, *, family="all-pairs",
-                              reference=None, methods=("none", "bonferroni", "holm"),
+                              reference=None, adjust=("none", "bonferroni", "holm"),
                               rng=None):
     """Monte Carlo family-wise error of pairwise z-tests (eq 49) among models.
 
     Each model's hits on its m users are Binomial(m, p_j) (independent samples,
     the model of eq 49). For every repeat all comparisons of the ``family`` are
-    tested two-sided and adjusted with each method; a family-wise error is any
-    rejection of a comparison whose two true proportions are equal. For
-    ``'vs-best'`` the reference is model index ``reference`` (fixed in advance)
-    or, when ``reference`` is None, the model with the highest observed
-    proportion, adjusted naively over its n-1 comparisons: this shows that the
-    naive adjustment fails to control the family-wise error (see the module
-    notes); :func:`compare_models` adjusts that case over all pairs instead.
+    tested two-sided and adjusted with each ``adjust`` method
+    (:func:`sampling_lib.inference.adjust_pvalues`, one family per repeat);
+    a family-wise error is any rejection of a comparison whose two true
+    proportions are equal. For ``'vs-best'`` the reference is model index
+    ``reference`` (fixed in advance) or, when ``reference`` is None, the model
+    with the highest observed proportion, adjusted naively over its n-1
+    comparisons: this shows that the naive adjustment fails to control the
+    family-wise error (see the module notes of :mod:`sampling_lib.inference`);
+    :func:`~sampling_lib.inference.compare_models` adjusts that case over all
+    pairs instead.
 
     Returns
     -------
     pandas.DataFrame
-        Columns ``method, fwer, se, repeats, n_comparisons``; ``se`` is the
+        Columns ``adjust, fwer, se, repeats, n_comparisons``; ``se`` is the
         binomial standard error of the estimated rate.
 
     References
@@ -394,11 +401,12 @@ def simulate_familywise_error(proportions, m, repeats, alpha=0.05, *, family="al
         raise ValueError(f"proportions must be >= 2 values in [0, 1]; got {proportions!r}")
     m = check_int(m, "m", low=1)
     repeats = check_int(repeats, "repeats", low=1)
-    alpha = check_confidence_level(alpha, "alpha")
-    family = us.check_family(family)
-    for mth in methods:
-        if mth not in us.ADJUST_METHODS:
-            raise ValueError(f"method must be one of {us.ADJUST_METHODS}; got {mth!r}")
+    alpha = check_float(alpha, "alpha", 0.0, 1.0, low_open=True, high_open=True)
+    family = inference.check_family(family)
+    adjustments = (adjust,) if isinstance(adjust, str) else tuple(adjust)
+    for adj in adjustments:
+        if adj not in inference.ADJUSTMENTS:
+            raise ValueError(f"adjust must be one of {inference.ADJUSTMENTS}; got {adj!r}")
     rng = np.random.default_rng(rng)
     k = p.size
     counts = rng.binomial(m, p, size=(repeats, k)).astype(float)
@@ -416,27 +424,15 @@ def simulate_familywise_error(proportions, m, repeats, alpha=0.05, *, family="al
         ib = others
     ca = np.take_along_axis(counts, ia, axis=1)
     cb = np.take_along_axis(counts, ib, axis=1)
-    _, pv = us.ztest_arrays(ca, float(m), cb, float(m), "two-sided")
+    _, pv = inference.ztest_arrays(ca, float(m), cb, float(m), "two-sided")
     null = p[ia] == p[ib]
-    n_cmp = pv.shape[1]
     rows = []
-    for mth in methods:
-        if mth == "none":
-            rej = pv <= alpha
-        elif mth == "bonferroni":
-            rej = pv * n_cmp <= alpha
-        else:  # Holm step-down, vectorized over repeats
-            order = np.argsort(pv, axis=1)
-            ps = np.take_along_axis(pv, order, axis=1)
-            thresh = alpha / (n_cmp - np.arange(n_cmp))
-            ok = np.cumprod(ps <= thresh, axis=1).astype(bool)
-            rej = np.zeros_like(ok)
-            np.put_along_axis(rej, order, ok, axis=1)
-        err = np.any(rej & null, axis=1)
-        rate = float(err.mean())
-        rows.append(dict(method=mth, fwer=rate,
+    for adj in adjustments:
+        rej, _ = inference.adjust_pvalues(pv, adj, alpha)
+        rate = float(np.any(rej & null, axis=1).mean())
+        rows.append(dict(adjust=adj, fwer=rate,
                          se=math.sqrt(max(rate * (1 - rate), 1e-300) / repeats),
-                         repeats=repeats, n_comparisons=n_cmp))
+                         repeats=repeats, n_comparisons=pv.shape[1]))
     return pd.DataFrame(rows)
 
 

@@ -5,7 +5,7 @@ import pytest
 
 import sampling_lib
 
-MODULES = ["metrics", "kernels", "sampling", "rankdist", "estimators", "mapping", "user_sampling",
+MODULES = ["metrics", "kernels", "sampling", "rankdist", "estimators", "mapping", "user_sampling", "inference",
            "random_baseline", "data", "recommenders", "experiments", "correct", "reporting", "cli",
            "ranking", "io", "studies", "testing", "exceptions", "popularity"]
 
@@ -16,8 +16,8 @@ REQUIRED = {
     "estimators": ["mle", "wmle", "mes", "bv", "cls", "mn", "adaptive_mle"],
     "random_baseline": ["expected_ap_wor", "var_ap_wor", "expected_ap_wr", "var_ap_wr"],
     "data": ["load_ratings", "leave_one_out"],
-    "user_sampling": ["sample_size_proportion", "sample_size_difference", "hoeffding_sample_size",
-                      "two_proportion_ztest"],
+    "user_sampling": ["sample_size_proportion", "sample_size_difference", "hoeffding_sample_size"],
+    "inference": ["two_proportion_ztest", "compare_models", "adjust_pvalues"],
     "correct": ["estimate", "compare"],
     "cli": ["main"],
     "studies": ["simulate_coverage", "simulate_accuracy", "simulate_paired_difference"],

@@ -137,6 +137,11 @@ def test_table_output_in_process(files, capsys, monkeypatch):
     assert "decision" in capsys.readouterr().out
     assert main(["plan-users", "--margin", "0.03"]) == 0
     assert "1068" in capsys.readouterr().out                     # TORS24 eq 47: ~1067
+    # --confidence-level, and --confidence as the old spelling
+    assert main(["plan-users", "--margin", "0.03", "--confidence-level", "0.9"]) == 0
+    new = capsys.readouterr().out
+    assert main(["plan-users", "--margin", "0.03", "--confidence", "0.9"]) == 0
+    assert capsys.readouterr().out == new and "752" in new       # 0.25 (1.645 / 0.03)^2 = 751.6
 
 
 def test_negatives(files):

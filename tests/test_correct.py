@@ -16,7 +16,7 @@ from sampling_lib.studies import simulate_coverage
 from sampling_lib.metrics import metric_from_ranks, metric_values
 from sampling_lib.rankdist import draw_global_ranks, synthetic_models
 from sampling_lib.sampling import adaptive_sample_ranks, sample_ranks
-from sampling_lib.user_sampling import adjust_pvalues
+from sampling_lib.inference import adjust_pvalues
 
 N, n, M = 200, 20, 300
 METRICS = ["recall@10", "ndcg@10", "ap@20"]

@@ -16,7 +16,7 @@ SMALL = {"n_users": 300, "n_items": 120, "mean_interactions": 15.0}
 
 
 def test_global_ranks_from_data_synthetic_contract():
-    ranks, N, info = global_ranks_from_data(None, synthetic=SMALL, seed=3)
+    ranks, N, info = global_ranks_from_data(None, synthetic=SMALL, rng=3)
     assert N == 120
     assert set(ranks) == {"popularity", "itemknn", "ease", "als"}
     for m, r in ranks.items():
@@ -25,9 +25,11 @@ def test_global_ranks_from_data_synthetic_contract():
     assert info["summary"]["n_users_kept"] == info["M"] == 300
     assert isinstance(info["stats"], pd.DataFrame)
     # deterministic in the seed
-    ranks2, _, _ = global_ranks_from_data(None, synthetic=SMALL, seed=3)
+    ranks2, _, _ = global_ranks_from_data(None, synthetic=SMALL, rng=3)
+    ranks3, _, _ = global_ranks_from_data(None, synthetic=SMALL, seed=3)   # the former name (notebook 11)
     for m in ranks:
         np.testing.assert_array_equal(ranks[m], ranks2[m])
+        np.testing.assert_array_equal(ranks[m], ranks3[m])
 
 
 def test_global_ranks_from_data_default_is_fast_and_non_uniform():
@@ -69,7 +71,7 @@ def scaled(r, N, n):
 
 RANKS = {"a": np.array([1, 2, 3, 40, 90, 7, 1, 15] * 10), "b": np.arange(1, 81)}
 KW = dict(metrics=["recall@10", "ndcg@5"], schemes=["binomial", "hypergeometric"],
-          sample_sizes=[10, 50], repeats=3, seed=11)
+          sample_sizes=[10, 50], repeats=3, rng=11)
 
 
 def test_run_experiment_tidy_frame_and_truth():
@@ -89,11 +91,11 @@ def test_run_experiment_matches_direct_computation():
     from sampling_lib.sampling import sample_ranks
 
     df = run_experiment({"b": RANKS["b"]}, 100, [plugin], metrics=["recall@10"],
-                        schemes=["binomial"], sample_sizes=[20], repeats=2, seed=5)
+                        schemes=["binomial"], sample_sizes=[20], repeats=2, rng=5)
     seqs = np.random.SeedSequence(5).spawn(2)
     for rep in range(2):
         rng = np.random.default_rng(seqs[rep].spawn(1)[0])
-        r = sample_ranks(RANKS["b"], 100, 20, "binomial", rng=rng)
+        r = sample_ranks(RANKS["b"], 100, 20, scheme="binomial", rng=rng)
         assert df.loc[df.repeat == rep, "estimate"].item() == pytest.approx(np.mean(r <= 10))
 
 
@@ -103,6 +105,19 @@ def test_run_experiment_deterministic_across_backends():
     pd.testing.assert_frame_equal(base, again)
     par = run_experiment(RANKS, 100, [plugin, scaled], n_jobs=2, **KW)
     pd.testing.assert_frame_equal(base, par)
+
+
+
+def test_run_experiment_rng_forms():
+    """rng takes an int (SeedSequence(rng) layout), a SeedSequence or a Generator (scipy style)."""
+    base = run_experiment(RANKS, 100, [plugin], **KW)
+    kw = {**KW, "rng": np.random.SeedSequence(11)}
+    pd.testing.assert_frame_equal(base, run_experiment(RANKS, 100, [plugin], **kw))
+    g1 = run_experiment(RANKS, 100, [plugin], **{**KW, "rng": np.random.default_rng(1)})
+    g2 = run_experiment(RANKS, 100, [plugin], **{**KW, "rng": np.random.default_rng(1)})
+    pd.testing.assert_frame_equal(g1, g2)
+    with pytest.raises(ValueError, match="rng"):
+        run_experiment(RANKS, 100, [plugin], **{**KW, "rng": -1})
 
 
 def test_run_experiment_on_local_dask_cluster():
@@ -140,7 +155,7 @@ def test_score_sampling_experiment_frame_and_determinism():
     from sampling_lib.experiments import score_sampling_experiment
 
     ranks, N, info = global_ranks_from_data(None, models=("popularity", "ease"), synthetic=SMALL)
-    kw = dict(repeats=3, seed=4)
+    kw = dict(repeats=3, rng=4)
     a = score_sampling_experiment(info["fitted"], info["split"], [10, 20], [1, 5], **kw)
     b = score_sampling_experiment(info["fitted"], info["split"], [10, 20], [1, 5], **kw)
     pd.testing.assert_frame_equal(a, b)

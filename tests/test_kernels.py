@@ -84,7 +84,7 @@ def test_shr_mean_var_against_monte_carlo(scheme):
     ranks = draw_global_ranks(beta_rank_pmf(N, 0.4), M, rng=rng)
     k = np.array([1, 5, 10])
     mean, var = kernels.shr_mean_var(empirical_pmf(ranks, N), n, k, M, scheme)
-    shr = np.array([[np.mean(sample_ranks(ranks, N, n, scheme, rng=rng) <= kk) for kk in k] for _ in range(reps)])
+    shr = np.array([[np.mean(sample_ranks(ranks, N, n, scheme=scheme, rng=rng) <= kk) for kk in k] for _ in range(reps)])
     z = (shr.mean(axis=0) - mean) / np.sqrt(var / reps)
     assert np.all(np.abs(z) < 4), z
     np.testing.assert_allclose(shr.var(axis=0, ddof=1), var, rtol=0.2)

@@ -10,7 +10,7 @@ from sampling_lib.sampling import adaptive_sample_ranks, sample_ranks
 def test_sample_ranks_follow_the_kernel(scheme):
     # chi-square goodness of fit of 20000 draws for one R against P(r | R)
     N, n, R = 200, 6, 90
-    r = sample_ranks(np.full(20_000, R), N, n, scheme, rng=1)
+    r = sample_ranks(np.full(20_000, R), N, n, scheme=scheme, rng=1)
     expected = kernels.kernel(N, n, scheme)[R - 1] * r.size
     observed = np.bincount(r - 1, minlength=n)
     keep = expected > 5
@@ -22,7 +22,7 @@ def test_sample_ranks_edges_and_determinism():
     assert sample_ranks([1], N, n, rng=0)[0] == 1
     assert sample_ranks([N], N, n, rng=0)[0] == n
     assert np.array_equal(sample_ranks(np.arange(1, N + 1), N, n, rng=5), sample_ranks(np.arange(1, N + 1), N, n, rng=5))
-    full = sample_ranks(np.arange(1, N + 1), N, N, "hypergeometric", rng=3)
+    full = sample_ranks(np.arange(1, N + 1), N, N, scheme="hypergeometric", rng=3)
     assert np.array_equal(full, np.arange(1, N + 1))  # n = N without replacement is the global rank
 
 
@@ -31,7 +31,7 @@ def test_adaptive_sampling_law(scheme):
     # Algorithm 1 from n0 to n_max: the final set of a user is a plain sample of size n_u,
     # so Pr(n_u = n0) = Pr(r > 1 at n0) and, for users reaching n_max, r has the n_max law given r>1 earlier
     N, n0, n_max, R = 1000, 10, 80, 40
-    r, nu = adaptive_sample_ranks(np.full(40_000, R), N, n0, n_max, scheme, rng=2)
+    r, nu = adaptive_sample_ranks(np.full(40_000, R), N, n0, n_max, scheme=scheme, rng=2)
     assert set(np.unique(nu)) <= {10, 20, 40, 80}
     p_stop0 = 1 - kernels.kernel(N, n0, scheme)[R - 1, 0]
     se = np.sqrt(p_stop0 * (1 - p_stop0) / r.size)

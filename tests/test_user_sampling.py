@@ -1,4 +1,4 @@
-"""Tests of sampling_lib.user_sampling (TORS24 Section 7, eqs 45-52)."""
+"""Tests of sampling_lib.user_sampling and sampling_lib.inference (TORS24 Section 7, eqs 45-52)."""
 import math
 
 import numpy as np
@@ -18,6 +18,7 @@ from statsmodels.stats.proportion import (
 )
 
 from sampling_lib import studies
+from sampling_lib import inference as inf
 from sampling_lib import user_sampling as us
 from sampling_lib.metrics import metric_from_ranks
 
@@ -73,7 +74,7 @@ def test_sample_size_difference_reference():
      (10, "all-pairs", 45), (10, "vs-best", 9)],
 )
 def test_n_comparisons_and_bonferroni_sample_size(n_models, family, k):
-    assert us.n_comparisons(n_models, family) == k
+    assert inf.n_comparisons(n_models, family) == k
     z = stats.norm.isf(0.05 / (2 * k))
     raw = 2 * 0.25 * (z / 0.03) ** 2
     got = us.sample_size_difference(0.03, n_models=n_models, family=family, round_up=False)
@@ -151,19 +152,19 @@ def test_hoeffding_bound_capped_and_vectorized():
 @pytest.mark.parametrize("count, nobs", [(300, 1000), (1, 50), (49, 50), (5000, 9604)])
 @pytest.mark.parametrize("conf", [0.9, 0.95, 0.99])
 def test_proportion_confint_vs_statsmodels(count, nobs, conf):
-    lo, hi = us.proportion_confint(count, nobs, conf)
+    lo, hi = inf.proportion_confint(count, nobs, conf)
     slo, shi = sm_proportion_confint(count, nobs, alpha=1 - conf, method="normal")
     assert (lo, hi) == pytest.approx((slo, shi), rel=1e-12, abs=1e-12)
 
 
 def test_proportion_confint_fpc_and_one_sided():
-    lo, hi = us.proportion_confint(300, 1000, population=2000)
+    lo, hi = inf.proportion_confint(300, 1000, population=2000)
     se = math.sqrt(0.3 * 0.7 / 1000 * (1000 / 1999))
     assert (hi - lo) / 2 == pytest.approx(stats.norm.isf(0.025) * se, rel=1e-12)
-    lo1, hi1 = us.proportion_confint(300, 1000, alternative="less")
+    lo1, hi1 = inf.proportion_confint(300, 1000, alternative="less")
     assert lo1 == 0.0 and hi1 == pytest.approx(0.3 + stats.norm.isf(0.05) * math.sqrt(0.21 / 1000))
     # full census: zero width
-    lo, hi = us.proportion_confint(300, 1000, population=1000)
+    lo, hi = inf.proportion_confint(300, 1000, population=1000)
     assert lo == hi == pytest.approx(0.3)
 
 
@@ -172,7 +173,7 @@ def test_proportion_confint_fpc_and_one_sided():
 @pytest.mark.parametrize("conf", [0.9, 0.95])
 def test_diff_confint_vs_statsmodels(c1, n1, c2, n2, conf):
     # TORS24 eq 51 = statsmodels Wald interval of the difference
-    lo, hi = us.diff_confint(c1, n1, c2, n2, conf)
+    lo, hi = inf.diff_confint(c1, n1, c2, n2, conf)
     slo, shi = confint_proportions_2indep(c1, n1, c2, n2, method="wald", compare="diff",
                                           alpha=1 - conf)
     assert (lo, hi) == pytest.approx((slo, shi), rel=1e-10, abs=1e-12)
@@ -185,7 +186,7 @@ def test_diff_confint_vs_statsmodels(c1, n1, c2, n2, conf):
                                             (1, 100, 3, 100), (500, 1068, 520, 1068)])
 @pytest.mark.parametrize("alternative", ["two-sided", "less", "greater"])
 def test_ztest_vs_statsmodels(c1, n1, c2, n2, alternative):
-    res = us.two_proportion_ztest(c1, n1, c2, n2, alternative=alternative)
+    res = inf.two_proportion_ztest(c1, n1, c2, n2, alternative=alternative)
     z, p = proportions_ztest([c1, c2], [n1, n2], alternative=SM_ALT[alternative], prop_var=False)
     assert res.statistic == pytest.approx(z, rel=1e-12)
     assert res.pvalue == pytest.approx(p, rel=1e-10)
@@ -196,7 +197,7 @@ def test_ztest_eq49_hand_value():
     m, p1, p2 = 1000, 0.30, 0.35
     pbar = (p1 + p2) / 2
     z = (p1 - p2) / math.sqrt(2 * pbar * (1 - pbar) / m)
-    res = us.two_proportion_ztest(300, 1000, 350, 1000, alternative="less")  # eq 50 H_a
+    res = inf.two_proportion_ztest(300, 1000, 350, 1000, alternative="less")  # eq 50 H_a
     assert res.statistic == pytest.approx(z, rel=1e-12)
     assert res.pvalue == pytest.approx(stats.norm.cdf(z), rel=1e-12)
     assert res.estimate == pytest.approx(-0.05)
@@ -205,22 +206,22 @@ def test_ztest_eq49_hand_value():
 
 
 def test_ztest_result_confidence_interval():
-    res = us.two_proportion_ztest(350, 1000, 300, 1000)
-    assert res.confidence_interval(0.9) == pytest.approx(us.diff_confint(350, 1000, 300, 1000, 0.9))
-    lo, hi = us.two_proportion_ztest(350, 1000, 300, 1000, alternative="greater").confidence_interval()
-    assert hi == np.inf and lo == pytest.approx(us.diff_confint(350, 1000, 300, 1000, 0.90)[0])
+    res = inf.two_proportion_ztest(350, 1000, 300, 1000)
+    assert res.confidence_interval(0.9) == pytest.approx(inf.diff_confint(350, 1000, 300, 1000, 0.9))
+    lo, hi = inf.two_proportion_ztest(350, 1000, 300, 1000, alternative="greater").confidence_interval()
+    assert hi == np.inf and lo == pytest.approx(inf.diff_confint(350, 1000, 300, 1000, 0.90)[0])
 
 
 @given(c1=st.integers(0, 200), c2=st.integers(0, 200), n1=st.integers(200, 400),
        n2=st.integers(200, 400))
 @settings(max_examples=60, deadline=None)
 def test_ztest_properties(c1, c2, n1, n2):
-    a = us.two_proportion_ztest(c1, n1, c2, n2)
-    b = us.two_proportion_ztest(c2, n2, c1, n1)
+    a = inf.two_proportion_ztest(c1, n1, c2, n2)
+    b = inf.two_proportion_ztest(c2, n2, c1, n1)
     assert a.statistic == pytest.approx(-b.statistic, abs=1e-12)
     assert a.pvalue == pytest.approx(b.pvalue, abs=1e-12)
-    less = us.two_proportion_ztest(c1, n1, c2, n2, alternative="less").pvalue
-    greater = us.two_proportion_ztest(c1, n1, c2, n2, alternative="greater").pvalue
+    less = inf.two_proportion_ztest(c1, n1, c2, n2, alternative="less").pvalue
+    greater = inf.two_proportion_ztest(c1, n1, c2, n2, alternative="greater").pvalue
     if a.statistic != 0.0 or 0 < c1 + c2 < n1 + n2:
         assert less + greater == pytest.approx(1.0, abs=1e-12)
         assert a.pvalue == pytest.approx(2 * min(less, greater), abs=1e-12)
@@ -229,9 +230,9 @@ def test_ztest_properties(c1, c2, n1, n2):
 
 
 def test_ztest_degenerate():
-    res = us.two_proportion_ztest(0, 100, 0, 80)
+    res = inf.two_proportion_ztest(0, 100, 0, 80)
     assert res.statistic == 0.0 and res.pvalue == 1.0
-    res = us.two_proportion_ztest(100, 100, 80, 80, alternative="less")
+    res = inf.two_proportion_ztest(100, 100, 80, 80, alternative="less")
     assert res.statistic == 0.0
 
 
@@ -249,7 +250,7 @@ def ap_values():
 @pytest.mark.parametrize("alternative", ["two-sided", "less", "greater"])
 def test_ttest_paired_vs_scipy(ap_values, alternative):
     x, y = ap_values
-    res = us.ttest_paired(x, y, alternative=alternative)
+    res = inf.ttest_paired(x, y, alternative=alternative)
     ref = stats.ttest_rel(x, y, alternative=alternative)
     assert res.statistic == pytest.approx(ref.statistic, rel=1e-12)
     assert res.pvalue == pytest.approx(ref.pvalue, rel=1e-10)
@@ -263,7 +264,7 @@ def test_ttest_paired_vs_scipy(ap_values, alternative):
 def test_ttest_unpaired_vs_scipy(ap_values, equal_var, alternative):
     x, y = ap_values
     y = y[:300]
-    res = us.ttest_unpaired(x, y, equal_var=equal_var, alternative=alternative)
+    res = inf.ttest_unpaired(x, y, equal_var=equal_var, alternative=alternative)
     ref = stats.ttest_ind(x, y, equal_var=equal_var, alternative=alternative)
     assert res.statistic == pytest.approx(ref.statistic, rel=1e-12)
     assert res.pvalue == pytest.approx(ref.pvalue, rel=1e-10)
@@ -312,7 +313,7 @@ def test_sample_size_power_one_tail_statsmodels():
 @pytest.mark.parametrize("method", ["bonferroni", "holm"])
 def test_adjust_pvalues_vs_statsmodels(method):
     pv = np.array([0.001, 0.01, 0.02, 0.04, 0.3])
-    rej, padj = us.adjust_pvalues(pv, method, 0.05)
+    rej, padj = inf.adjust_pvalues(pv, method, 0.05)
     srej, spadj, _, _ = multipletests(pv, 0.05, method)
     assert np.array_equal(rej, srej) and np.allclose(padj, spadj)
 
@@ -320,13 +321,43 @@ def test_adjust_pvalues_vs_statsmodels(method):
 def test_adjust_pvalues_hand():
     pv = np.array([0.01, 0.02, 0.04])
     # Bonferroni: p * 3 = [0.03, 0.06, 0.12]
-    rej, padj = us.adjust_pvalues(pv, "bonferroni")
+    rej, padj = inf.adjust_pvalues(pv, "bonferroni")
     assert rej.tolist() == [True, False, False] and padj == pytest.approx([0.03, 0.06, 0.12])
     # Holm: 0.01 <= 0.05/3, 0.02 <= 0.05/2, 0.04 <= 0.05
-    rej, padj = us.adjust_pvalues(pv, "holm")
+    rej, padj = inf.adjust_pvalues(pv, "holm")
     assert rej.tolist() == [True, True, True] and padj == pytest.approx([0.03, 0.04, 0.04])
-    rej, padj = us.adjust_pvalues(pv, "none")
+    rej, padj = inf.adjust_pvalues(pv, "none")
     assert rej.all() and np.array_equal(padj, pv)
+
+
+
+@pytest.mark.parametrize("adjust", ["bonferroni", "holm"])
+def test_adjust_pvalues_rows_vs_statsmodels(adjust):
+    """2-D input: every row is its own family, as multipletests on that row (ties included)."""
+    rng = np.random.default_rng(0)
+    pv = np.concatenate([rng.random((200, 6)) ** 3, np.full((1, 6), 0.01)])
+    rej, padj = inf.adjust_pvalues(pv, adjust, 0.05)
+    for i in range(pv.shape[0]):
+        srej, spadj, _, _ = multipletests(pv[i], 0.05, adjust)
+        assert np.array_equal(rej[i], srej) and np.allclose(padj[i], spadj, rtol=1e-12)
+
+
+def test_decide_and_pvalue_from_z():
+    d = inf.decide([0.001, np.nan, 0.2], [0.3, 0.0, -0.1], ["A", "A", "B"], ["B", "C", "C"],
+                  adjust="holm", alpha=0.05)
+    assert d["decision"] == ["A > B", "no significant difference", "no significant difference"]
+    assert d["reject"].tolist() == [True, False, False]
+    assert d["pvalue_adjusted"][1] == 1.0                      # NaN (no variation) counts as p = 1
+    d = inf.decide([0.001], [-0.3], ["A"], ["B"], adjust="none")
+    assert d["decision"] == ["A < B"]
+    with pytest.raises(ValueError, match="same length"):
+        inf.decide([0.1, 0.2], [0.0], ["A"], ["B"])
+    z = np.array([-2.5, 0.0, 1.3])
+    assert inf.pvalue_from_z(z) == pytest.approx(2 * stats.norm.sf(np.abs(z)), rel=1e-14)
+    assert inf.pvalue_from_z(z, "less") == pytest.approx(stats.norm.cdf(z), rel=1e-14)
+    assert inf.pvalue_from_z(z, "greater") == pytest.approx(stats.norm.sf(z), rel=1e-14)
+    with pytest.raises(ValueError, match="alternative"):
+        inf.pvalue_from_z(z, "both")
 
 
 def _three_models(m=800, seed=3):
@@ -345,10 +376,10 @@ def us_metric(R, _):
 
 def test_compare_models_all_pairs_paired():
     df = _three_models()
-    out = us.compare_models(df, alpha=0.05)
-    assert set(out["method"]) == {"bonferroni", "holm"}
+    out = inf.compare_models(df, alpha=0.05)
+    assert set(out["adjust"]) == {"bonferroni", "holm"}
     assert len(out) == 6 and (out["n_comparisons"] == 3).all()
-    bon = out[out.method == "bonferroni"].reset_index(drop=True)
+    bon = out[out.adjust == "bonferroni"].reset_index(drop=True)
     pairs = [("A", "B"), ("A", "C"), ("B", "C")]
     assert list(zip(bon.model_a, bon.model_b)) == pairs
     for row, (a, b) in zip(bon.itertuples(), pairs):
@@ -359,7 +390,7 @@ def test_compare_models_all_pairs_paired():
         lo, hi = ref.confidence_interval(1 - 0.05 / 3)
         assert (row.ci_low, row.ci_high) == pytest.approx((lo, hi), rel=1e-10)
         assert row.mean_a - row.mean_b == pytest.approx(row.difference)
-    holm = out[out.method == "holm"]
+    holm = out[out.adjust == "holm"]
     _, sp, _, _ = multipletests(bon.pvalue, 0.05, "holm")
     assert np.allclose(holm.pvalue_adjusted, sp)
     # Holm rejects at least what Bonferroni rejects
@@ -372,32 +403,32 @@ def test_compare_models_all_pairs_paired():
 def test_compare_models_vs_best_and_unpaired_dict():
     df = _three_models()
     vals = {k: df[k].to_numpy()[: 700 + 50 * i] for i, k in enumerate(df)}
-    out = us.compare_models(vals, paired=False, family="vs-best", method="holm")
+    out = inf.compare_models(vals, paired=False, family="vs-best", adjust="holm")
     # data-selected best (B): its 2 comparisons are adjusted within all 3 pairs
     assert len(out) == 2 and (out.model_a == "B").all() and (out.n_comparisons == 3).all()
-    allp = us.compare_models(vals, paired=False, method="holm")
+    allp = inf.compare_models(vals, paired=False, adjust="holm")
     for row in out.itertuples():
         ref = stats.ttest_ind(vals[row.model_a], vals[row.model_b], equal_var=False)
         assert row.pvalue == pytest.approx(ref.pvalue, rel=1e-10)
         same = allp[allp.pvalue == row.pvalue]
         assert row.pvalue_adjusted == pytest.approx(same.pvalue_adjusted.iloc[0], rel=1e-12)
     # reference fixed in advance: n - 1 = 2 comparisons
-    fx = us.compare_models(vals, paired=False, family="vs-best", reference="A",
-                           method="bonferroni")
+    fx = inf.compare_models(vals, paired=False, family="vs-best", reference="A",
+                           adjust="bonferroni")
     assert (fx.model_a == "A").all() and (fx.n_comparisons == 2).all()
     assert np.allclose(fx.pvalue_adjusted, np.minimum(1, 2 * fx.pvalue))
     with pytest.raises(ValueError, match="reference must be one of"):
-        us.compare_models(vals, paired=False, family="vs-best", reference="Z")
+        inf.compare_models(vals, paired=False, family="vs-best", reference="Z")
     with pytest.raises(ValueError, match="only used with"):
-        us.compare_models(vals, paired=False, reference="A")
+        inf.compare_models(vals, paired=False, reference="A")
 
 
 def test_compare_models_ztest_recall():
     rng = np.random.default_rng(11)
     vals = {"A": (rng.random(1000) < 0.30).astype(float),
             "B": (rng.random(1200) < 0.36).astype(float)}
-    out = us.compare_models(vals, paired=False, test="z", method="none", alternative="less")
-    r = us.two_proportion_ztest(int(vals["A"].sum()), 1000, int(vals["B"].sum()), 1200,
+    out = inf.compare_models(vals, paired=False, test="z", adjust="none", alternative="less")
+    r = inf.two_proportion_ztest(int(vals["A"].sum()), 1000, int(vals["B"].sum()), 1200,
                                 alternative="less")
     assert out.pvalue.iloc[0] == pytest.approx(r.pvalue, rel=1e-12)
     assert out.ci_low.iloc[0] == -np.inf
@@ -407,7 +438,7 @@ def test_compare_models_ztest_recall():
 def test_compare_models_identical_models():
     # zero-variance differences: scipy gives NaN, treated as no evidence (p_adj = 1)
     x = np.linspace(0, 1, 50)
-    out = us.compare_models({"a": x, "b": x.copy()}, method=("none", "holm"))
+    out = inf.compare_models({"a": x, "b": x.copy()}, adjust=("none", "holm"))
     assert not out.reject.any() and (out.pvalue_adjusted == 1.0).all()
     assert (out.decision == "no significant difference").all()
 
@@ -415,19 +446,19 @@ def test_compare_models_identical_models():
 def test_compare_models_validation():
     df = _three_models()
     with pytest.raises(ValueError, match="same users"):
-        us.compare_models({"a": np.ones(5), "b": np.ones(6)}, paired=True)
+        inf.compare_models({"a": np.ones(5), "b": np.ones(6)}, paired=True)
     with pytest.raises(ValueError, match="at least 2 models"):
-        us.compare_models({"a": np.ones(5)})
-    with pytest.raises(ValueError, match="method"):
-        us.compare_models(df, method="fdr")
+        inf.compare_models({"a": np.ones(5)})
+    with pytest.raises(ValueError, match="adjust"):
+        inf.compare_models(df, adjust="fdr")
     with pytest.raises(ValueError, match="family"):
-        us.compare_models(df, family="best")
+        inf.compare_models(df, family="best")
     with pytest.raises(ValueError, match="0/1"):
-        us.compare_models(df, paired=False, test="z")
+        inf.compare_models(df, paired=False, test="z")
     with pytest.raises(ValueError, match="independent"):
-        us.compare_models(df, test="z")
+        inf.compare_models(df, test="z")
     with pytest.raises(TypeError):
-        us.compare_models([[1, 2], [3, 4]])
+        inf.compare_models([[1, 2], [3, 4]])
 
 
 # ---------------------------------------------------------------------------
@@ -549,11 +580,11 @@ def test_simulate_difference_coverage():
 
 
 def test_diff_confint_fpc():
-    lo, hi = us.diff_confint(350, 1000, 240, 800, population=5000)
+    lo, hi = inf.diff_confint(350, 1000, 240, 800, population=5000)
     se = math.sqrt(0.35 * 0.65 / 1000 * 4000 / 4999 + 0.3 * 0.7 / 800 * 4200 / 4999)
     assert (hi - lo) / 2 == pytest.approx(stats.norm.isf(0.025) * se, rel=1e-12)
     with pytest.raises(ValueError, match="population"):
-        us.diff_confint(3, 10, 3, 10, population=5)
+        inf.diff_confint(3, 10, 3, 10, population=5)
 
 
 @pytest.mark.parametrize("margin", [0.01, 0.03, 0.05])
@@ -573,19 +604,19 @@ def test_simulate_proportion_coverage():
 
 
 def test_simulate_familywise_error_and_rejections():
-    fw = studies.simulate_familywise_error([0.3] * 5, 1000, 4000, 0.05, rng=2).set_index("method")
+    fw = studies.simulate_familywise_error([0.3] * 5, 1000, 4000, 0.05, rng=2).set_index("adjust")
     assert fw.loc["none", "fwer"] > 0.15  # about 0.28 for 10 correlated tests
     assert fw.loc["bonferroni", "fwer"] <= 0.05 + 4 * fw.loc["bonferroni", "se"]
     # under the complete null, Holm rejects anything iff Bonferroni does
     assert fw.loc["holm", "fwer"] == fw.loc["bonferroni", "fwer"]
     # best picked from the data, naive n-1 Bonferroni: does NOT control the FWER
     fb = studies.simulate_familywise_error([0.3] * 5, 1000, 4000, family="vs-best", rng=2)
-    fb = fb.set_index("method")
+    fb = fb.set_index("adjust")
     assert (fb.n_comparisons == 4).all()
     assert fb.loc["bonferroni", "fwer"] > 0.05 + 4 * fb.loc["bonferroni", "se"]
     # reference fixed in advance: n-1 Bonferroni controls it
     fr = studies.simulate_familywise_error([0.3] * 5, 1000, 4000, family="vs-best", reference=0,
-                                      rng=2).set_index("method")
+                                      rng=2).set_index("adjust")
     assert fr.loc["bonferroni", "fwer"] <= 0.05 + 4 * math.sqrt(0.05 * 0.95 / 4000)
     rate = studies.simulate_ztest_rejections(0.30, 0.35, 1000, 4000, rng=4)
     pw = float(us.ztest_power(0.30, 0.35, 1000))
@@ -608,9 +639,9 @@ def test_confidence_validation(bad):
     with pytest.raises(ValueError, match="confidence"):
         us.sample_size_proportion(0.03, bad)
     with pytest.raises(ValueError, match="confidence"):
-        us.proportion_confint(3, 10, bad)
+        inf.proportion_confint(3, 10, bad)
     with pytest.raises(ValueError, match="confidence"):
-        us.z_critical(bad)
+        inf.z_critical(bad)
 
 
 def test_other_validation():
@@ -619,17 +650,17 @@ def test_other_validation():
     with pytest.raises(ValueError, match="n_models"):
         us.sample_size_difference(0.03, n_models=1)
     with pytest.raises(ValueError, match="family"):
-        us.n_comparisons(5, "pairs")
+        inf.n_comparisons(5, "pairs")
     with pytest.raises(ValueError, match="alternative"):
-        us.two_proportion_ztest(3, 10, 4, 10, alternative="smaller")
+        inf.two_proportion_ztest(3, 10, 4, 10, alternative="smaller")
     with pytest.raises(ValueError, match="count1 must lie in 0..nobs1"):
-        us.two_proportion_ztest(11, 10, 4, 10)
+        inf.two_proportion_ztest(11, 10, 4, 10)
     with pytest.raises(ValueError, match="whole numbers"):
-        us.two_proportion_ztest(3.5, 10, 4, 10)
+        inf.two_proportion_ztest(3.5, 10, 4, 10)
     with pytest.raises(ValueError, match="nobs"):
-        us.proportion_confint(0, 0)
+        inf.proportion_confint(0, 0)
     with pytest.raises(ValueError, match="population"):
-        us.proportion_confint(10, 100, population=50)
+        inf.proportion_confint(10, 100, population=50)
     with pytest.raises(ValueError, match="m must be <= population"):
         us.margin_of_error(100, population=50)
     with pytest.raises(ValueError, match="t must be > 0"):
@@ -637,9 +668,9 @@ def test_other_validation():
     with pytest.raises(ValueError, match="delta"):
         us.hoeffding_sample_size(0.02, 1.0)
     with pytest.raises(ValueError, match="same length"):
-        us.ttest_paired([1, 2, 3], [1, 2])
+        inf.ttest_paired([1, 2, 3], [1, 2])
     with pytest.raises(ValueError, match="at least 2"):
-        us.ttest_unpaired([1.0], [1, 2])
+        inf.ttest_unpaired([1.0], [1, 2])
     with pytest.raises(ValueError, match="m must lie in 1..M=5"):
         studies.simulate_proportion_coverage(5, 2, 6, 10)
     with pytest.raises(ValueError, match="m must lie in 1..M=5"):
