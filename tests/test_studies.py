@@ -1,0 +1,58 @@
+"""Tests of the notebook studies in sampling_lib.studies (each compares with a direct computation)."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from sampling_lib import kernels, studies
+from sampling_lib.rankdist import draw_global_ranks, empirical_pmf, random_dominating_pair, synthetic_models
+from sampling_lib.sampling import sample_ranks
+
+
+# ---------------------------------------------------------------- notebook 01 (KDD20 Sec 2)
+def test_simulate_shr_equals_direct_loop():
+    R = draw_global_ranks(synthetic_models(200)["beta_a0.35"], 300, rng=0)
+    got = studies.simulate_shr(R, 200, 20, [1, 5, 20], 4, scheme="hypergeometric", rng=7)
+    rng = np.random.default_rng(7)
+    for i in range(4):
+        r = sample_ranks(R, 200, 20, scheme="hypergeometric", rng=rng)
+        assert got[i].tolist() == [np.mean(r <= 1), np.mean(r <= 5), 1.0]
+
+
+def test_shr_moments_formulas_and_monte_carlo():
+    pmfs = synthetic_models(300)
+    R = {m: draw_global_ranks(pmfs[m], 400, rng=1) for m in ("beta_a0.25", "mixture")}
+    d = studies.shr_moments(R, 300, 30, [1, 3, 10], 400, rng=2)
+    assert len(d) == 2 * 2 * 3
+    for (m, s), g in d.groupby(["model", "scheme"]):
+        mean, var = kernels.shr_mean_var(empirical_pmf(R[m], 300), 30, [1, 3, 10], 400, s)
+        assert np.allclose(g.E_formula, mean, rtol=1e-14) and np.allclose(g.Var_formula, var, rtol=1e-14)
+    # 12 cells; |z| <= 4.5 for all of them has probability > 0.99 under the formulas
+    assert d.z_mean.abs().max() < 4.5 and d.z_var.abs().max() < 4.5
+
+
+def test_shr_tail_frequencies_columns():
+    R = draw_global_ranks(synthetic_models(100)["beta_a0.50"], 500, rng=3)
+    d = studies.shr_tail_frequencies(R, 100, 10, [1, 5], 300, 0.04, rng=4)
+    assert len(d) == 6 and np.allclose(d.t_in_sd[d.t != 0.04].round(6).unique(), [1.0, 2.0])
+    mean, var = kernels.shr_mean_var(empirical_pmf(R, 100), 10, [1, 5], 500)
+    shr = studies.simulate_shr(R, 100, 10, [1, 5], 300, rng=4)
+    for _, row in d.iterrows():
+        j = [1, 5].index(row.k)
+        assert row.observed == np.mean(np.abs(shr[:, j] - mean[j]) >= row.t)
+        assert row.hoeffding == pytest.approx(min(1.0, 2 * np.exp(-2 * 500 * row.t ** 2)))
+        assert 0.0 <= row.cp_lower999 <= row.observed
+    assert d.loc[0, "t_in_sd"] == pytest.approx(0.04 / np.sqrt(var[0]))
+
+
+def test_expected_shr_gaps_theorem_and_crossing_pair():
+    pmfs = synthetic_models(400)
+    pairs = [random_dominating_pair(400, rng=s) for s in range(3)]
+    g = studies.expected_shr_gaps(pairs, [5, 40])
+    assert len(g) == 3 * 2 * 2 and (g.min_gap >= -1e-12).all() and not g.flips.any()
+    d = (kernels.expected_shr_curve(pairs[1][0], 40, "hypergeometric")
+         - kernels.expected_shr_curve(pairs[1][1], 40, "hypergeometric"))
+    row = g[(g.pair == 1) & (g.n == 40) & (g.scheme == "hypergeometric")].iloc[0]
+    assert row.max_gap == d.max() and row.k_at_max == d.argmax() + 1 and row.min_gap_k_lt_n == d[:-1].min()
+    # the mixture's recall curve crosses Beta(0.35, 1): the sampled curves change order with k
+    cross = studies.expected_shr_gaps([(pmfs["mixture"], pmfs["beta_a0.35"])], [100])
+    assert cross.flips.all()
