@@ -85,6 +85,7 @@ __all__ = [
     "alignment_errors",
     "alignment_table",
     "monotonicity_violation",
+    "standard_maps",
 ]
 
 
@@ -663,6 +664,30 @@ def alignment_table(shr_curve, hr_curve, maps):
         f = np.asarray(f, dtype=float)
         rows.append({"function": name, **alignment_errors(shr_curve, global_on_sampled_axis(hr_curve, f))})
     return pd.DataFrame(rows)
+
+
+def standard_maps(N, n, a_values=(1.0, 0.5)):
+    """The mapping functions the papers tabulate: Linear, Bound and Beta@a.
+
+    Returns ``{"Linear": linear(N, n), "Bound": bound(N, n), "Beta@1": ...}``
+    with one ``"Beta@{a:g}"`` entry per a in ``a_values`` (a = 1 is the closed
+    form :func:`uniform`, KDD20 eq 18), in that order (the rows of KDD20
+    Table 7 and the columns of TORS24 Table 3).
+
+    References
+    ----------
+    KDD20 eqs 9, 13, 15-18, Table 7; TORS24 Table 3.
+
+    Examples
+    --------
+    >>> {k: round(float(f[0]), 2) for k, f in standard_maps(3706, 100).items()}
+    {'Linear': 1.0, 'Bound': 19.0, 'Beta@1': 38.05, 'Beta@0.5': 30.17}
+    """
+    maps = {"Linear": linear(N, n), "Bound": bound(N, n)}
+    for a in a_values:
+        a = check_float(a, "a", 0.0, low_open=True)
+        maps[f"Beta@{a:g}"] = uniform(N, n) if a == 1.0 else beta(N, n, a)
+    return maps
 
 
 def monotonicity_violation(N, n, a_values, direction="increasing"):

@@ -8,7 +8,11 @@ literal transcriptions, kept to show the printed formula agrees):
   random rankings by enumerating every outcome (AP25);
 * :func:`recursive_ap_moments_wor`, :func:`recursive_ap_moments_wr` -- the same
   moments by a dynamic program over positions;
-* :func:`var_ap_wor_paper` -- AP25 Thm 4.4 with the printed constants A..G.
+* :func:`var_ap_wor_paper` -- AP25 Thm 4.4 with the printed constants A..G;
+* :func:`per_user_em` -- the EM of AAAI21 eq 20 with one posterior per user;
+* :func:`paper_table` -- values printed in the papers' tables (the data files
+  in ``sampling_lib/paper_tables/``, listed in :data:`PAPER_TABLES`), which the
+  notebooks compare with their own computations.
 
 The fast formulas live in :mod:`sampling_lib.random_baseline`.
 
@@ -28,12 +32,97 @@ from ._validation import check_cutoffs, check_int, check_N_m, check_probability,
 from .random_baseline import APMoments, ap_from_patterns, harmonic_number
 
 __all__ = [
+    "PAPER_TABLES",
+    "paper_table",
+    "per_user_em",
     "enumerate_ap_wor",
     "enumerate_ap_wr",
     "recursive_ap_moments_wor",
     "recursive_ap_moments_wr",
     "var_ap_wor_paper",
 ]
+
+
+#: The printed tables shipped as data files: name -> what they hold (paper key, table).
+PAPER_TABLES = {
+    "kdd20_table2": "KDD20 Table 2: fitted Beta(a, 1) exponent a per dataset and model (n = 100); "
+                    "N = items from KDD20 Table 4",
+    "tors24_table3": "TORS24 Table 3: mapped positions f(1), f(2) at n = 1000, rounded as printed",
+    "aaai21_table2": "AAAI21 Table 2: Recall@10 (%) estimated by MLE and WMLE on ml-1m",
+    "tors24_tables8_9": "TORS24 Tables 8-9: relative error (%) of user sampling with 1K and 10K users "
+                        "(Table 9 all rows, Table 8 the unambiguous rows); M = users from TORS24 Table 2",
+    "ap25_table2": "AP25 Tables 1-2: scenarios (N, m, p, k) and the printed E and Var of AP@k, "
+                   "without (WOR) and with (WR) replacement",
+}
+
+
+def paper_table(name):
+    """A table of values printed in a paper, as a tidy DataFrame.
+
+    The values are transcribed once into ``sampling_lib/paper_tables/<name>.csv``
+    (shipped with the package) so that notebooks compare with data, not with
+    numbers typed into code.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`PAPER_TABLES`.
+
+    Returns
+    -------
+    pandas.DataFrame
+
+    Examples
+    --------
+    >>> t = paper_table("kdd20_table2")
+    >>> t[(t.dataset == "ml-1m") & (t.model == "itemKNN")].a.item()
+    0.4079
+    """
+    import pandas as pd
+    from importlib.resources import files
+
+    if name not in PAPER_TABLES:
+        raise ValueError(f"name must be one of {sorted(PAPER_TABLES)}; got {name!r}")
+    with files("sampling_lib").joinpath("paper_tables", f"{name}.csv").open() as f:
+        return pd.read_csv(f)
+
+
+def per_user_em(sampled_ranks, N, n, iters, weights=None, *, scheme="binomial"):
+    """The EM for the global rank distribution with one posterior per user.
+
+    The literal form of AAAI21 eq 20 (TORS24 App D eq 57; with per-user
+    ``weights``, the weighted EM of TORS24 eq 58): from the uniform start,
+    ``iters`` times, every user's posterior over R is formed and the weighted
+    average of the posteriors is the new pi. O(N M) per iteration: the oracle
+    for :func:`sampling_lib.estimators.mle` / ``wmle``, which run the same
+    update on the sufficient statistic (AAAI21 eq 21).
+
+    Returns
+    -------
+    ndarray, shape (N,)
+
+    References
+    ----------
+    AAAI21 eqs 20-21; TORS24 App D eqs 57-58.
+
+    Examples
+    --------
+    >>> from sampling_lib.estimators import mle
+    >>> r = np.array([1, 1, 2, 5, 9])
+    >>> bool(np.allclose(per_user_em(r, 30, 10, 5), mle(r, 30, 10, max_iter=5), rtol=1e-10))
+    True
+    """
+    from .kernels import kernel
+
+    r = np.asarray(sampled_ranks)
+    cols = kernel(N, n, scheme)[:, r - 1]
+    w = np.ones(r.size) if weights is None else np.asarray(weights, dtype=float)
+    pi = np.full(N, 1.0 / N)
+    for _ in range(check_int(iters, "iters", low=0)):
+        post = pi[:, None] * cols
+        post /= post.sum(axis=0, keepdims=True)
+        pi = post @ w / w.sum()
+    return pi
 
 
 def var_ap_wor_paper(N, m, k):

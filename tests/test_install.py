@@ -47,6 +47,13 @@ def test_wheel_has_every_module_and_subpackage(wheel):
     assert "sampling_lib/estimators/__init__.py" in names
 
 
+
+def test_wheel_has_the_paper_tables(wheel):
+    """The data files read by sampling_lib.testing.paper_table ship in the wheel."""
+    names = set(zipfile.ZipFile(wheel).namelist())
+    data = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "sampling_lib" / "paper_tables").glob("*.csv"))
+    assert data and not [d for d in data if d not in names]
+
 def test_wheel_declares_the_console_script(wheel):
     z = zipfile.ZipFile(wheel)
     (ep,) = [n for n in z.namelist() if n.endswith(".dist-info/entry_points.txt")]

@@ -1,6 +1,5 @@
 """Tests of the notebook studies in sampling_lib.studies (each compares with a direct computation)."""
 import numpy as np
-import pandas as pd
 import pytest
 
 from sampling_lib import kernels, studies
@@ -56,3 +55,46 @@ def test_expected_shr_gaps_theorem_and_crossing_pair():
     # the mixture's recall curve crosses Beta(0.35, 1): the sampled curves change order with k
     cross = studies.expected_shr_gaps([(pmfs["mixture"], pmfs["beta_a0.35"])], [100])
     assert cross.flips.all()
+
+
+# ---------------------------------------------------------------- notebook 02 (KDD20 Secs 3-4)
+def test_beta_map_tables_equal_direct_calls():
+    from sampling_lib import mapping
+
+    N, n = 700, 30
+    acc = studies.beta_map_accuracy(N, n, [0.3, 1.5])
+    f = mapping.beta(N, n, 1.5)
+    assert acc.loc[1, "f(2;a)"] == f[1] and acc.loc[1, "f(n;a) log-space"] == f[-1]
+    assert np.allclose(acc["f(n;a) recurrence"], N, rtol=1e-9)
+    steps = studies.beta_map_steps(N, n, [0.3, 1.5])
+    s = steps[steps.a == 0.3]
+    f = mapping.beta(N, n, 0.3)
+    assert s.k.tolist() == list(range(2, n + 1)) and np.allclose(s.step, np.diff(f) / ((N - 1) / n), rtol=0)
+    y = np.diff(np.concatenate(([0.0], (f - 1) ** 0.3)))
+    assert s.ratio_error.iloc[0] == pytest.approx(abs(y[1] / y[0] - (1 + (0.3 - 1) / 1)))
+    summ, curves = studies.beta_map_differences(N, n, [0.25, 0.35], 0.3)
+    d = mapping.beta(N, n, 0.25) - mapping.beta(N, n, 0.3)
+    assert summ.max_abs[0] == np.abs(d).max() and summ.at_k[0] == np.abs(d).argmax() + 1
+    assert summ.max_abs_exact[0] == pytest.approx(summ.max_abs[0], rel=1e-9) and len(curves) == 2 * n
+
+
+def test_beta_map_monotonicity_grid():
+    from sampling_lib.mapping import monotonicity_violation
+
+    a = [0.1, 0.5, 1.0]
+    d = studies.beta_map_monotonicity([10, 200], [5, 50], a)
+    assert d[["N", "n"]].values.tolist() == [[10, 5], [200, 5], [200, 50]]       # n <= N only
+    v = monotonicity_violation(200, 50, a, "decreasing")
+    assert d.iloc[2]["violation (printed inequality)"] == v["max_violation"]
+    assert (d["violation / N"] <= 1e-12).all()
+
+
+def test_max_position_difference_and_standard_maps():
+    from sampling_lib import mapping
+
+    d = studies.max_position_difference({"a": [1, 2, 3], "b": [1, 4, 3], "c": [0, 2, 3]})
+    assert d[["map_1", "map_2"]].values.tolist() == [["a", "b"], ["a", "c"], ["b", "c"]]
+    assert d.max_difference.tolist() == [2.0, 1.0, 2.0] and d.at_k.tolist() == [2, 1, 2]
+    m = mapping.standard_maps(500, 20, a_values=(1.0, 0.5, 0.2))
+    assert list(m) == ["Linear", "Bound", "Beta@1", "Beta@0.5", "Beta@0.2"]
+    assert np.array_equal(m["Beta@1"], mapping.uniform(500, 20)) and np.array_equal(m["Bound"], mapping.bound(500, 20))
