@@ -39,6 +39,8 @@ __all__ = [
     "DEFAULT_SYNTHETIC",
     "fit_models",
     "global_ranks_from_data",
+    "Population",
+    "rank_population",
     "run_experiment",
     "EXPERIMENT_COLUMNS",
     "score_sampling_experiment",
@@ -226,6 +228,86 @@ def global_ranks_from_data(data_path=None, models: Sequence[str] = DEFAULT_MODEL
         "rng": rng if isinstance(rng, (int, np.integer)) else repr(rng),
     }
     return ranks, int(split.n_items), info
+
+
+@dataclass(frozen=True)
+class Population:
+    """Test users' global ranks per model, as :func:`rank_population` returns them.
+
+    Attributes
+    ----------
+    ranks : dict model -> ndarray of int64 in 1..N
+    N : int
+    pmfs : dict model -> ndarray (N,)
+        The population rank distribution: the synthetic law the ranks were
+        drawn from, or, for real data, the users' empirical distribution.
+    source : str
+        One line naming the data.
+    info : dict
+        :func:`global_ranks_from_data`'s ``info`` for real data, else empty.
+    """
+
+    ranks: dict
+    N: int
+    pmfs: dict
+    source: str
+    info: dict
+
+    @property
+    def M(self) -> int:
+        """Users of the first model."""
+        return len(next(iter(self.ranks.values())))
+
+
+def rank_population(data_path=None, *, N=None, M=None, pmfs=None, models=DEFAULT_MODELS, rng=None,
+                    data_rng=0):
+    """The notebooks' two populations behind one call: synthetic laws or real recommenders.
+
+    With ``data_path=None``, M users' global ranks are drawn from each synthetic
+    law (``pmfs``, default :func:`sampling_lib.rankdist.synthetic_models` at N
+    items) with ``rng``, in the order of ``pmfs``. With a ratings file, the
+    ``models`` are fitted on it (:func:`global_ranks_from_data` with
+    ``rng=data_rng``) and the population law of each is its users' empirical
+    rank distribution.
+
+    Parameters
+    ----------
+    data_path : str, Path or None
+    N, M : int
+        Items and users of the synthetic population (ignored for real data).
+    pmfs : mapping name -> pmf, optional
+        Synthetic laws (default ``synthetic_models(N)``).
+    models : sequence of str
+        Recommenders for real data.
+    rng : seed or Generator
+        Draws the synthetic users.
+    data_rng : int, SeedSequence or Generator
+        Seeds :func:`global_ranks_from_data` for real data.
+
+    Returns
+    -------
+    Population
+
+    Examples
+    --------
+    >>> pop = rank_population(N=100, M=50, rng=0)
+    >>> pop.N, pop.M, list(pop.ranks)[:2]
+    (100, 50, ['beta_a0.25', 'beta_a0.35'])
+    """
+    from .rankdist import draw_global_ranks, empirical_pmf, synthetic_models
+
+    if data_path is None:
+        N = check_int(N, "N", low=2)
+        M = check_int(M, "M", low=1)
+        pmfs = dict(synthetic_models(N) if pmfs is None else pmfs)
+        rng = np.random.default_rng(rng)
+        ranks = {name: draw_global_ranks(p, M, rng=rng) for name, p in pmfs.items()}
+        return Population(ranks, N, pmfs, f"synthetic rank distributions ({', '.join(pmfs)}; "
+                                          f"N = {N:,}, M = {M:,} users each)", {})
+    ranks, N, info = global_ranks_from_data(data_path, models=models, rng=data_rng)
+    pmfs = {m: empirical_pmf(R, N) for m, R in ranks.items()}
+    return Population(ranks, N, pmfs, f"{info['dataset']} ({len(next(iter(ranks.values()))):,} "
+                                      f"leave-one-out test users, N = {N:,} items)", info)
 
 
 # --------------------------------------------------------------------------- runner

@@ -1,5 +1,6 @@
 """Tests of the notebook studies in sampling_lib.studies (each compares with a direct computation)."""
 import numpy as np
+import pandas as pd
 import pytest
 
 from sampling_lib import kernels, studies
@@ -98,3 +99,60 @@ def test_max_position_difference_and_standard_maps():
     m = mapping.standard_maps(500, 20, a_values=(1.0, 0.5, 0.2))
     assert list(m) == ["Linear", "Bound", "Beta@1", "Beta@0.5", "Beta@0.2"]
     assert np.array_equal(m["Beta@1"], mapping.uniform(500, 20)) and np.array_equal(m["Bound"], mapping.bound(500, 20))
+
+
+# ---------------------------------------------------------------- notebooks 03-05 (shared pieces)
+def test_rank_population_synthetic_draws_in_order():
+    from sampling_lib.experiments import rank_population
+
+    pmfs = synthetic_models(150)
+    pop = rank_population(N=150, M=40, rng=np.random.default_rng(5))
+    rng = np.random.default_rng(5)
+    for name, p in pmfs.items():
+        assert np.array_equal(pop.ranks[name], draw_global_ranks(p, 40, rng=rng))
+        assert pop.pmfs[name] is not None and np.allclose(pop.pmfs[name], p)
+    assert (pop.N, pop.M, pop.info) == (150, 40, {})
+    with pytest.raises(ValueError, match="M"):
+        rank_population(N=150, M=0)
+
+
+def test_winner_counts_by_hand():
+    d = pd.DataFrame({"repeat": [0, 0, 0, 0, 1, 1, 1, 1], "model": ["A", "B"] * 4,
+                      "estimator": ["x", "x", "y", "y"] * 2,
+                      "estimate": [0.3, 0.2, 0.1, 0.2, 0.1, 0.4, 0.5, 0.4], "truth": [0.5, 0.4] * 4})
+    out = studies.winner_counts(d, by="estimator").set_index("estimator")
+    assert out.correct.to_dict() == {"x": 1, "y": 1} and (out.repeats == 2).all()
+
+
+def test_mle_mse_identifiable_matches_formula():
+    d = studies.mle_mse_identifiable(synthetic_models(5)["beta_a0.50"], [20_000, 200_000], 30, rng=3)
+    assert np.allclose(d.mse_formula[0] / d.mse_formula[1], 10.0)
+    assert (np.abs(d.mse_sim - d.mse_formula) < 4.5 * d.se).all()
+
+
+def test_mle_consistency_and_rank_distribution_study_equal_direct_fits():
+    from sampling_lib.estimators import bv, mle
+    from sampling_lib.kernels import kernel
+
+    P = synthetic_models(120)["beta_a0.35"]
+    d = studies.mle_consistency(P, 15, [400], 1, rng=4)
+    rng = np.random.default_rng(4)
+    r = sample_ranks(draw_global_ranks(P, 400, rng=rng), 120, 15, rng=rng)
+    assert d.q_error[0] == pytest.approx(np.abs((mle(r, 120, 15) - P) @ kernel(120, 15)).sum(), rel=1e-12)
+    R = draw_global_ranks(P, 300, rng=0)
+    out = studies.rank_distribution_study({"a": R}, {"a": P}, 15, 2, K_values=(5,), rng=9)
+    res = out["results"]
+    assert len(res) == 2 * (7 * 3 + 3 * 2) and out["min_em_step"] >= -1e-12
+    r0 = sample_ranks(R, 120, 15, rng=np.random.default_rng(9))
+    assert np.array_equal(out["first_ranks"]["a"], r0)
+    from sampling_lib.metrics import metric_values
+    row = res[(res.repeat == 0) & (res.estimator == "BV 0.1") & (res.metric == "ndcg")]
+    assert row.estimate.item() == pytest.approx(bv(r0, 120, 15, 0.1) @ metric_values("ndcg@5", 120), rel=1e-12)
+    assert row.truth.item() == pytest.approx(P @ metric_values("ndcg@5", 120))
+
+
+def test_mes_solver_check_agrees():
+    P = synthetic_models(100)["beta_a0.35"]
+    r = sample_ranks(draw_global_ranks(P, 500, rng=1), 100, 10, rng=2)
+    out = studies.mes_solver_check(r, 100, 10, 0.01)
+    assert out["rel_diff"] < 1e-6 and out["max_abs_dpi"] < 1e-5 and out["kkt_deviation"] < 1e-6
