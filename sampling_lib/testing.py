@@ -10,6 +10,8 @@ literal transcriptions, kept to show the printed formula agrees):
   moments by a dynamic program over positions;
 * :func:`var_ap_wor_paper` -- AP25 Thm 4.4 with the printed constants A..G;
 * :func:`per_user_em` -- the EM of AAAI21 eq 20 with one posterior per user;
+* :func:`cls_sampled_metric_cvxpy` -- the CLS sampled metric (TORS24 eq 7) as a
+  generic monotone least-squares problem solved by cvxpy;
 * :func:`paper_table` -- values printed in the papers' tables (the data files
   in ``sampling_lib/paper_tables/``, listed in :data:`PAPER_TABLES`), which the
   notebooks compare with their own computations.
@@ -35,6 +37,7 @@ __all__ = [
     "PAPER_TABLES",
     "paper_table",
     "per_user_em",
+    "cls_sampled_metric_cvxpy",
     "enumerate_ap_wor",
     "enumerate_ap_wr",
     "recursive_ap_moments_wor",
@@ -123,6 +126,32 @@ def per_user_em(sampled_ranks, N, n, iters, weights=None, *, scheme="binomial"):
         post /= post.sum(axis=0, keepdims=True)
         pi = post @ w / w.sum()
     return pi
+
+
+def cls_sampled_metric_cvxpy(F, N, n, prior=None, *, scheme="binomial"):
+    """The CLS sampled metric x (TORS24 eq 7) by a generic solver.
+
+    Minimizes ``sum_R P(R) (sum_r P(r | R) x_r - F(R))^2`` over non-increasing
+    x (``x_1 >= ... >= x_n``) with cvxpy/Clarabel; ``prior`` P(R) defaults to
+    uniform. The oracle for :func:`sampling_lib.estimators.cls`.
+
+    Returns
+    -------
+    ndarray, shape (n,)
+
+    References
+    ----------
+    TORS24 eq 7; Krichene and Rendle (KR20).
+    """
+    import cvxpy as cp
+
+    from .kernels import kernel
+
+    p = np.full(N, 1.0 / N) if prior is None else np.asarray(prior, dtype=float)
+    x = cp.Variable(n)
+    cp.Problem(cp.Minimize(cp.sum_squares(cp.multiply(np.sqrt(p), kernel(N, n, scheme) @ x - F))),
+               [x[:-1] >= x[1:]]).solve(solver=cp.CLARABEL)
+    return np.asarray(x.value)
 
 
 def var_ap_wor_paper(N, m, k):

@@ -156,3 +156,58 @@ def test_mes_solver_check_agrees():
     r = sample_ranks(draw_global_ranks(P, 500, rng=1), 100, 10, rng=2)
     out = studies.mes_solver_check(r, 100, 10, 0.01)
     assert out["rel_diff"] < 1e-6 and out["max_abs_dpi"] < 1e-5 and out["kkt_deviation"] < 1e-6
+
+
+def test_metric_estimator_study_equals_direct_fits():
+    from sampling_lib.estimators import fit_estimators, get_estimator
+    from sampling_lib.metrics import metric_values
+    from sampling_lib.sampling import adaptive_sample_ranks
+
+    P = synthetic_models(150)["beta_a0.35"]
+    R = {"a": draw_global_ranks(P, 400, rng=0), "b": draw_global_ranks(P, 400, rng=1)}
+    out = studies.metric_estimator_study(R, 150, 2, ["mle", "bv_mle"], sample_sizes=[20], adaptive=(10, 40),
+                                         K_max=8, rng=3, gamma=0.1)
+    c = out["curves"]
+    assert set(c.design) == {"adaptive", "n=20"} and set(c.estimator) == {"ADAPTIVE_MLE", "MLE", "BV_MLE"}
+    rng = np.random.default_rng(3)
+    r_ad, nu = adaptive_sample_ranks(R["a"], 150, 10, 40, rng=rng)
+    r = sample_ranks(R["a"], 150, 20, rng=rng)
+    W = fit_estimators(["mle", "bv_mle"], r, 150, 20, gamma=0.1)
+    F = metric_values("ndcg@8", 150)
+    row = c[(c.repeat == 0) & (c.model == "a") & (c.metric == "ndcg") & (c.K == 8)].set_index("estimator")
+    assert row.loc["BV_MLE", "estimate"] == pytest.approx(W["bv_mle"] @ F, rel=1e-12)
+    assert row.loc["ADAPTIVE_MLE", "estimate"] == pytest.approx(get_estimator("adaptive_mle")(r_ad, 150, nu) @ F)
+    assert row.loc["MLE", "truth"] == pytest.approx(np.mean(F[R["a"] - 1]))
+    assert row.loc["ADAPTIVE_MLE", "size"] == nu.mean() and len(out["fits"]) == 2 * 2
+    err = studies.average_relative_error(c)
+    one = err[(err.repeat == 0) & (err.model == "a") & (err.estimator == "MLE") & (err.metric == "recall")]
+    sub = c[(c.repeat == 0) & (c.model == "a") & (c.estimator == "MLE") & (c.metric == "recall") & (c.truth > 0)]
+    assert one.rel_err.item() == pytest.approx(100 * np.mean(np.abs(sub.estimate - sub.truth) / sub.truth))
+
+
+def test_simulate_mse_bound_and_growth():
+    from sampling_lib.estimators import bv_sampled_metric, exact_mse, mn_sampled_metric
+    from sampling_lib.metrics import metric_values
+
+    N, n = 30, 6
+    counts = np.maximum(1, np.round(synthetic_models(N)["beta_a0.35"] * 200)).astype(int)
+    R = np.repeat(np.arange(1, N + 1), counts)
+    W, F = counts / R.size, metric_values("ndcg@5", N)
+    xs = {"MN": mn_sampled_metric(F, N, n, W, R.size), "BV": bv_sampled_metric(F, N, n, 0.01, W)}
+    t = studies.simulate_mse_bound(xs, F, R, n, 600, 10, rng=0)
+    assert (np.abs(t.mse_sim - t.mse_exact) < 4.5 * t.mse_sim_se).all() and (t.mse_exact <= t.L).all()
+    with pytest.raises(ValueError, match="every rank"):
+        studies.simulate_mse_bound(xs, F, np.array([1, 2]), n, 10)
+    g = studies.mn_bv_growth(W, n, {"uniform": None}, ["ndcg@5"], [10, 1000], gamma=0.01)
+    assert g.MN_mse[1] == pytest.approx(exact_mse(mn_sampled_metric(F, N, n, None, 1000), F, W, n, 1000))
+    assert (np.diff(g.MN_L) <= 1e-12).all()
+
+
+def test_cls_sampled_metric_cvxpy_equals_cls():
+    from sampling_lib.estimators import cls, sampled_pmf
+    from sampling_lib.metrics import metric_values
+    from sampling_lib.testing import cls_sampled_metric_cvxpy
+
+    r = sample_ranks(draw_global_ranks(synthetic_models(80)["beta_a0.35"], 300, rng=1), 80, 10, rng=2)
+    x = cls_sampled_metric_cvxpy(metric_values("recall@5", 80), 80, 10)
+    assert cls(r, 80, 10, max_rank=5)[:5].sum() == pytest.approx(sampled_pmf(r, 10) @ x, abs=1e-5)
