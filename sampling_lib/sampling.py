@@ -20,7 +20,8 @@ import pandas as pd
 
 from ._validation import check_columns, check_int, check_int_column, check_N_n, check_ranks, check_scheme
 
-__all__ = ["sample_ranks", "adaptive_sample_ranks", "sampling_efficiency", "SamplingEfficiency",
+__all__ = ["sample_ranks", "adaptive_sample_ranks", "size_ladder", "adaptive_stop_distribution",
+           "sampling_efficiency", "SamplingEfficiency",
            "sample_negatives"]
 
 
@@ -114,6 +115,68 @@ def adaptive_sample_ranks(global_ranks, N, n0, n_max, *, scheme="binomial", rng=
         active = (r == 1) & (size < n_max)
     return r, size
 
+
+
+def size_ladder(n0, n_max):
+    """The sample-set sizes of adaptive sampling: n_0, 2 n_0, 4 n_0, ... up to n_max (TORS24 Alg 1).
+
+    The last step is truncated to n_max (see :func:`adaptive_sample_ranks`).
+
+    Examples
+    --------
+    >>> size_ladder(100, 700).tolist()
+    [100, 200, 400, 700]
+    """
+    n0 = check_int(n0, "n0", low=1)
+    n_max = check_int(n_max, "n_max", low=n0)
+    ladder = [n0]
+    while ladder[-1] < n_max:
+        ladder.append(min(2 * ladder[-1], n_max))
+    return np.array(ladder, dtype=np.int64)
+
+
+def adaptive_stop_distribution(pmf, n0, n_max):
+    """Exact distribution of where adaptive sampling stops, sampling with replacement.
+
+    A user with global rank R has r = 1 at size s with probability
+    ``(1 - (R-1)/(N-1))^(s-1)`` (all s - 1 sampled items rank below the held-out
+    item). Under TORS24 Algorithm 1 the user moves to the next size of the
+    :func:`size_ladder` while r = 1, so the share of users stopping at n_j is
+    ``S(n_{j-1}) - S(n_j)`` with ``S(s) = sum_R P(R) (1 - (R-1)/(N-1))^(s-1)``
+    (S(n_{-1}) = 1), and the share still at r = 1 at n_max is ``S(n_max)``.
+
+    Parameters
+    ----------
+    pmf : array_like, shape (N,)
+        Distribution P(R) of the users' global ranks.
+    n0, n_max : int
+
+    Returns
+    -------
+    sizes : ndarray of int
+        The ladder.
+    stop : ndarray
+        Share of users resolved (r > 1) at each size.
+    capped : float
+        Share of users with r = 1 at n_max.
+
+    References
+    ----------
+    TORS24 Algorithm 1, eq 44.
+
+    Examples
+    --------
+    >>> sizes, stop, capped = adaptive_stop_distribution(np.full(100, 0.01), 10, 40)
+    >>> sizes.tolist(), round(float(stop.sum() + capped), 12)
+    ([10, 20, 40], 1.0)
+    """
+    w = np.asarray(pmf, dtype=float)
+    N = w.size
+    sizes = size_ladder(n0, n_max)
+    q = 1.0 - np.arange(N) / (N - 1)                     # 1 - theta_R
+    surv = np.array([w @ q ** (s - 1) for s in sizes])    # P(r = 1 at size s)
+    stop = np.concatenate([[1.0], surv[:-1]]) - surv
+    return sizes, stop, float(surv[-1])
 
 # ---------------------------------------------------------------------------
 # Sampling efficiency of adaptive sampling (TORS24 Sec 6.3, eq 44, Fig 9)
@@ -244,10 +307,7 @@ def sampling_efficiency(sampled_ranks, sample_sizes, n0=None, n_max=None, *, N=N
         )
     if N is not None:
         N = check_int(N, "N", low=n_max)
-    ladder = [n0]
-    while ladder[-1] < n_max:
-        ladder.append(min(2 * ladder[-1], n_max))
-    ladder = np.array(ladder, dtype=np.int64)
+    ladder = size_ladder(n0, n_max)
     bad = ~np.isin(sizes_u, ladder)
     if bad.any():
         raise ValueError(

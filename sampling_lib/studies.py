@@ -85,6 +85,7 @@ __all__ = [
     "metric_estimator_study",
     "simulate_mse_bound",
     "mn_bv_growth",
+    "mean_sd",
 ]
 
 
@@ -1609,3 +1610,26 @@ def mn_bv_growth(truth, n, priors, metrics, M_values, *, gamma=0.01):
                                  BV_mse=exact_mse(x_bv, F, truth, n, M), MN_L1=b.L1, MN_L2=b.L2, MN_L=b.L,
                                  BV_var_term=bv_var_term))
     return pd.DataFrame(rows)
+
+
+def mean_sd(grouped, decimals=2, sep="±"):
+    """Table cells ``"mean±sd"`` of a grouped column, as the papers print them.
+
+    Parameters
+    ----------
+    grouped : pandas SeriesGroupBy
+    decimals : int
+    sep : str
+
+    Returns
+    -------
+    pandas.Series of str
+
+    Examples
+    --------
+    >>> d = pd.DataFrame({"g": ["a", "a", "b", "b"], "v": [1.0, 3.0, 2.0, 2.0]})
+    >>> mean_sd(d.groupby("g").v).to_dict()
+    {'a': '2.00±1.41', 'b': '2.00±0.00'}
+    """
+    fmt = f"{{:.{decimals}f}}".format
+    return grouped.mean().map(fmt) + sep + grouped.std().map(fmt)

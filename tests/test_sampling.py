@@ -52,3 +52,20 @@ def test_adaptive_truncates_at_n_max_and_validates():
         adaptive_sample_ranks([1], 100, 10, 200)
     with pytest.raises(ValueError, match="global_ranks must lie in 1..N=100"):
         sample_ranks([101], 100, 10)
+
+
+def test_adaptive_stop_distribution_vs_simulation():
+    from sampling_lib.sampling import adaptive_stop_distribution, sampling_efficiency, size_ladder
+
+    assert size_ladder(5, 5).tolist() == [5] and size_ladder(3, 20).tolist() == [3, 6, 12, 20]
+    N, M = 60, 40_000
+    pmf = np.arange(N, 0, -1.0) ** 3
+    pmf /= pmf.sum()
+    sizes, stop, capped = adaptive_stop_distribution(pmf, 3, 40)
+    assert sizes.tolist() == [3, 6, 12, 24, 40] and stop.sum() + capped == pytest.approx(1.0, abs=1e-12)
+    R = np.random.default_rng(0).choice(np.arange(1, N + 1), size=M, p=pmf)
+    r, nu = adaptive_sample_ranks(R, N, 3, 40, rng=1)
+    eff = sampling_efficiency(r, nu, 3, 40)
+    got = np.append(eff.finished, eff.capped) / M
+    exp = np.append(stop, capped)
+    assert np.all(np.abs(got - exp) <= 4.5 * np.sqrt(exp * (1 - exp) / M) + 1e-12)
