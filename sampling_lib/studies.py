@@ -86,6 +86,9 @@ __all__ = [
     "simulate_mse_bound",
     "mn_bv_growth",
     "mean_sd",
+    "proportion_coverage_table",
+    "user_sampling_tails",
+    "user_sampling_errors",
 ]
 
 
@@ -1633,3 +1636,118 @@ def mean_sd(grouped, decimals=2, sep="±"):
     """
     fmt = f"{{:.{decimals}f}}".format
     return grouped.mean().map(fmt) + sep + grouped.std().map(fmt)
+
+
+# ----------------------------------------------------------------------------
+# user sampling (TORS24 Sec 7, notebook 06)
+# ----------------------------------------------------------------------------
+def proportion_coverage_table(M, successes, m_values, repeats, confidence_level=0.95, *, margin, rng=None):
+    """Coverage of the Wald interval and chance of meeting a margin, exact and Monte Carlo, per m.
+
+    For each user sample size m: :func:`sampling_lib.user_sampling.exact_proportion_coverage`
+    (hypergeometric sum) next to :func:`simulate_proportion_coverage`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``m, mc_coverage, exact_coverage, mc_se, mean_halfwidth,
+        mc_margin_prob, exact_margin_prob``.
+
+    References
+    ----------
+    TORS24 eqs 45-47.
+
+    Examples
+    --------
+    >>> d = proportion_coverage_table(10_000, 3_000, [500], 2000, margin=0.03, rng=0)
+    >>> bool(abs(d.mc_coverage[0] - d.exact_coverage[0]) < 4 * d.mc_se[0])
+    True
+    """
+    from .user_sampling import exact_proportion_coverage
+
+    rows = []
+    for m in m_values:
+        mc = simulate_proportion_coverage(M, successes, m, repeats, confidence_level, margin=margin, rng=rng)
+        ex = exact_proportion_coverage(M, successes, m, confidence_level, margin=margin)
+        rows.append(dict(m=m, mc_coverage=mc["coverage"], exact_coverage=ex["coverage"], mc_se=mc["coverage_se"],
+                         mean_halfwidth=mc["mean_halfwidth"], mc_margin_prob=mc["margin_met"],
+                         exact_margin_prob=ex["margin_prob"]))
+    return pd.DataFrame(rows)
+
+
+def user_sampling_tails(global_ranks, N, m, metric, repeats, ts, *, rng=None):
+    """Tails of a user-sampled metric against Hoeffding and the normal approximation.
+
+    ``repeats`` samples of m of the M users (without replacement,
+    :func:`sampling_lib.user_sampling.user_sampled_metric`) estimate ``metric``
+    (e.g. ``"ap@10"``); for every t the observed ``Pr(|T_hat - T| >= t)`` is
+    set beside Hoeffding's ``2 exp(-2 m t^2)`` (eq 48) and the normal tail
+    ``2 Phi(-t / sigma)`` with sigma the population sd times
+    ``sqrt((M - m) / ((M - 1) m))``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``metric, t, observed, mc_se, clt, hoeffding``.
+
+    References
+    ----------
+    TORS24 eq 48; Hoeffding (1963), Thm 4 (sampling without replacement).
+    """
+    from scipy import stats
+
+    from .metrics import parse_metric
+    from .user_sampling import hoeffding_bound, user_sampled_metric
+
+    R = np.asarray(global_ranks)
+    name, K = parse_metric(metric)
+    M = R.size
+    est = user_sampled_metric(R, m, name, [K], repeats=repeats, rng=rng)[:, 0]
+    F = metric_values(name, N, K)[R - 1]
+    sd = F.std() * math.sqrt((M - m) / ((M - 1) * m))
+    rows = []
+    for t in ts:
+        obs = float(np.mean(np.abs(est - F.mean()) >= t))
+        rows.append(dict(metric=f"{name}@{K}", t=t, observed=obs,
+                         mc_se=math.sqrt(max(obs * (1 - obs), 1e-300) / repeats),
+                         clt=2 * stats.norm.sf(t / sd), hoeffding=float(hoeffding_bound(m, t))))
+    return pd.DataFrame(rows)
+
+
+def user_sampling_errors(ranks, m_values, metrics=("recall", "ndcg"), K_max=50, repeats=100, *, rng=None):
+    """TORS24 Tables 8-9: relative error of user-sampled metrics, simulated and predicted.
+
+    For every model, metric and user sample size m: ``repeats`` samples of m of
+    the M users; the relative error |T_hat_K - T_K| / T_K averaged over the
+    cutoffs K = 1..K_max with T_K > 0, its mean, sd and standard error over
+    the repeats, and the prediction of
+    :func:`sampling_lib.user_sampling.predicted_relative_error` (exact for
+    0/1 metrics, normal approximation otherwise), all in percent.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``model, metric, method, m, mean, sd, se, predicted``.
+
+    References
+    ----------
+    TORS24 Tables 8-9.
+    """
+    from .metrics import metric_from_ranks
+    from .user_sampling import predicted_relative_error, user_sampled_metric
+
+    Ks = np.arange(1, K_max + 1)
+    rng = np.random.default_rng(rng)
+    rows = []
+    for name, R in ranks.items():
+        for met in metrics:
+            truth = np.array([metric_from_ranks(R, met, int(K)) for K in Ks])
+            ok = truth > 0
+            for m in m_values:
+                est = user_sampled_metric(R, m, met, Ks, repeats=repeats, rng=rng)
+                rel = (np.abs(est[:, ok] - truth[ok]) / truth[ok]).mean(axis=1)
+                pred = float(np.mean(predicted_relative_error(R, m, met, Ks)[ok]))
+                rows.append({"model": name, "metric": met, "method": f"user {m:,}", "m": m,
+                             "mean": 100 * rel.mean(), "sd": 100 * rel.std(ddof=1),
+                             "se": 100 * rel.std(ddof=1) / math.sqrt(repeats), "predicted": 100 * pred})
+    return pd.DataFrame(rows)

@@ -66,6 +66,7 @@ from .metrics import metric_values, parse_metric
 
 __all__ = [
     "bonferroni_confidence",
+    "sample_size_table",
     "sample_size_proportion",
     "sample_size_difference",
     "margin_of_error",
@@ -253,6 +254,49 @@ def margin_of_error(m, confidence_level=0.95, p=0.5, *, difference=False, n_test
     factor = 2.0 if difference else 1.0
     return z_critical(c) * np.sqrt(factor * p * (1 - p) / m_arr
                                   * finite_population_factor(m_arr, population))
+
+
+def sample_size_table(margins, confidence_levels=(0.95,), n_models=(1,), p=0.5):
+    """Users needed per model, for every margin, confidence level and number of models.
+
+    One row per (margin, confidence level, number of models k): one interval
+    per model (eq 46, Bonferroni over k), Hoeffding for any metric in [0, 1]
+    (eq 48, Bonferroni over k) and, for k >= 2, a difference of two models
+    (eq 52) with Bonferroni over all pairs and over the k - 1 comparisons with
+    a reference fixed in advance.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``margin, confidence_level, models, one CI per model (eq 46),
+        Hoeffding, AP/NDCG (eq 48), difference, all pairs (eq 52), difference,
+        vs reference (eq 52)`` (the last two NaN for one model).
+
+    References
+    ----------
+    TORS24 eqs 46-48, 52, Sec 7.2.
+
+    Examples
+    --------
+    >>> sample_size_table([0.03], n_models=[1, 5]).iloc[:, 3:].values.tolist()
+    [[1068.0, 2050.0, nan, nan], [1844.0, 2944.0, 4378.0, 3466.0]]
+    """
+    import pandas as pd
+
+    rows = []
+    for e in margins:
+        for c in confidence_levels:
+            for k in n_models:
+                row = {"margin": e, "confidence_level": c, "models": k,
+                       "one CI per model (eq 46)": sample_size_proportion(e, c, p, n_models=k),
+                       "Hoeffding, AP/NDCG (eq 48)": hoeffding_sample_size(e, 1 - c, n_tests=k),
+                       "difference, all pairs (eq 52)": np.nan, "difference, vs reference (eq 52)": np.nan}
+                if k >= 2:
+                    row["difference, all pairs (eq 52)"] = sample_size_difference(e, c, p, n_models=k)
+                    row["difference, vs reference (eq 52)"] = sample_size_difference(e, c, p, n_models=k,
+                                                                                    family="vs-best")
+                rows.append(row)
+    return pd.DataFrame(rows)
 
 
 # ----------------------------------------------------------------------------

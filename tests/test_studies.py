@@ -211,3 +211,35 @@ def test_cls_sampled_metric_cvxpy_equals_cls():
     r = sample_ranks(draw_global_ranks(synthetic_models(80)["beta_a0.35"], 300, rng=1), 80, 10, rng=2)
     x = cls_sampled_metric_cvxpy(metric_values("recall@5", 80), 80, 10)
     assert cls(r, 80, 10, max_rank=5)[:5].sum() == pytest.approx(sampled_pmf(r, 10) @ x, abs=1e-5)
+
+
+# ---------------------------------------------------------------- notebook 06 (TORS24 Sec 7)
+def test_sample_size_table_equals_direct_calls():
+    from sampling_lib import user_sampling as us
+
+    t = us.sample_size_table([0.02, 0.05], [0.9, 0.99], [1, 3])
+    assert len(t) == 8 and t["difference, all pairs (eq 52)"][t.models == 1].isna().all()
+    row = t[(t.margin == 0.02) & (t.confidence_level == 0.9) & (t.models == 3)].iloc[0]
+    assert row["one CI per model (eq 46)"] == us.sample_size_proportion(0.02, 0.9, n_models=3)
+    assert row["Hoeffding, AP/NDCG (eq 48)"] == us.hoeffding_sample_size(0.02, 0.1, n_tests=3)
+    assert row["difference, vs reference (eq 52)"] == us.sample_size_difference(0.02, 0.9, n_models=3,
+                                                                                 family="vs-best")
+
+
+def test_user_sampling_studies_equal_direct_calls():
+    from sampling_lib import user_sampling as us
+
+    d = studies.proportion_coverage_table(5000, 1200, [200, 800], 500, 0.9, margin=0.04, rng=1)
+    ex = us.exact_proportion_coverage(5000, 1200, 800, 0.9, margin=0.04)
+    assert (d.exact_coverage[1], d.exact_margin_prob[1]) == (ex["coverage"], ex["margin_prob"])
+    mc = studies.simulate_proportion_coverage(5000, 1200, 200, 500, 0.9, margin=0.04, rng=np.random.default_rng(1))
+    assert d.mc_coverage[0] == mc["coverage"]
+    R = draw_global_ranks(synthetic_models(300)["beta_a0.35"], 2000, rng=0)
+    t = studies.user_sampling_tails(R, 300, 200, "ap@10", 400, [0.01, 0.05], rng=2)
+    est = us.user_sampled_metric(R, 200, "ap", [10], repeats=400, rng=2)[:, 0]
+    from sampling_lib.metrics import metric_from_ranks
+    assert t.observed[0] == np.mean(np.abs(est - metric_from_ranks(R, "ap", 10)) >= 0.01)
+    assert t.hoeffding[1] == pytest.approx(2 * np.exp(-2 * 200 * 0.05 ** 2))
+    e = studies.user_sampling_errors({"a": R}, [100, 1000], ["recall"], K_max=20, repeats=60, rng=3)
+    assert e.method.tolist() == ["user 100", "user 1,000"]
+    assert (np.abs(e["mean"] - e["predicted"]) < 4.5 * e["se"]).all()      # the prediction is exact for recall
