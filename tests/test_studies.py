@@ -243,3 +243,20 @@ def test_user_sampling_studies_equal_direct_calls():
     e = studies.user_sampling_errors({"a": R}, [100, 1000], ["recall"], K_max=20, repeats=60, rng=3)
     assert e.method.tolist() == ["user 100", "user 1,000"]
     assert (np.abs(e["mean"] - e["predicted"]) < 4.5 * e["se"]).all()      # the prediction is exact for recall
+
+
+# ---------------------------------------------------------------- notebook 07 (AP25)
+def test_ap_studies_equal_direct_calls():
+    from sampling_lib import random_baseline as rb
+    from sampling_lib.testing import paper_table, recursive_ap_moments_wr
+
+    wor, wr = studies.ap_enumeration_check(5, 4, [0.3])
+    assert len(wor) == sum((N + 1) * N for N in range(1, 6)) and wor["Var printed Thm 4.4"].isna().sum() == 2 + 6 + 12
+    assert np.allclose(wr["Var formula"], wr["Var enum"], rtol=1e-12)
+    mc = studies.ap_monte_carlo([(20, 5, (1, 10))], [(0.2, (3,))], 2000, rng=0)
+    s = rb.simulate_ap_summary("wor", (1, 10), 2000, N=20, m=5, rng=np.random.default_rng(0))
+    assert mc["E MC"][:2].tolist() == list(s.mean) and mc["z(E)"][0] == pytest.approx((s.mean[0] - mc["E formula"][0]) / s.se_mean[0])
+    t = studies.ap_scenarios(paper_table("ap25_table2").head(2), 1000, rng=1)
+    assert t.quantity.tolist() == ["E_WOR", "E_WR", "Var_WOR", "Var_WR"] * 2
+    row = t[(t.scenario == "A2") & (t.quantity == "Var_WR")].iloc[0]
+    assert row.formula == pytest.approx(rb.var_ap_wr(0.5, 25)) and row.recursion == recursive_ap_moments_wr(0.5, 25).var
