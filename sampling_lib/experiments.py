@@ -42,6 +42,7 @@ __all__ = [
     "Population",
     "rank_population",
     "run_experiment",
+    "experiment_samples",
     "EXPERIMENT_COLUMNS",
     "score_sampling_experiment",
     "BetaGlobalFit",
@@ -347,24 +348,29 @@ def _scheme_items(schemes) -> list[tuple[str, object]]:
     return out
 
 
-def _one_repeat(rep, seed_seq, ranks, N, schemes, sample_sizes, estimators, metrics):
-    from .estimators import Estimator
-    from .metrics import metric_values, parse_metric
+def _repeat_samples(seed_seq, ranks, N, schemes, sample_sizes):
+    """The sampled ranks of one repeat: one child stream per (scheme, n, model) cell, in a fixed order."""
     from .sampling import sample_ranks
 
-    # one child stream per (scheme, n, model) cell, in a fixed order
     cells = [(sname, s, n, m) for sname, s in schemes for n in sample_sizes for m in ranks]
-    children = seed_seq.spawn(len(cells))
-    F = {met: metric_values(met, N) for met in metrics}
-    truth = {(m, met): float(np.mean(F[met][ranks[m] - 1])) for m in ranks for met in metrics}
-    parsed = {met: parse_metric(met) for met in metrics}
-    rows = []
-    for (sname, scheme, n, m), child in zip(cells, children):
+    for (sname, scheme, n, m), child in zip(cells, seed_seq.spawn(len(cells))):
         rng = np.random.default_rng(child)
         if isinstance(scheme, str):
             r = sample_ranks(ranks[m], N, n, scheme=scheme, rng=rng)
         else:
             r = np.asarray(scheme(ranks[m], N, n, rng))
+        yield sname, n, m, r
+
+
+def _one_repeat(rep, seed_seq, ranks, N, schemes, sample_sizes, estimators, metrics):
+    from .estimators import Estimator
+    from .metrics import metric_values, parse_metric
+
+    F = {met: metric_values(met, N) for met in metrics}
+    truth = {(m, met): float(np.mean(F[met][ranks[m] - 1])) for m in ranks for met in metrics}
+    parsed = {met: parse_metric(met) for met in metrics}
+    rows = []
+    for sname, n, m, r in _repeat_samples(seed_seq, ranks, N, schemes, sample_sizes):
         cache = {}  # fits shared by the registry's estimators on this sample (e.g. MLE priors)
         for ename, est in estimators:
             w = np.asarray(est(r, N, n, cache=cache) if isinstance(est, Estimator) else est(r, N, n),
@@ -476,6 +482,36 @@ def run_experiment(global_ranks: Mapping[str, np.ndarray], N: int, estimators, *
     rows = [row for rep_rows in results for row in rep_rows]
     df = pd.DataFrame(rows, columns=EXPERIMENT_COLUMNS)
     return df.astype({"repeat": "int64", "n": "int64", "K": "int64"})
+
+
+def experiment_samples(global_ranks: Mapping[str, np.ndarray], N: int, *, schemes=("binomial",),
+                       sample_sizes: Sequence[int] = (100,), repeats: int = 10, rng=0) -> dict:
+    """The sampled ranks :func:`run_experiment` draws, for checking its estimates directly.
+
+    Same arguments and the same random layout as :func:`run_experiment` (one
+    child stream per repeat, then one per (scheme, n, model) cell), so the
+    estimators can be applied to exactly the samples behind the runner's rows.
+
+    Returns
+    -------
+    dict
+        ``{(repeat, scheme, n, model): sampled ranks}``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = experiment_samples({"m": np.array([1, 5, 50])}, 100, sample_sizes=[10], repeats=2)
+    >>> sorted(s)
+    [(0, 'binomial', 10, 'm'), (1, 'binomial', 10, 'm')]
+    """
+    from ._validation import check_N_n, check_ranks
+
+    N = check_int(N, "N", low=2)
+    ranks = {m: check_ranks(r, N, name=f"global_ranks[{m!r}]") for m, r in global_ranks.items()}
+    sizes = [check_N_n(N, n)[1] for n in np.atleast_1d(sample_sizes).tolist()]
+    seqs = _seed_sequence(rng).spawn(check_int(repeats, "repeats", low=1))
+    return {(rep, sname, n, m): r for rep, seq in enumerate(seqs)
+            for sname, n, m, r in _repeat_samples(seq, ranks, N, _scheme_items(schemes), sizes)}
 
 
 # --------------------------------------------------------------------------- KDD20 App A

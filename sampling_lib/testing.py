@@ -12,6 +12,8 @@ literal transcriptions, kept to show the printed formula agrees):
 * :func:`per_user_em` -- the EM of AAAI21 eq 20 with one posterior per user;
 * :func:`cls_sampled_metric_cvxpy` -- the CLS sampled metric (TORS24 eq 7) as a
   generic monotone least-squares problem solved by cvxpy;
+* :func:`global_ranks_bruteforce` -- global ranks of held-out items by
+  ``scipy.stats.rankdata`` on the full score vector of each user;
 * :func:`paper_table` -- values printed in the papers' tables (the data files
   in ``sampling_lib/paper_tables/``, listed in :data:`PAPER_TABLES`), which the
   notebooks compare with their own computations.
@@ -38,6 +40,7 @@ __all__ = [
     "paper_table",
     "per_user_em",
     "cls_sampled_metric_cvxpy",
+    "global_ranks_bruteforce",
     "enumerate_ap_wor",
     "enumerate_ap_wr",
     "recursive_ap_moments_wor",
@@ -152,6 +155,41 @@ def cls_sampled_metric_cvxpy(F, N, n, prior=None, *, scheme="binomial"):
     cp.Problem(cp.Minimize(cp.sum_squares(cp.multiply(np.sqrt(p), kernel(N, n, scheme) @ x - F))),
                [x[:-1] >= x[1:]]).solve(solver=cp.CLARABEL)
     return np.asarray(x.value)
+
+
+def global_ranks_bruteforce(model, train, test_items, users, *, train_last=True):
+    """Global rank R_u of each user's held-out item, one full score vector at a time.
+
+    ``scipy.stats.rankdata(-scores, method="max")`` (ties count against the
+    held-out item), with the user's training items moved to the end when
+    ``train_last``. The oracle for :func:`sampling_lib.recommenders.global_ranks`.
+
+    Parameters
+    ----------
+    model : fitted recommender (with ``score(users)``)
+    train : scipy.sparse CSR matrix, users x items
+    test_items : array of int, the held-out item of each user
+    users : array of int
+
+    Returns
+    -------
+    ndarray of int
+
+    References
+    ----------
+    KDD20 eq 1 (R_u).
+    """
+    from scipy import stats
+
+    users = np.asarray(users)
+    S = np.asarray(model.score(users), dtype=float)
+    out = np.empty(users.size, dtype=np.int64)
+    for row, u in enumerate(users):
+        s = S[row].copy()
+        if train_last:
+            s[train[u].indices] = -np.inf
+        out[row] = int(stats.rankdata(-s, method="max")[test_items[u]])
+    return out
 
 
 def var_ap_wor_paper(N, m, k):

@@ -183,3 +183,15 @@ def test_fit_beta_global_recovers_a(a, N, M, tol):
     p = lambda x: np.log(beta_rank_pmf(N, x)[R - 1]).sum()  # noqa: E731
     assert res.loglik == pytest.approx(p(res.a), rel=1e-6)
     assert res.loglik >= max(p(res.a * 0.97), p(res.a * 1.03))
+
+
+def test_experiment_samples_are_the_runners_samples():
+    from sampling_lib.experiments import experiment_samples
+
+    kw = dict(schemes=["binomial", "hypergeometric"], sample_sizes=[10, 50], repeats=2, rng=7)
+    df = run_experiment(RANKS, 100, {"plugin": plugin}, metrics=["recall@5"], **kw)
+    samples = experiment_samples(RANKS, 100, **kw)
+    assert len(samples) == 2 * 2 * 2 * 2
+    for (rep, scheme, n, m), r in samples.items():
+        row = df[(df.repeat == rep) & (df.scheme == scheme) & (df.n == n) & (df.model == m)]
+        assert row.estimate.item() == pytest.approx(np.mean(r <= 5), rel=1e-12)

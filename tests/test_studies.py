@@ -260,3 +260,31 @@ def test_ap_studies_equal_direct_calls():
     assert t.quantity.tolist() == ["E_WOR", "E_WR", "Var_WOR", "Var_WR"] * 2
     row = t[(t.scenario == "A2") & (t.quantity == "Var_WR")].iloc[0]
     assert row.formula == pytest.approx(rb.var_ap_wr(0.5, 25)) and row.recursion == recursive_ap_moments_wr(0.5, 25).var
+
+
+# ---------------------------------------------------------------- notebook 08 (real data)
+def test_real_data_pieces_equal_direct_computations():
+    from sampling_lib.experiments import global_ranks_from_data, score_sampling_experiment
+    from sampling_lib.recommenders import global_ranks
+    from sampling_lib.testing import global_ranks_bruteforce
+
+    ranks, N, info = global_ranks_from_data(None, models=("popularity", "ease"),
+                                            synthetic={"n_users": 150, "n_items": 80}, rng=2)
+    split, fitted = info["split"], info["fitted"]
+    users = np.arange(0, 150, 7)
+    for m in ranks:
+        assert np.array_equal(global_ranks_bruteforce(fitted[m], split.train, split.test_items, users),
+                              ranks[m][users])
+        R_all = global_ranks(fitted[m], split.train, split.test_items, train_last=False)
+        assert np.array_equal(global_ranks_bruteforce(fitted[m], split.train, split.test_items, users,
+                                                      train_last=False), R_all[users])
+    ranks_all = {m: global_ranks(fitted[m], split.train, split.test_items, train_last=False) for m in ranks}
+    runs = score_sampling_experiment(fitted, split, [10], [1, 5], repeats=3, rng=0)
+    cand = N - np.diff(split.train.indptr)
+    d = studies.score_sampling_summary(runs, ranks, ranks_all, N, cand)
+    assert len(d) == 2 * 3 * 2 and d.model.iloc[0] == "popularity"
+    row = d[(d.model == "ease") & (d.scheme == "hypergeometric") & (d.k == 5)].iloc[0]
+    E, V = kernels.shr_mean_var(empirical_pmf(ranks_all["ease"], N), 10, [5], 150, "hypergeometric")
+    assert (row["E[SHR] exact"], row["Var exact"]) == pytest.approx((E[0], V[0]), rel=1e-12)
+    g = runs[(runs.model == "ease") & (runs.scheme == "hypergeometric") & (runs.k == 5)].shr
+    assert row["SHR (MC mean)"] == pytest.approx(g.mean()) and row.se == pytest.approx(np.sqrt(V[0] / 3))
