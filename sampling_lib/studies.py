@@ -95,6 +95,8 @@ __all__ = [
     "sampled_rank_as_global",
     "expected_shr",
     "score_sampling_summary",
+    "relative_rmse",
+    "coverage_study",
 ]
 
 
@@ -1955,3 +1957,60 @@ def score_sampling_summary(shr_runs, ranks, ranks_all, N, n_candidates):
                                   "MC sd": mc.std(ddof=1).loc[ks].to_numpy(), "E[SHR] exact": E, "Var exact": V,
                                   "se": np.sqrt(V / g["repeat"].nunique())}))
     return pd.concat(rows, ignore_index=True)
+
+
+# ----------------------------------------------------------------------------
+# estimating from your sampled ranks (notebook 09)
+# ----------------------------------------------------------------------------
+def relative_rmse(sim, by=("metric",)):
+    """Relative root-mean-square error (%) of each method's estimate and of the naive sampled metric.
+
+    ``sim`` is :func:`simulate_accuracy`'s table (columns ``method, estimate,
+    naive, truth`` and ``by``). The naive value does not depend on the method
+    (same sampled ranks), so it is taken from the first method's rows.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``by``; one column per method, then ``naive``.
+
+    Examples
+    --------
+    >>> d = pd.DataFrame({"metric": "m", "method": ["a", "a"], "estimate": [1.1, 0.9],
+    ...                   "naive": [2.0, 2.0], "truth": [1.0, 1.0]})
+    >>> relative_rmse(d).round(1).to_dict("records")
+    [{'a': 10.0, 'naive': 100.0}]
+    """
+    by = [by] if isinstance(by, str) else list(by)
+    d = sim.assign(_se=((sim["estimate"] - sim["truth"]) / sim["truth"]) ** 2,
+                   _sn=((sim["naive"] - sim["truth"]) / sim["truth"]) ** 2)
+    out = 100 * np.sqrt(d.groupby([*by, "method"], sort=False)["_se"].mean().unstack("method"))
+    first = d[d["method"] == d["method"].iloc[0]]
+    out["naive"] = 100 * np.sqrt(first.groupby(by, sort=False)["_sn"].mean())
+    return out
+
+
+def coverage_study(pmf, n, M_values, repeats, metrics=("recall@10", "ndcg@10"), *, confidence_level=0.95,
+                   n_boot=200, rng=None, **options):
+    """Coverage of :func:`~sampling_lib.correct.estimate`'s intervals for several numbers of users.
+
+    For every M: :func:`simulate_coverage` then :func:`coverage_summary`, with
+    the coverage of the naive sampled metric's interval and the coverage of the
+    finite-sample value (mean F(R_u) of the drawn users) added.
+
+    Returns
+    -------
+    pandas.DataFrame
+        :func:`coverage_summary` columns plus ``M, naive_coverage, coverage_users``.
+    """
+    rng = np.random.default_rng(rng)
+    tables = []
+    for M in M_values:
+        sim = simulate_coverage(pmf, n, M, repeats, metrics, confidence_level=confidence_level, n_boot=n_boot,
+                                rng=rng, **options)
+        s = coverage_summary(sim, confidence_level).assign(M=M)
+        g = sim.groupby("metric", sort=False)
+        s["naive_coverage"] = g.naive_covered.mean().to_numpy()
+        s["coverage_users"] = g.covered_users.mean().to_numpy()
+        tables.append(s)
+    return pd.concat(tables, ignore_index=True)

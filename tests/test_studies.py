@@ -288,3 +288,17 @@ def test_real_data_pieces_equal_direct_computations():
     assert (row["E[SHR] exact"], row["Var exact"]) == pytest.approx((E[0], V[0]), rel=1e-12)
     g = runs[(runs.model == "ease") & (runs.scheme == "hypergeometric") & (runs.k == 5)].shr
     assert row["SHR (MC mean)"] == pytest.approx(g.mean()) and row.se == pytest.approx(np.sqrt(V[0] / 3))
+
+
+# ---------------------------------------------------------------- notebook 09
+def test_coverage_study_and_relative_rmse_equal_direct_calls():
+    pmf = synthetic_models(150)["beta_a0.35"]
+    d = studies.coverage_study(pmf, 15, [100], 3, "recall@5", n_boot=20, rng=4, method="mle")
+    sim = studies.simulate_coverage(pmf, 15, 100, 3, "recall@5", n_boot=20, rng=np.random.default_rng(4), method="mle")
+    ref = studies.coverage_summary(sim)
+    assert d.coverage[0] == ref.coverage[0] and d.naive_coverage[0] == sim.naive_covered.mean()
+    acc = studies.simulate_accuracy(pmf, 15, 100, 3, "recall@5", methods=("mle", "bv"), rng=5)
+    r = studies.relative_rmse(acc)
+    e = acc[acc.method == "bv"]
+    assert r.loc["recall@5", "bv"] == pytest.approx(100 * np.sqrt(np.mean(((e.estimate - e.truth) / e.truth) ** 2)))
+    assert r.loc["recall@5", "naive"] == pytest.approx(100 * np.sqrt(np.mean(((e.naive - e.truth) / e.truth) ** 2)))
