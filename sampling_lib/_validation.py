@@ -16,6 +16,7 @@ from .exceptions import ConvergenceWarning
 __all__ = [
     "ConvergenceWarning",
     "check_N_n",
+    "check_n_items",
     "check_ranks",
     "check_pmf",
     "check_int",
@@ -113,6 +114,36 @@ def check_N_n(N, n) -> tuple[int, int]:
     if n > N:
         raise ValueError(f"n must lie in 2..N={N}; got n={n}")
     return N, n
+
+
+def check_n_items(N, size=None, name="N", low=2):
+    """The item count: an int (one catalogue) or per-user counts N_u (int64 array).
+
+    ``N`` may be an int or a 1-D array of whole numbers >= ``low`` (of length
+    ``size`` when given). An array whose entries are all equal is returned as
+    that int, so "the same N for every user" takes exactly the int code path.
+
+    Examples
+    --------
+    >>> check_n_items(100), check_n_items([50, 50, 50], 3)
+    (100, 50)
+    >>> check_n_items([50, 60], 2).tolist()
+    [50, 60]
+    """
+    if np.ndim(N) == 0:
+        return check_int(N, name, low=low)
+    a = np.asarray(N)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be an int or a 1-D array of per-user item counts; "
+                         f"got shape {a.shape}")
+    if size is not None and a.size != size:
+        raise ValueError(f"{name} must be an int or one item count per user ({size}); "
+                         f"got length {a.size}")
+    a = check_ranks(a, np.iinfo(np.int64).max, name=name, upper_name="max")
+    if a.min() < low:
+        raise ValueError(f"{name} must be >= {low}; got min {a.min()}")
+    u = np.unique(a)
+    return int(u[0]) if u.size == 1 else a
 
 
 def check_scheme(scheme) -> str:

@@ -56,13 +56,14 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from ._validation import check_confidence_level, check_float, check_int, check_N_n, check_ranks, check_scheme
+from ._validation import check_confidence_level, check_float, check_int, check_ranks, check_scheme
 from .estimators import DEFAULT_METHOD, METHODS, estimator_spec, get_estimator  # noqa: F401  (METHODS: also importable here)
 from .metrics import metric_matrix, metric_values, parse_metrics
 
 __all__ = [
     "RankCounts",
     "rank_counts",
+    "counts_from_frame",
     "bootstrap_counts",
     "estimate",
     "compare",
@@ -76,7 +77,7 @@ _BOOT_CHUNK = 64                 # replicates drawn / processed per block (fixed
 # ----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class RankCounts:
-    """Users per (sample size, sampled rank) cell: the sufficient statistic.
+    """Users per (item count, sample size, sampled rank) cell: the sufficient statistic.
 
     Attributes
     ----------
@@ -85,12 +86,17 @@ class RankCounts:
     ranks : ndarray of int, shape (C,)
         Sampled rank r (1..n) of each cell.
     counts : ndarray of int, shape (C,)
-        Number of users in the cell (all > 0). Cells are sorted by (size, rank).
+        Number of users in the cell (all > 0). Cells are sorted by
+        (item count, size, rank).
+    n_items : ndarray of int, shape (C,), or None
+        Number of candidates N_u of each cell's users (one value for a common
+        N); None when the item count is given separately (to the estimator).
     """
 
     sizes: np.ndarray
     ranks: np.ndarray
     counts: np.ndarray
+    n_items: np.ndarray | None = None
 
     @property
     def M(self) -> int:
@@ -102,13 +108,57 @@ class RankCounts:
         """The distinct sample sizes."""
         return np.unique(self.sizes)
 
+    @property
+    def item_values(self) -> np.ndarray | None:
+        """The distinct item counts (None when not stored)."""
+        return None if self.n_items is None else np.unique(self.n_items)
+
     def expand(self, counts=None):
         """Per-user arrays (sampled_ranks, sample_sizes) for ``counts`` (default: own)."""
         c = self.counts if counts is None else np.asarray(counts, dtype=np.int64)
         return np.repeat(self.ranks, c), np.repeat(self.sizes, c)
 
+    def expand_cells(self, counts=None):
+        """Per-user arrays (sampled_ranks, sample_sizes, n_items or None) for ``counts``."""
+        c = self.counts if counts is None else np.asarray(counts, dtype=np.int64)
+        items = None if self.n_items is None else np.repeat(self.n_items, c)
+        return np.repeat(self.ranks, c), np.repeat(self.sizes, c), items
 
-def rank_counts(sampled_ranks, n=None, *, sample_sizes=None):
+    def to_frame(self):
+        """The counts table: columns ``rank, count, sample_size`` [+ ``n_items``].
+
+        Examples
+        --------
+        >>> rank_counts([1, 3, 1], n=5, n_items=100).to_frame().to_dict("list")
+        {'rank': [1, 3], 'count': [2, 1], 'sample_size': [5, 5], 'n_items': [100, 100]}
+        """
+        d = {"rank": self.ranks, "count": self.counts, "sample_size": self.sizes}
+        if self.n_items is not None:
+            d["n_items"] = self.n_items
+        return pd.DataFrame(d)
+
+
+def _cells(ranks, sizes, items, counts=None):
+    """RankCounts of per-user (or per-row, weighted by ``counts``) arrays, cells sorted."""
+    it = np.zeros_like(ranks) if items is None else np.asarray(items, dtype=np.int64)
+    br, bs = int(ranks.max()) + 1, int(sizes.max()) + 1
+    if (int(it.max()) + 1) * bs * br < 2 ** 62:       # one int64 key per row
+        key = (it * bs + sizes) * br + ranks
+        uk, inv = np.unique(key, return_inverse=True)
+        cols = np.stack([uk // (bs * br), (uk // br) % bs, uk % br])
+    else:
+        cols, inv = np.unique(np.stack([it, sizes, ranks]), axis=1, return_inverse=True)
+    inv = inv.ravel()
+    cnt = (np.bincount(inv, minlength=cols.shape[1]) if counts is None
+           else np.bincount(inv, weights=np.asarray(counts, dtype=float), minlength=cols.shape[1]))
+    keep = cnt > 0
+    cols = cols[:, keep]
+    return RankCounts(sizes=cols[1].astype(np.int64), ranks=cols[2].astype(np.int64),
+                      counts=np.round(cnt[keep]).astype(np.int64),
+                      n_items=None if items is None else cols[0].astype(np.int64))
+
+
+def rank_counts(sampled_ranks, n=None, *, sample_sizes=None, n_items=None):
     """The sufficient statistic :class:`RankCounts` of per-user sampled ranks.
 
     Parameters
@@ -119,12 +169,18 @@ def rank_counts(sampled_ranks, n=None, *, sample_sizes=None):
         Common sample size; required unless ``sample_sizes`` is given.
     sample_sizes : array_like of int, optional
         Per-user sample sizes n_u (adaptive sampling, TORS24 Sec 6.2).
+    n_items : int or array_like of int, optional, keyword-only
+        The number of candidates N (one int) or per-user N_u >= n_u; stored
+        per cell (cells per (N_u, n_u, r)).
 
     Examples
     --------
     >>> c = rank_counts([1, 3, 1, 2], n=5)
     >>> c.ranks.tolist(), c.counts.tolist(), c.M
     ([1, 2, 3], [2, 1, 1], 4)
+    >>> c = rank_counts([1, 1, 1], n=5, n_items=[90, 80, 90])
+    >>> c.n_items.tolist(), c.counts.tolist()
+    ([80, 90], [1, 2])
     """
     if sample_sizes is None:
         if n is None:
@@ -148,11 +204,121 @@ def rank_counts(sampled_ranks, n=None, *, sample_sizes=None):
             i = bad[0]
             raise ValueError(f"sampled_ranks must lie in 1..sample_size; got rank {r[i]} > "
                              f"sample_size {sizes[i]} (user index {i})")
-    key = sizes.astype(np.int64) * (int(r.max()) + 1) + r
-    uk, cnt = np.unique(key, return_counts=True)
-    base = int(r.max()) + 1
-    return RankCounts(sizes=(uk // base).astype(np.int64), ranks=(uk % base).astype(np.int64),
-                      counts=cnt.astype(np.int64))
+    items = None
+    if n_items is not None:
+        items = _check_items(n_items, r.size, sizes)
+    return _cells(r, sizes, items)
+
+
+def _check_items(n_items, M, sizes, name="N"):
+    """Per-user item counts (int64 array of length M) with n_u <= N_u."""
+    if np.ndim(n_items) == 0:
+        N = check_int(n_items, name, low=2)
+        if sizes.max() > N:
+            raise ValueError(f"n must lie in 2..{name}={N}; got n={sizes.max()}")
+        return np.full(M, N, dtype=np.int64)
+    a = np.asarray(n_items)
+    if a.ndim != 1 or a.size != M:
+        raise ValueError(f"{name} must be an int or one item count per user ({M}); got shape "
+                         f"{a.shape}")
+    items = check_ranks(a, np.iinfo(np.int64).max, name=name, upper_name="max")
+    bad = np.flatnonzero(sizes > items)
+    if bad.size:
+        i = bad[0]
+        raise ValueError(f"the sample size must lie in 2..N_u for every user; user index {i} has "
+                         f"n={sizes[i]} > {name}={items[i]}")
+    return items
+
+
+def counts_from_frame(table, *, n=None, N=None, rank_col="rank", count_col="count",
+                      size_col="sample_size", items_col="n_items", model_col="model"):
+    """Per-model :class:`RankCounts` from a counts table (issue 18: scale in users).
+
+    One row per cell: ``rank`` (sampled rank), ``count`` (users in the cell),
+    optional ``sample_size`` (n_u), ``n_items`` (N_u) and ``model``. Rows of
+    the same cell are added. This is the sufficient statistic, so estimates
+    and bootstrap intervals from it equal those from the per-user ranks it
+    counts (same seed). Aggregate 10^9 users where they live, e.g. in Spark
+    SQL or DuckDB::
+
+        SELECT model, n_items, sample_size, rank, COUNT(*) AS count
+        FROM ranks GROUP BY model, n_items, sample_size, rank
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+    n, N : int, optional, keyword-only
+        Common sample size / item count when the table has no such column
+        (a column and a disagreeing value are an error).
+
+    Returns
+    -------
+    dict
+        ``{model: RankCounts}`` in order of appearance ("model" when there is
+        no model column).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"rank": [1, 2, 1], "count": [5, 3, 2], "n_items": [900, 900, 800]})
+    >>> c = counts_from_frame(t, n=100)["model"]
+    >>> c.n_items.tolist(), c.counts.tolist(), c.M
+    ([800, 900, 900], [2, 5, 3], 10)
+    """
+    from ._validation import check_columns, check_int_column
+
+    df = table
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"table must be a pandas DataFrame; got {type(table).__name__}")
+    check_columns(df, [rank_col, count_col], "the counts table")
+    if len(df) == 0:
+        raise ValueError("the counts table has no rows")
+    r = check_int_column(df[rank_col], rank_col).to_numpy()
+    c = check_int_column(df[count_col], count_col).to_numpy()
+    if (c < 0).any():
+        raise ValueError(f"column {count_col!r} must hold counts >= 0; got min {c.min()}")
+    if (r < 1).any():
+        raise ValueError(f"column {rank_col!r} must hold ranks >= 1; got min {r.min()}")
+    if size_col in df.columns:
+        sizes = check_int_column(df[size_col], size_col).to_numpy()
+        if (sizes < 2).any():
+            raise ValueError(f"column {size_col!r} must be >= 2; got min {sizes.min()}")
+        if n is not None and (sizes != check_int(n, "n", low=2)).any():
+            raise ValueError(f"n={n} disagrees with column {size_col!r} "
+                             f"(values {np.unique(sizes)[:5].tolist()})")
+    elif n is None:
+        raise ValueError(f"the sample size is unknown: the counts table has no {size_col!r} "
+                         "column; pass n (--sample-size)")
+    else:
+        sizes = np.full(r.size, check_int(n, "n", low=2), dtype=np.int64)
+    if (r > sizes).any():
+        i = int(np.flatnonzero(r > sizes)[0])
+        raise ValueError(f"sampled ranks must lie in 1..sample_size; row {i + 1} has rank {r[i]} > "
+                         f"sample_size {sizes[i]}")
+    items = None
+    if items_col in df.columns:
+        items = check_int_column(df[items_col], items_col).to_numpy()
+        if N is not None and np.ndim(N) == 0 and (items != check_int(N, "N", low=2)).any():
+            raise ValueError(f"N={N} disagrees with column {items_col!r} "
+                             f"(values {np.unique(items)[:5].tolist()})")
+    elif N is not None:
+        if np.ndim(N) != 0:
+            raise ValueError("N must be one int for a counts table (per-cell item counts go in its "
+                             f"{items_col!r} column)")
+        items = np.full(r.size, check_int(N, "N", low=2), dtype=np.int64)
+    if items is not None and (sizes > items).any():
+        i = int(np.flatnonzero(sizes > items)[0])
+        raise ValueError(f"the sample size must lie in 2..n_items; row {i + 1} has sample_size "
+                         f"{sizes[i]} > n_items {items[i]}")
+    models = (df[model_col].astype(str).to_numpy() if model_col in df.columns
+              else np.full(r.size, "model", dtype=object))
+    out = {}
+    for m in dict.fromkeys(models):
+        sel = models == m
+        st = _cells(r[sel], sizes[sel], None if items is None else items[sel], c[sel])
+        if st.counts.size == 0:
+            raise ValueError(f"model {m!r} has no users (all counts are 0)")
+        out[str(m)] = st
+    return out
 
 
 def bootstrap_counts(counts, n_boot, *, rng=None):
@@ -207,13 +373,54 @@ def _check_method(method, stat):
 
 
 def _fit(method, stat, N, parsed, scheme, options, refit_prior):
-    """The registry's estimator fitted on the sufficient statistic (bootstrap-ready)."""
+    """The registry's estimator fitted on the sufficient statistic (bootstrap-ready).
+
+    ``stat`` carries the per-cell item counts; ``N`` is their maximum.
+    """
     opts = dict(options or {})
     spec = estimator_spec(method)
     if spec.horizon_option is not None and spec.horizon_option in spec.options:
         opts.setdefault(spec.horizon_option, min(N, max(K for _, _, K in parsed)))
     est = get_estimator(method, scheme=scheme, **opts)
     return est.fit_counts(stat, N, metric_matrix(parsed, N), refit_prior=refit_prior)
+
+
+def _is_counts_table(x):
+    return isinstance(x, pd.DataFrame) and {"rank", "count"} <= set(x.columns)
+
+
+def _stat_of(sampled_ranks, N, n, sample_sizes):
+    """(RankCounts with per-cell item counts, max N) from ranks, a counts table or a RankCounts."""
+    if isinstance(sampled_ranks, pd.DataFrame):
+        if not _is_counts_table(sampled_ranks):
+            raise TypeError("a DataFrame passed as sampled_ranks must be a counts table with columns "
+                            f"'rank' and 'count'; got columns {list(sampled_ranks.columns)}")
+        if sample_sizes is not None:
+            raise ValueError("sample_sizes cannot be combined with a counts table (use its "
+                             "'sample_size' column)")
+        d = counts_from_frame(sampled_ranks, n=n, N=N)
+        if len(d) > 1:
+            raise ValueError(f"the counts table holds {len(d)} models {list(d)[:5]}; estimate one "
+                             "model's rows at a time (or use compare)")
+        stat = next(iter(d.values()))
+    elif isinstance(sampled_ranks, RankCounts):
+        stat = sampled_ranks
+        if sample_sizes is not None or (n is not None and np.any(stat.sizes != n)):
+            raise ValueError("n / sample_sizes disagree with the RankCounts' sample sizes")
+        if stat.n_items is None and N is not None:
+            stat = RankCounts(stat.sizes, stat.ranks, stat.counts,
+                              _check_items(N, stat.ranks.size, stat.sizes))
+        elif stat.n_items is not None and N is not None and (
+                np.ndim(N) != 0 or np.any(stat.n_items != check_int(N, "N", low=2))):
+            raise ValueError("N disagrees with the item counts stored in the RankCounts")
+    else:
+        if N is None:
+            raise ValueError("N (the number of items, an int or one count per user) is required")
+        stat = rank_counts(sampled_ranks, n, sample_sizes=sample_sizes, n_items=N)
+    if stat.n_items is None:
+        raise ValueError("N (the number of items) is required: pass N or give the counts table an "
+                         "'n_items' column")
+    return stat, int(stat.n_items.max())
 
 
 def _progress(total, enabled, desc):
@@ -254,7 +461,7 @@ def _percentile(samples, ci):
 # ----------------------------------------------------------------------------
 # estimate
 # ----------------------------------------------------------------------------
-def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None,
+def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=None,
              confidence_level=0.95,
              n_boot=1000, rng=None, sample_sizes=None, scheme="binomial", options=None,
              refit_prior=True, progress=False, item_weights=None, exclude=None):
@@ -266,10 +473,18 @@ def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, meth
 
     Parameters
     ----------
-    sampled_ranks : array_like of int, shape (M,)
-        Sampled ranks in 1..n (1 = the held-out item scored highest).
-    N : int
-        Number of items (candidates) in the global ranking.
+    sampled_ranks : array_like of int, shape (M,), counts table or RankCounts
+        Sampled ranks in 1..n (1 = the held-out item scored highest); or the
+        sufficient statistic: a counts table (DataFrame with columns ``rank,
+        count`` [+ ``sample_size``, ``n_items``], one model; see
+        :func:`counts_from_frame`) or a :class:`RankCounts`. Counts and the
+        per-user ranks they count give identical tables (same ``rng``).
+    N : int or array_like of int, shape (M,)
+        Number of candidates of the global ranking: one int, or per-user
+        counts N_u (the user's held-out item is ranked among its own N_u
+        candidates, e.g. N_u = items - |history_u| when history items are
+        excluded; see Notes). Optional when the counts table has an
+        ``n_items`` column.
     n : int, optional
         Sample-set size (held-out item + n - 1 negatives; 100 for NCF's "99
         negatives", 101 for RecBole's ``uni100``, which draws 100). Required
@@ -335,14 +550,15 @@ def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, meth
     pandas.DataFrame
         One row per metric: ``metric, K, naive, naive_ci_low, naive_ci_high,
         estimate, se, ci_low, ci_high, method, users, N, n, confidence_level,
-        n_boot, sensitivity_low, sensitivity_high, below_resolution, clipped``.
+        n_boot, sensitivity_low, sensitivity_high, below_resolution, clipped``
+        (``N`` and ``n`` are -1 when they vary per user).
         ``naive`` is the metric computed on the sampled ranks as if they were
         global ranks (what most papers report); ``estimate`` the corrected
         global metric; ``se`` the bootstrap standard deviation;
         ``sensitivity_low/high`` the range of the estimate under the
         estimator's alternative tuning (the default's prior-sensitivity band,
         NaN for estimators without one); ``below_resolution`` is True when
-        K < (N - 1)/(n - 1) (smallest n when sizes vary): the metric lies
+        K < (N - 1)/(n - 1) (smallest n and largest N when they vary): the metric lies
         inside the first sampled bin and is an extrapolation (see Notes);
         ``clipped`` is True when the estimator's value fell outside the
         metric's range and was clipped into it (see Notes).
@@ -382,6 +598,21 @@ def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, meth
     range), and the column ``clipped`` says that it happened (rounding errors
     below 1e-12 of the range are clipped silently). The distribution
     estimators (MLE, WMLE, MES, adaptive MLE) always lie in the range.
+
+    **Per-user item counts.** With N an array, user u's sampled rank has
+    kernel P(r | R; N_u, n_u) for R <= N_u (0 beyond) and the estimate is
+    of the pooled metric over ranks 1..max N_u (model of
+    :func:`sampling_lib.estimators.mle_fit`); users are grouped by
+    (N_u, n_u) so that kernels are shared, and N_u that differ by less than
+    the option ``n_items_tol`` (default
+    :data:`sampling_lib.kernels.DEFAULT_N_ITEMS_TOL`, a bound on the total
+    variation change of every kernel row, :func:`sampling_lib.kernels.n_items_tv_bound`)
+    share one kernel. The methods of
+    :data:`sampling_lib.estimators.PERUSER_METHODS` accept per-user N; the
+    others raise ValueError unless all N_u are equal (then the result is that
+    of the int, exactly). The sufficient statistic has a cell per
+    (N_u, n_u, r), so many distinct N_u make the bootstrap cost grow with the
+    number of cells.
 
     **Bootstrap computation.** A replicate is a Multinomial(M, counts / M)
     draw of the per-(sample size, rank) counts (:func:`bootstrap_counts`).
@@ -444,10 +675,7 @@ def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, meth
                                    item_weights=item_weights, exclude=exclude,
                                    replace=check_scheme(scheme) == "binomial", progress=progress,
                                    **(options or {}))
-    N = check_int(N, "N", low=2)
-    stat = rank_counts(sampled_ranks, n, sample_sizes=sample_sizes)
-    for ns in stat.size_values:
-        check_N_n(N, int(ns))
+    stat, N = _stat_of(sampled_ranks, N, n, sample_sizes)
     scheme = check_scheme(scheme)
     method = _check_method(method, stat)
     ci = _check_ci(confidence_level)
@@ -487,6 +715,7 @@ def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, meth
             lo = np.minimum(lo, np.minimum(band_lo, est))
             hi = np.maximum(hi, np.maximum(band_hi, est))
     sizes = stat.size_values
+    items = stat.item_values
     n_min = int(sizes.min())
     resolution = (N - 1) / (n_min - 1)
     Ks = np.array([p[2] for p in parsed])
@@ -502,7 +731,7 @@ def estimate(sampled_ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, meth
         "ci_high": hi,
         "method": method,
         "users": M,
-        "N": N,
+        "N": int(items[0]) if items.size == 1 else -1,
         "n": int(sizes[0]) if sizes.size == 1 else -1,
         "confidence_level": ci,
         "n_boot": n_boot,
@@ -535,9 +764,12 @@ def _check_distinct_names(keys):
         seen[str(k)] = k
 
 
-def _as_model_dict(ranks, sample_sizes):
-    """{model: (ranks, sizes or None)} with equal lengths (same users, same order)."""
+def _as_model_dict(ranks, sample_sizes, N):
+    """{model: (ranks, sizes or None, items or None)} with equal lengths (same users, same order)."""
     from .io import SampledRanks
+
+    def per_model(x, k):
+        return x.get(k) if isinstance(x, dict) else x
 
     if isinstance(ranks, SampledRanks):
         if ranks.ranks.isna().any().any():
@@ -545,7 +777,14 @@ def _as_model_dict(ranks, sample_sizes):
             bad = {k: int(v) for k, v in counts.items() if v}
             raise ValueError(f"compare needs every model on the same users; missing users per "
                              f"model: {bad}")
-        d = {m: ranks.for_model(m) for m in ranks.models}
+        d = {}
+        for m in ranks.models:
+            r, s = ranks.for_model(m)
+            it = ranks.items_for_model(m)
+            Nm = per_model(N, m)
+            if it is not None and Nm is not None and np.ndim(Nm) == 0 and np.any(it != Nm):
+                raise ValueError(f"N={Nm} disagrees with the n_items column of model {m!r}")
+            d[m] = (r, s, it if it is not None else Nm)
     else:
         if isinstance(ranks, pd.DataFrame):
             _check_distinct_names(ranks.columns)
@@ -555,25 +794,51 @@ def _as_model_dict(ranks, sample_sizes):
             d0 = {str(k): np.asarray(v) for k, v in ranks.items()}
         else:
             raise TypeError("ranks must be a dict {model: sampled ranks}, a DataFrame with one "
-                            f"column per model, or SampledRanks; got {type(ranks).__name__}")
-        ss = sample_sizes
+                            "column per model, SampledRanks, a counts table or a dict {model: "
+                            f"RankCounts}}; got {type(ranks).__name__}")
         d = {}
         for k, v in d0.items():
-            s = ss.get(k) if isinstance(ss, dict) else ss
-            d[k] = (v, None if s is None else np.asarray(s))
+            s = per_model(sample_sizes, k)
+            d[k] = (v, None if s is None else np.asarray(s), per_model(N, k))
     if len(d) < 2:
         raise ValueError(f"compare needs at least 2 models; got {len(d)}")
     sizes = {k: np.asarray(v[0]).size for k, v in d.items()}
     if len(set(sizes.values())) != 1:
         raise ValueError(f"compare needs the same users (same length and order) for every model; "
                          f"got sizes {sizes}")
+    for k, v in d.items():
+        if v[2] is None:
+            raise ValueError(f"N (the number of items) is required for model {k!r}")
     return d
 
 
-def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None,
+def _as_counts_dict(ranks, N, n, sample_sizes):
+    """{model: RankCounts} of a counts table or a dict of RankCounts, or None."""
+    if _is_counts_table(ranks):
+        if sample_sizes is not None:
+            raise ValueError("sample_sizes cannot be combined with a counts table (use its "
+                             "'sample_size' column)")
+        if N is not None and np.ndim(N) != 0:
+            raise ValueError("N must be one int for a counts table (per-cell item counts go in its "
+                             "'n_items' column)")
+        d = counts_from_frame(ranks, n=n, N=N)
+    elif isinstance(ranks, dict) and ranks and all(isinstance(v, RankCounts) for v in ranks.values()):
+        _check_distinct_names(ranks)
+        d = {str(k): v for k, v in ranks.items()}
+    else:
+        return None
+    out = {}
+    for k, st in d.items():
+        out[k] = _stat_of(st, N.get(k) if isinstance(N, dict) else N, n, None)[0]
+    if len(out) < 2:
+        raise ValueError(f"compare needs at least 2 models; got {len(out)}")
+    return out
+
+
+def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=None,
             confidence_level=0.95, n_boot=1000, rng=None, sample_sizes=None, alpha=0.05, adjust="holm",
             scheme="binomial", options=None, refit_prior=True, progress=False, item_weights=None,
-            exclude=None):
+            exclude=None, paired=None):
     """Pairwise differences of corrected metrics with paired bootstrap CIs and Holm.
 
     Several models evaluated on the **same users** (row u of every model is
@@ -584,8 +849,15 @@ def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None,
 
     Parameters
     ----------
-    ranks : dict {model: sampled ranks}, DataFrame (one column per model) or SampledRanks
-    N, n, metrics, method, confidence_level, n_boot, rng, sample_sizes, scheme, options, refit_prior, progress
+    ranks : dict {model: sampled ranks}, DataFrame (one column per model), SampledRanks, counts table or dict {model: RankCounts}
+        Per-user sampled ranks of every model (same users, same order), or
+        per-model counts (a counts table with a ``model`` column, see
+        :func:`counts_from_frame`): counts carry no pairing, so they are
+        compared with an unpaired bootstrap (``paired=False``).
+    N : int, array_like of int (M,), or dict {model: N}
+        Number of candidates, or per-user counts N_u (as :func:`estimate`);
+        optional with SampledRanks or counts that carry ``n_items``.
+    n, metrics, method, confidence_level, n_boot, rng, sample_sizes, scheme, options, refit_prior, progress
         As :func:`estimate` (``sample_sizes`` may be a dict per model).
     item_weights, exclude : optional, keyword-only
         Popularity-sampled negatives: as :func:`estimate`, the call is
@@ -594,6 +866,13 @@ def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None,
         Family-wise error rate of the decisions (family = all model pairs, per metric).
     adjust : {"holm", "bonferroni", "none"}, keyword-only
         Multiple-comparison adjustment (:func:`sampling_lib.inference.adjust_pvalues`).
+    paired : bool, optional, keyword-only
+        Default True for per-user ranks (users resampled jointly) and False
+        for counts (each model's users resampled independently, one
+        multinomial draw per model in sorted-name order; valid for
+        independent user sets and conservative when the models' errors on
+        the same users are positively correlated). ``paired=True`` with
+        counts is an error.
 
     Returns
     -------
@@ -601,7 +880,8 @@ def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None,
         One row per (metric, pair): ``metric, K, model_a, model_b, estimate_a,
         estimate_b, difference, se, statistic, pvalue, pvalue_adjusted, reject,
         decision, ci_low, ci_high, ci_level, n_comparisons, adjust, alpha,
-        method, users, n_boot``.
+        method, users, n_boot, paired`` (``users`` is -1 when unpaired models
+        have different numbers of users).
 
     Notes
     -----
@@ -642,8 +922,14 @@ def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None,
                                   n_boot=n_boot, rng=rng, alpha=alpha, adjust=adjust, item_weights=item_weights,
                                   exclude=exclude, replace=check_scheme(scheme) == "binomial",
                                   progress=progress, **(options or {}))
-    N = check_int(N, "N", low=2)
-    d = _as_model_dict(ranks, sample_sizes)
+    cd = _as_counts_dict(ranks, N, n, sample_sizes)
+    if cd is not None:
+        if paired:
+            raise ValueError("paired=True needs per-user ranks (the same users for every model); "
+                             "counts carry no pairing")
+        paired = False
+    else:
+        paired = True if paired is None else bool(paired)
     ci = _check_ci(confidence_level)
     n_boot = check_int(n_boot, "n_boot", low=2)
     alpha = check_float(alpha, "alpha", 0.0, 1.0, low_open=True, high_open=True)
@@ -652,40 +938,31 @@ def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None,
     scheme = check_scheme(scheme)
     parsed = parse_metrics(metrics)
     rng = np.random.default_rng(rng)
-    F = metric_matrix(parsed, N)
-    names = list(d)
-    stats_, fits, cell_of_user = {}, {}, {}
+    stats_, cell_of_user = {}, {}
+    if cd is not None:
+        stats_ = cd
+    else:
+        for m, (r, s, Nm) in _as_model_dict(ranks, sample_sizes, N).items():
+            rr = check_ranks(r, np.iinfo(np.int64).max, name=f"ranks[{m!r}]")
+            st = rank_counts(rr, n, sample_sizes=s, n_items=Nm)
+            stats_[m] = st
+            ss = np.full(rr.size, int(st.size_values[0])) if s is None else np.asarray(s, dtype=np.int64)
+            cell_of_user[m] = _cell_index(st, rr, ss, _check_items(Nm, rr.size, ss))
+    names = list(stats_)
+    Nmax = max(int(st.n_items.max()) for st in stats_.values())
+    F = metric_matrix(parsed, Nmax)
+    fits = {}
     meth = None
     for m in names:
-        r, s = d[m]
-        st = rank_counts(r, n, sample_sizes=s)
-        for ns in st.size_values:
-            check_N_n(N, int(ns))
+        st = stats_[m]
         mm = _check_method(method, st)
         if meth is not None and mm != meth:
             raise ValueError(f"models need the same method; got {meth!r} and {mm!r} "
                              "(pass method='adaptive_mle' when sample sizes vary)")
         meth = mm
-        stats_[m] = st
-        fits[m] = _fit(meth, st, N, parsed, scheme, options, refit_prior)
-        # cell index of every user
-        rr = check_ranks(r, np.iinfo(np.int64).max, name=f"ranks[{m!r}]")
-        ss = np.full(rr.size, int(st.size_values[0])) if s is None else np.asarray(s, dtype=np.int64)
-        key = ss * (int(rr.max()) + 1) + rr
-        ckey = st.sizes * (int(rr.max()) + 1) + st.ranks
-        cell_of_user[m] = np.searchsorted(ckey, key)
-    # distinct tuples of per-model cells = joint sufficient statistic of the paired design
-    # columns in sorted-name order, so that the bootstrap draws (and hence every
-    # interval) do not depend on the order in which the models were given
-    col = {m: i for i, m in enumerate(sorted(names))}
-    U = np.stack([cell_of_user[m] for m in sorted(names)], axis=1)
-    tuples, tcount = np.unique(U, axis=0, return_counts=True)
-    M = int(tcount.sum())
-    T = tuples.shape[0]
-    maps = {m: sparse.csr_matrix((np.ones(T), (np.arange(T), tuples[:, col[m]])),
-                                 shape=(T, stats_[m].ranks.size))
-            for m in names}
-    point = {m: fits[m].weights @ F for m in names}
+        # weights on 1..N_m (replicates use the metric on 1..N_m, a prefix of F)
+        fits[m] = _fit(meth, st, int(st.n_items.max()), parsed, scheme, options, refit_prior)
+    point = {m: fits[m].weights @ F[: fits[m].weights.size] for m in names}
     for m in names:
         flag = _clip_to_range(point[m], F)[1]
         if flag.any():
@@ -694,19 +971,39 @@ def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None,
                           "outside the metric's range; compare reports unclipped estimates and "
                           "differences (clipping both models would hide their difference)",
                           RuntimeWarning, stacklevel=2)
-    p = tcount / M
+    if paired:
+        # distinct tuples of per-model cells = joint sufficient statistic of the paired design
+        # columns in sorted-name order, so that the bootstrap draws (and hence every
+        # interval) do not depend on the order in which the models were given
+        col = {m: i for i, m in enumerate(sorted(names))}
+        U = np.stack([cell_of_user[m] for m in sorted(names)], axis=1)
+        tuples, tcount = np.unique(U, axis=0, return_counts=True)
+        M = int(tcount.sum())
+        T = tuples.shape[0]
+        maps = {m: sparse.csr_matrix((np.ones(T), (np.arange(T), tuples[:, col[m]])),
+                                     shape=(T, stats_[m].ranks.size))
+                for m in names}
+        p = tcount / M
 
-    def draw(k, g):
-        return g.multinomial(M, p, size=k)
+        def draw(k, g):
+            return g.multinomial(M, p, size=k)
 
-    def work(Ct):
-        out = {}
-        for m in names:
-            Cb = np.asarray((maps[m].T @ Ct.T).T)
-            out[m] = fits[m].replicates(Cb)
-        return out
+        def work(Ct):
+            return {m: fits[m].replicates(np.asarray((maps[m].T @ Ct.T).T)) for m in names}
+        users = M
+    else:
+        Ms = {m: stats_[m].M for m in names}
+        ps = {m: stats_[m].counts / Ms[m] for m in names}
 
-    outs = _boot_loop(n_boot, rng, draw, work, progress, f"paired bootstrap {meth}")
+        def draw(k, g):     # one draw per model, in sorted-name order (order-free intervals)
+            return {m: g.multinomial(Ms[m], ps[m], size=k) for m in sorted(names)}
+
+        def work(Cd):
+            return {m: fits[m].replicates(Cd[m]) for m in names}
+        users = Ms[names[0]] if len(set(Ms.values())) == 1 else -1
+
+    outs = _boot_loop(n_boot, rng, draw, work, progress,
+                      f"{'paired' if paired else 'unpaired'} bootstrap {meth}")
     boot = {m: np.concatenate([o[m] for o in outs]) for m in names}
     pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
     k = len(pairs)
@@ -730,11 +1027,19 @@ def compare(ranks, N, n=None, metrics=("recall@10", "ndcg@10"), *, method=None,
         for r, rj, pa, dc in zip(block, dec["reject"], dec["pvalue_adjusted"], dec["decision"]):
             rows.append({**r, "pvalue_adjusted": float(pa), "reject": bool(rj), "decision": dc,
                          "ci_level": level, "n_comparisons": k, "adjust": adjust, "alpha": alpha,
-                         "method": meth, "users": M, "n_boot": n_boot})
+                         "method": meth, "users": users, "n_boot": n_boot, "paired": paired})
     cols = ["metric", "K", "model_a", "model_b", "estimate_a", "estimate_b", "difference", "se",
             "statistic", "pvalue", "pvalue_adjusted", "reject", "decision", "ci_low", "ci_high",
-            "ci_level", "n_comparisons", "adjust", "alpha", "method", "users", "n_boot"]
+            "ci_level", "n_comparisons", "adjust", "alpha", "method", "users", "n_boot", "paired"]
     return pd.DataFrame(rows)[cols]
+
+
+def _cell_index(st, ranks, sizes, items):
+    """Index of every user's cell in the RankCounts ``st`` (cells sorted by (N, n, r))."""
+    br, bs = int(max(ranks.max(), st.ranks.max())) + 1, int(max(sizes.max(), st.sizes.max())) + 1
+    key = (items * bs + sizes) * br + ranks
+    ckey = (st.n_items * bs + st.sizes) * br + st.ranks
+    return np.searchsorted(ckey, key)
 
 
 # ----------------------------------------------------------------------------

@@ -50,10 +50,14 @@ class SampledRanks:
         user missing for a model is <NA>).
     sample_sizes : pandas.DataFrame or None
         Same shape: per-user sample sizes n_u (None when not given).
+    n_items : pandas.DataFrame or None
+        Same shape: per-user candidate counts N_u (column ``n_items`` of the
+        ranks table; None when not given).
     """
 
     ranks: pd.DataFrame
     sample_sizes: pd.DataFrame | None
+    n_items: pd.DataFrame | None = None
 
     @property
     def models(self) -> list:
@@ -69,6 +73,15 @@ class SampledRanks:
         if self.sample_sizes is None:
             return r, None
         return r, self.sample_sizes[model].to_numpy()[keep].astype(np.int64)
+
+    def items_for_model(self, model):
+        """Per-user candidate counts N_u of one model (users with a rank only), or None."""
+        if model not in self.ranks.columns:
+            raise ValueError(f"model must be one of {self.models}; got {model!r}")
+        if self.n_items is None:
+            return None
+        keep = self.ranks[model].notna().to_numpy()
+        return self.n_items[model].to_numpy()[keep].astype(np.int64)
 
 
 def read_table(table, what="table"):
@@ -108,20 +121,25 @@ def _check_not_blank(df, cols, what):
 
 
 def ranks_from_table(table, *, user_col="user", rank_col="rank", size_col="sample_size",
-                     model_col="model", n=None):
+                     model_col="model", n=None, items_col="n_items", N=None):
     """Per-user sampled ranks from a table (DataFrame or CSV/TSV path).
 
     Columns: ``user``, ``rank`` (sampled rank, 1 = best), optional
-    ``sample_size`` (per-user n_u) and optional ``model`` (one row per user
-    and model). Without a model column all rows are one model named "model".
+    ``sample_size`` (per-user n_u), optional ``n_items`` (per-user number of
+    candidates N_u, e.g. items - |history_u|) and optional ``model`` (one row
+    per user and model). Without a model column all rows are one model named
+    "model".
 
     Parameters
     ----------
     table : DataFrame or path
-    user_col, rank_col, size_col, model_col : str, keyword-only
+    user_col, rank_col, size_col, model_col, items_col : str, keyword-only
         Column names.
     n : int, optional, keyword-only
         Common sample size: ranks must lie in 1..n (checked here).
+    N : int, optional, keyword-only
+        Common number of items: must agree with the ``n_items`` column when
+        both are given.
 
     Returns
     -------
@@ -148,6 +166,19 @@ def ranks_from_table(table, *, user_col="user", rank_col="rank", size_col="sampl
         work["size"] = check_int_column(df[size_col], size_col).to_numpy()
         if (work["size"] < 2).any():
             raise ValueError(f"column {size_col!r} must be >= 2; got min {work['size'].min()}")
+    has_items = items_col in df.columns
+    if has_items:
+        work["items"] = check_int_column(df[items_col], items_col).to_numpy()
+        if (work["items"] < 2).any():
+            raise ValueError(f"column {items_col!r} must be >= 2; got min {work['items'].min()}")
+        if N is not None and (work["items"] != check_int(N, "N", low=2)).any():
+            raise ValueError(f"--n-items N={N} disagrees with column {items_col!r} (values "
+                             f"{np.unique(work['items'])[:5].tolist()}...)")
+        nu = work["size"] if has_size else (n if n is not None else None)
+        if nu is not None and (work["items"] < nu).any():
+            i = int(np.flatnonzero((work["items"] < nu).to_numpy())[0])
+            raise ValueError(f"column {items_col!r} must be >= the sample size; row {i + 1} has "
+                             f"{items_col} {work['items'].iloc[i]}")
     if (work["rank"] < 1).any():
         raise ValueError(f"column {rank_col!r} must hold ranks >= 1; got min {work['rank'].min()}")
     if n is not None:
@@ -172,7 +203,11 @@ def ranks_from_table(table, *, user_col="user", rank_col="rank", size_col="sampl
     if has_size:
         S = work.pivot(index="user", columns="model", values="size").reindex(index=users, columns=order)
         S = S.astype("Int64")
-    return SampledRanks(R.astype("Int64"), S)
+    NI = None
+    if has_items:
+        NI = work.pivot(index="user", columns="model", values="items").reindex(index=users, columns=order)
+        NI = NI.astype("Int64")
+    return SampledRanks(R.astype("Int64"), S, NI)
 
 
 def ranks_from_score_table(table, *, user_col="user", score_col="score", label_col="label",

@@ -46,9 +46,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg, special
 
-from .._validation import check_float, check_int, check_N_n, check_pmf, check_ranks, check_scheme
+from .._validation import (check_float, check_int, check_n_items, check_N_n, check_pmf, check_ranks,
+                           check_scheme)
 from ..exceptions import ConvergenceWarning
-from ..kernels import kernel_columns
+from ..kernels import DEFAULT_N_ITEMS_TOL, kernel_columns, kernel_groups, n_items_bins
 
 __all__ = [
     "EMResult",
@@ -175,23 +176,167 @@ def _block(N, n, counts, scheme):
     return kernel_columns(N, n, cols, scheme), np.asarray(counts, dtype=float)[cols - 1]
 
 
-def count_blocks(N, sizes, ranks, weights, scheme):
+def count_blocks(N, sizes, ranks, weights, scheme, *, n_items=None, n_items_tol=0.0):
     """EM blocks of a table of cells (sample size, sampled rank, weight).
 
     One block per distinct sample size: (P(r | R; n) columns for the cells'
     ranks, shape (N, k), and the cells' weights, shape (k,) or (B, k) for a
     batch of B weight vectors, e.g. bootstrap replicates of the counts).
     Returns the blocks and the cell order they use (a permutation of the cells).
+
+    With per-cell item counts ``n_items`` (N_u <= N), the blocks are those of
+    :func:`em_operators` (one per (N_u bin, n) group; kernel rows beyond N_u
+    are 0), in the order of the cells' groups.
     """
     sizes = np.asarray(sizes, dtype=np.int64)
     ranks = np.asarray(ranks, dtype=np.int64)
     weights = np.asarray(weights, dtype=float)
+    if n_items is not None:
+        ops = em_operators(n_items, sizes, ranks, scheme, tol=n_items_tol)
+        return [(op, weights[..., idx]) for op, idx in ops], np.concatenate([i for _, i in ops])
     blocks, order = [], []
     for nb in np.unique(sizes):
         sel = np.flatnonzero(sizes == nb)
         blocks.append((kernel_columns(N, int(nb), ranks[sel], scheme), weights[..., sel]))
         order.append(sel)
     return blocks, np.concatenate(order)
+
+
+# ----------------------------------------------------------------------------
+# per-user item counts N_u: EM operators on groups of cells
+# ----------------------------------------------------------------------------
+_TRUNC_ELEMS = 1 << 22          # batch x rows x columns elements per truncated-operator chunk
+
+
+class _TruncatedOp:
+    """Cells that share kernel columns K (N_b, k) but end at their own N_u <= N_b.
+
+    Cell c has probability q_c = sum_{R <= N_c} pi_R K[R, col_c] (a prefix sum
+    along R), and contributes K[R, col_c] 1[R <= N_c] ratio_c to the gradient
+    (a suffix sum along R). Cost O(N_b k) per distribution, whatever the
+    number of distinct N_u in the group.
+    """
+
+    def __init__(self, K, col, end):
+        self.K = K
+        self.rows, self.k = K.shape
+        self.flat = (np.asarray(end, dtype=np.int64) - 1) * self.k + np.asarray(col, dtype=np.int64)
+        self.distinct = np.unique(self.flat).size == self.flat.size
+
+    def _chunks(self, B):
+        step = max(1, _TRUNC_ELEMS // max(1, self.rows * self.k))
+        return [(a, min(B, a + step)) for a in range(0, B, step)]
+
+    def q(self, pi):
+        if pi.ndim == 1:
+            return self.q(pi[None])[0]
+        out = np.empty((pi.shape[0], self.flat.size))
+        for a, b in self._chunks(pi.shape[0]):
+            P = pi[a:b, : self.rows, None] * self.K
+            np.cumsum(P, axis=1, out=P)
+            out[a:b] = P.reshape(b - a, -1)[:, self.flat]
+        return out
+
+    def back(self, v, g):
+        if v.ndim == 1:
+            self.back(v[None], g[None])
+            return
+        for a, b in self._chunks(v.shape[0]):
+            S = np.zeros((b - a, self.rows * self.k))
+            if self.distinct:
+                S[:, self.flat] = v[a:b]
+            else:
+                np.add.at(S, (slice(None), self.flat), v[a:b])
+            S = S.reshape(b - a, self.rows, self.k)[:, ::-1].cumsum(axis=1)[:, ::-1]
+            g[a:b, : self.rows] += np.einsum("brk,rk->br", S, self.K)
+
+
+def _op_q(op, pi):
+    """P(r | pi) of the operator's cells: kernel columns (rows <= N, zero beyond) or truncated."""
+    if isinstance(op, np.ndarray):
+        return pi[..., : op.shape[0]] @ op if op.shape[0] != pi.shape[-1] else pi @ op
+    return op.q(pi)
+
+
+def _op_back(op, v, g):
+    """g += sum_c v_c (kernel column of cell c) for one (k,) or a batch (B, k) of v."""
+    if isinstance(op, np.ndarray):
+        rows = op.shape[0]
+        if g.ndim == 1:
+            g[:rows] += op @ v
+        else:
+            g[:, :rows] += v @ op.T
+        return
+    op.back(v, g)
+
+
+def em_operators(n_items, sizes, ranks, scheme="binomial", *, tol=0.0):
+    """EM operators of a table of cells (N_u, n_u, r): a list of (operator, cell indices).
+
+    Groups of :func:`sampling_lib.kernels.kernel_groups`; a group whose cells
+    all have the group's N (always when ``tol`` is 0) is a plain block of
+    kernel columns with N_b rows (rows beyond are 0); a binned group is a
+    :class:`_TruncatedOp` that keeps every cell's own support 1..N_u. Many
+    plain groups are concatenated into one zero-padded block when the padding
+    at most doubles the memory (one matrix product instead of a Python loop).
+    """
+    groups = kernel_groups(n_items, sizes, ranks, scheme, tol=tol)
+    plain = [g for g in groups if g.exact]
+    ops = [(_TruncatedOp(g.K, g.col, g.end), g.cells) for g in groups if not g.exact]
+    if len(plain) > 8:
+        rows = max(g.n_items for g in plain)
+        size = sum(g.K.size for g in plain)
+        cols = sum(g.cells.size for g in plain)
+        if rows * cols <= 2 * size:
+            K = np.zeros((rows, cols))
+            j = 0
+            for g in plain:
+                K[: g.n_items, j : j + g.cells.size] = g.K[:, g.col]
+                j += g.cells.size
+            return [(K, np.concatenate([g.cells for g in plain]))] + ops
+    return [(g.K[:, g.col] if not np.array_equal(g.col, np.arange(g.col.size)) else g.K, g.cells)
+            for g in plain] + ops
+
+
+def _user_cells(ranks, sizes, n_items):
+    """Distinct (N_u, n_u, r) cells of per-user arrays and their counts."""
+    key = np.stack([n_items, sizes, ranks])
+    cells, counts = np.unique(key, axis=1, return_counts=True)
+    return cells[0], cells[1], cells[2], counts.astype(float)
+
+
+def _peruser_blocks(ranks, sizes, n_items, scheme, tol, rank_weight=None):
+    """EM blocks (operator, cell weights) of per-user ranks with per-user N_u."""
+    Nc, nc, rc, cnt = _user_cells(ranks, sizes, n_items)
+    if rank_weight is not None:
+        for s in np.unique(nc):
+            sel = nc == s
+            cnt[sel] = cnt[sel] * rank_weight(int(s))[rc[sel] - 1]
+    return [(op, cnt[idx]) for op, idx in em_operators(Nc, nc, rc, scheme, tol=tol)]
+
+
+def _ranks_items(sampled_ranks, N, n):
+    """Checked (r, N, n): N an int, or per-user item counts (int64 array) of the users."""
+    if np.ndim(N) == 0:
+        N, n = check_N_n(N, n)
+        return check_ranks(sampled_ranks, n, name="sampled_ranks", upper_name="n"), N, n
+    n = check_int(n, "n", low=2)
+    r = check_ranks(sampled_ranks, n, name="sampled_ranks", upper_name="n")
+    N = check_n_items(N, r.size)
+    if isinstance(N, int):
+        N, n = check_N_n(N, n)
+    else:
+        _check_peruser(r, np.full(r.size, n), N)
+    return r, N, n
+
+
+def _check_peruser(r, sizes, N, what="n"):
+    """Per-user N_u (array, length M) against the sample sizes: n_u <= N_u."""
+    bad = np.flatnonzero(sizes > N)
+    if bad.size:
+        i = bad[0]
+        raise ValueError(f"{what} must lie in 2..N_u for every user; user index {i} has "
+                         f"{what}={sizes[i]} > N_u={N[i]}")
 
 
 def _rank_counts(sampled_ranks, n):
@@ -218,26 +363,28 @@ def _estep(pi, blocks, W):
 
     The EM map is pi -> pi * g (AAAI21 eq 21 / 23, TORS24 eq 34 / 62).
     ``pi`` is one distribution (N,) with block weights (k,) and a scalar W,
-    or a batch (B, N) with weights (B, k) and W of shape (B, 1).
+    or a batch (B, N) with weights (B, k) and W of shape (B, 1). A block's
+    kernel is an (N_b, k) array with N_b <= N rows (rows beyond are 0: users
+    with N_u = N_b items) or a truncated operator (:func:`em_operators`).
     """
     if pi.ndim == 1:
         ll = 0.0
         g = np.zeros(pi.size)
         for Kb, cb in blocks:
-            q = pi @ Kb  # P(r | pi) for the observed ranks of this block
+            q = _op_q(Kb, pi)  # P(r | pi) for the observed ranks of this block
             if np.any(q <= 0.0):
                 return -np.inf, None
             ll += float(cb @ np.log(q))
-            g += Kb @ (cb / q)
+            _op_back(Kb, cb / q, g)
     else:
         ll = np.zeros(pi.shape[0])
         g = np.zeros_like(pi)
         for Kb, cb in blocks:
-            q = pi @ Kb
+            q = _op_q(Kb, pi)
             if np.any(q <= 0.0):
                 return -np.inf, None
             ll += (cb * np.log(q)).sum(axis=1)
-            g += (cb / q) @ Kb.T
+            _op_back(Kb, cb / q, g)
     g /= W
     return ll, g
 
@@ -451,7 +598,10 @@ def mixture_loglik(pmf, sampled_ranks, N, n, *, scheme="binomial", weights=None)
     pmf : array_like, shape (N,)
         Mixing weights pi (a rank distribution).
     sampled_ranks : array_like of int in 1..n
-    N, n : int
+    N : int or array_like of int, shape (M,)
+        Number of items, or per-user item counts N_u (then ``pmf`` has length
+        max N_u and user u's kernel is 0 beyond N_u).
+    n : int
     scheme : {"binomial", "hypergeometric"}
     weights : array_like, shape (n,), optional
         Weight w(r) per sampled rank (weighted likelihood, AAAI21 eq 22).
@@ -467,10 +617,15 @@ def mixture_loglik(pmf, sampled_ranks, N, n, *, scheme="binomial", weights=None)
     >>> round(mixture_loglik(pi, [1, 2, 2], 4, 2), 12)   # P(r) = (1/2, 1/2)
     -2.079441541680
     """
-    N, n = check_N_n(N, n)
+    r, N, n = _ranks_items(sampled_ranks, N, n)
     check_scheme(scheme)
+    if not isinstance(N, int):
+        pmf = check_pmf(pmf, int(N.max()))
+        wfun = None if weights is None else (lambda s: _check_weight_vector(weights, n))
+        blocks = _peruser_blocks(r, np.full(r.size, n), N, scheme, 0.0, wfun)
+        with np.errstate(divide="ignore"):
+            return float(sum(cb @ np.log(_op_q(op, pmf)) for op, cb in blocks))
     pmf = check_pmf(pmf, N)
-    r = check_ranks(sampled_ranks, n, name="sampled_ranks", upper_name="n")
     c = _rank_counts(r, n)
     if weights is not None:
         c = c * _check_weight_vector(weights, n)
@@ -490,6 +645,7 @@ def mle_fit(
     max_iter=100,
     init=None,
     accelerate=None,
+    n_items_tol=DEFAULT_N_ITEMS_TOL,
 ):
     """Maximum-likelihood rank distribution by EM, with diagnostics.
 
@@ -505,8 +661,9 @@ def mle_fit(
     ----------
     sampled_ranks : array_like of int in 1..n
         Rank r_u of each user's held-out item among its n-item sample set.
-    N : int
-        Number of items (global ranks 1..N).
+    N : int or array_like of int, shape (M,)
+        Number of items (global ranks 1..N), or per-user candidate counts N_u
+        (see Notes; the result then has length max N_u).
     n : int
         Sample-set size (held-out item plus n - 1 sampled items).
     scheme : {"binomial", "hypergeometric"}
@@ -526,6 +683,12 @@ def mle_fit(
     accelerate : {None, "squarem"}
         SQUAREM extrapolation (requires ``tol``). It is safeguarded to be
         monotone and has the same fixed points as EM.
+    n_items_tol : float in [0, 1), default :data:`sampling_lib.kernels.DEFAULT_N_ITEMS_TOL`
+        Per-user N only: users whose N_u differ by so little that every kernel
+        row moves by at most ``n_items_tol`` in total variation share one kernel
+        (:func:`sampling_lib.kernels.n_items_bins`, bound
+        :func:`sampling_lib.kernels.n_items_tv_bound`); each keeps its own
+        support 1..N_u. 0 is exact.
 
     Returns
     -------
@@ -533,6 +696,19 @@ def mle_fit(
 
     Notes
     -----
+    *Per-user item counts* (sampling-lab). User u ranks its held-out item
+    among its own N_u candidates (items outside its history in most
+    frameworks), R_u in 1..N_u, and r_u - 1 ~ Binomial(n - 1, (R_u - 1)/(N_u - 1))
+    (or the hypergeometric analogue; KDD20 Sec 2.2 per user). The estimand
+    pools users: P(R) on 1..max N_u; user u's kernel is P(r | R; N_u, n) for
+    R <= N_u and 0 beyond. Users are grouped by (N_u, n) so that kernels are
+    shared (:func:`sampling_lib.kernels.kernel_groups`).
+    The EM update (AAAI21 eq 21) is then pi_R <- (1/M) sum_u P(R_u = R | r_u; pi),
+    the average of the users' posteriors, which maximizes
+    sum_u log sum_{R <= N_u} pi_R P(r_u | R; N_u, n) (the multiplicative EM
+    update increases this likelihood for any nonnegative kernel). An array of
+    equal N_u gives exactly the result of the int.
+
     *Decision (paper ambiguity).* AAAI21 and TORS24 say "when eq (20)
     converges"; the authors' released code runs exactly 100 EM iterations
     from the uniform distribution. We follow the code: ``tol=None,
@@ -559,16 +735,30 @@ def mle_fit(
     ((50,), 1.0, 100)
     >>> bool(np.all(np.diff(res.loglik_trace) >= -1e-9))
     True
+
+    Per-user item counts (equal counts give exactly the int result):
+
+    >>> mle_fit(r, N=np.r_[np.full(100, 40), np.full(100, 50)], n=5).pmf.shape
+    (50,)
+    >>> bool(np.array_equal(mle_fit(r, N=np.full(200, 50), n=5).pmf, res.pmf))
+    True
     """
-    N, n = check_N_n(N, n)
+    r, N, n = _ranks_items(sampled_ranks, N, n)
     scheme = check_scheme(scheme)
     tol, max_iter, accelerate = _check_em_options(tol, max_iter, accelerate)
-    r = check_ranks(sampled_ranks, n, name="sampled_ranks", upper_name="n")
+    if not isinstance(N, int):
+        blocks = _peruser_blocks(r, np.full(r.size, n), N, scheme, _check_n_items_tol(n_items_tol))
+        return _em_core(blocks, int(N.max()), init, tol, max_iter, accelerate)
     blocks = [_block(N, n, _rank_counts(r, n), scheme)]
     return _em_core(blocks, N, init, tol, max_iter, accelerate)
 
 
-def mle(sampled_ranks, N, n, *, scheme="binomial", tol=None, max_iter=100, init=None, accelerate=None):
+def _check_n_items_tol(tol):
+    return check_float(tol, "n_items_tol", 0.0, 1.0, high_open=True)
+
+
+def mle(sampled_ranks, N, n, *, scheme="binomial", tol=None, max_iter=100, init=None, accelerate=None,
+        n_items_tol=DEFAULT_N_ITEMS_TOL):
     """Maximum-likelihood (EM) estimate of the rank distribution P(R), R = 1..N.
 
     Same parameters as :func:`mle_fit`; returns only the length-N probability
@@ -586,7 +776,8 @@ def mle(sampled_ranks, N, n, *, scheme="binomial", tol=None, max_iter=100, init=
     1.0
     """
     return mle_fit(
-        sampled_ranks, N, n, scheme=scheme, tol=tol, max_iter=max_iter, init=init, accelerate=accelerate
+        sampled_ranks, N, n, scheme=scheme, tol=tol, max_iter=max_iter, init=init, accelerate=accelerate,
+        n_items_tol=n_items_tol,
     ).pmf
 
 
@@ -642,6 +833,7 @@ def wmle_fit(
     max_iter=100,
     init=None,
     accelerate=None,
+    n_items_tol=DEFAULT_N_ITEMS_TOL,
 ):
     """Weighted maximum-likelihood rank distribution by EM, with diagnostics.
 
@@ -658,7 +850,8 @@ def wmle_fit(
         See :func:`wmle_weights`. AAAI21 Tables 2-4 use "ndcg" with C = 10.
     C : float, default 10
         Slows the decay of the weight (C > 1 in AAAI21).
-    Other parameters as :func:`mle_fit` (``loglik`` is the weighted one).
+    Other parameters as :func:`mle_fit` (``loglik`` is the weighted one;
+    ``N`` may be per-user item counts).
 
     Returns
     -------
@@ -675,11 +868,14 @@ def wmle_fit(
     >>> bool(np.allclose(a, mle(r, 30, 5)))        # constant weights give the MLE
     True
     """
-    N, n = check_N_n(N, n)
+    r, N, n = _ranks_items(sampled_ranks, N, n)
     scheme = check_scheme(scheme)
     tol, max_iter, accelerate = _check_em_options(tol, max_iter, accelerate)
-    r = check_ranks(sampled_ranks, n, name="sampled_ranks", upper_name="n")
     w = wmle_weights(n, weight, C)
+    if not isinstance(N, int):
+        blocks = _peruser_blocks(r, np.full(r.size, n), N, scheme, _check_n_items_tol(n_items_tol),
+                                 lambda s: w)
+        return _em_core(blocks, int(N.max()), init, tol, max_iter, accelerate)
     blocks = [_block(N, n, _rank_counts(r, n) * w, scheme)]
     return _em_core(blocks, N, init, tol, max_iter, accelerate)
 
@@ -696,6 +892,7 @@ def wmle(
     max_iter=100,
     init=None,
     accelerate=None,
+    n_items_tol=DEFAULT_N_ITEMS_TOL,
 ):
     """Weighted-MLE estimate of the rank distribution (AAAI21 eqs 22-23).
 
@@ -713,7 +910,7 @@ def wmle(
     """
     return wmle_fit(
         sampled_ranks, N, n, scheme=scheme, weight=weight, C=C, tol=tol, max_iter=max_iter,
-        init=init, accelerate=accelerate,
+        init=init, accelerate=accelerate, n_items_tol=n_items_tol,
     ).pmf
 
 
@@ -730,6 +927,7 @@ def adaptive_mle_fit(
     max_iter=100,
     init=None,
     accelerate=None,
+    n_items_tol=DEFAULT_N_ITEMS_TOL,
 ):
     """MLE of the rank distribution from users with different sample sizes (EM).
 
@@ -757,8 +955,10 @@ def adaptive_mle_fit(
         r_u in 1..n_u.
     sample_sizes : array_like of int, shape (M,)
         n_u in 2..N (e.g. from :func:`sampling_lib.sampling.adaptive_sample_ranks`).
-    N : int
-    scheme, tol, max_iter, init, accelerate
+    N : int or array_like of int, shape (M,)
+        Number of items, or per-user candidate counts N_u >= n_u (groups of
+        equal (N_u, n_u) share a kernel; the model is that of :func:`mle_fit`).
+    scheme, tol, max_iter, init, accelerate, n_items_tol
         As :func:`mle_fit`. The default (100 EM iterations from uniform) is
         the protocol of :func:`mle_fit`; the authors' adaptive code runs 50.
 
@@ -779,12 +979,16 @@ def adaptive_mle_fit(
     >>> adaptive_mle([1, 3, 1], [20, 10, 40], N=100).shape
     (100,)
     """
-    N = check_int(N, "N", low=2)
+    if np.ndim(N) == 0:
+        N = check_int(N, "N", low=2)
+    else:
+        N = check_n_items(N, np.size(sample_sizes))
     scheme = check_scheme(scheme)
     tol, max_iter, accelerate = _check_em_options(tol, max_iter, accelerate)
-    sizes = check_ranks(sample_sizes, N, name="sample_sizes", upper_name="N")
+    Nmax = N if isinstance(N, int) else int(N.max())
+    sizes = check_ranks(sample_sizes, Nmax, name="sample_sizes", upper_name="N")
     if sizes.min() < 2:
-        raise ValueError(f"sample_sizes must lie in 2..N={N}; got min {sizes.min()}")
+        raise ValueError(f"sample_sizes must lie in 2..N={Nmax}; got min {sizes.min()}")
     r = check_ranks(sampled_ranks, sizes.max(), name="sampled_ranks", upper_name="max(sample_sizes)")
     if r.shape != sizes.shape:
         raise ValueError(
@@ -797,6 +1001,10 @@ def adaptive_mle_fit(
             f"sampled_ranks must lie in 1..sample_sizes; got sampled_ranks[{i}]={r[i]} > "
             f"sample_sizes[{i}]={sizes[i]}"
         )
+    if not isinstance(N, int):
+        _check_peruser(r, sizes, N, what="sample_sizes")
+        blocks = _peruser_blocks(r, sizes, N, scheme, _check_n_items_tol(n_items_tol))
+        return _em_core(blocks, Nmax, init, tol, max_iter, accelerate)
     blocks = []
     for nb in np.unique(sizes):
         sel = sizes == nb
@@ -805,7 +1013,7 @@ def adaptive_mle_fit(
 
 
 def adaptive_mle(sampled_ranks, sample_sizes, N, *, scheme="binomial", tol=None, max_iter=100,
-                 init=None, accelerate=None):
+                 init=None, accelerate=None, n_items_tol=DEFAULT_N_ITEMS_TOL):
     """Adaptive-sampling MLE of the rank distribution (TORS24 Sec 6.2, Appendix H).
 
     Same parameters as :func:`adaptive_mle_fit`; returns the length-N
@@ -823,7 +1031,7 @@ def adaptive_mle(sampled_ranks, sample_sizes, N, *, scheme="binomial", tol=None,
     """
     return adaptive_mle_fit(
         sampled_ranks, sample_sizes, N, scheme=scheme, tol=tol, max_iter=max_iter, init=init,
-        accelerate=accelerate,
+        accelerate=accelerate, n_items_tol=n_items_tol,
     ).pmf
 
 
@@ -848,12 +1056,38 @@ def _mes_parts(pi, Kb, p):
     return E, H
 
 
+def _pooled_block(r, Nu, n, scheme, tol):
+    """(pooled kernel columns, counts) of per-user item counts N_u (MES).
+
+    Kbar(r | R) = (1/M) sum_u P(r | R; N_u, n) 1[R <= N_u]: the kernel of the
+    pooled sampled-rank distribution, q(r) = (1/M) sum_u sum_{R <= N_u} pi_R
+    P(r | R; N_u, n) = sum_R pi_R Kbar(r | R). Users of a bin of N_u
+    (:func:`sampling_lib.kernels.n_items_bins`) share the kernel values of
+    its N_b; each keeps its own support (the fraction of the bin's users
+    with N_u >= R multiplies row R).
+    """
+    c = _rank_counts(r, n)
+    cols = np.flatnonzero(c > 0) + 1
+    M = Nu.size
+    reps = n_items_bins(Nu, n, tol, scheme)
+    Kbar = np.zeros((int(Nu.max()), cols.size))
+    ub = np.unique(reps)
+    for b in ub:
+        b = int(b)
+        cnt = np.bincount(Nu[reps == b], minlength=b + 1)[1:]
+        frac = cnt[::-1].cumsum()[::-1] / M            # share of users with N_u >= R, R = 1..b
+        Kbar[:b] += kernel_columns(b, n, cols, scheme, cache=ub.size <= 2) * frac[:, None]
+    return Kbar, c[cols - 1]
+
+
 def mes_objective(pmf, sampled_ranks, N, n, eta=None, *, form="tors", scheme="binomial"):
     """The MES objective lam * H(pi) - E(pi) to be maximized.
 
     E(pi) = sum_r P~(r) (sum_R P(r|R) pi_R - P~(r))^2 (AAAI21 eq 25, TORS24
     eq 35), H the entropy in nats, lam = eta / n (TORS24 eq 36, ``form="tors"``)
-    or lam = eta (AAAI21 eq 26, ``form="aaai"``).
+    or lam = eta (AAAI21 eq 26, ``form="aaai"``). With per-user item counts
+    ``N`` (array), P(r|R) is the pooled kernel of :func:`mes_fit` (exact, no
+    binning).
 
     Returns
     -------
@@ -865,14 +1099,16 @@ def mes_objective(pmf, sampled_ranks, N, n, eta=None, *, form="tors", scheme="bi
     >>> round(mes_objective(pi, [1, 2], 4, 2, eta=0.2, form="tors"), 12)  # E = 0, H = log 4
     0.138629436112
     """
-    N, n = check_N_n(N, n)
+    r, N, n = _ranks_items(sampled_ranks, N, n)
     check_scheme(scheme)
     eta, lam = _mes_lambda(eta, form, n)
-    pmf = check_pmf(pmf, N)
-    r = check_ranks(sampled_ranks, n, name="sampled_ranks", upper_name="n")
-    c = _rank_counts(r, n)
-    Kb, cb = _block(N, n, c, scheme)
-    E, H = _mes_parts(pmf, Kb, cb / c.sum())
+    if isinstance(N, int):
+        pmf = check_pmf(pmf, N)
+        Kb, cb = _block(N, n, _rank_counts(r, n), scheme)
+    else:
+        pmf = check_pmf(pmf, int(N.max()))
+        Kb, cb = _pooled_block(r, N, n, scheme, 0.0)
+    E, H = _mes_parts(pmf, Kb, cb / cb.sum())
     return lam * H - E
 
 
@@ -1041,6 +1277,7 @@ def mes_fit(
     tol=1e-13,
     max_iter=200,
     cvxpy_solver=None,
+    n_items_tol=DEFAULT_N_ITEMS_TOL,
 ):
     """Maximal-entropy rank distribution with squared distribution distance (MES).
 
@@ -1055,7 +1292,9 @@ def mes_fit(
     Parameters
     ----------
     sampled_ranks : array_like of int in 1..n
-    N, n : int
+    N : int or array_like of int, shape (M,)
+        Number of items, or per-user candidate counts N_u (see Notes).
+    n : int
     eta : float, optional
         Entropy weight. Default 0.01 for ``form="tors"`` (TORS24 Sec 8.3) and
         0.001 for ``form="aaai"`` (AAAI21 Tables 2-4).
@@ -1085,10 +1324,22 @@ def mes_fit(
         Fast solver: maximum Newton steps.
     cvxpy_solver : str, optional
         Force a cvxpy solver name (e.g. "SCS").
+    n_items_tol : float in [0, 1), default :data:`sampling_lib.kernels.DEFAULT_N_ITEMS_TOL`
+        Per-user N only: bin tolerance of the item counts (as :func:`mle_fit`).
 
     Returns
     -------
     MESResult
+
+    Notes
+    -----
+    *Per-user item counts* (sampling-lab; model of :func:`mle_fit`). The
+    squared distance compares the pooled sampled-rank distribution P~(r) with
+    its model q(r) = (1/M) sum_u sum_{R <= N_u} pi_R P(r | R; N_u, n) =
+    sum_R pi_R Kbar(r | R), linear in pi with the pooled kernel
+    Kbar(r | R) = (1/M) sum_u P(r | R; N_u, n) 1[R <= N_u]; the solver is
+    unchanged. Equal N_u give exactly the result of the int. A bootstrap
+    replicate rebuilds Kbar (O(groups x N x k)).
 
     References
     ----------
@@ -1103,17 +1354,20 @@ def mes_fit(
     >>> bool(abs(res.objective - mes_objective(res.pmf, r, 30, 5)) < 1e-12)
     True
     """
-    N, n = check_N_n(N, n)
+    r, N, n = _ranks_items(sampled_ranks, N, n)
     scheme = check_scheme(scheme)
     eta, lam = _mes_lambda(eta, form, n)
     if solver not in ("auto", "fast", "cvxpy"):
         raise ValueError(f"solver must be 'auto', 'fast' or 'cvxpy'; got {solver!r}")
     tol = check_float(tol, "tol", low=0.0, low_open=True)
     max_iter = check_int(max_iter, "max_iter", low=1)
-    r = check_ranks(sampled_ranks, n, name="sampled_ranks", upper_name="n")
-    c = _rank_counts(r, n)
-    Kb, cb = _block(N, n, c, scheme)
-    p = cb / c.sum()
+    if isinstance(N, int):
+        c = _rank_counts(r, n)
+        Kb, cb = _block(N, n, c, scheme)
+        p = cb / c.sum()
+    else:
+        Kb, cb = _pooled_block(r, N, n, scheme, _check_n_items_tol(n_items_tol))
+        p = cb / cb.sum()
     if solver in ("auto", "fast"):
         pi, it, trace, gap, res, converged = _mes_dual_newton(Kb, p, lam, tol, max_iter)
         msg = (f"MES fast solver did not converge: duality gap {gap:.3g}, optimality residual "
@@ -1143,7 +1397,7 @@ def mes_fit(
 
 
 def mes(sampled_ranks, N, n, eta=None, *, form="tors", solver="auto", scheme="binomial",
-        tol=1e-13, max_iter=200, cvxpy_solver=None):
+        tol=1e-13, max_iter=200, cvxpy_solver=None, n_items_tol=DEFAULT_N_ITEMS_TOL):
     """MES estimate of the rank distribution (TORS24 eq 36 / AAAI21 eq 26).
 
     Same parameters as :func:`mes_fit`; returns the length-N probability vector.
@@ -1160,5 +1414,5 @@ def mes(sampled_ranks, N, n, eta=None, *, form="tors", solver="auto", scheme="bi
     """
     return mes_fit(
         sampled_ranks, N, n, eta, form=form, solver=solver, scheme=scheme, tol=tol,
-        max_iter=max_iter, cvxpy_solver=cvxpy_solver,
+        max_iter=max_iter, cvxpy_solver=cvxpy_solver, n_items_tol=n_items_tol,
     ).pmf

@@ -32,10 +32,11 @@ tuning that the data cannot tell apart; :func:`sampling_lib.correct.estimate`
 widens the interval to the range of their estimates (a prior-sensitivity
 band) so that the ambiguity is shown, not hidden.
 
-Open for extension (not used yet): ``n`` may be a per-user array of sample
-sizes (``varying_sizes=True`` estimators get it as is, others need one common
-size), and the fit functions see per-user ranks, so per-user item counts or
-compressed kernels can be added behind the same spec.
+``n`` may be a per-user array of sample sizes (``varying_sizes=True``
+estimators get it as is, others need one common size), and ``N`` a per-user
+array of candidate counts N_u (``varying_items=True`` estimators get it as is:
+the EM estimators and MES; the others need one common N and say which
+methods accept per-user N). Equal per-user values are the int, exactly.
 
 References
 ----------
@@ -52,14 +53,16 @@ from typing import Callable
 
 import numpy as np
 
-from .._validation import check_int, check_scheme
+from .._validation import check_int, check_n_items, check_scheme
 from ..exceptions import EstimatorOptionError
-from ._distribution import adaptive_mle, count_blocks, em_fixed_iterations, mes, mle, wmle, wmle_weights
+from ..kernels import DEFAULT_N_ITEMS_TOL
+from ._distribution import adaptive_mle, em_fixed_iterations, em_operators, mes, mle, wmle, wmle_weights
 from ._linear import bv, bv_sampled_metric, cls, mn, mn_sampled_metric
 from ._logspline import SENSITIVITY_FACTOR, logspline_fit, logspline_replicates, logspline_sensitivity
 
 __all__ = [
     "METHODS",
+    "PERUSER_METHODS",
     "DEFAULT_METHOD",
     "BOOTSTRAP_KINDS",
     "EstimatorSpec",
@@ -106,6 +109,9 @@ class EstimatorSpec:
         ``"em"`` only: option through which a solution warm-starts a refit.
     varying_sizes : bool
         Accepts users with different sample sizes (``n`` a per-user array).
+    varying_items : bool
+        Accepts per-user item counts (``N`` a per-user array; the weight
+        vector then has length max N_u, see :func:`sampling_lib.estimators.mle_fit`).
     horizon_option : str, optional
         Option that :func:`sampling_lib.correct.estimate` sets to the largest
         cutoff K of the requested metrics when not given (CLS ``max_rank``).
@@ -134,6 +140,7 @@ class EstimatorSpec:
     warm_start_option: str | None = None
     varying_sizes: bool = False
     horizon_option: str | None = None
+    varying_items: bool = False
     summary: str = ""
     references: str = ""
     defaults: dict = field(default_factory=dict)
@@ -176,7 +183,9 @@ class Estimator:
 
     Built by :func:`get_estimator`. ``n`` is the common sample size, or for
     estimators that accept varying sizes (``adaptive_mle``) the per-user
-    sample sizes (an array of the length of ``sampled_ranks``).
+    sample sizes (an array of the length of ``sampled_ranks``). ``N`` is the
+    number of items, or for estimators that accept it (``spec.varying_items``)
+    the per-user candidate counts N_u (w then has length max N_u).
     """
 
     def __init__(self, spec, options):
@@ -227,6 +236,16 @@ class Estimator:
                              f"sizes vary ({u[:5].tolist()}...): use 'adaptive_mle'")
         return sampled_ranks, sizes
 
+    def _items(self, sampled_ranks, N):
+        """N as an int, or the per-user item counts for estimators that accept them."""
+        N = check_n_items(N, np.size(sampled_ranks))
+        if not isinstance(N, int) and not self.spec.varying_items:
+            raise ValueError(
+                f"estimator {self.name!r} needs one common N; the per-user item counts vary "
+                f"(min {N.min()}, max {N.max()}): use one of {list(PERUSER_METHODS)}, which accept "
+                "per-user N, or pass one N")
+        return N
+
     def prior_of(self, sampled_ranks, N, n, *, cache=None):
         """The fitted prior (``spec.prior``) on these ranks, or None."""
         if self._prior is None:
@@ -245,6 +264,7 @@ class Estimator:
         key = self.cache_key() if (cache is not None and prior is None) else None
         if key is not None and key in cache:
             return cache[key]
+        N = self._items(sampled_ranks, N)
         r, nn = self._sizes(sampled_ranks, n)
         opts = dict(self.options)
         if self.spec.prior is not None:
@@ -260,34 +280,40 @@ class Estimator:
     def fit_counts(self, counts, N, F, *, refit_prior=True):
         """Fit on a :class:`sampling_lib.correct.RankCounts` and prepare the bootstrap.
 
-        ``F`` is the (N, m) matrix of metric values; the returned
-        :class:`FittedEstimator` holds the weights and computes replicates.
+        ``F`` is the (N, m) matrix of metric values (N = max N_u when the
+        counts carry per-cell item counts ``counts.n_items``; ``N`` may then be
+        None); the returned :class:`FittedEstimator` holds the weights and
+        computes replicates.
         """
-        ranks, sizes = counts.expand()
+        ranks, sizes, items = counts.expand_cells()
+        if items is None:
+            items = check_int(N, "N", low=2)
+        Nn = self._items(ranks, items)
+        Nmax = Nn if isinstance(Nn, int) else int(Nn.max())
         n = int(counts.size_values[0]) if counts.size_values.size == 1 else sizes
         r, nn = self._sizes(ranks, n)
         prior = None
         if self.spec.prior is not None:
-            prior = self.prior_of(r, N, nn)
+            prior = self.prior_of(r, Nn, nn)
         state = None
         if self.spec.bootstrap == "batched":
-            w, state = self.spec.fit_state(r, N, nn, scheme=self.scheme, **self.options)
+            w, state = self.spec.fit_state(r, Nn, nn, scheme=self.scheme, **self.options)
             w = np.asarray(w, dtype=float)
         else:
-            w = self(r, N, nn, prior=prior)
+            w = self(r, Nn, nn, prior=prior)
         band = None
         if self.spec.sensitivity is not None:
             alt = np.stack([np.asarray(a, dtype=float) @ F for a in
-                            self.spec.sensitivity(r, N, nn, scheme=self.scheme, **self.options)])
+                            self.spec.sensitivity(r, Nn, nn, scheme=self.scheme, **self.options)])
             band = (alt.min(axis=0), alt.max(axis=0))
         X = None
         if self.spec.bootstrap == "linear":
             opts = {k: v for k, v in self.options.items() if k not in ("prior", "M")}
             pr = self.options.get("prior") if prior is None else prior
             Mv = self.options.get("M", counts.M)
-            X = np.stack([self.spec.sampled_metric(F[:, j], N, nn, pr, M=Mv, scheme=self.scheme, **opts)
+            X = np.stack([self.spec.sampled_metric(F[:, j], Nn, nn, pr, M=Mv, scheme=self.scheme, **opts)
                           for j in range(F.shape[1])], axis=1)[counts.ranks - 1]
-        return FittedEstimator(self, counts, N, F, w, prior, X, bool(refit_prior), state, band)
+        return FittedEstimator(self, counts, Nmax, F, w, prior, X, bool(refit_prior), state, band)
 
 
 @dataclass
@@ -306,6 +332,7 @@ class FittedEstimator:
     #: (low, high) estimates of the metrics under the estimator's ``sensitivity``
     #: alternatives, or None
     band: tuple | None = None
+    _ops: list | None = field(default=None, repr=False)
 
     @property
     def estimate(self):
@@ -336,9 +363,11 @@ class FittedEstimator:
                     wt[sel] = spec.em_weights(int(ns), **opts)[st.ranks[sel] - 1]
             n_iter = opts.get("max_iter", 100)
             out = np.empty((Cb.shape[0], F.shape[1]))
+            ops = self._em_operators()
             step = max(1, _EM_BLOCK_ELEMS // N)
             for a in range(0, Cb.shape[0], step):
-                blocks, _ = count_blocks(N, st.sizes, st.ranks, Cb[a:a + step] * wt, est.scheme)
+                Wb = Cb[a:a + step] * wt
+                blocks = [(op, Wb[:, idx]) for op, idx in ops]
                 out[a:a + step] = em_fixed_iterations(blocks, pi0, n_iter) @ F
             return out
         # refit every replicate (warm-started where the estimator accepts it)
@@ -349,10 +378,21 @@ class FittedEstimator:
         refit = est if not warm else Estimator(spec, {**opts, **warm, "scheme": est.scheme,
                                                       "prior_options": est.prior_options})
         for b in range(Cb.shape[0]):
-            r_b, s_b = st.expand(Cb[b])
+            r_b, s_b, N_b = st.expand_cells(Cb[b])
             n_b = int(st.size_values[0]) if st.size_values.size == 1 else s_b
-            out[b] = refit(r_b, N, n_b) @ F
+            out[b] = refit(r_b, N if N_b is None else N_b, n_b) @ F
         return out
+
+    def _em_operators(self):
+        """EM operators of the cells (kernels built once for all bootstrap chunks)."""
+        if self._ops is None:
+            st = self.counts
+            items = st.n_items if st.n_items is not None else np.full(st.ranks.size, self.N)
+            tol = self.estimator.options.get("n_items_tol", DEFAULT_N_ITEMS_TOL)
+            if np.unique(items).size == 1:
+                tol = 0.0          # one N: the blocks of the int path, one per sample size
+            self._ops = em_operators(items, st.sizes, st.ranks, self.estimator.scheme, tol=tol)
+        return self._ops
 
 
 _EM_BLOCK_ELEMS = 1 << 21        # B x N elements per batched-EM block
@@ -471,7 +511,7 @@ def fit_estimators(methods, sampled_ranks, N, n, *, scheme="binomial", **options
 # ----------------------------------------------------------------------------
 # the registered estimators
 # ----------------------------------------------------------------------------
-_EM_OPTIONS = ("tol", "max_iter", "init", "accelerate")
+_EM_OPTIONS = ("tol", "max_iter", "init", "accelerate", "n_items_tol")
 
 
 def _fit_mle(r, N, n, *, scheme, **o):
@@ -515,15 +555,16 @@ def _mn_x(F, N, n, prior, *, M, scheme):
     return mn_sampled_metric(F, N, n, prior, M, scheme=scheme)
 
 
-register(EstimatorSpec("mle", _fit_mle, _EM_OPTIONS, "em", warm_start_option="init",
+register(EstimatorSpec("mle", _fit_mle, _EM_OPTIONS, "em", warm_start_option="init", varying_items=True,
                        summary="maximum likelihood of P(R) by EM (100 steps from uniform)",
                        references="AAAI21 eqs 18-21; TORS24 eqs 31-34"))
 register(EstimatorSpec("wmle", _fit_wmle, _EM_OPTIONS + ("weight", "C"), "em",
-                       em_weights=_wmle_em_weights, warm_start_option="init",
+                       em_weights=_wmle_em_weights, warm_start_option="init", varying_items=True,
                        summary="weighted maximum likelihood of P(R) by EM",
                        references="AAAI21 eqs 22-23"))
-register(EstimatorSpec("mes", _fit_mes, ("eta", "form", "solver", "tol", "max_iter", "cvxpy_solver"),
-                       "refit", summary="maximal entropy with squared distribution distance",
+register(EstimatorSpec("mes", _fit_mes, ("eta", "form", "solver", "tol", "max_iter", "cvxpy_solver",
+                                        "n_items_tol"),
+                       "refit", varying_items=True, summary="maximal entropy with squared distribution distance",
                        references="AAAI21 eqs 24-27; TORS24 eqs 35-36"))
 register(EstimatorSpec("bv", _fit_bv, ("gamma", "prior"), "linear", sampled_metric=_bv_x,
                        summary="Krichene-Rendle bias-variance estimator (uniform prior)",
@@ -542,7 +583,7 @@ register(EstimatorSpec("cls", _fit_cls, ("prior", "max_rank"), "refit", horizon_
                        summary="Krichene-Rendle constrained least squares, P(R) form",
                        references="KR20; TORS24 eq 7"))
 register(EstimatorSpec("adaptive_mle", _fit_adaptive, _EM_OPTIONS, "em", warm_start_option="init",
-                       varying_sizes=True,
+                       varying_sizes=True, varying_items=True,
                        summary="MLE by EM for users with different sample sizes",
                        references="TORS24 Sec 6.2, eq 43, Appendix H"))
 
@@ -574,6 +615,8 @@ register(EstimatorSpec("logspline", _fit_logspline, ("penalty", "knot_spacing", 
 
 #: Every registered estimator name, in registration order.
 METHODS = tuple(_REGISTRY)
+#: Registered estimators that accept per-user item counts N_u (``spec.varying_items``).
+PERUSER_METHODS = tuple(k for k, v in _REGISTRY.items() if v.varying_items)
 #: Default estimator of :func:`sampling_lib.correct.estimate`: the log-spline empirical
 #: Bayes estimator, chosen by the real-data accuracy panel (notebook 10; see
 #: :func:`sampling_lib.correct.estimate`, "Choice of the default").
