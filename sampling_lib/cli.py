@@ -19,9 +19,16 @@ Input files of ``estimate`` / ``compare`` (``--input-format``, default: a table,
 or a TREC / ranx run when ``--qrels`` is given):
 
 * ``table``: CSV (TSV when the name ends in .tsv), either a ranks table
-  ``user, rank`` [+ ``sample_size``] [+ ``model``], or a scores table (the
-  layout of a ``uni100`` evaluation) ``user, score, label`` [+ ``model``],
-  label 1 for the held-out item and 0 for each sampled negative;
+  ``user, rank`` [+ ``sample_size``] [+ ``n_items``] [+ ``model``], a counts
+  table ``rank, count`` [+ ``sample_size``] [+ ``n_items``] [+ ``model``] (the
+  sufficient statistic, e.g. from one SQL ``GROUP BY``; also a Parquet file or
+  a directory of Parquet files, read with dask.dataframe without loading it
+  whole), or a scores table (the layout of a ``uni100`` evaluation)
+  ``user, score, label`` [+ ``model``], label 1 for the held-out item and 0
+  for each sampled negative. ``n_items`` is the user's number of candidates
+  N_u (e.g. items - |history_u|); then ``--n-items`` is not needed (given
+  both, they must agree). ``compare`` on counts uses an unpaired bootstrap
+  (counts carry no pairing of users);
 * ``trec``: TREC run file(s) (``query Q0 doc rank score tag``, one model per
   tag) ranking each user's *sampled* candidate set, with ``--qrels`` (TREC
   qrels, one relevant item per user);
@@ -42,6 +49,8 @@ Examples
 ::
 
     sampling-lib estimate ranks.csv --n-items 3706 --sample-size 100 --metric recall@10 --metric ndcg@10
+    sampling-lib estimate ranks_with_n_items.csv --sample-size 100     # per-user N_u from the file
+    sampling-lib estimate counts.parquet --metric ndcg@10               # rank,count[,n_items,...]
     sampling-lib estimate bpr.trec pop.trec --qrels test.qrels --n-items 3706
     sampling-lib estimate ml-1m.test.negative --input-format ncf --scores scores.csv --n-items 3706
     sampling-lib compare ranks.csv --n-items 3706 --sample-size 100 --metric ndcg@10
@@ -93,8 +102,9 @@ def _nonneg_int(text):
 
 def _add_common(p, compare=False):
     p.add_argument("ranks", metavar="RANKS.csv", nargs="+",
-                   help="ranks table (user, rank[, sample_size][, model]) or scores table "
-                        "(user, score, label[, model]); with --qrels one or more TREC/ranx run "
+                   help="ranks table (user, rank[, sample_size][, n_items][, model]), counts table "
+                        "(rank, count[, sample_size][, n_items][, model]; CSV or Parquet) or scores "
+                        "table (user, score, label[, model]); with --qrels one or more TREC/ranx run "
                         "files; with --input-format ncf/elliot/negatives the negatives file")
     p.add_argument("--input-format", default="auto", choices=INPUT_FORMATS,
                    help="what RANKS holds (default auto: table, or trec/ranx (.json) with --qrels)")
@@ -111,7 +121,8 @@ def _add_common(p, compare=False):
                         "or keep distinct items (what RecBole/NCF metrics do; then --scheme "
                         "hypergeometric)")
     p.add_argument("--n-items", "-N", type=int, default=None, metavar="N",
-                   help="number of items N in the global ranking (required unless --item-weights is given)")
+                   help="number of items N in the global ranking (required unless the file has an n_items "
+                        "column of per-user candidate counts N_u, or --item-weights is given)")
     p.add_argument("--sample-size", "-n", type=int, default=None, metavar="n",
                    help="sample-set size n (held-out item + n-1 negatives); omit if the file has "
                         "a sample_size column or is a scores table")
@@ -239,9 +250,15 @@ def _load_ranks(args):
             cand = io.read_negatives(src, args.held_out)
         return io.ranks_from_negatives(cand, args.scores, duplicates=args.duplicates, ties=args.ties,
                                        rng=args.seed)
+    from .correct import counts_from_frame
+
+    if io._is_parquet(src):
+        return counts_from_frame(io.counts_table(src), n=args.sample_size, N=args.n_items)
     df = io.read_table(src, "ranks")
+    if "rank" in df.columns and "count" in df.columns:
+        return counts_from_frame(io.counts_table(df), n=args.sample_size, N=args.n_items)
     if "rank" in df.columns:
-        return io.ranks_from_table(df, n=args.sample_size)
+        return io.ranks_from_table(df, n=args.sample_size, N=args.n_items)
     if {"score", "label"} <= set(df.columns):
         return io.ranks_from_score_table(df, ties=args.ties, rng=args.seed)
     raise _CLIError(f"{src} must have a 'rank' column (ranks table) or 'score' and 'label' "
@@ -272,6 +289,24 @@ def _size_arg(sr, model, n):
     if s is None and n is None:
         raise _CLIError("--sample-size is required (the file has no sample_size column)")
     return r, (n if s is None else None), s
+
+
+def _n_items(sr, model, N):
+    """The item count of one model: the file's n_items column, else --n-items."""
+    it = sr.items_for_model(model)
+    if it is not None:
+        return it
+    if N is None:
+        raise _CLIError("--n-items is required (the file has no n_items column)")
+    return N
+
+
+def _models(available, wanted):
+    if wanted is None:
+        return list(available)
+    if wanted not in available:
+        raise _CLIError(f"--model must be one of {list(available)}; got {wanted!r}")
+    return [wanted]
 
 
 def _item_weights(args):
@@ -364,28 +399,37 @@ def _cmd_estimate(args):
 
     if _is_popularity(args):
         return _cmd_estimate_popularity(args)
-    _need_n_items(args)
     sr = _load_ranks(args)
-    models = sr.models
-    if args.model is not None:
-        if args.model not in models:
-            raise _CLIError(f"--model must be one of {models}; got {args.model!r}")
-        models = [args.model]
     tables = []
-    for m in models:
-        r, n, s = _size_arg(sr, m, args.sample_size)
-        t = estimate(r, args.n_items, n, metrics=args.metric or ("recall@10", "ndcg@10"),
-                     method=args.method, confidence_level=args.ci, n_boot=_n_boot(args, False), rng=args.seed,
-                     sample_sizes=s, scheme=args.scheme, progress=_progress_on(args))
-        t.insert(0, "model", m)
-        tables.append(t)
+    common = dict(metrics=args.metric or ("recall@10", "ndcg@10"), method=args.method,
+                  confidence_level=args.ci, n_boot=_n_boot(args, False), rng=args.seed,
+                  scheme=args.scheme, progress=_progress_on(args))
+    Nmax, nmin = 0, np.inf             # for the resolution note (largest N_u, smallest n_u)
+    if isinstance(sr, dict):           # counts table: {model: RankCounts}
+        all_models = list(sr)
+        for m in _models(sr, args.model):
+            if sr[m].n_items is None:
+                raise _CLIError("--n-items is required (the counts table has no n_items column)")
+            t = estimate(sr[m], **common)
+            Nmax, nmin = max(Nmax, int(sr[m].n_items.max())), min(nmin, int(sr[m].sizes.min()))
+            t.insert(0, "model", m)
+            tables.append(t)
+    else:
+        all_models = sr.models
+        for m in _models(sr.models, args.model):
+            r, n, s = _size_arg(sr, m, args.sample_size)
+            items = _n_items(sr, m, args.n_items)
+            t = estimate(r, items, n, sample_sizes=s, **common)
+            Nmax, nmin = max(Nmax, int(np.max(items))), min(nmin, int(n if s is None else s.min()))
+            t.insert(0, "model", m)
+            tables.append(t)
     out = pd.concat(tables, ignore_index=True)
-    if len(sr.models) == 1 and args.format == "table":
+    if len(all_models) == 1 and args.format == "table":
         out = out.drop(columns="model")
     _write(out, args.format, args.output)
     below = out[out.below_resolution]
     if len(below):
-        w = (out.N.iloc[0] - 1) / (below.n.clip(lower=2).min() - 1)
+        w = (Nmax - 1) / (nmin - 1)
         print(f"note: {', '.join(sorted(set(below.metric)))} below resolution (K < (N-1)/(n-1) = "
               f"{w:.1f}): inside the first sampled bin, extrapolated from the prior; the interval "
               "includes the prior-sensitivity band. Resolve with a larger --sample-size or adaptive "
@@ -409,28 +453,42 @@ def _cmd_compare(args):
                        "ci_low", "ci_high", "pvalue", "pvalue_adjusted", "decision"]]
         _write(out, args.format, args.output)
         return
-    _need_n_items(args)
     sr = _load_ranks(args)
-    if len(sr.models) < 2:
-        raise _CLIError(f"compare needs a 'model' column with at least 2 models; got {sr.models}")
-    d, sizes = {}, {}
-    n_common = args.sample_size
-    for m in sr.models:
-        r, n, s = _size_arg(sr, m, args.sample_size)
-        d[m], sizes[m] = r, s
-        if n is not None:
-            if n_common is not None and n != n_common:
-                raise _CLIError(f"models have different sample sizes ({n_common} and {n})")
-            n_common = n
-    if any(v is not None for v in sizes.values()):
-        n_common = None
-        sizes = {m: (sizes[m] if sizes[m] is not None else sr.for_model(m)[1]) for m in d}
+    common = dict(metrics=args.metric or ("recall@10", "ndcg@10"), method=args.method,
+                  confidence_level=args.ci, n_boot=_n_boot(args, False), rng=args.seed,
+                  alpha=args.alpha, adjust=args.adjust, scheme=args.scheme,
+                  progress=_progress_on(args))
+    if isinstance(sr, dict):           # counts table: unpaired
+        if len(sr) < 2:
+            raise _CLIError(f"compare needs a 'model' column with at least 2 models; got {list(sr)}")
+        for st in sr.values():
+            if st.n_items is None:
+                raise _CLIError("--n-items is required (the counts table has no n_items column)")
+        print("note: counts carry no pairing of users; the bootstrap resamples each model's users "
+              "independently (unpaired)", file=sys.stderr)
+        out = compare(sr, **common)
     else:
-        sizes = None
-    out = compare(sr if sr.ranks.isna().any().any() else d, args.n_items, n_common,
-                  metrics=args.metric or ("recall@10", "ndcg@10"), method=args.method, confidence_level=args.ci,
-                  n_boot=_n_boot(args, False), rng=args.seed, sample_sizes=sizes, alpha=args.alpha,
-                  adjust=args.adjust, scheme=args.scheme, progress=_progress_on(args))
+        if len(sr.models) < 2:
+            raise _CLIError(f"compare needs a 'model' column with at least 2 models; got {sr.models}")
+        d, sizes, items = {}, {}, {}
+        n_common = args.sample_size
+        for m in sr.models:
+            r, n, s = _size_arg(sr, m, args.sample_size)
+            d[m], sizes[m] = r, s
+            items[m] = _n_items(sr, m, args.n_items)
+            if n is not None:
+                if n_common is not None and n != n_common:
+                    raise _CLIError(f"models have different sample sizes ({n_common} and {n})")
+                n_common = n
+        if any(v is not None for v in sizes.values()):
+            n_common = None
+            sizes = {m: (sizes[m] if sizes[m] is not None else sr.for_model(m)[1]) for m in d}
+        else:
+            sizes = None
+        if sr.ranks.isna().any().any():
+            out = compare(sr, args.n_items, n_common, sample_sizes=sizes, **common)
+        else:
+            out = compare(d, items, n_common, sample_sizes=sizes, **common)
     if args.format == "table":
         out = out[["metric", "model_a", "model_b", "estimate_a", "estimate_b", "difference",
                    "ci_low", "ci_high", "pvalue", "pvalue_adjusted", "decision"]]

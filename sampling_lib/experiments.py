@@ -31,7 +31,7 @@ import pandas as pd
 
 from ._validation import check_int
 from .data import dataset_statistics, leave_one_out, load_ratings, synthetic_ratings
-from .recommenders import global_ranks, make_recommender, sampled_ranks_from_scores
+from .recommenders import global_ranks, make_recommender, n_candidates, sampled_ranks_from_scores
 
 __all__ = [
     "DEFAULT_MODELS",
@@ -142,8 +142,10 @@ def global_ranks_from_data(data_path=None, models: Sequence[str] = DEFAULT_MODEL
     min_interactions : int, default 2
         Users with fewer interactions are dropped by the leave-one-out split.
     train_last : bool, default True
-        Training items ranked after all other items (see
-        :func:`sampling_lib.recommenders.global_ranks`).
+        The convention of the candidate set: training items ranked after all
+        other items, so R_u is the rank among the user's N_u = N - |history_u|
+        non-history items (``info["n_candidates"]``); ``False`` ranks among
+        all N items (N_u = N). See :func:`sampling_lib.recommenders.global_ranks`.
     ties : {"pessimistic", "optimistic", "random"}, default "pessimistic"
     block_size : int, optional
     keep_models : bool, default True
@@ -160,7 +162,9 @@ def global_ranks_from_data(data_path=None, models: Sequence[str] = DEFAULT_MODEL
         DataFrame), ``split`` (the :class:`~sampling_lib.data.LeaveOneOutSplit`),
         ``summary`` (split summary), ``M`` (users evaluated), ``fit_seconds`` and
         ``rank_seconds`` per model, ``model_params``, ``fitted`` (models, if kept),
-        ``train_last``, ``ties``, ``rng``.
+        ``train_last``, ``ties``, ``rng``, ``n_candidates`` (per-user N_u of the
+        convention, :func:`sampling_lib.recommenders.n_candidates`: the item
+        counts to pass as ``N`` with ranks among non-history items).
 
     References
     ----------
@@ -227,6 +231,7 @@ def global_ranks_from_data(data_path=None, models: Sequence[str] = DEFAULT_MODEL
         "train_last": train_last,
         "ties": ties,
         "rng": rng if isinstance(rng, (int, np.integer)) else repr(rng),
+        "n_candidates": n_candidates(split.train, train_last=train_last),
     }
     return ranks, int(split.n_items), info
 
@@ -366,7 +371,8 @@ def _one_repeat(rep, seed_seq, ranks, N, schemes, sample_sizes, estimators, metr
     from .estimators import Estimator
     from .metrics import metric_values, parse_metric
 
-    F = {met: metric_values(met, N) for met in metrics}
+    Nmax = N if isinstance(N, int) else int(N.max())
+    F = {met: metric_values(met, Nmax) for met in metrics}
     truth = {(m, met): float(np.mean(F[met][ranks[m] - 1])) for m in ranks for met in metrics}
     parsed = {met: parse_metric(met) for met in metrics}
     rows = []
@@ -375,8 +381,8 @@ def _one_repeat(rep, seed_seq, ranks, N, schemes, sample_sizes, estimators, metr
         for ename, est in estimators:
             w = np.asarray(est(r, N, n, cache=cache) if isinstance(est, Estimator) else est(r, N, n),
                            dtype=float)
-            if w.shape != (N,):
-                raise ValueError(f"estimator {ename!r} returned shape {w.shape}; expected ({N},)")
+            if w.shape != (Nmax,):
+                raise ValueError(f"estimator {ename!r} returned shape {w.shape}; expected ({Nmax},)")
             for met in metrics:
                 estimate = float(w @ F[met])
                 tr = truth[(m, met)]
@@ -401,7 +407,12 @@ def run_experiment(global_ranks: Mapping[str, np.ndarray], N: int, estimators, *
     Parameters
     ----------
     global_ranks : mapping model -> array of int in 1..N
-    N : int
+    N : int or array_like of int, shape (M,)
+        Number of items, or per-user candidate counts N_u of the M users
+        (every model ranks the same users; e.g. ``info["n_candidates"]`` of
+        :func:`global_ranks_from_data`); estimators then get the array and
+        return weights of length max N_u (registered names: the methods of
+        :data:`sampling_lib.estimators.PERUSER_METHODS`).
     estimators : mapping name -> callable or registered name, or a sequence of
         registered names (:data:`sampling_lib.estimators.METHODS`, e.g. ``"mle"``)
         and callables (named by ``__name__``), or one of those; a callable is
@@ -442,15 +453,25 @@ def run_experiment(global_ranks: Mapping[str, np.ndarray], N: int, estimators, *
     >>> df.shape, list(df.columns[:4])
     ((2, 10), ['repeat', 'model', 'scheme', 'n'])
     """
-    from ._validation import check_N_n, check_ranks
+    from ._validation import check_n_items, check_N_n, check_ranks
 
-    N = check_int(N, "N", low=2)
+    N = check_n_items(N)
     repeats = check_int(repeats, "repeats", low=1)
     seq = _seed_sequence(rng)
     if not isinstance(global_ranks, Mapping) or not global_ranks:
         raise TypeError("global_ranks must be a non-empty mapping model -> ranks")
-    ranks = {m: check_ranks(r, N, name=f"global_ranks[{m!r}]") for m, r in global_ranks.items()}
-    sizes = [check_N_n(N, n)[1] for n in np.atleast_1d(sample_sizes).tolist()]
+    if isinstance(N, int):
+        ranks = {m: check_ranks(r, N, name=f"global_ranks[{m!r}]") for m, r in global_ranks.items()}
+        sizes = [check_N_n(N, n)[1] for n in np.atleast_1d(sample_sizes).tolist()]
+    else:
+        ranks = {}
+        for m, r in global_ranks.items():
+            rr = check_ranks(r, int(N.max()), name=f"global_ranks[{m!r}]")
+            if rr.shape != N.shape or np.any(rr > N):
+                raise ValueError(f"global_ranks[{m!r}] must hold one rank per user in 1..N_u "
+                                 f"({N.size} users)")
+            ranks[m] = rr
+        sizes = [check_N_n(int(N.min()), n)[1] for n in np.atleast_1d(sample_sizes).tolist()]
     if isinstance(metrics, str):
         metrics = [metrics]
     from .metrics import parse_metric

@@ -39,6 +39,14 @@ Table 5 "actual (training data rank bottom)"). ``train_last=False`` keeps their
 model scores (KDD20 Table 5 "binom"/"hyper" rows, where trained items crowd the
 top of the list and hit ratios are lower).
 
+Convention of the candidate set (what N means). With ``train_last=True`` the
+global rank is the rank among the user's non-history items: R_u <= N_u =
+N - |history_u| (the convention of RecBole's full ranking and of most
+frameworks); :func:`n_candidates` gives these N_u, which are the per-user item
+counts to pass to :func:`sampling_lib.correct.estimate` with sampled ranks whose
+negatives exclude the history. With ``train_last=False`` every user ranks among all
+N items (N_u = N; ``n_candidates(train, train_last=False)``).
+
 References
 ----------
 KDD20 Sec 2.1 and Appendix A (Tables 4-6); Steck (2019) "Embarrassingly Shallow
@@ -75,6 +83,7 @@ __all__ = [
     "sampled_ranks_from_scores",
     "SCORE_SCHEMES",
     "actual_shr_mean_var",
+    "n_candidates",
 ]
 
 SCORE_SCHEMES = ("binomial", "hypergeometric", "actual")
@@ -686,6 +695,39 @@ def sampled_ranks_from_scores(scorer, train, test_items, n: int, scheme: str = "
             equal = (neg == ts[:, None]).sum(axis=1)
             out[rep, s:e] = apply_ties(greater, equal, ties, rng)
     return out[0] if size is None else out
+
+
+def n_candidates(train, *, train_last: bool = True) -> np.ndarray:
+    """Number of candidates N_u of every user under the pipeline's convention.
+
+    ``train_last=True`` (the default of :func:`global_ranks`): the user's
+    training (history) items are not candidates, N_u = N - |history_u|, and
+    :func:`global_ranks` returns R_u in 1..N_u. ``train_last=False``: every
+    item is a candidate, N_u = N.
+
+    Parameters
+    ----------
+    train : sparse or dense (M, N) binary matrix
+        Training interactions (nonzero = history item).
+    train_last : bool, default True, keyword-only
+        The convention (same meaning as in :func:`global_ranks`).
+
+    Returns
+    -------
+    ndarray of int64, shape (M,)
+
+    Examples
+    --------
+    >>> X = np.array([[1, 0, 0, 1], [0, 0, 0, 0]])
+    >>> n_candidates(X).tolist(), n_candidates(X, train_last=False).tolist()
+    ([2, 4], [4, 4])
+    """
+    X = sp.csr_matrix(train)
+    X.eliminate_zeros()
+    M, N = X.shape
+    if not train_last:
+        return np.full(M, N, dtype=np.int64)
+    return (N - np.diff(X.indptr)).astype(np.int64)
 
 
 def actual_shr_mean_var(global_ranks, n_candidates, n: int, k) -> tuple[np.ndarray, np.ndarray]:

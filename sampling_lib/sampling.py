@@ -18,11 +18,33 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._validation import check_columns, check_int, check_int_column, check_N_n, check_ranks, check_scheme
+from ._validation import (check_columns, check_int, check_int_column, check_n_items, check_N_n,
+                          check_ranks, check_scheme)
 
 __all__ = ["sample_ranks", "adaptive_sample_ranks", "size_ladder", "adaptive_stop_distribution",
            "sampling_efficiency", "SamplingEfficiency",
            "sample_negatives"]
+
+
+def _items_and_ranks(global_ranks, N, n):
+    """(R, N as int or per-user array, n) with 1 <= R_u <= N_u and 2 <= n <= N_u."""
+    if np.ndim(N) == 0:
+        N, n = check_N_n(N, n)
+        return check_ranks(global_ranks, N, name="global_ranks"), N, n
+    n = check_int(n, "n", low=2)
+    R = check_ranks(global_ranks, np.iinfo(np.int64).max, name="global_ranks")
+    N = check_n_items(N, R.size)
+    if isinstance(N, int):
+        N, n = check_N_n(N, n)
+        return check_ranks(R, N, name="global_ranks"), N, n
+    if N.min() < n:
+        raise ValueError(f"n must lie in 2..N_u for every user; got n={n} > min N_u={N.min()}")
+    bad = np.flatnonzero(R > N)
+    if bad.size:
+        i = bad[0]
+        raise ValueError(f"global_ranks must lie in 1..N_u; user index {i} has rank {R[i]} > "
+                         f"N_u={N[i]}")
+    return R, N, n
 
 
 def sample_ranks(global_ranks, N, n, *, scheme="binomial", rng=None):
@@ -31,9 +53,12 @@ def sample_ranks(global_ranks, N, n, *, scheme="binomial", rng=None):
     Parameters
     ----------
     global_ranks : array_like of int
-        Global ranks R_u of the held-out items, in 1..N.
-    N : int
-        Number of items.
+        Global ranks R_u of the held-out items, in 1..N (1..N_u).
+    N : int or array_like of int, shape (M,)
+        Number of items, or per-user candidate counts N_u (the held-out item
+        of user u is ranked among its own N_u candidates and the n - 1
+        sampled items are drawn from the other N_u - 1; equal N_u give
+        exactly the draws of the int).
     n : int
         Sample-set size: the held-out item plus n-1 sampled items, 2 <= n <= N.
     scheme : {"binomial", "hypergeometric"}, keyword-only
@@ -49,9 +74,10 @@ def sample_ranks(global_ranks, N, n, *, scheme="binomial", rng=None):
     --------
     >>> sample_ranks([1, 1000], N=1000, n=100, rng=0)
     array([  1, 100])
+    >>> sample_ranks([500, 500], N=[500, 1000], n=100, rng=0)[0]    # last of its own 500
+    np.int64(100)
     """
-    N, n = check_N_n(N, n)
-    R = check_ranks(global_ranks, N, name="global_ranks")
+    R, N, n = _items_and_ranks(global_ranks, N, n)
     check_scheme(scheme)
     rng = np.random.default_rng(rng)
     if scheme == "binomial":
@@ -80,6 +106,9 @@ def adaptive_sample_ranks(global_ranks, N, n0, n_max, *, scheme="binomial", rng=
     item, the rank after adding items is 1 + (number of added items ranked
     above it), which is simulated directly.
 
+    ``N`` may be per-user candidate counts N_u (as :func:`sample_ranks`;
+    n_max <= min N_u).
+
     Returns
     -------
     sampled_ranks : ndarray of int64, in 1..n_u
@@ -91,9 +120,8 @@ def adaptive_sample_ranks(global_ranks, N, n0, n_max, *, scheme="binomial", rng=
     >>> nu.tolist()[0], r.tolist()[0]            # the top item doubles up to n_max
     (80, 1)
     """
-    N, n0 = check_N_n(N, n0)
-    n_max = check_int(n_max, "n_max", low=n0, high=N)
-    R = check_ranks(global_ranks, N, name="global_ranks")
+    R, N, n0 = _items_and_ranks(global_ranks, N, n0)
+    n_max = check_int(n_max, "n_max", low=n0, high=N if isinstance(N, int) else int(N.min()))
     check_scheme(scheme)
     rng = np.random.default_rng(rng)
     size = np.full(R.size, n0, dtype=np.int64)
@@ -104,11 +132,12 @@ def adaptive_sample_ranks(global_ranks, N, n0, n_max, *, scheme="binomial", rng=
         new_size = np.minimum(2 * size[idx], n_max)
         extra = new_size - size[idx]
         Ri = R[idx]
+        Ni = N if isinstance(N, int) else N[idx]
         if scheme == "binomial":
-            above = rng.binomial(extra, (Ri - 1) / (N - 1))
+            above = rng.binomial(extra, (Ri - 1) / (Ni - 1))
         else:
             # the size[idx]-1 items already drawn all rank below the held-out item
-            bad_left = (N - Ri) - (size[idx] - 1)
+            bad_left = (Ni - Ri) - (size[idx] - 1)
             above = rng.hypergeometric(Ri - 1, bad_left, extra)
         r[idx] = 1 + above
         size[idx] = new_size
@@ -356,10 +385,11 @@ def sample_negatives(users, N, n, *, exclude=None, held_out=None, replace=False,
 
     Notes
     -----
-    With exclusions the candidate set differs per user (N_u = N - |excluded|
-    - 1 items can be sampled), whereas the estimators assume one N. Pass
-    ``N`` = the typical number of candidates to :func:`estimate` (for
-    MovieLens-size data the difference is a few percent of N).
+    With exclusions the candidate set differs per user: the held-out item is
+    ranked among N_u = N - |excluded items of u other than the held-out one|
+    candidates, and its n - 1 negatives are drawn from the other N_u - 1.
+    Pass these per-user N_u to :func:`sampling_lib.correct.estimate` (``N``
+    as an array, or an ``n_items`` column of the ranks file).
 
     Examples
     --------

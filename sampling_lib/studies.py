@@ -518,7 +518,8 @@ def rank_populations(data=None, models=None, *, min_item_users=1, seed=0, max_de
     N : int
     info : dict
         ``split`` summary, ``n_items_history`` (per-user training items),
-        ``seconds`` per model and ``skipped`` settings.
+        ``n_candidates`` (N_u = N - history: R_u <= N_u, the per-user item
+        counts of this convention), ``seconds`` per model and ``skipped`` settings.
 
     Examples
     --------
@@ -561,7 +562,7 @@ def rank_populations(data=None, models=None, *, min_item_users=1, seed=0, max_de
             print(f"  {label}: {seconds[label]:.1f} s", flush=True)
     hist = np.asarray(split.train.sum(axis=1)).ravel().astype(np.int64)
     info = {"summary": dict(split.summary), "n_items_history": hist, "seconds": seconds,
-            "skipped": skipped, "M": int(split.n_users)}
+            "skipped": skipped, "M": int(split.n_users), "n_candidates": N - hist}
     return ranks, N, info
 
 
