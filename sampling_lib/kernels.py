@@ -40,6 +40,7 @@ __all__ = [
     "hypergeometric",
     "kernel",
     "kernel_columns",
+    "kernel_entries",
     "DEFAULT_N_ITEMS_TOL",
     "n_items_tv_bound",
     "n_items_bins",
@@ -232,6 +233,30 @@ def kernel_columns(N, n, ranks, scheme="binomial", *, cache=True):
         R = np.arange(start + 1, min(N, start + step) + 1)
         out[start : start + R.size] = np.exp(log_kernel_rows(N, n, R, scheme)[:, cols])
     return out
+
+
+def kernel_entries(N, n, R, ranks, scheme="binomial"):
+    """P(r | R) for the given global ranks R (rows) and sampled ranks r (columns).
+
+    Binomial entries are computed directly (O(len(R) len(ranks)), the
+    element-wise formula of :func:`log_kernel_rows`); hypergeometric ones
+    from full rows (the accumulated ratios need every column below r).
+
+    Examples
+    --------
+    >>> bool(np.allclose(kernel_entries(30, 5, [1, 7, 30], [2, 5]), binomial(30, 5)[[0, 6, 29]][:, [1, 4]]))
+    True
+    """
+    N, n = check_N_n(N, n)
+    scheme = check_scheme(scheme)
+    R = check_ranks(R, N, name="R", upper_name="N").astype(float)[:, None]
+    cols = check_ranks(ranks, n, name="ranks", upper_name="n") - 1
+    if scheme == "binomial":
+        x = cols.astype(float)[None, :]
+        p = (R - 1.0) / (N - 1.0)
+        with np.errstate(divide="ignore"):
+            return np.exp(_log_comb(n - 1.0, x) + special.xlogy(x, p) + special.xlog1py(n - 1.0 - x, -p))
+    return np.exp(log_kernel_rows(N, n, R[:, 0].astype(np.int64), scheme)[:, cols])
 
 
 # ----------------------------------------------------------------------------

@@ -56,7 +56,7 @@ import numpy as np
 from scipy.interpolate import BSpline
 
 from .._validation import check_float, check_int, check_N_n, check_ranks, check_scheme
-from ..kernels import log_kernel_rows
+from ..kernels import kernel_entries, log_kernel_rows
 
 __all__ = [
     "LogsplineResult",
@@ -68,6 +68,8 @@ __all__ = [
     "logspline_replicates",
     "logspline_sensitivity",
     "SENSITIVITY_FACTOR",
+    "logspline_cells_fit",
+    "logspline_cells_replicates",
 ]
 
 #: Default second-difference penalty (see :func:`logspline_fit`, "Choice of the defaults").
@@ -228,7 +230,11 @@ class LogsplineResult:
     grid_size: int
 
 
-def _newton(c, K, grid, P, beta0, max_iter=200, tol=1e-8):
+def _newton(c, K, grid, P, beta0, max_iter=200, tol=1e-8, info=None):
+    """Newton / Fisher scoring; ``info`` is the curvature (default the expected information
+    :func:`_fisher`, which needs every sampled rank of one (N, n) as a column of K; cells of
+    several (N_u, n_u) use the observed Hessian :func:`_hessian`)."""
+    info = _fisher if info is None else info
     beta = beta0.copy()
     f, g, q = _objective(beta, c, K, grid, P)
     it = 0
@@ -239,7 +245,7 @@ def _newton(c, K, grid, P, beta0, max_iter=200, tol=1e-8):
             converged = True
             it -= 1
             break
-        H = _fisher(beta, c, K, grid, P)
+        H = info(beta, c, K, grid, P)
         step = np.linalg.solve(H, grad)
         t = 1.0
         while True:
@@ -307,8 +313,10 @@ def logspline_fit(sampled_ranks, N, n, *, scheme="binomial", penalty=DEFAULT_PEN
     ----------
     sampled_ranks : array_like of int, shape (M,)
         Sampled ranks in 1..n.
-    N, n : int
-        Number of items and sample-set size (held-out item included).
+    N, n : int, or array_like of int, shape (M,)
+        Number of items and sample-set size (held-out item included); either
+        may be per-user: N_u candidates and n_u sampled items (see Notes;
+        equal per-user values give exactly the result of the ints).
     scheme : {"binomial", "hypergeometric"}, keyword-only
         Negatives drawn with or without replacement.
     penalty : float >= 0, keyword-only
@@ -332,6 +340,14 @@ def logspline_fit(sampled_ranks, N, n, *, scheme="binomial", penalty=DEFAULT_PEN
     scoring with a backtracking line search (the objective is smooth and the
     penalty makes the Hessian positive definite).
 
+    *Per-user item counts and sample sizes* (sampling-lab; model of
+    :func:`sampling_lib.estimators.mle_fit`): the prior g lives on 1..max N_u
+    and the likelihood has one column per cell (N_u, n_u, r):
+    q_c = sum_R g(R) P(r_c | R; N_c, n_c) 1[R <= N_c], computed at the grid
+    points (the rank grid is that of max N_u and max n_u; a grid cell
+    straddling N_c counts when its representative rank is <= N_c, exact with
+    ``exact_ranks`` >= max N_u). See :func:`logspline_cells_fit`.
+
     **Choice of the defaults** (penalty 70, knot spacing 0.4 in log R): chosen
     on the real-data accuracy panel (:func:`sampling_lib.studies.accuracy_panel`,
     notebook 10) over MovieLens 100K and Last.fm 2K rank distributions of
@@ -354,10 +370,21 @@ def logspline_fit(sampled_ranks, N, n, *, scheme="binomial", penalty=DEFAULT_PEN
     >>> bool(fit.converged), round(float(fit.weights.sum()), 12)
     (True, 1.0)
     """
+    if np.ndim(N) != 0 or np.ndim(n) != 0:
+        cells = _user_cells(sampled_ranks, N, n)
+        if cells is not None:
+            return logspline_cells_fit(*cells, scheme=scheme, penalty=penalty,
+                                       knot_spacing=knot_spacing, exact_ranks=exact_ranks)
+        N, n = int(np.max(N)), int(np.max(n))
     N, n, c, grid, K, P, penalty, knot_spacing = _setup(sampled_ranks, N, n, scheme, penalty,
                                                         knot_spacing, exact_ranks)
+    return _fit_from(c, K, grid, P, penalty, knot_spacing)
+
+
+def _fit_from(c, K, grid, P, penalty, knot_spacing, info=None):
+    """Newton fit, posterior-mean weights and the result, from counts c and kernel K (G, len(c))."""
     beta0 = np.zeros(grid.B.shape[1])
-    beta, f, g, q, it, conv = _newton(c, K, grid, P, beta0)
+    beta, f, g, q, it, conv = _newton(c, K, grid, P, beta0, info=info)
     cell_w = _posterior_cells(c, K, g, q)
     w = _expand(cell_w, beta, grid)
     prior = _expand(g, beta, grid)
@@ -406,6 +433,11 @@ def logspline_bootstrap(counts_b, N, n, fit_beta, *, scheme="binomial", penalty=
     grid = _rank_grid(N, n, knot_spacing, exact_ranks)
     K = _kernel_on_grid(grid, N, n, scheme)
     P = _penalty_matrix(grid.B.shape[1], penalty)
+    return _bootstrap_core(counts_b, K, grid, P, fit_beta, F, max_iter, tol)
+
+
+def _bootstrap_core(counts_b, K, grid, P, fit_beta, F, max_iter, tol, info=None):
+    """The batched refit of :func:`logspline_bootstrap` on counts (B, C) and kernel K (G, C)."""
     c = np.asarray(counts_b, dtype=float)
     beta = np.broadcast_to(fit_beta, (c.shape[0], fit_beta.size)).copy()
     H = _hessian(fit_beta, c.mean(axis=0), K, grid, P)
@@ -438,7 +470,7 @@ def logspline_bootstrap(counts_b, N, n, fit_beta, *, scheme="binomial", penalty=
     grad = _gradient(beta, c, K, grid, P, g, q)
     dec = np.einsum("ij,ij->i", grad, np.linalg.solve(H, grad.T).T)
     for i in np.flatnonzero(dec > tol):
-        beta[i], f[i], g[i], q[i], _, _ = _newton(c[i], K, grid, P, beta[i])
+        beta[i], f[i], g[i], q[i], _, _ = _newton(c[i], K, grid, P, beta[i], info=info)
     cell_w = _posterior_cells(c, K, g, q)
     Fc = _cell_metric(F, grid)
     return cell_w @ Fc, beta
@@ -476,3 +508,113 @@ def logspline_sensitivity(sampled_ranks, N, n, *, scheme="binomial", penalty=DEF
     return [logspline(sampled_ranks, N, n, scheme=scheme, penalty=penalty * f,
                       knot_spacing=knot_spacing, exact_ranks=exact_ranks)
             for f in (1.0 / SENSITIVITY_FACTOR, SENSITIVITY_FACTOR)]
+
+
+# ----------------------------------------------------------------------------
+# cells (N_u, n_u, r): per-user item counts and sample sizes
+# ----------------------------------------------------------------------------
+def _user_cells(sampled_ranks, N, n):
+    """Cells (N_u, n_u, r, count) of per-user arrays, or None when N and n are common."""
+    from .._validation import check_n_items
+
+    r = check_ranks(sampled_ranks, np.iinfo(np.int64).max, name="sampled_ranks")
+    sizes = (np.full(r.size, check_int(n, "n", low=2), dtype=np.int64) if np.ndim(n) == 0
+             else check_ranks(n, np.iinfo(np.int64).max, name="n", upper_name="max"))
+    items = check_n_items(N, r.size)
+    if sizes.shape != r.shape:
+        raise ValueError(f"n must be an int or one sample size per user ({r.size}); got shape "
+                         f"{sizes.shape}")
+    if isinstance(items, int) and np.unique(sizes).size == 1:
+        return None
+    items = np.full(r.size, items, dtype=np.int64) if isinstance(items, int) else items
+    cells, counts = np.unique(np.stack([items, sizes, r]), axis=1, return_counts=True)
+    return cells[0], cells[1], cells[2], counts
+
+
+def _cells_kernel(grid, n_items, sizes, ranks, scheme):
+    """P(r_c | R = mid; N_c, n_c) at every grid point for every cell c, 0 where mid > N_c."""
+    if scheme == "binomial":   # one vectorized formula over all cells (as kernels.log_kernel_rows)
+        from scipy import special
+
+        R = grid.mid.astype(float)[:, None]
+        x = (ranks - 1.0)[None, :]
+        m = (sizes - 1.0)[None, :]
+        p = np.minimum((R - 1.0) / (n_items - 1.0)[None, :], 1.0)
+        with np.errstate(divide="ignore"):
+            L = (-np.log1p(m) - special.betaln(x + 1.0, m - x + 1.0)
+                 + special.xlogy(x, p) + special.xlog1py(m - x, -p))
+        return np.where(R <= n_items[None, :], np.exp(L), 0.0)
+    K = np.zeros((grid.mid.size, ranks.size))
+    pairs, inv = np.unique(np.stack([n_items, sizes]), axis=1, return_inverse=True)
+    inv = inv.ravel()
+    for j in range(pairs.shape[1]):
+        Nc, nc = int(pairs[0, j]), int(pairs[1, j])
+        rows = np.flatnonzero(grid.mid <= Nc)
+        sel = np.flatnonzero(inv == j)
+        K[np.ix_(rows, sel)] = kernel_entries(Nc, nc, grid.mid[rows], ranks[sel], scheme)
+    return K
+
+
+def _cells_setup(n_items, sizes, ranks, counts, scheme, penalty, knot_spacing, exact_ranks):
+    scheme = check_scheme(scheme)
+    exact_ranks = check_int(exact_ranks, "exact_ranks", low=1)
+    penalty = check_float(penalty, "penalty", low=0.0)
+    knot_spacing = check_float(knot_spacing, "knot_spacing", low=0.0, low_open=True)
+    Nc = np.asarray(n_items, dtype=np.int64)
+    nc = np.asarray(sizes, dtype=np.int64)
+    rc = np.asarray(ranks, dtype=np.int64)
+    c = np.asarray(counts, dtype=float)
+    if not (Nc.shape == nc.shape == rc.shape == c.shape) or Nc.ndim != 1 or Nc.size == 0:
+        raise ValueError(f"n_items, sizes, ranks and counts must be 1-D of equal length; got shapes "
+                         f"{Nc.shape}, {nc.shape}, {rc.shape}, {c.shape}")
+    if nc.min() < 2 or np.any(nc > Nc) or rc.min() < 1 or np.any(rc > nc) or np.any(c < 0):
+        raise ValueError("cells must satisfy N_u >= n_u >= 2, 1 <= r <= n_u and count >= 0")
+    grid = _rank_grid(int(Nc.max()), int(nc.max()), knot_spacing, exact_ranks)
+    K = _cells_kernel(grid, Nc, nc, rc, scheme)
+    P = _penalty_matrix(grid.B.shape[1], penalty)
+    return c, grid, K, P, penalty, knot_spacing
+
+
+def logspline_cells_fit(n_items, sizes, ranks, counts, *, scheme="binomial",
+                        penalty=DEFAULT_PENALTY, knot_spacing=DEFAULT_KNOT_SPACING,
+                        exact_ranks=_HEAD):
+    """:func:`logspline_fit` on cells (N_u, n_u, r) with user counts (the blocks-style entry).
+
+    Every cell c is a column of the likelihood with kernel
+    P(r_c | R; N_c, n_c) for R <= N_c and 0 beyond (the per-user model of
+    :func:`sampling_lib.estimators.mle_fit`); the prior lives on 1..max N_c.
+    Kernels are computed once per distinct (N_c, n_c) at the grid points
+    (O(G n) each), so many distinct N_u cost little.
+
+    Parameters
+    ----------
+    n_items, sizes, ranks, counts : array_like of int, shape (C,)
+        The cells (e.g. the arrays of a :class:`sampling_lib.correct.RankCounts`).
+    scheme, penalty, knot_spacing, exact_ranks
+        As :func:`logspline_fit`.
+
+    Returns
+    -------
+    LogsplineResult
+        ``weights`` and ``prior`` of length max N_c.
+
+    Examples
+    --------
+    >>> fit = logspline_cells_fit([900, 1000, 1000], [100, 100, 100], [1, 1, 50], [40, 50, 10])
+    >>> fit.weights.shape, round(float(fit.weights.sum()), 12)
+    ((1000,), 1.0)
+    """
+    c, grid, K, P, penalty, knot_spacing = _cells_setup(n_items, sizes, ranks, counts, scheme,
+                                                        penalty, knot_spacing, exact_ranks)
+    return _fit_from(c, K, grid, P, penalty, knot_spacing, info=_hessian)
+
+
+def logspline_cells_replicates(counts_b, n_items, sizes, ranks, beta, F, *, scheme="binomial",
+                               penalty=DEFAULT_PENALTY, knot_spacing=DEFAULT_KNOT_SPACING,
+                               exact_ranks=_HEAD, max_iter=30, tol=1e-6):
+    """Bootstrap replicates (B, m) on cells: :func:`logspline_bootstrap` for count vectors (B, C)."""
+    cb = np.asarray(counts_b, dtype=float)
+    c, grid, K, P, _, _ = _cells_setup(n_items, sizes, ranks, cb.mean(axis=0), scheme, penalty,
+                                       knot_spacing, exact_ranks)
+    est, _ = _bootstrap_core(cb, K, grid, P, beta, F, max_iter, tol, info=_hessian)
+    return est

@@ -58,7 +58,8 @@ from ..exceptions import EstimatorOptionError
 from ..kernels import DEFAULT_N_ITEMS_TOL
 from ._distribution import adaptive_mle, em_fixed_iterations, em_operators, mes, mle, wmle, wmle_weights
 from ._linear import bv, bv_sampled_metric, cls, mn, mn_sampled_metric
-from ._logspline import SENSITIVITY_FACTOR, logspline_fit, logspline_replicates, logspline_sensitivity
+from ._logspline import (SENSITIVITY_FACTOR, logspline_cells_replicates, logspline_fit,
+                         logspline_replicates, logspline_sensitivity)
 
 __all__ = [
     "METHODS",
@@ -587,6 +588,7 @@ register(EstimatorSpec("adaptive_mle", _fit_adaptive, _EM_OPTIONS, "em", warm_st
                        summary="MLE by EM for users with different sample sizes",
                        references="TORS24 Sec 6.2, eq 43, Appendix H"))
 
+
 def _fit_logspline(r, N, n, *, scheme, **o):
     return logspline_fit(r, N, n, scheme=scheme, **o).weights
 
@@ -598,6 +600,11 @@ def _fit_logspline_state(r, N, n, *, scheme, **o):
 
 def _logspline_reps(fitted, Cb):
     st = fitted.counts
+    if (st.n_items is not None and np.unique(st.n_items).size > 1) or st.size_values.size > 1:
+        est = fitted.estimator
+        items = st.n_items if st.n_items is not None else np.full(st.ranks.size, fitted.N)
+        return logspline_cells_replicates(Cb, items, st.sizes, st.ranks, fitted.state, fitted.F,
+                                          scheme=est.scheme, **est.options)
     n = int(st.size_values[0])
     counts = np.zeros((Cb.shape[0], n))
     counts[:, st.ranks - 1] = Cb
@@ -608,7 +615,7 @@ def _logspline_reps(fitted, Cb):
 
 register(EstimatorSpec("logspline", _fit_logspline, ("penalty", "knot_spacing", "exact_ranks"),
                        "batched", fit_state=_fit_logspline_state, replicates=_logspline_reps,
-                       sensitivity=logspline_sensitivity,
+                       sensitivity=logspline_sensitivity, varying_items=True, varying_sizes=True,
                        summary="empirical Bayes: smooth log-spline prior on log R, posterior mean "
                                f"(default; prior-sensitivity band: penalty x/÷ {SENSITIVITY_FACTOR:g})",
                        references="Efron (2016) g-modeling; AAAI21 eq 18; notebook 10"))
