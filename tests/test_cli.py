@@ -60,6 +60,14 @@ def files(tmp_path_factory):
     pd.DataFrame({"user": [1, 2], "rank": [1, n + 1]}).to_csv(d / "outside.csv", index=False)
     pd.DataFrame({"user": [1, 2], "position": [1, 2]}).to_csv(d / "nocol.csv", index=False)
     pd.DataFrame({"id": [1, 2]}).to_csv(d / "nouser.csv", index=False)
+    # per-user candidate counts N_u (issue 14) and the counts table of the same users (issue 18)
+    Nu = rng.integers(N - 30, N + 1, M)
+    pd.DataFrame({"user": np.tile(np.arange(M), 2), "model": ["A"] * M + ["B"] * M,
+                  "rank": np.concatenate([ra, rb]), "n_items": np.tile(Nu, 2)}).to_csv(
+        d / "ranks_nu.csv", index=False)
+    cnt = pd.read_csv(d / "ranks_nu.csv").groupby(["model", "n_items", "rank"]).size()
+    cnt.rename("count").reset_index().to_csv(d / "counts.csv", index=False)
+    cnt.rename("count").reset_index().assign(sample_size=n).to_parquet(d / "counts.parquet")
     return d
 
 
@@ -114,6 +122,26 @@ def test_compare(files):
     assert np.allclose(got.difference, ref.difference) and np.allclose(got.pvalue_adjusted,
                                                                          ref.pvalue_adjusted)
     assert got.decision[0] == ref.decision[0]
+
+
+def test_per_user_n_items_column_and_counts_tables(files, capsys, monkeypatch):
+    from sampling_lib.cli import main
+
+    monkeypatch.chdir(files)
+    df = pd.read_csv(files / "ranks_nu.csv")
+    common = ["--metric", "recall@20", "--n-boot", "30", "--seed", "2", "--format", "csv"]
+    tables = []
+    for f, extra in (("ranks_nu.csv", ["-n", str(n)]), ("counts.csv", ["-n", str(n)]),
+                     ("counts.parquet", [])):
+        assert main(["estimate", f, *extra, *common]) == 0, capsys.readouterr().err
+        tables.append(pd.read_csv(io.StringIO(capsys.readouterr().out)))
+    ref = estimate(df[df.model == "A"]["rank"].to_numpy(), df[df.model == "A"]["n_items"].to_numpy(),
+                   n, ["recall@20"], n_boot=30, rng=2)
+    assert np.allclose(tables[0].estimate[0], ref.estimate[0], rtol=1e-12)
+    for t in tables[1:]:                    # counts: identical estimates and intervals
+        pd.testing.assert_frame_equal(t, tables[0])
+    assert main(["compare", "counts.csv", "-n", str(n), "--n-boot", "30"]) == 0
+    assert "unpaired" in capsys.readouterr().err
 
 
 def test_plan_users(files):
@@ -176,6 +204,10 @@ def test_negatives(files):
     (["negatives", "-N", 10, "--users", "users.csv", "-n", 5], 2, "--seed"),
     (["negatives", "-N", 3, "--users", "users.csv", "-n", 5, "--seed", 1], 1, "2..N=3"),
     (["frobnicate"], 2, "invalid choice"),
+    (["estimate", "one.csv", "-n", n], 1, "--n-items is required"),
+    (["estimate", "ranks_nu.csv", "-N", N + 5, "-n", n], 1, "disagrees with column 'n_items'"),
+    (["estimate", "counts.csv", "-n", n, "--method", "bv"], 1, "needs one common N"),
+    (["estimate", "counts.csv"], 1, "sample size is unknown"),
 ])
 def test_bad_input_one_line_error(files, args, code, match, capsys, monkeypatch):
     from sampling_lib.cli import main

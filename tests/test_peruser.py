@@ -1,0 +1,353 @@
+"""Per-user candidate counts N_u (issue 14 part 1) and counts tables (issue 18, scale in users).
+
+References of the checks: per-user brute force (the per-user likelihood written out
+user by user), exact enumeration of sampled ranks, and the int code path (equal N_u
+must give exactly the int result).
+"""
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sampling_lib import estimators as E
+from sampling_lib.correct import RankCounts, compare, counts_from_frame, estimate, rank_counts
+from sampling_lib.estimators import PERUSER_METHODS, get_estimator
+from sampling_lib.estimators import _logspline as L
+from sampling_lib.io import counts_table, ranks_from_table
+from sampling_lib.kernels import (kernel_entries, kernel_groups, log_kernel_rows, n_items_bins,
+                                  n_items_tv_bound)
+from sampling_lib.metrics import metric_values
+from sampling_lib.recommenders import global_ranks, n_candidates
+from sampling_lib.sampling import adaptive_sample_ranks, sample_ranks
+
+SCHEMES = ["binomial", "hypergeometric"]
+
+
+def _rows(N, n, scheme):
+    """Full kernel of N items, (N, n)."""
+    return np.exp(log_kernel_rows(N, n, np.arange(1, N + 1), scheme))
+
+
+def _population(M=250, n=8, lo=40, hi=70, seed=0):
+    """Per-user item counts, global ranks R_u <= N_u (top-heavy) and sampled ranks."""
+    rng = np.random.default_rng(seed)
+    Nu = rng.integers(lo, hi + 1, M)
+    R = np.minimum(Nu, 1 + rng.geometric(0.08, M))
+    r = sample_ranks(R, Nu, n, rng=seed + 1)
+    return Nu, R, r
+
+
+def _brute_em(r, Nu, n, scheme, n_iter=100, kernel_N=None):
+    """The per-user EM written out user by user (kernel of user u: P(r_u | R; N_u), R <= N_u)."""
+    Nmax = int(Nu.max())
+    KN = Nu if kernel_N is None else kernel_N
+    K = np.zeros((r.size, Nmax))
+    for u in range(r.size):
+        K[u, : Nu[u]] = _rows(int(KN[u]), n, scheme)[: Nu[u], r[u] - 1]
+    pi = np.full(Nmax, 1.0 / Nmax)
+    for _ in range(n_iter):
+        q = K @ pi
+        pi = pi * (K / q[:, None]).mean(axis=0)
+        pi /= pi.sum()
+    return pi, K
+
+
+# ----------------------------------------------------------------------------
+# the bound of the N binning
+# ----------------------------------------------------------------------------
+@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("Nu, Nb, n", [(30, 31, 5), (30, 40, 5), (60, 64, 12), (25, 25, 10)])
+def test_tv_bound_holds_for_every_row_and_is_attained_at_the_last(scheme, Nu, Nb, n):
+    # source: exact kernels of N_u and N_b items, total variation row by row
+    exact, shared = _rows(Nu, n, scheme), _rows(Nb, n, scheme)[:Nu]
+    tv = 0.5 * np.abs(exact - shared).sum(axis=1)
+    b = float(n_items_tv_bound(Nu, Nb, n, scheme))
+    assert np.all(tv <= b + 1e-12)
+    assert tv[-1] == pytest.approx(b, abs=1e-12)          # sharp: attained at R = N_u
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(20, 400), min_size=1, max_size=30), st.integers(2, 15),
+       st.sampled_from([0.0, 1e-3, 0.05, 0.3]), st.sampled_from(SCHEMES))
+def test_bins_respect_the_tolerance(Ns, n, tol, scheme):
+    Nu = np.array(Ns)
+    rep = n_items_bins(Nu, n, tol, scheme)
+    assert np.all(rep >= Nu)
+    assert np.all(n_items_tv_bound(Nu, rep, n, scheme) <= tol)
+    assert set(rep.tolist()) <= set(Nu.tolist())             # a bin's N is one of its members
+    if tol == 0:
+        assert np.array_equal(rep, Nu)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_posterior_mean_moves_at_most_four_times_the_bound(scheme):
+    # For a fixed prior, E_r |E'[F | r] - E[F | r]| <= 4 tau (F in [0, 1]), r drawn from
+    # the exact model: enumeration over r for every N_u of a bin (kernels.n_items_tv_bound)
+    rng = np.random.default_rng(5)
+    n, Nb = 6, 60
+    F = metric_values("ndcg@5", Nb)
+    for Nu in (52, 57, 60):
+        pi = rng.dirichlet(np.full(Nb, 0.3))[:Nu]
+        exact, shared = _rows(Nu, n, scheme), _rows(Nb, n, scheme)[:Nu]
+        tau = float(n_items_tv_bound(Nu, Nb, n, scheme))
+        q, q2 = pi @ exact, pi @ shared
+        m, m2 = (pi * F[:Nu]) @ exact / q, (pi * F[:Nu]) @ shared / q2
+        assert (q / q.sum()) @ np.abs(m2 - m) <= 4 * tau + 1e-12
+
+
+def test_kernel_groups_share_kernels_and_cover_every_cell():
+    Nu = np.array([50, 50, 48, 50, 30, 30])
+    sizes = np.array([5, 5, 5, 6, 5, 5])
+    ranks = np.array([1, 4, 2, 6, 5, 5])
+    groups = kernel_groups(Nu, sizes, ranks)
+    assert sorted(np.concatenate([g.cells for g in groups]).tolist()) == list(range(6))
+    for g in groups:
+        assert g.exact and g.bound == 0.0
+        for c, j in zip(g.cells, g.col):
+            np.testing.assert_array_equal(g.K[:, j], _rows(Nu[c], sizes[c], "binomial")[:, ranks[c] - 1])
+    binned = kernel_groups(Nu, sizes, ranks, tol=0.5)
+    assert len(binned) < len(groups) and all(g.bound <= 0.5 for g in binned)
+    np.testing.assert_allclose(kernel_entries(50, 5, [1, 20, 50], [2, 5], "hypergeometric"),
+                               _rows(50, 5, "hypergeometric")[[0, 19, 49]][:, [1, 4]], rtol=1e-12)
+
+
+# ----------------------------------------------------------------------------
+# estimators against the per-user brute force
+# ----------------------------------------------------------------------------
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_em_equals_the_per_user_brute_force(scheme):
+    Nu, _, r = _population()
+    pb, K = _brute_em(r, Nu, 8, scheme)
+    np.testing.assert_allclose(E.mle(r, Nu, 8, scheme=scheme, n_items_tol=0), pb, atol=1e-13)
+    np.testing.assert_allclose(E.adaptive_mle(r, np.full(r.size, 8), Nu, scheme=scheme, n_items_tol=0),
+                               pb, atol=1e-13)
+    # the log-likelihood is the per-user one
+    assert E.mixture_loglik(pb, r, Nu, 8, scheme=scheme) == pytest.approx(np.log(K @ pb).sum(),
+                                                                          rel=1e-12)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_binned_em_uses_the_bin_kernel_with_each_users_own_support(scheme):
+    Nu, _, r = _population(seed=2)
+    tol = 0.3
+    rep = n_items_bins(Nu, 8, tol, scheme)
+    assert np.unique(rep).size < np.unique(Nu).size        # the bins merge users
+    pb, _ = _brute_em(r, Nu, 8, scheme, kernel_N=rep)
+    np.testing.assert_allclose(E.mle(r, Nu, 8, scheme=scheme, n_items_tol=tol), pb, atol=1e-13)
+
+
+def test_em_likelihood_never_decreases_with_per_user_n():
+    Nu, _, r = _population(seed=4)
+    res = E.mle_fit(r, Nu, 8, max_iter=300, n_items_tol=0)
+    assert np.all(np.diff(res.loglik_trace) >= -1e-9)
+
+
+def test_wmle_weights_every_user_by_its_rank():
+    Nu, _, r = _population(seed=6)
+    w = E.wmle_weights(8, "ap", 10)
+    Nmax = int(Nu.max())
+    K = np.zeros((r.size, Nmax))
+    for u in range(r.size):
+        K[u, : Nu[u]] = _rows(int(Nu[u]), 8, "binomial")[:, r[u] - 1]
+    pi = np.full(Nmax, 1.0 / Nmax)
+    wu = w[r - 1] / w[r - 1].sum()
+    for _ in range(100):
+        pi = pi * ((wu / (K @ pi)) @ K)
+        pi /= pi.sum()
+    np.testing.assert_allclose(E.wmle(r, Nu, 8, weight="ap", n_items_tol=0), pi, atol=1e-13)
+
+
+def test_mes_uses_the_pooled_kernel():
+    Nu, _, r = _population(seed=7)
+    res = E.mes_fit(r, Nu, 8, n_items_tol=0)
+    assert res.converged and res.pmf.shape == (Nu.max(),)
+    # brute force: q(r) = (1/M) sum_u sum_{R <= N_u} pi_R P(r | R; N_u)
+    q = np.zeros(8)
+    for u in range(r.size):
+        q += res.pmf[: Nu[u]] @ _rows(int(Nu[u]), 8, "binomial")
+    q /= r.size
+    p = np.bincount(r - 1, minlength=8) / r.size
+    lam = 0.01 / 8
+    H = -np.sum(res.pmf * np.log(res.pmf))
+    assert res.objective == pytest.approx(lam * H - p @ (q - p) ** 2, rel=1e-10)
+    assert E.mes_objective(res.pmf, r, Nu, 8) == pytest.approx(res.objective, rel=1e-10)
+
+
+def test_logspline_cells_match_the_per_user_likelihood():
+    # every rank its own grid cell (exact_ranks >= max N_u): the cells' kernel is the
+    # per-user one and the weights are the average per-user posterior under the prior
+    Nu, _, r = _population(seed=8)
+    Nmax = int(Nu.max())
+    fit = L.logspline_fit(r, Nu, 8, exact_ranks=Nmax)
+    assert fit.converged and fit.weights.shape == (Nmax,)
+    post = np.zeros(Nmax)
+    for u in range(r.size):
+        k = np.zeros(Nmax)
+        k[: Nu[u]] = _rows(int(Nu[u]), 8, "binomial")[:, r[u] - 1]
+        post += fit.prior * k / (fit.prior @ k)
+    np.testing.assert_allclose(fit.weights, post / r.size, atol=1e-12)
+    # stationarity of the penalized per-user likelihood in the spline coefficients
+    cells = L._user_cells(r, Nu, 8)
+    c, grid, K, P, _, _ = L._cells_setup(*cells, "binomial", L.DEFAULT_PENALTY, L.DEFAULT_KNOT_SPACING,
+                                         Nmax)
+    f, g, q = L._objective(fit.beta, c, K, grid, P)
+    assert np.max(np.abs(L._gradient(fit.beta, c, K, grid, P, g, q))) < 1e-6 * r.size
+
+
+# ----------------------------------------------------------------------------
+# equal per-user N is exactly the int
+# ----------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["mle", "wmle", "mes", "adaptive_mle", "logspline", "bv", "mn_mle",
+                                  "cls"])
+def test_equal_per_user_n_is_exactly_the_int(name):
+    _, _, r = _population(seed=9)
+    est = get_estimator(name)
+    np.testing.assert_array_equal(est(r, np.full(r.size, 60), 8), est(r, 60, 8))
+
+
+def test_equal_per_user_n_in_sampling_and_estimate():
+    R = np.arange(1, 201) % 50 + 1
+    np.testing.assert_array_equal(sample_ranks(R, np.full(R.size, 60), 8, rng=3),
+                                  sample_ranks(R, 60, 8, rng=3))
+    a = adaptive_sample_ranks(R, np.full(R.size, 60), 4, 32, rng=3)
+    b = adaptive_sample_ranks(R, 60, 4, 32, rng=3)
+    np.testing.assert_array_equal(a[0], b[0])
+    r = sample_ranks(R, 60, 8, rng=4)
+    pd.testing.assert_frame_equal(estimate(r, np.full(r.size, 60), 8, n_boot=50, rng=0),
+                                  estimate(r, 60, 8, n_boot=50, rng=0))
+
+
+def test_methods_without_per_user_n_name_the_ones_with_it():
+    Nu, _, r = _population(seed=10)
+    assert set(PERUSER_METHODS) == {"mle", "wmle", "mes", "adaptive_mle", "logspline"}
+    for name in ("bv", "mn_mle", "cls"):
+        with pytest.raises(ValueError, match=r"needs one common N.*'mle'.*accept per-user N"):
+            get_estimator(name)(r, Nu, 8)
+    with pytest.raises(ValueError, match="one item count per user"):
+        E.mle(r, Nu[:-1], 8)
+    with pytest.raises(ValueError, match="N_u"):
+        E.mle(r, np.where(np.arange(r.size) == 3, 5, Nu), 8)
+
+
+def test_sample_ranks_rank_among_own_candidates():
+    Nu = np.array([100, 1000] * 2000)
+    R = np.array([100, 100] * 2000)
+    r = sample_ranks(R, Nu, 11, rng=0)
+    assert np.all(r[::2] == 11)                               # the last of its own 100
+    assert abs(r[1::2].mean() - (1 + 10 * 99 / 999)) < 0.05   # Binomial(10, 99/999) + 1: sd 0.0067
+    with pytest.raises(ValueError, match="N_u"):
+        sample_ranks([5, 50], [40, 45], 8)
+
+
+# ----------------------------------------------------------------------------
+# counts tables: the sufficient statistic gives identical tables (issue 18)
+# ----------------------------------------------------------------------------
+@pytest.mark.parametrize("method", ["mle", "logspline", "mes", "bv"])
+def test_counts_and_raw_ranks_give_identical_estimates_and_intervals(method):
+    Nu, _, r = _population(M=400, n=20, lo=300, hi=340, seed=11)
+    N = Nu if method != "bv" else 340
+    raw = estimate(r, N, 20, metrics=["recall@10", "ndcg@20"], method=method, n_boot=40, rng=7)
+    table = pd.DataFrame({"rank": r, "n_items": np.broadcast_to(N, r.shape)}).groupby(
+        ["n_items", "rank"]).size().rename("count").reset_index().sample(frac=1.0, random_state=0)
+    from_counts = estimate(table, None, 20, metrics=["recall@10", "ndcg@20"], method=method, n_boot=40,
+                           rng=7)
+    pd.testing.assert_frame_equal(raw, from_counts)
+    stat = rank_counts(r, 20, n_items=N)
+    pd.testing.assert_frame_equal(raw, estimate(stat, metrics=["recall@10", "ndcg@20"], method=method,
+                                                n_boot=40, rng=7))
+
+
+def test_compare_on_counts_is_the_unpaired_compare_of_the_ranks():
+    Nu, _, r = _population(M=300, n=20, lo=300, hi=340, seed=12)
+    r2 = np.maximum(1, r - 1)
+    raw = compare({"A": r, "B": r2}, Nu, 20, metrics=["recall@10"], method="mle", n_boot=60, rng=1,
+                  paired=False)
+    rows = []
+    for m, x in (("A", r), ("B", r2)):
+        st = rank_counts(x, 20, n_items=Nu)
+        rows.append(st.to_frame().assign(model=m))
+    counts = pd.concat(rows, ignore_index=True)
+    pd.testing.assert_frame_equal(raw, compare(counts, metrics=["recall@10"], method="mle", n_boot=60,
+                                               rng=1))
+    assert not raw.paired.any()
+    with pytest.raises(ValueError, match="carry no pairing"):
+        compare(counts, metrics=["recall@10"], method="mle", paired=True)
+    paired = compare({"A": r, "B": r2}, Nu, 20, metrics=["recall@10"], method="mle", n_boot=60, rng=1)
+    assert paired.paired.all() and paired.difference[0] == raw.difference[0]
+
+
+def test_rank_counts_cells_per_item_count():
+    c = rank_counts([1, 1, 2, 1], 5, n_items=[90, 80, 90, 90])
+    assert c.n_items.tolist() == [80, 90, 90] and c.ranks.tolist() == [1, 1, 2]
+    assert c.counts.tolist() == [1, 2, 1] and c.M == 4
+    r, s, it = c.expand_cells()
+    assert sorted(zip(it, r)) == sorted(zip([90, 80, 90, 90], [1, 1, 2, 1]))
+    back = counts_from_frame(c.to_frame())["model"]
+    assert all(np.array_equal(getattr(back, a), getattr(c, a)) for a in ("sizes", "ranks", "counts",
+                                                                         "n_items"))
+
+
+@pytest.mark.parametrize("table, kw, match", [
+    (pd.DataFrame({"rank": [1]}), {}, r"column\(s\) \['count'\]"),
+    (pd.DataFrame({"rank": [1], "count": [-1]}), {"n": 5}, "counts >= 0"),
+    (pd.DataFrame({"rank": [6], "count": [1]}), {"n": 5}, "1..sample_size"),
+    (pd.DataFrame({"rank": [1], "count": [1]}), {}, "sample size is unknown"),
+    (pd.DataFrame({"rank": [1], "count": [1], "n_items": [50]}), {"n": 5, "N": 60}, "disagrees"),
+    (pd.DataFrame({"rank": [1], "count": [1], "n_items": [4]}), {"n": 5}, "n_items"),
+    (pd.DataFrame({"rank": [1], "count": [1.5]}), {"n": 5}, "integers"),
+])
+def test_counts_table_errors_name_the_problem(table, kw, match):
+    with pytest.raises(ValueError, match=match):
+        counts_from_frame(table, **kw)
+
+
+def test_estimate_needs_n_somewhere():
+    with pytest.raises(ValueError, match="N .the number of items"):
+        estimate(pd.DataFrame({"rank": [1, 2], "count": [3, 4]}), None, 5)
+    with pytest.raises(ValueError, match="several models|holds 2 models"):
+        estimate(pd.DataFrame({"rank": [1, 2], "count": [3, 4], "model": ["a", "b"]}), 50, 5)
+
+
+def test_parquet_counts_read_partitioned_equal_the_in_memory_groupby(tmp_path):
+    rng = np.random.default_rng(0)
+    M = 5000
+    df = pd.DataFrame({"user": np.arange(M), "model": rng.choice(["A", "B"], M),
+                       "rank": rng.integers(1, 21, M), "n_items": rng.integers(300, 305, M)})
+    (tmp_path / "ds").mkdir()
+    for i in range(3):
+        df.iloc[i::3].to_parquet(tmp_path / "ds" / f"part-{i}.parquet")
+    got = counts_table(tmp_path / "ds")
+    want = counts_table(df)
+    assert got["count"].sum() == M
+    pd.testing.assert_frame_equal(got.astype({"model": object}), want.astype({"model": object}))
+    # a counts data set (rows of cells) is summed, not counted
+    want.to_parquet(tmp_path / "counts.parquet")
+    pd.testing.assert_frame_equal(counts_table(tmp_path / "counts.parquet").astype({"model": object}),
+                                  want.astype({"model": object}))
+
+
+def test_ranks_table_n_items_column():
+    df = pd.DataFrame({"user": [1, 2, 3], "rank": [1, 2, 3], "n_items": [50, 60, 50]})
+    s = ranks_from_table(df, n=5)
+    assert s.items_for_model("model").tolist() == [50, 60, 50]
+    with pytest.raises(ValueError, match="disagrees with column 'n_items'"):
+        ranks_from_table(df, n=5, N=50)
+    with pytest.raises(ValueError, match="must be >= the sample size"):
+        ranks_from_table(df.assign(n_items=[50, 4, 50]), n=5)
+
+
+# ----------------------------------------------------------------------------
+# the pipeline's convention
+# ----------------------------------------------------------------------------
+def test_global_ranks_among_non_history_items_are_at_most_n_candidates():
+    rng = np.random.default_rng(1)
+    M, N = 60, 40
+    X = (rng.random((M, N)) < 0.3).astype(float)
+    test = np.array([rng.choice(np.flatnonzero(X[u] == 0)) for u in range(M)])
+    S = rng.random((M, N))
+    S[np.arange(M), test] = -1.0                      # the held-out item scored worst
+    Nu = n_candidates(X)
+    np.testing.assert_array_equal(global_ranks(S, X, test), Nu)     # last among its N_u candidates
+    np.testing.assert_array_equal(n_candidates(X, train_last=False), np.full(M, N))
+    assert np.all(global_ranks(S, X, test, train_last=False) == N)
