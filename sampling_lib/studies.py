@@ -97,6 +97,7 @@ __all__ = [
     "score_sampling_summary",
     "relative_rmse",
     "coverage_study",
+    "n_items_comparison",
 ]
 
 
@@ -2015,3 +2016,90 @@ def coverage_study(pmf, n, M_values, repeats, metrics=("recall@10", "ndcg@10"), 
         s["coverage_users"] = g.covered_users.mean().to_numpy()
         tables.append(s)
     return pd.concat(tables, ignore_index=True)
+
+
+# ----------------------------------------------------------------------------
+# per-user item counts against one N (issue 14)
+# ----------------------------------------------------------------------------
+def n_items_comparison(global_ranks, n_candidates, n, *, single=None, methods=("logspline", "mle"),
+                       scale=100, k_max=200, scheme="binomial"):
+    """How close per-user N_u and single values of N get to the truth, without sampling noise.
+
+    The sampled ranks are the *expected* counts of the per-user model (every
+    user u with rank R_u among its N_u candidates contributes ``scale``
+    P(r | R_u; N_u, n) users to cell (N_u, r), rounded: deterministic, about
+    ``scale`` x M users), so what remains is the error of the model of N and
+    the estimator's own bias, not item-sampling noise. Each estimator is fitted
+    with the per-user N_u and with every single N of ``single``; the error is
+    that of the estimated CDF of the rank, i.e. Recall@K, for K from the
+    resolution ceil((max N_u - 1)/(n - 1)) to ``k_max``.
+
+    Parameters
+    ----------
+    global_ranks : dict {model: array of int}
+        R_u in 1..N_u (e.g. :func:`sampling_lib.experiments.global_ranks_from_data`
+        with ``train_last=True``).
+    n_candidates : array_like of int
+        N_u of the same users (``info["n_candidates"]``).
+    n : int
+        Sample size.
+    single : dict {label: int}, optional
+        Single values of N; default min, median, mean and max of N_u.
+    methods : sequence of str
+        Registered estimators that accept per-user N.
+    scale : int
+        Users per user of the expected counts.
+    k_max : int
+    scheme : {"binomial", "hypergeometric"}
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (model, method, N): ``model, method, N_label, N`` (-1 for
+        per-user), ``sup_error`` (max over K of |estimated - true Recall@K|),
+        ``mean_error`` (mean over K), ``K_min, K_max``.
+
+    Examples
+    --------
+    >>> R = {"m": np.array([1, 3, 40, 7, 90, 2])}
+    >>> t = n_items_comparison(R, [100, 120, 100, 90, 110, 120], 10, methods=("mle",), scale=20,
+    ...                        k_max=60)
+    >>> t.N_label.tolist()
+    ['per-user', 'min', 'median', 'mean', 'max']
+    """
+    from .estimators import get_estimator
+    from .kernels import kernel_entries
+
+    Nu = np.asarray(n_candidates, dtype=np.int64)
+    n = check_int(n, "n", low=2)
+    scale = check_int(scale, "scale", low=1)
+    if single is None:
+        single = {"min": int(Nu.min()), "median": int(np.median(Nu)), "mean": int(round(Nu.mean())),
+                  "max": int(Nu.max())}
+    w = (int(Nu.max()) - 1) / (n - 1)
+    Ks = np.arange(int(np.ceil(w)), check_int(k_max, "k_max", low=int(np.ceil(w))) + 1)
+    rows = []
+    for model, R in global_ranks.items():
+        R = np.asarray(R, dtype=np.int64)
+        if R.shape != Nu.shape or np.any(R < 1) or np.any(R > Nu):
+            raise ValueError(f"global_ranks[{model!r}] must hold one rank per user in 1..N_u")
+        cells = []
+        for Nv in np.unique(Nu):
+            sel = Nu == Nv
+            c = np.round(scale * kernel_entries(int(Nv), n, R[sel], np.arange(1, n + 1),
+                                                scheme).sum(axis=0)).astype(np.int64)
+            cells += [(int(Nv), j + 1, int(c[j])) for j in np.flatnonzero(c)]
+        cells = np.array(cells)
+        rr, NN = np.repeat(cells[:, 1], cells[:, 2]), np.repeat(cells[:, 0], cells[:, 2])
+        truth = np.array([np.mean(R <= k) for k in Ks])
+        for meth in methods:
+            est = get_estimator(meth, scheme=scheme)
+            for label, Nv in [("per-user", None)] + list(single.items()):
+                wv = est(rr, NN if Nv is None else int(Nv), n)
+                cdf = np.cumsum(wv)
+                err = np.abs(cdf[np.minimum(Ks, cdf.size) - 1] - truth)
+                rows.append({"model": model, "method": meth, "N_label": label,
+                             "N": -1 if Nv is None else int(Nv), "sup_error": float(err.max()),
+                             "mean_error": float(err.mean()), "K_min": int(Ks[0]),
+                             "K_max": int(Ks[-1])})
+    return pd.DataFrame(rows)
