@@ -280,6 +280,7 @@ def em_operators(n_items, sizes, ranks, scheme="binomial", *, tol=0.0):
     plain groups are concatenated into one zero-padded block when the padding
     at most doubles the memory (one matrix product instead of a Python loop).
     """
+    _check_kernel_memory(n_items, sizes, ranks, scheme, tol)
     groups = kernel_groups(n_items, sizes, ranks, scheme, tol=tol)
     plain = [g for g in groups if g.exact]
     ops = [(_TruncatedOp(g.K, g.col, g.end), g.cells) for g in groups if not g.exact]
@@ -296,6 +297,22 @@ def em_operators(n_items, sizes, ranks, scheme="binomial", *, tol=0.0):
             return [(K, np.concatenate([g.cells for g in plain]))] + ops
     return [(g.K[:, g.col] if not np.array_equal(g.col, np.arange(g.col.size)) else g.K, g.cells)
             for g in plain] + ops
+
+
+_KERNEL_BYTES_MAX = 1 << 31     # per-user EM kernels larger than 2 GiB are refused with advice
+
+
+def _check_kernel_memory(n_items, sizes, ranks, scheme, tol):
+    """Refuse per-user EM kernels that would not fit (sum over groups of N_b x ranks x 8 bytes)."""
+    Nu = np.asarray(n_items, dtype=np.int64)
+    rep = n_items_bins(Nu, sizes, tol, scheme) if tol > 0 else Nu
+    key = np.unique(np.stack([rep, np.asarray(sizes), np.asarray(ranks)]), axis=1)
+    need = 8.0 * float(key[0].sum())
+    if need > _KERNEL_BYTES_MAX:
+        raise MemoryError(
+            f"per-user N: the EM kernels would need {need / 2**30:.1f} GiB (max N_u "
+            f"{int(Nu.max())}, {key.shape[1]} (N_u bin, n, r) columns); use method='logspline' "
+            "(its compressed rank grid does not grow with N), a larger n_items_tol, or one N")
 
 
 def _user_cells(ranks, sizes, n_items):

@@ -381,9 +381,9 @@ def logspline_fit(sampled_ranks, N, n, *, scheme="binomial", penalty=DEFAULT_PEN
     return _fit_from(c, K, grid, P, penalty, knot_spacing)
 
 
-def _fit_from(c, K, grid, P, penalty, knot_spacing, info=None):
+def _fit_from(c, K, grid, P, penalty, knot_spacing, info=None, beta0=None):
     """Newton fit, posterior-mean weights and the result, from counts c and kernel K (G, len(c))."""
-    beta0 = np.zeros(grid.B.shape[1])
+    beta0 = np.zeros(grid.B.shape[1]) if beta0 is None else beta0
     beta, f, g, q, it, conv = _newton(c, K, grid, P, beta0, info=info)
     cell_w = _posterior_cells(c, K, g, q)
     w = _expand(cell_w, beta, grid)
@@ -440,7 +440,7 @@ def _bootstrap_core(counts_b, K, grid, P, fit_beta, F, max_iter, tol, info=None)
     """The batched refit of :func:`logspline_bootstrap` on counts (B, C) and kernel K (G, C)."""
     c = np.asarray(counts_b, dtype=float)
     beta = np.broadcast_to(fit_beta, (c.shape[0], fit_beta.size)).copy()
-    H = _hessian(fit_beta, c.mean(axis=0), K, grid, P)
+    H = (_hessian if info is None else info)(fit_beta, c.mean(axis=0), K, grid, P)
     f, g, q = _objective(beta, c, K, grid, P)
     act = np.arange(c.shape[0])          # replicates not yet converged
     for _ in range(max_iter):
@@ -555,6 +555,28 @@ def _cells_kernel(grid, n_items, sizes, ranks, scheme):
     return K
 
 
+def _hessian_cells(beta, c, K, grid, P):
+    """Analytic observed Hessian of the penalized objective for any likelihood columns.
+
+    With g = softmax(eta), eta = B beta + log w, q_c = g . K_c, a = sum_c c_c K_c / q_c,
+    v = g (a - M) and J = B^T (g (K - q)) (df x C):
+    -d2 ll / dbeta2 = J diag(c / q^2) J^T - B^T (diag(v) - v g^T - g v^T) B; plus the penalty P.
+    Eigenvalues are floored as in :func:`_hessian` (positive definite).
+    """
+    g = _prior(beta, grid)
+    q = g @ K
+    ok = c > 0
+    Kc, qc, cc = K[:, ok], q[ok], c[ok]
+    v = g * ((Kc @ (cc / qc)) - cc.sum())
+    J = grid.B.T @ (g[:, None] * (Kc - qc[None, :]))
+    Bg, Bv = grid.B.T @ g, grid.B.T @ v
+    H = (J * (cc / qc ** 2)) @ J.T - (grid.B.T * v) @ grid.B + np.outer(Bv, Bg) + np.outer(Bg, Bv) + P
+    H = 0.5 * (H + H.T)
+    w, V = np.linalg.eigh(H)
+    floor = 1e-8 * max(1.0, float(np.max(np.abs(w))))
+    return (V * np.maximum(w, floor)) @ V.T
+
+
 def _cells_setup(n_items, sizes, ranks, counts, scheme, penalty, knot_spacing, exact_ranks):
     scheme = check_scheme(scheme)
     exact_ranks = check_int(exact_ranks, "exact_ranks", low=1)
@@ -606,7 +628,16 @@ def logspline_cells_fit(n_items, sizes, ranks, counts, *, scheme="binomial",
     """
     c, grid, K, P, penalty, knot_spacing = _cells_setup(n_items, sizes, ranks, counts, scheme,
                                                         penalty, knot_spacing, exact_ranks)
-    return _fit_from(c, K, grid, P, penalty, knot_spacing, info=_hessian)
+    beta0 = None
+    nc = np.asarray(sizes, dtype=np.int64)
+    if np.unique(nc).size == 1:
+        # warm start: the fit with one N (= max N_u, same grid and basis) on the pooled ranks;
+        # the item counts move the optimum little, so a few Newton steps remain
+        rc = np.asarray(ranks, dtype=np.int64)
+        c1 = np.bincount(rc - 1, weights=c, minlength=int(nc[0]))
+        K1 = _kernel_on_grid(grid, grid.N, int(nc[0]), scheme)
+        beta0 = _newton(c1, K1, grid, P, np.zeros(grid.B.shape[1]))[0]
+    return _fit_from(c, K, grid, P, penalty, knot_spacing, info=_hessian_cells, beta0=beta0)
 
 
 def logspline_cells_replicates(counts_b, n_items, sizes, ranks, beta, F, *, scheme="binomial",
@@ -616,5 +647,5 @@ def logspline_cells_replicates(counts_b, n_items, sizes, ranks, beta, F, *, sche
     cb = np.asarray(counts_b, dtype=float)
     c, grid, K, P, _, _ = _cells_setup(n_items, sizes, ranks, cb.mean(axis=0), scheme, penalty,
                                        knot_spacing, exact_ranks)
-    est, _ = _bootstrap_core(cb, K, grid, P, beta, F, max_iter, tol, info=_hessian)
+    est, _ = _bootstrap_core(cb, K, grid, P, beta, F, max_iter, tol, info=_hessian_cells)
     return est
