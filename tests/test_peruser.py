@@ -394,3 +394,20 @@ def test_per_user_n_beats_every_single_n_on_movielens(ml100k_path):
     t = n_items_comparison(ranks, Nu, 100, single=single, methods=("logspline", "mle"), scale=100,
                            k_max=int(Nu.min()))
     _check_beats_every_single(t)
+
+
+def test_run_experiment_takes_per_user_n():
+    from sampling_lib.experiments import run_experiment
+
+    Nu, R, _ = _population(M=200, seed=13)
+    df = run_experiment({"m": R}, Nu, ["mle", "logspline"], metrics=["recall@10"], sample_sizes=[8],
+                        repeats=2)
+    assert len(df) == 4 and np.allclose(df.truth, np.mean(R <= 10))
+    same = run_experiment({"m": np.minimum(R, 60)}, np.full(R.size, 60), ["mle"], sample_sizes=[8],
+                          repeats=2)
+    pd.testing.assert_frame_equal(same, run_experiment({"m": np.minimum(R, 60)}, 60, ["mle"],
+                                                       sample_sizes=[8], repeats=2))
+    bad = R.copy()
+    bad[np.argmin(Nu)] = Nu.min() + 1                 # within max N_u, beyond its own N_u
+    with pytest.raises(ValueError, match="1..N_u"):
+        run_experiment({"m": bad}, Nu, ["mle"], sample_sizes=[8])
