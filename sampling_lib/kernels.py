@@ -17,6 +17,13 @@ need a few columns or a pmf-weighted sum (:func:`shr_cdf`,
 :func:`sampled_rank_pmf`, :func:`shr_mean_var`) never build the dense matrix,
 so they work for N up to 10^6 and beyond.
 
+Per-user candidate counts N_u (users who rank the held-out item among their own
+N_u candidates, e.g. the items outside their history): :func:`kernel_groups`
+groups cells (N_u, n_u, r) so that kernels are shared, optionally binning N_u
+(:func:`n_items_bins`) under the sharp total-variation bound
+:func:`n_items_tv_bound`; :func:`kernel_entries` gives P(r | R) for chosen rows
+and columns only.
+
 References
 ----------
 .. [KDD20] Li, Jin, Gao, Liu. On Sampling Top-K Recommendation Evaluation.
