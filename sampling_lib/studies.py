@@ -474,7 +474,19 @@ PANEL_MODELS = {
 PANEL_METHODS = ("mle", "mes", "bv", "bv_mle", "mn_mes", "logspline")
 
 
-def rank_populations(data=None, models=None, *, min_item_users=1, seed=0, max_dense_items=6000,
+def _root_entropy(rng):
+    """Entropy of the root ``SeedSequence`` of a study: the seed itself, or drawn from a Generator."""
+    if isinstance(rng, (bool, np.bool_)):
+        raise TypeError("rng must be a non-negative int seed or a numpy.random.Generator; got a bool")
+    if isinstance(rng, (int, np.integer)):
+        return check_int(rng, "rng", low=0)
+    if isinstance(rng, np.random.Generator):
+        return int(rng.integers(2**63))
+    raise TypeError(f"rng must be a non-negative int seed or a numpy.random.Generator; "
+                    f"got {type(rng).__name__}")
+
+
+def rank_populations(data=None, models=None, *, min_item_users=1, rng=0, max_dense_items=6000,
                      progress=False):
     """Global ranks of several recommender settings on one data set.
 
@@ -490,8 +502,10 @@ def rank_populations(data=None, models=None, *, min_item_users=1, seed=0, max_de
     min_item_users : int, default 1
         Keep only items with at least this many users before the split
         (:func:`sampling_lib.data.filter_items`).
-    seed : int
-        Seeds the synthetic data, the random hold-out of untimed files and ALS.
+    rng : int or numpy.random.Generator, default 0
+        Seeds the synthetic data, the random hold-out of untimed files, ALS
+        and the tie-breaking (each from its own child stream of one
+        ``SeedSequence``).
     max_dense_items : int, default 6000
         EASE inverts an items x items matrix: settings of EASE are skipped (and
         listed in ``info["skipped"]``) when the catalogue is larger.
@@ -519,7 +533,7 @@ def rank_populations(data=None, models=None, *, min_item_users=1, seed=0, max_de
     from .experiments import DEFAULT_SYNTHETIC
     from .recommenders import global_ranks, make_recommender
 
-    seed = check_int(seed, "seed", low=0)
+    seed = _root_entropy(rng)
     models = dict(PANEL_MODELS if models is None else models)
     if data is None:
         ratings = synthetic_ratings(**DEFAULT_SYNTHETIC, rng=np.random.SeedSequence([seed, 0]))
@@ -657,8 +671,7 @@ def accuracy_panel(populations, methods=PANEL_METHODS, *, sample_sizes=(20, 50, 
     draws = check_int(draws, "draws", low=1)
     max_K = check_int(max_K, "max_K", low=1)
     fns = _resolve(methods)
-    root = np.random.SeedSequence(rng if isinstance(rng, (int, np.integer)) else
-                                  np.random.default_rng(rng).integers(2**63))
+    root = np.random.SeedSequence(_root_entropy(rng))
     frames = []
     Ks = np.arange(1, max_K + 1)
     for p_idx, ((dataset, model), (R, N)) in enumerate(populations.items()):
@@ -747,8 +760,7 @@ def interval_coverage(populations, methods=("logspline",), metrics=("recall@10",
         ci_low, ci_high, covered, rel_width, below_resolution``.
     """
     draws = check_int(draws, "draws", low=1)
-    root = np.random.SeedSequence(rng if isinstance(rng, (int, np.integer)) else
-                                  np.random.default_rng(rng).integers(2**63))
+    root = np.random.SeedSequence(_root_entropy(rng))
     rows = []
     for p_idx, ((dataset, model), (R, N)) in enumerate(populations.items()):
         t0 = time.perf_counter()

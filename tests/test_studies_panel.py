@@ -83,3 +83,17 @@ def test_rank_populations_synthetic_and_interval_coverage():
     assert len(cov) == 1
     row = cov.iloc[0]
     assert row.covered == (row.ci_low <= row.truth <= row.ci_high)
+
+
+def test_rank_populations_takes_rng_like_the_other_studies():
+    models = {"pop": ("popularity", {})}
+    a, N, _ = studies.rank_populations(None, models, rng=3)
+    b, _, _ = studies.rank_populations(None, models, rng=3)
+    np.testing.assert_array_equal(a["pop"], b["pop"])
+    c, _, _ = studies.rank_populations(None, models, rng=np.random.default_rng(3))
+    assert c["pop"].shape == a["pop"].shape and c["pop"].max() <= N
+    for bad in (True, 1.5, "3"):
+        with pytest.raises(TypeError, match="rng"):
+            studies.rank_populations(None, models, rng=bad)
+    with pytest.raises(ValueError, match="rng"):
+        studies.rank_populations(None, models, rng=-1)
