@@ -610,9 +610,12 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
     :data:`sampling_lib.kernels.DEFAULT_N_ITEMS_TOL`, a bound on the total
     variation change of every kernel row, :func:`sampling_lib.kernels.n_items_tv_bound`)
     share one kernel. The methods of
-    :data:`sampling_lib.estimators.PERUSER_METHODS` accept per-user N; the
-    others raise ValueError unless all N_u are equal (then the result is that
-    of the int, exactly). The sufficient statistic has a cell per
+    :data:`sampling_lib.estimators.PERUSER_METHODS` have a per-user
+    likelihood in N_u; the others (BV, MN, CLS and their fitted-prior
+    variants) are fitted per group of users with the same N_u bin and
+    averaged with the groups' user shares (exactly the per-user form of BV and
+    MN when every group holds one N_u). Equal per-user values give the result
+    of the int, exactly. The sufficient statistic has a cell per
     (N_u, n_u, r), so many distinct N_u make the bootstrap cost grow with the
     number of cells.
 

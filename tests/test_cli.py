@@ -206,7 +206,6 @@ def test_negatives(files):
     (["frobnicate"], 2, "invalid choice"),
     (["estimate", "one.csv", "-n", n], 1, "--n-items is required"),
     (["estimate", "ranks_nu.csv", "-N", N + 5, "-n", n], 1, "disagrees with column 'n_items'"),
-    (["estimate", "counts.csv", "-n", n, "--method", "bv"], 1, "needs one common N"),
     (["estimate", "counts.csv"], 1, "sample size is unknown"),
 ])
 def test_bad_input_one_line_error(files, args, code, match, capsys, monkeypatch):

@@ -218,16 +218,53 @@ def test_equal_per_user_n_in_sampling_and_estimate():
                                   estimate(r, 60, 8, n_boot=50, rng=0))
 
 
-def test_methods_without_per_user_n_name_the_ones_with_it():
-    Nu, _, r = _population(seed=10)
+def test_methods_without_a_per_user_likelihood_fit_per_group_of_n_u():
+    # BV and MN are linear in the users' sampled ranks: with one group per N_u the
+    # grouped fit is the per-user form, (1/M) sum_u x_{N_u}(r_u), computed here by
+    # brute force user by user with each user's own N_u.
+    from sampling_lib.estimators import bv_sampled_metric, mn_sampled_metric
+    from sampling_lib.metrics import metric_values
+
+    Nu = np.repeat([40, 55, 60], [30, 50, 40])
+    g = np.random.default_rng(3)
+    R = np.minimum(Nu, 1 + g.geometric(0.08, Nu.size))
+    r = sample_ranks(R, Nu, 8, rng=g)
     assert set(PERUSER_METHODS) == {"mle", "wmle", "mes", "adaptive_mle", "logspline"}
-    for name in ("bv", "mn_mle", "cls"):
-        with pytest.raises(ValueError, match=r"needs one common N.*'mle'.*accept per-user N"):
-            get_estimator(name)(r, Nu, 8)
+    F = metric_values("ndcg@5", 60)
+    brute_bv = np.mean([bv_sampled_metric(F[:N], N, 8)[ru - 1] for ru, N in zip(r, Nu)])
+    assert get_estimator("bv")(r, Nu, 8) @ F == pytest.approx(brute_bv, rel=1e-12)
+    M_g = {N: int(np.sum(Nu == N)) for N in np.unique(Nu)}
+    pr = lambda N: np.full(N, 1.0 / N)  # noqa: E731  (MN's uniform prior)
+    brute_mn = np.mean([mn_sampled_metric(F[:N], N, 8, pr(N), M_g[N])[ru - 1] for ru, N in zip(r, Nu)])
+    assert get_estimator("mn")(r, Nu, 8) @ F == pytest.approx(brute_mn, rel=1e-10)
+    # the fitted-prior variants: the MLE prior on all users (own N_u), restricted per group
+    w_mle = get_estimator("mle")(r, Nu, 8)
+    brute = np.mean([bv_sampled_metric(F[:N], N, 8, prior=w_mle[:N] / w_mle[:N].sum())[ru - 1]
+                     for ru, N in zip(r, Nu)])
+    assert get_estimator("bv_mle")(r, Nu, 8) @ F == pytest.approx(brute, rel=1e-10)
+    for name in ("bv", "mn_mle", "cls", "bv_mes"):
+        w = get_estimator(name)(r, Nu, 8)
+        assert w.shape == (60,) and np.isfinite(w).all()
+    # equal N_u: exactly the int
+    for name in ("bv", "mn", "bv_mle", "cls"):
+        np.testing.assert_array_equal(get_estimator(name)(r, np.full(r.size, 60), 8),
+                                      get_estimator(name)(r, 60, 8))
     with pytest.raises(ValueError, match="one item count per user"):
         E.mle(r, Nu[:-1], 8)
     with pytest.raises(ValueError, match="N_u"):
         E.mle(r, np.where(np.arange(r.size) == 3, 5, Nu), 8)
+
+
+def test_estimate_of_bv_mn_with_per_user_n_bootstraps_per_group():
+    Nu = np.repeat([40, 60], [60, 90])
+    g = np.random.default_rng(5)
+    R = np.minimum(Nu, 1 + g.geometric(0.1, Nu.size))
+    r = sample_ranks(R, Nu, 8, rng=g)
+    for name in ("bv", "mn", "bv_mle"):
+        t = estimate(r, Nu, 8, ["recall@5"], method=name, n_boot=40, rng=0)
+        w = get_estimator(name)(r, Nu, 8)
+        assert t.estimate.item() == pytest.approx(np.sum(w[:5]), rel=1e-9)
+        assert t.ci_low.item() <= t.ci_high.item()
 
 
 def test_sample_ranks_rank_among_own_candidates():

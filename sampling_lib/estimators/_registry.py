@@ -35,8 +35,11 @@ band) so that the ambiguity is shown, not hidden.
 ``n`` may be a per-user array of sample sizes (``varying_sizes=True``
 estimators get it as is, others need one common size), and ``N`` a per-user
 array of candidate counts N_u (``varying_items=True`` estimators get it as is:
-the EM estimators and MES; the others need one common N and say which
-methods accept per-user N). Equal per-user values are the int, exactly.
+the EM estimators, MES and the log-spline; the others -- BV, MN, CLS and their
+fitted-prior variants -- are fitted per group of users with the same N_u bin
+and averaged with the groups' user shares, the prior of a ``*_mle`` variant
+being fitted once on all users with their own N_u and restricted to each
+group's ranks). Equal per-user values are the int, exactly.
 
 References
 ----------
@@ -55,7 +58,7 @@ import numpy as np
 
 from .._validation import check_int, check_n_items, check_scheme
 from ..exceptions import EstimatorOptionError
-from ..kernels import DEFAULT_N_ITEMS_TOL
+from ..kernels import DEFAULT_N_ITEMS_TOL, n_items_bins
 from ._distribution import adaptive_mle, em_fixed_iterations, em_operators, mes, mle, wmle, wmle_weights
 from ._linear import bv, bv_sampled_metric, cls, mn, mn_sampled_metric
 from ._logspline import (SENSITIVITY_FACTOR, logspline_cells_replicates, logspline_fit,
@@ -238,14 +241,46 @@ class Estimator:
         return sampled_ranks, sizes
 
     def _items(self, sampled_ranks, N):
-        """N as an int, or the per-user item counts for estimators that accept them."""
-        N = check_n_items(N, np.size(sampled_ranks))
-        if not isinstance(N, int) and not self.spec.varying_items:
-            raise ValueError(
-                f"estimator {self.name!r} needs one common N; the per-user item counts vary "
-                f"(min {N.min()}, max {N.max()}): use one of {list(PERUSER_METHODS)}, which accept "
-                "per-user N, or pass one N")
-        return N
+        """N as an int, or the per-user item counts N_u (length of ``sampled_ranks``)."""
+        return check_n_items(N, np.size(sampled_ranks))
+
+    def _groups(self, N, n):
+        """Users grouped by their bin of N_u (:func:`~sampling_lib.kernels.n_items_bins`).
+
+        For estimators without a per-user-N form (``varying_items=False``: BV,
+        MN, CLS): each group is fitted with its representative N_b, and the
+        weight vectors are averaged with the groups' user shares. BV and MN
+        are linear in the users' sampled ranks (an estimate is
+        (1/M) sum_u x(r_u)), so with exact groups (tolerance 0) this is the
+        per-user form exactly; with the default tolerance every user's kernel
+        row is within ``DEFAULT_N_ITEMS_TOL`` in total variation of its exact
+        row. Returns ``[(N_b, selection), ...]`` in increasing N_b.
+        """
+        Nb = n_items_bins(N, n, tol=DEFAULT_N_ITEMS_TOL, scheme=self.scheme)
+        return [(int(b), Nb == b) for b in np.unique(Nb)]
+
+    def _group_prior(self, prior, Nb):
+        """A prior over 1..max N_u restricted to a group's ranks 1..N_b (renormalised)."""
+        if prior is None:
+            return None
+        p = np.asarray(prior, dtype=float)[:Nb]
+        total = p.sum()
+        if not total > 0:
+            raise ValueError(f"prior has no mass on ranks 1..{Nb}, the candidates of a group of "
+                             f"users with N_u <= {Nb}")
+        return p / total
+
+    def _per_group(self, r, N, n, opts):
+        """Weights (length max N_u) of a ``varying_items=False`` estimator by groups of N_u."""
+        Nmax = int(N.max())
+        w = np.zeros(Nmax)
+        for Nb, sel in self._groups(N, n):
+            o = dict(opts)
+            if o.get("prior") is not None:
+                o["prior"] = self._group_prior(o["prior"], Nb)
+            wb = np.asarray(self.spec.fit(r[sel], Nb, n, scheme=self.scheme, **o), dtype=float)
+            w[:Nb] += sel.mean() * wb
+        return w
 
     def prior_of(self, sampled_ranks, N, n, *, cache=None):
         """The fitted prior (``spec.prior``) on these ranks, or None."""
@@ -272,7 +307,10 @@ class Estimator:
             opts["prior"] = self.prior_of(r, N, nn, cache=cache) if prior is None else prior
         elif prior is not None:
             raise EstimatorOptionError(f"estimator {self.name!r} has no fitted prior; got prior=")
-        w = np.asarray(self.spec.fit(r, N, nn, scheme=self.scheme, **opts), dtype=float)
+        if isinstance(N, int) or self.spec.varying_items:
+            w = np.asarray(self.spec.fit(r, N, nn, scheme=self.scheme, **opts), dtype=float)
+        else:
+            w = self._per_group(np.asarray(r), N, nn, opts)
         if key is not None:
             cache[key] = w
         return w
@@ -312,8 +350,20 @@ class Estimator:
             opts = {k: v for k, v in self.options.items() if k not in ("prior", "M")}
             pr = self.options.get("prior") if prior is None else prior
             Mv = self.options.get("M", counts.M)
-            X = np.stack([self.spec.sampled_metric(F[:, j], Nn, nn, pr, M=Mv, scheme=self.scheme, **opts)
-                          for j in range(F.shape[1])], axis=1)[counts.ranks - 1]
+            if isinstance(Nn, int):
+                X = np.stack([self.spec.sampled_metric(F[:, j], Nn, nn, pr, M=Mv, scheme=self.scheme, **opts)
+                              for j in range(F.shape[1])], axis=1)[counts.ranks - 1]
+            else:       # groups of N_u (see _groups): each cell's sampled metric of its group
+                X = np.empty((counts.ranks.size, F.shape[1]))
+                cell_items = counts.n_items
+                for Nb, sel in self._groups(cell_items, int(nn) if np.ndim(nn) == 0 else
+                                            counts.sizes):
+                    Mb = self.options.get("M") or int(counts.counts[sel].sum())
+                    pb = self._group_prior(pr, Nb)
+                    xb = np.stack([self.spec.sampled_metric(F[:Nb, j], Nb, nn, pb, M=Mb,
+                                                            scheme=self.scheme, **opts)
+                                   for j in range(F.shape[1])], axis=1)
+                    X[sel] = xb[counts.ranks[sel] - 1]
         return FittedEstimator(self, counts, Nmax, F, w, prior, X, bool(refit_prior), state, band)
 
 
@@ -622,7 +672,8 @@ register(EstimatorSpec("logspline", _fit_logspline, ("penalty", "knot_spacing", 
 
 #: Every registered estimator name, in registration order.
 METHODS = tuple(_REGISTRY)
-#: Registered estimators that accept per-user item counts N_u (``spec.varying_items``).
+#: Registered estimators with a per-user likelihood in N_u (``spec.varying_items``); the
+#: others accept per-user N too, fitted per group of N_u (``Estimator._groups``).
 PERUSER_METHODS = tuple(k for k, v in _REGISTRY.items() if v.varying_items)
 #: Default estimator of :func:`sampling_lib.correct.estimate`: the log-spline empirical
 #: Bayes estimator, chosen by the real-data accuracy panel (notebook 10; see
