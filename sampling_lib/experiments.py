@@ -411,8 +411,9 @@ def run_experiment(global_ranks: Mapping[str, np.ndarray], N: int, estimators, *
         Number of items, or per-user candidate counts N_u of the M users
         (every model ranks the same users; e.g. ``info["n_candidates"]`` of
         :func:`global_ranks_from_data`); estimators then get the array and
-        return weights of length max N_u (registered names: the methods of
-        :data:`sampling_lib.estimators.PERUSER_METHODS`).
+        return weights of length max N_u (every registered name; see
+        :data:`sampling_lib.estimators.PERUSER_METHODS` for which have a
+        per-user likelihood and which are fitted per group of N_u).
     estimators : mapping name -> callable or registered name, or a sequence of
         registered names (:data:`sampling_lib.estimators.METHODS`, e.g. ``"mle"``)
         and callables (named by ``__name__``), or one of those; a callable is
