@@ -703,7 +703,7 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
             return g.multinomial(M, p, size=k)
 
         def work(Cb):
-            return (Cb / M) @ Fn, fit.replicates(Cb)
+            return (Cb / M) @ Fn, fit.replicates(Cb), [a.replicates(Cb) for a in fit.alternatives]
 
         outs = _boot_loop(n_boot, rng, draw, work, progress, f"bootstrap {method}")
         nb = np.concatenate([o[0] for o in outs])
@@ -711,10 +711,14 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
         lo, hi = _percentile(eb, ci)
         nlo, nhi = _percentile(nb, ci)
         se = eb.std(axis=0, ddof=1) if n_boot > 1 else np.full(len(parsed), np.nan)
+        for k in range(len(fit.alternatives)):
+            # the alternative tunings, on the same bootstrap draws: the interval is the
+            # union of their percentile intervals (see Notes, "What the interval covers")
+            a_lo, a_hi = _percentile(_clip_to_range(np.concatenate([o[2][k] for o in outs]), F)[0], ci)
+            lo, hi = np.minimum(lo, a_lo), np.maximum(hi, a_hi)
     band_lo = band_hi = np.full(len(parsed), np.nan)
     if fit.band is not None:
-        # prior-sensitivity band: the interval also holds every estimate the data
-        # cannot tell apart from this one (see Notes, "What the interval covers")
+        # prior-sensitivity band: the range of the alternatives' point estimates
         band_lo, band_hi = fit.band
         if n_boot > 0:
             lo = np.minimum(lo, np.minimum(band_lo, est))

@@ -266,6 +266,31 @@ def test_estimate_default_interval_holds_the_sensitivity_band(ranks):
     assert m.sensitivity_low.isna().all()
 
 
+def test_estimate_default_interval_is_the_union_over_the_alternative_penalties(ranks):
+    # independent computation: the same bootstrap draws (rank counts, chunks of
+    # _BOOT_CHUNK from one Generator), a full refit of each penalty on every
+    # replicate, percentile intervals, union with the point estimates
+    from sampling_lib.correct import _BOOT_CHUNK
+
+    B = 40
+    t = estimate(ranks, N, n, METRICS, n_boot=B, rng=3)
+    F = _F()
+    cnt = np.bincount(ranks - 1, minlength=n)
+    cells = np.flatnonzero(cnt)
+    g = np.random.default_rng(3)
+    Cb = np.concatenate([g.multinomial(ranks.size, cnt[cells] / ranks.size, size=min(_BOOT_CHUNK, B - a))
+                         for a in range(0, B, _BOOT_CHUNK)])
+    lo, hi = np.full(F.shape[1], np.inf), np.full(F.shape[1], -np.inf)
+    for f in (1.0, 1 / E.SENSITIVITY_FACTOR, E.SENSITIVITY_FACTOR):
+        pen = E.DEFAULT_PENALTY * f
+        reps = np.stack([E.logspline(np.repeat(cells + 1, c), N, n, penalty=pen) @ F for c in Cb])
+        point = E.logspline(ranks, N, n, penalty=pen) @ F
+        q = np.quantile(reps, [0.025, 0.975], axis=0)
+        lo, hi = np.minimum(lo, np.minimum(q[0], point)), np.maximum(hi, np.maximum(q[1], point))
+    np.testing.assert_allclose(t.ci_low, lo, rtol=2e-3)
+    np.testing.assert_allclose(t.ci_high, hi, rtol=2e-3)
+
+
 def test_estimate_below_resolution_column(ranks):
     t = estimate(ranks, N, n, ["recall@1", "recall@50"], n_boot=0)
     w = (N - 1) / (n - 1)

@@ -415,7 +415,7 @@ def logspline(sampled_ranks, N, n, *, scheme="binomial", penalty=DEFAULT_PENALTY
 
 
 def logspline_bootstrap(counts_b, N, n, fit_beta, *, scheme="binomial", penalty=DEFAULT_PENALTY,
-                        knot_spacing=DEFAULT_KNOT_SPACING, exact_ranks=_HEAD, F=None, max_iter=30,
+                        knot_spacing=DEFAULT_KNOT_SPACING, exact_ranks=_HEAD, F=None, max_iter=5,
                         tol=1e-6):
     """Refit the prior on bootstrap count vectors, batched; metric estimates (B, m).
 
@@ -425,8 +425,10 @@ def logspline_bootstrap(counts_b, N, n, fit_beta, *, scheme="binomial", penalty=
     so it converges linearly with a small rate) until the Newton decrement
     grad' H^-1 grad (about twice the distance to the optimum of the penalized
     log-likelihood) is below ``tol`` or ``max_iter`` steps; replicates still above
-    the tolerance then get their own Newton fit (:func:`logspline_fit`'s
-    solver, warm-started). Then it forms the posterior-mean
+    the tolerance then run batched Fisher scoring, each with its own expected
+    information (fast where the shared curvature is a poor fit, e.g. at a small
+    penalty), and any left after that their own Newton fit
+    (:func:`logspline_fit`'s solver, warm-started). Then it forms the posterior-mean
     estimate of every column of ``F`` (restricted to the grid cells:
     ranks 1..head are exact).
     """
@@ -466,14 +468,57 @@ def _bootstrap_core(counts_b, K, grid, P, fit_beta, F, max_iter, tol, info=None)
         idx = act[good]
         beta[idx], f[idx], g[idx], q[idx] = nb[good], nf[good], ng[good], nq[good]
         act = act[good]   # a replicate with no decrease along the step has stalled
-    # replicates the shared-Hessian iteration did not converge: their own Newton fit
+    # replicates the shared-Hessian iteration did not converge: their own curvature
     grad = _gradient(beta, c, K, grid, P, g, q)
     dec = np.einsum("ij,ij->i", grad, np.linalg.solve(H, grad.T).T)
-    for i in np.flatnonzero(dec > tol):
+    rest = np.flatnonzero(dec > tol)
+    if rest.size and info is None:
+        # one (N, n): batched Fisher scoring, each replicate with its own expected information
+        rest = _fisher_batched(rest, beta, f, g, q, c, K, grid, P, tol)
+    for i in rest:
         beta[i], f[i], g[i], q[i], _, _ = _newton(c[i], K, grid, P, beta[i], info=info)
     cell_w = _posterior_cells(c, K, g, q)
     Fc = _cell_metric(F, grid)
     return cell_w @ Fc, beta
+
+
+def _fisher_batched(idx, beta, f, g, q, c, K, grid, P, tol, max_iter=50):
+    """Fisher scoring on the replicates ``idx`` at once (in place), each with its own
+    expected information M J' diag(1/q) J + P (:func:`_fisher`), backtracking per replicate;
+    stops a replicate when its Newton decrement is below ``tol``. Returns the replicates
+    that did not converge (iteration limit or no decrease along the step)."""
+    act = np.asarray(idx)
+    for _ in range(max_iter):
+        if act.size == 0:
+            return act
+        ca, ga, qa = c[act], g[act], q[act]
+        grad = _gradient(beta[act], ca, K, grid, P, ga, qa)
+        Bbar = ga @ grid.B                                        # (b, df)
+        Jq = np.matmul(K.T, ga[:, :, None] * grid.B) - qa[:, :, None] * Bbar[:, None, :]
+        inv_q = np.divide(1.0, qa, out=np.zeros_like(qa), where=qa > 0)
+        H = np.matmul(np.swapaxes(Jq, 1, 2), (ca.sum(axis=1, keepdims=True) * inv_q)[:, :, None] * Jq) + P
+        step = np.linalg.solve(H, grad[:, :, None])[:, :, 0]
+        dec = np.einsum("ij,ij->i", grad, step)
+        keep = dec > tol
+        act, grad, step, ca = act[keep], grad[keep], step[keep], ca[keep]
+        if act.size == 0:
+            return act
+        t = np.ones(act.size)
+        for _ in range(40):
+            nb = beta[act] - t[:, None] * step
+            nf, ng, nq = _objective(nb, ca, K, grid, P)
+            bad = ~(np.isfinite(nf) & (nf <= f[act] - 1e-4 * t * np.einsum("ij,ij->i", grad, step)))
+            if not bad.any():
+                break
+            t = np.where(bad, 0.5 * t, t)
+        good = ~bad
+        i = act[good]
+        beta[i], f[i], g[i], q[i] = nb[good], nf[good], ng[good], nq[good]
+        stalled = act[bad]
+        act = act[good]
+        if stalled.size:
+            return np.r_[stalled, act]
+    return act
 
 
 def _cell_metric(F, grid):

@@ -26,11 +26,13 @@ and how bootstrap replicates are computed (``bootstrap``):
   (``replicates(fitted, Cb)``, e.g. the log-spline prior by a batched Newton
   iteration warm-started from the full-sample state returned by ``fit_state``).
 
-An estimator may also declare ``sensitivity(sampled_ranks, N, n, *, scheme,
-**options) -> [w, ...]``: the weights under alternative settings of its
-tuning that the data cannot tell apart; :func:`sampling_lib.correct.estimate`
-widens the interval to the range of their estimates (a prior-sensitivity
-band) so that the ambiguity is shown, not hidden.
+An estimator may also declare ``alternatives(options) -> [dict, ...]``:
+settings of its tuning that the data cannot tell apart (the log-spline
+penalty divided and multiplied by 10). :func:`sampling_lib.correct.estimate`
+fits each alternative on the same data and the same bootstrap draws, reports
+the range of their point estimates (the prior-sensitivity band) and returns
+the union of their bootstrap intervals, so that the ambiguity is shown, not
+hidden.
 
 ``n`` may be a per-user array of sample sizes (``varying_sizes=True``
 estimators get it as is, others need one common size), and ``N`` a per-user
@@ -61,8 +63,8 @@ from ..exceptions import EstimatorOptionError
 from ..kernels import DEFAULT_N_ITEMS_TOL, n_items_bins
 from ._distribution import adaptive_mle, em_fixed_iterations, em_operators, mes, mle, wmle, wmle_weights
 from ._linear import bv, bv_sampled_metric, cls, mn, mn_sampled_metric
-from ._logspline import (SENSITIVITY_FACTOR, logspline_cells_replicates, logspline_fit,
-                         logspline_replicates, logspline_sensitivity)
+from ._logspline import (DEFAULT_PENALTY, SENSITIVITY_FACTOR, logspline_cells_replicates,
+                         logspline_fit, logspline_replicates)
 
 __all__ = [
     "METHODS",
@@ -125,9 +127,9 @@ class EstimatorSpec:
     replicates : callable, optional
         ``"batched"`` only: ``replicates(fitted, Cb) -> (B, m)`` estimates for
         bootstrap cell counts ``Cb`` (a :class:`FittedEstimator` is passed).
-    sensitivity : callable, optional
-        ``sensitivity(sampled_ranks, N, n, *, scheme, **options) -> list of w``
-        (see the module docstring).
+    alternatives : callable, optional
+        ``alternatives(options) -> list of dict``: option sets of the same
+        estimator under alternative tuning (see the module docstring).
     summary : str
         One line for help texts.
     references : str
@@ -150,7 +152,7 @@ class EstimatorSpec:
     defaults: dict = field(default_factory=dict)
     fit_state: Callable | None = None
     replicates: Callable | None = None
-    sensitivity: Callable | None = None
+    alternatives: Callable | None = None
 
     def __post_init__(self):
         if self.bootstrap not in BOOTSTRAP_KINDS:
@@ -316,7 +318,7 @@ class Estimator:
         return w
 
     # -- fit on the sufficient statistic and bootstrap replicates -----------
-    def fit_counts(self, counts, N, F, *, refit_prior=True):
+    def fit_counts(self, counts, N, F, *, refit_prior=True, alternatives=True):
         """Fit on a :class:`sampling_lib.correct.RankCounts` and prepare the bootstrap.
 
         ``F`` is the (N, m) matrix of metric values (N = max N_u when the
@@ -340,11 +342,14 @@ class Estimator:
             w = np.asarray(w, dtype=float)
         else:
             w = self(r, Nn, nn, prior=prior)
-        band = None
-        if self.spec.sensitivity is not None:
-            alt = np.stack([np.asarray(a, dtype=float) @ F for a in
-                            self.spec.sensitivity(r, Nn, nn, scheme=self.scheme, **self.options)])
-            band = (alt.min(axis=0), alt.max(axis=0))
+        band, alts = None, []
+        if alternatives and self.spec.alternatives is not None:
+            for o in self.spec.alternatives(self.options):
+                alt = Estimator(self.spec, {**self.options, **o, "scheme": self.scheme,
+                                            "prior_options": self.prior_options})
+                alts.append(alt.fit_counts(counts, N, F, refit_prior=refit_prior, alternatives=False))
+            est_alt = np.stack([a.estimate for a in alts])
+            band = (est_alt.min(axis=0), est_alt.max(axis=0))
         X = None
         if self.spec.bootstrap == "linear":
             opts = {k: v for k, v in self.options.items() if k not in ("prior", "M")}
@@ -364,7 +369,7 @@ class Estimator:
                                                             scheme=self.scheme, **opts)
                                    for j in range(F.shape[1])], axis=1)
                     X[sel] = xb[counts.ranks[sel] - 1]
-        return FittedEstimator(self, counts, Nmax, F, w, prior, X, bool(refit_prior), state, band)
+        return FittedEstimator(self, counts, Nmax, F, w, prior, X, bool(refit_prior), state, band, alts)
 
 
 @dataclass
@@ -380,9 +385,11 @@ class FittedEstimator:
     X: np.ndarray | None
     refit_prior: bool
     state: object = None
-    #: (low, high) estimates of the metrics under the estimator's ``sensitivity``
-    #: alternatives, or None
+    #: (low, high) point estimates of the metrics under the estimator's ``alternatives``
+    #: (the prior-sensitivity band), or None
     band: tuple | None = None
+    #: the fitted alternatives (:class:`FittedEstimator` each; empty when none)
+    alternatives: list = field(default_factory=list)
     _ops: list | None = field(default=None, repr=False)
 
     @property
@@ -663,9 +670,14 @@ def _logspline_reps(fitted, Cb):
                                 **est.options)
 
 
+def _logspline_alternatives(options):
+    p = options.get("penalty", DEFAULT_PENALTY)
+    return [{"penalty": p / SENSITIVITY_FACTOR}, {"penalty": p * SENSITIVITY_FACTOR}]
+
+
 register(EstimatorSpec("logspline", _fit_logspline, ("penalty", "knot_spacing", "exact_ranks"),
                        "batched", fit_state=_fit_logspline_state, replicates=_logspline_reps,
-                       sensitivity=logspline_sensitivity, varying_items=True, varying_sizes=True,
+                       alternatives=_logspline_alternatives, varying_items=True, varying_sizes=True,
                        summary="empirical Bayes: smooth log-spline prior on log R, posterior mean "
                                f"(default; prior-sensitivity band: penalty x/÷ {SENSITIVITY_FACTOR:g})",
                        references="Efron (2016) g-modeling; AAAI21 eq 18; notebook 10"))
