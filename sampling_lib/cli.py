@@ -431,9 +431,10 @@ def _cmd_estimate(args):
     if len(below):
         w = (Nmax - 1) / (nmin - 1)
         print(f"note: {', '.join(sorted(set(below.metric)))} below resolution (K < (N-1)/(n-1) = "
-              f"{w:.1f}): inside the first sampled bin, extrapolated from the prior; the interval "
-              "includes the prior-sensitivity band. Resolve with a larger --sample-size or adaptive "
-              "sampling (README: 'Below resolution').", file=sys.stderr)
+              f"{w:.1f}): inside the first sampled bin, extrapolated from the prior; the default's "
+              "interval also holds those of a 10x weaker and a 10x stronger smoothness penalty. "
+              "Resolve with a larger --sample-size or adaptive sampling (README: 'Below resolution').",
+              file=sys.stderr)
 
 
 def _cmd_compare(args):

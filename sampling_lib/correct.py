@@ -573,18 +573,17 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
     estimator's bias, and below resolution the bias is what matters: with
     w = (N - 1)/(n - 1), global ranks R < w almost always give sampled rank 1,
     so a metric at K < w is extrapolated from the assumed shape of P(R) inside
-    the first sampled bin. For the default the interval is therefore widened
-    to hold the **prior-sensitivity band** (columns ``sensitivity_low/high``):
-    the estimates with the log-spline penalty divided and multiplied by 10,
-    priors the sampled ranks cannot tell apart where the metric is below
-    resolution (the band is nearly empty where it is resolved). Measured on
-    the real-data panel (notebook 10): the default's 95% intervals of
-    Recall@10 / NDCG@10 covered the users' true metric in 94% of 304
-    intervals against 72% for the MLE bootstrap interval; 88-100% per data
-    set x model family except the 17,632-item catalogue at N/n up to 880
-    (75%, where MLE covered 12-50%): far below resolution the band is
-    still too narrow. Estimators without a sensitivity
-    band (all the published ones) get the plain bootstrap interval, whose
+    the first sampled bin. For the default the interval is therefore the
+    union of three percentile bootstrap intervals on the same draws: the
+    log-spline prior with its penalty, and with the penalty divided and
+    multiplied by 10 -- priors the sampled ranks cannot tell apart where the
+    metric is below resolution (where it is resolved the three intervals
+    nearly coincide). The columns ``sensitivity_low/high`` give the range of
+    the three point estimates (the prior-sensitivity band). Coverage on the
+    real-data panel, per data set x model family, with widths next to the MLE
+    bootstrap interval's: notebook 10 (section 6) and ``benchmarks/README.md``.
+    Estimators without alternatives (all the published ones) get the plain
+    bootstrap interval, whose
     coverage drops as M grows (the standard error shrinks like 1/sqrt(M), the
     bias does not; notebook 09). The ``below_resolution`` column and the
     CLI's note say where this applies; to resolve such a metric, raise n or

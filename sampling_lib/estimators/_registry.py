@@ -679,7 +679,7 @@ register(EstimatorSpec("logspline", _fit_logspline, ("penalty", "knot_spacing", 
                        "batched", fit_state=_fit_logspline_state, replicates=_logspline_reps,
                        alternatives=_logspline_alternatives, varying_items=True, varying_sizes=True,
                        summary="empirical Bayes: smooth log-spline prior on log R, posterior mean "
-                               f"(default; prior-sensitivity band: penalty x/÷ {SENSITIVITY_FACTOR:g})",
+                               f"(default; interval over penalties x/÷ {SENSITIVITY_FACTOR:g})",
                        references="Efron (2016) g-modeling; AAAI21 eq 18; notebook 10"))
 
 #: Every registered estimator name, in registration order.
