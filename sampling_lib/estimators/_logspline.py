@@ -446,27 +446,16 @@ def _bootstrap_core(counts_b, K, grid, P, fit_beta, F, max_iter, tol, info=None)
     f, g, q = _objective(beta, c, K, grid, P)
     act = np.arange(c.shape[0])          # replicates not yet converged
     for _ in range(max_iter):
-        ca = c[act]
-        grad = _gradient(beta[act], ca, K, grid, P, g[act], q[act])
+        grad = _gradient(beta[act], c[act], K, grid, P, g[act], q[act])
         step = np.linalg.solve(H, grad.T).T
         # Newton decrement grad' H^-1 grad ~ 2 x (objective - minimum), in log-likelihood units
         keep = np.einsum("ij,ij->i", grad, step) > tol
-        act, grad, ca, step = act[keep], grad[keep], ca[keep], step[keep]
+        act, step = act[keep], step[keep]
         if act.size == 0:
             break
         # trust region: at most _MAX_STEP per coefficient (log-scale of the prior)
         step *= np.minimum(1.0, _MAX_STEP / np.max(np.abs(step), axis=1))[:, None]
-        t = np.ones(act.size)
-        for _ in range(30):   # per-replicate backtracking: accept only a decrease
-            nb = beta[act] - t[:, None] * step
-            nf, ng, nq = _objective(nb, ca, K, grid, P)
-            bad = ~(np.isfinite(nf) & (nf <= f[act] + 1e-12 * np.abs(f[act])))
-            if not bad.any():
-                break
-            t = np.where(bad, 0.5 * t, t)
-        good = ~bad
-        idx = act[good]
-        beta[idx], f[idx], g[idx], q[idx] = nb[good], nf[good], ng[good], nq[good]
+        good = _backtrack(act, step, beta, f, g, q, c, K, grid, P, halvings=30)
         act = act[good]   # a replicate with no decrease along the step has stalled
     # replicates the shared-Hessian iteration did not converge: their own curvature
     grad = _gradient(beta, c, K, grid, P, g, q)
@@ -500,25 +489,33 @@ def _fisher_batched(idx, beta, f, g, q, c, K, grid, P, tol, max_iter=50):
         step = np.linalg.solve(H, grad[:, :, None])[:, :, 0]
         dec = np.einsum("ij,ij->i", grad, step)
         keep = dec > tol
-        act, grad, step, ca = act[keep], grad[keep], step[keep], ca[keep]
+        act, step, dec = act[keep], step[keep], dec[keep]
         if act.size == 0:
             return act
-        t = np.ones(act.size)
-        for _ in range(40):
-            nb = beta[act] - t[:, None] * step
-            nf, ng, nq = _objective(nb, ca, K, grid, P)
-            bad = ~(np.isfinite(nf) & (nf <= f[act] - 1e-4 * t * np.einsum("ij,ij->i", grad, step)))
-            if not bad.any():
-                break
-            t = np.where(bad, 0.5 * t, t)
-        good = ~bad
-        i = act[good]
-        beta[i], f[i], g[i], q[i] = nb[good], nf[good], ng[good], nq[good]
-        stalled = act[bad]
+        good = _backtrack(act, step, beta, f, g, q, c, K, grid, P, halvings=40, armijo=1e-4 * dec)
+        if not good.all():
+            return np.r_[act[~good], act[good]]
         act = act[good]
-        if stalled.size:
-            return np.r_[stalled, act]
     return act
+
+
+def _backtrack(act, step, beta, f, g, q, c, K, grid, P, *, halvings, armijo=0.0):
+    """Per-replicate step halving for the replicates ``act`` along ``-step``: accept the
+    first step length t with objective <= f - t * armijo (relative slack 1e-12); updates
+    beta, f, g, q in place and returns the mask of replicates that accepted a step."""
+    ca = c[act]
+    t = np.ones(act.size)
+    for _ in range(halvings):
+        nb = beta[act] - t[:, None] * step
+        nf, ng, nq = _objective(nb, ca, K, grid, P)
+        bad = ~(np.isfinite(nf) & (nf <= f[act] + 1e-12 * np.abs(f[act]) - t * armijo))
+        if not bad.any():
+            break
+        t = np.where(bad, 0.5 * t, t)
+    good = ~bad
+    i = act[good]
+    beta[i], f[i], g[i], q[i] = nb[good], nf[good], ng[good], nq[good]
+    return good
 
 
 def _cell_metric(F, grid):
