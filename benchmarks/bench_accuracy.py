@@ -36,7 +36,7 @@ from sampling_lib.sampling import sample_ranks
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
-def panel_part(quick, out):
+def panel_part(quick, out, parts=("panel", "coverage")):
     ml = SHARED / "ml-100k" / "u.data"
     lf = SHARED / "lastfm-2k" / "user_artists.dat"
     if not (ml.exists() and lf.exists()):
@@ -49,10 +49,17 @@ def panel_part(quick, out):
         models = None
         if label == "lastfm-2k":   # item-KNN with 10 neighbours takes ~40 s on 17,632 items
             models = {k: v for k, v in studies.PANEL_MODELS.items() if k != "itemknn-10"}
-        ranks, N, info = studies.rank_populations(path, models, min_item_users=mu, seed=10)
+        ranks, N, info = studies.rank_populations(path, models, min_item_users=mu, rng=10)
         tgt = large if N > 10_000 else small
         tgt.update({(label, m): (R, N) for m, R in ranks.items()})
         print(f"{label}: N = {N}, M = {info['M']}, skipped {info['skipped']}", flush=True)
+    if "panel" in parts:
+        _panel(small, large, quick, out, t0)
+    if "coverage" in parts:
+        _coverage(small, large, quick, out)
+
+
+def _panel(small, large, quick, out, t0):
     methods = ("mle", "mes", "bv", "bv_mle", "mn_mes", "logspline")
     draws = 2 if quick else 10
     panel = pd.concat([
@@ -69,6 +76,9 @@ def panel_part(quick, out):
         print(t.pivot(index="estimator", columns="dataset", values="mean_rel_error").round(1).to_string())
         print(f"\n{metric}@1..50, all data sets: mean, sd over evaluations, resolved / below resolution")
         print(studies.panel_summary(panel, metric=metric).round(1).to_string())
+
+
+def _coverage(small, large, quick, out):
     t1 = time.perf_counter()
     cov = studies.interval_coverage({**small, **large}, (DEFAULT_METHOD, "mle"),
                                     sample_sizes=(20, 100, 500), user_counts=(300, None),
@@ -106,11 +116,18 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default="benchmarks/results")
+    ap.add_argument("--parts", default="speed,panel,coverage",
+                    help="comma-separated subset of speed, panel, coverage")
     a = ap.parse_args()
+    parts = set(a.parts.split(","))
+    if not parts <= {"speed", "panel", "coverage"}:
+        ap.error(f"--parts must be a subset of speed,panel,coverage; got {a.parts!r}")
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    speed_part(a.quick)
-    panel_part(a.quick, out)
+    if "speed" in parts:
+        speed_part(a.quick)
+    if parts & {"panel", "coverage"}:
+        panel_part(a.quick, out, parts)
 
 
 if __name__ == "__main__":
