@@ -68,6 +68,8 @@ __all__ = [
     "exact_mse",
     "multinomial_linear_var",
     "sampled_pmf",
+    "linear_on_grid",
+    "linear_on_grid_batch",
 ]
 
 
@@ -557,6 +559,105 @@ def multinomial_linear_var(w, theta, M):
         raise ValueError(f"w must have the shape of theta {theta.shape}; got {w.shape}")
     M = check_int(M, "M", low=1)
     return float(M * (w**2 @ theta - (w @ theta) ** 2))
+
+
+# ----------------------------------------------------------------------------
+# BV and MN on the compressed rank grid (issue 18)
+# ----------------------------------------------------------------------------
+def _grid_gram(kind, Kg, size, p, gamma, M):
+    """G of BV or MN on grid atoms: rows Kg (G, n), multiplicities ``size``, atom prior p (G,)."""
+    if kind == "bv":
+        G = (1.0 - gamma) * ((Kg.T * p) @ Kg)
+        G[np.diag_indices_from(G)] += gamma * (p @ Kg)
+        return G
+    G = (Kg.T * (p - size / M)) @ Kg
+    G[np.diag_indices_from(G)] += (size @ Kg) / M
+    return G
+
+
+def linear_on_grid(kind, p_tilde, prior, grid, Kg, *, gamma=0.01, M=None):
+    """BV or MN weight vector (length N) on the compressed kernel K' of ``grid``.
+
+    K' repeats a bin's representative row for every rank of the bin
+    (:func:`sampling_lib.kernels.rank_grid`). Every term of G sums over
+    ranks R, and on K' the ranks of bin j contribute their prior mass
+    p_j = sum_{R in j} prior(R) (K^T D K, K^T prior) or their number s_j
+    (K^T K and K^T 1 of MN, which sum over all R, TORS24 Appendix F):
+
+        BV: G = (1 - gamma) Kg^T diag(p) Kg + gamma diag(Kg^T p)          (TORS24 eqs 9-10)
+        MN: G = Kg^T diag(p - s / M) Kg + diag(Kg^T s) / M                (TORS24 eq 42)
+
+    and w_R = prior(R) (K' y)_R, y = G^{-1} P~: the estimator on K' exactly,
+    with an n x n system and O(G n^2) work. ``kind`` is "bv" or "mn".
+    """
+    prior = np.asarray(prior, dtype=float)
+    p = grid.bin_sums(prior)
+    G = _grid_gram(kind, Kg, grid.size.astype(float), p, gamma, M)
+    y = _solve_sym(G, np.asarray(p_tilde, dtype=float), kind)
+    return grid.expand(p * (Kg @ y), within=prior)
+
+
+_GRAM_CHUNK = 1 << 24      # elements of the (batch, n(n+1)/2) temporaries
+
+
+def grid_outer(Kg):
+    """Upper-triangle outer products of the grid rows, (G, n(n+1)/2) (see :func:`linear_on_grid_batch`)."""
+    n = Kg.shape[1]
+    return np.concatenate([Kg[:, i:i + 1] * Kg[:, i:] for i in range(n)], axis=1)
+
+
+def _sym_from_triu(tri, n):
+    """(B, n, n) symmetric matrices from their upper triangles (B, n(n+1)/2), row by row."""
+    G = np.zeros((tri.shape[0], n, n))
+    a = 0
+    for i in range(n):
+        G[:, i, i:] = tri[:, a:a + n - i]
+        G[:, i + 1:, i] = tri[:, a + 1:a + n - i]
+        a += n - i
+    return G
+
+
+def linear_on_grid_batch(kind, P_tilde, priors, Kg, size, Fcell, *, gamma=0.01, M=None, outer=None):
+    """Estimates (B, m) of BV or MN on the grid for B replicates at once.
+
+    ``P_tilde`` (B, n) sampled-rank distributions, ``priors`` (B, G) atom
+    priors (bin masses), ``Fcell`` (G, m) the metrics averaged over each bin
+    with the within-bin shape of the priors. The B Gram matrices
+    sum_j p_bj k_j k_j^T are one matrix product with the (G, n(n+1)/2) table
+    of the rows' outer products; the B systems are solved at once
+    (Jacobi-scaled), each as :func:`linear_on_grid`. ``M`` may be an array
+    (B,) (MN); ``outer`` is :func:`grid_outer` (``Kg``) when already computed.
+    Returns the estimates (B, m).
+    """
+    P_tilde = np.asarray(P_tilde, dtype=float)
+    priors = np.asarray(priors, dtype=float)
+    B, n = P_tilde.shape
+    outer = grid_outer(Kg) if outer is None else outer   # (G, n(n+1)/2)
+    size = np.asarray(size, dtype=float)
+    Mv = None if M is None else np.broadcast_to(np.asarray(M, dtype=float), (B,))
+    out = np.empty((B, Fcell.shape[1]))
+    step = max(1, _GRAM_CHUNK // max(1, outer.shape[1]))
+    for a in range(0, B, step):
+        b = min(B, a + step)
+        p = priors[a:b]
+        if kind == "bv":
+            tri = (1.0 - gamma) * (p @ outer)
+            diag = gamma * (p @ Kg)
+        else:
+            m = Mv[a:b, None]
+            tri = p @ outer - (size @ outer)[None, :] / m
+            diag = (size @ Kg)[None, :] / m
+        G = _sym_from_triu(tri, n)
+        G[:, np.arange(n), np.arange(n)] += diag
+        d = np.sqrt(np.abs(np.einsum("bii->bi", G)))
+        d[d == 0] = 1.0
+        Gs = G / d[:, :, None] / d[:, None, :]
+        try:
+            y = np.linalg.solve(Gs, (P_tilde[a:b] / d)[..., None])[..., 0] / d
+        except np.linalg.LinAlgError:
+            y = np.stack([_solve_sym(G[i], P_tilde[a + i], kind) for i in range(b - a)])
+        out[a:b] = (p * (y @ Kg.T)) @ Fcell
+    return out
 
 
 # ----------------------------------------------------------------------------

@@ -60,9 +60,11 @@ import numpy as np
 
 from .._validation import check_int, check_n_items, check_scheme
 from ..exceptions import EstimatorOptionError
-from ..kernels import DEFAULT_N_ITEMS_TOL, n_items_bins
-from ._distribution import adaptive_mle, em_fixed_iterations, em_operators, mes, mle, wmle, wmle_weights
-from ._linear import bv, bv_sampled_metric, cls, mn, mn_sampled_metric
+from ..kernels import DEFAULT_GRID_TOL, DEFAULT_N_ITEMS_TOL, n_items_bins
+from ._distribution import (adaptive_mle, em_fixed_iterations, em_grid, em_operators, mes, mle, wmle,
+                            wmle_weights)
+from ._linear import (bv, bv_sampled_metric, cls, grid_outer, linear_on_grid, linear_on_grid_batch, mn,
+                      mn_sampled_metric, sampled_pmf)
 from ._logspline import (DEFAULT_PENALTY, SENSITIVITY_FACTOR, logspline_cells_replicates,
                          logspline_fit, logspline_replicates)
 
@@ -201,6 +203,10 @@ class Estimator:
         self.prior_options = dict(opts.pop("prior_options", None) or {})
         self.options = {**spec.defaults, **opts}
         self._prior = None
+        if spec.prior is not None and "grid_tol" in self.options and "grid_tol" in estimator_spec(
+                spec.prior).options:
+            # the prior and the linear step share one grid
+            self.prior_options.setdefault("grid_tol", self.options["grid_tol"])
         if spec.prior is not None:
             self._prior = get_estimator(spec.prior, scheme=self.scheme, **self.prior_options)
 
@@ -391,6 +397,7 @@ class FittedEstimator:
     #: the fitted alternatives (:class:`FittedEstimator` each; empty when none)
     alternatives: list = field(default_factory=list)
     _ops: list | None = field(default=None, repr=False)
+    _outer: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def estimate(self):
@@ -420,6 +427,9 @@ class FittedEstimator:
                     sel = st.sizes == ns
                     wt[sel] = spec.em_weights(int(ns), **opts)[st.ranks[sel] - 1]
             n_iter = opts.get("max_iter", 100)
+            grid = self._grid(opts)
+            if grid is not None:
+                return _grid_em_replicates(grid, st, Cb, wt, init, n_iter, F)
             out = np.empty((Cb.shape[0], F.shape[1]))
             ops = self._em_operators()
             step = max(1, _EM_BLOCK_ELEMS // N)
@@ -428,6 +438,10 @@ class FittedEstimator:
                 blocks = [(op, Wb[:, idx]) for op, idx in ops]
                 out[a:a + step] = em_fixed_iterations(blocks, pi0, n_iter) @ F
             return out
+        if spec.bootstrap == "linear" and spec.prior is not None:
+            out = self._batched_prior_replicates(Cb)
+            if out is not None:
+                return out
         # refit every replicate (warm-started where the estimator accepts it)
         out = np.empty((Cb.shape[0], F.shape[1]))
         warm = {}
@@ -440,6 +454,57 @@ class FittedEstimator:
             n_b = int(st.size_values[0]) if st.size_values.size == 1 else s_b
             out[b] = refit(r_b, N if N_b is None else N_b, n_b) @ F
         return out
+
+    def _grid(self, opts):
+        """(RankGrid, kernel rows) when ``opts`` asks for the compressed grid and it applies
+        (one N, one sample size), else None."""
+        st = self.counts
+        if "grid_tol" not in opts and "grid_tol" not in self.estimator.spec.options:
+            return None
+        if (st.n_items is not None and np.unique(st.n_items).size > 1) or st.size_values.size != 1:
+            return None
+        tol = opts.get("grid_tol", DEFAULT_GRID_TOL)
+        return em_grid(self.N, int(st.size_values[0]), self.estimator.scheme, tol)
+
+    def _batched_prior_replicates(self, Cb):
+        """BV / MN with an EM prior refitted per replicate, all replicates at once on the grid.
+
+        The prior (``max_iter`` EM steps from ``init``, the prior's protocol) is
+        run as one batched EM on the grid atoms for every replicate
+        (:func:`em_fixed_iterations`), then the linear estimate of every
+        replicate on the same grid (:func:`linear_on_grid_batch`): the
+        replicate of the point estimate's computation, not an approximation of
+        it. None when it does not apply (no grid, a tolerance-stopped or
+        non-EM prior).
+        """
+        est, st = self.estimator, self.counts
+        pspec, popts = est._prior.spec, est._prior.options
+        if pspec.bootstrap != "em" or popts.get("tol") is not None or pspec.em_weights is not None:
+            return None
+        grid = self._grid(est.options)
+        pgrid = self._grid(popts) if "grid_tol" in pspec.options else None
+        if grid is None or pgrid is None or pgrid[0] is not grid[0]:
+            return None
+        g, Kg = grid
+        n = int(st.size_values[0])
+        init = popts.get("init")
+        n_iter = popts.get("max_iter", 100)
+        Cb = np.asarray(Cb, dtype=float)
+        priors = _grid_em_priors(g, Kg, st, Cb, np.ones(st.ranks.size), init, n_iter)
+        Pt = np.zeros((Cb.shape[0], n))
+        Pt[:, st.ranks - 1] = Cb
+        Mb = Pt.sum(axis=1)
+        Pt /= Mb[:, None]
+        within = None if init is None else np.asarray(init, dtype=float)
+        Fcell = g.bin_average(self.F, within=within)
+        if self._outer is None:
+            self._outer = grid_outer(Kg)
+        if est.spec.sampled_metric is _bv_x:
+            return linear_on_grid_batch("bv", Pt, priors, Kg, g.size, Fcell,
+                                        gamma=est.options.get("gamma", 0.01), outer=self._outer)
+        M = est.options.get("M")
+        return linear_on_grid_batch("mn", Pt, priors, Kg, g.size, Fcell, M=Mb if M is None else M,
+                                    outer=self._outer)
 
     def _em_operators(self):
         """EM operators of the cells (kernels built once for all bootstrap chunks)."""
@@ -454,6 +519,25 @@ class FittedEstimator:
 
 
 _EM_BLOCK_ELEMS = 1 << 21        # B x N elements per batched-EM block
+
+
+def _grid_em_priors(g, Kg, st, Cb, wt, init, n_iter):
+    """``n_iter`` EM steps from ``init`` for every replicate, on the grid atoms: (B, G)."""
+    p0 = g.size / g.N if init is None else g.bin_sums(np.asarray(init, dtype=float))
+    K = np.ascontiguousarray(Kg[:, st.ranks - 1])
+    out = np.empty((Cb.shape[0], g.lo.size))
+    step = max(1, _EM_BLOCK_ELEMS // g.lo.size)
+    for a in range(0, Cb.shape[0], step):
+        out[a:a + step] = em_fixed_iterations([(K, Cb[a:a + step] * wt)], p0, n_iter)
+    return out
+
+
+def _grid_em_replicates(grid, st, Cb, wt, init, n_iter, F):
+    """Batched EM replicates on the grid (the ``"em"`` bootstrap with ``grid_tol``): (B, m)."""
+    g, Kg = grid
+    priors = _grid_em_priors(g, Kg, st, np.asarray(Cb, dtype=float), wt, init, n_iter)
+    within = None if init is None else np.asarray(init, dtype=float)
+    return priors @ g.bin_average(F, within=within)
 
 
 def get_estimator(name, **options):
@@ -570,14 +654,15 @@ def fit_estimators(methods, sampled_ranks, N, n, *, scheme="binomial", **options
 # the registered estimators
 # ----------------------------------------------------------------------------
 _EM_OPTIONS = ("tol", "max_iter", "init", "accelerate", "n_items_tol")
+_GRID = ("grid_tol",)
 
 
-def _fit_mle(r, N, n, *, scheme, **o):
-    return mle(r, N, n, scheme=scheme, **o)
+def _fit_mle(r, N, n, *, scheme, grid_tol=DEFAULT_GRID_TOL, **o):
+    return mle(r, N, n, scheme=scheme, grid_tol=grid_tol, **o)
 
 
-def _fit_wmle(r, N, n, *, scheme, **o):
-    return wmle(r, N, n, scheme=scheme, **o)
+def _fit_wmle(r, N, n, *, scheme, grid_tol=DEFAULT_GRID_TOL, **o):
+    return wmle(r, N, n, scheme=scheme, grid_tol=grid_tol, **o)
 
 
 def _wmle_em_weights(n, *, weight="ndcg", C=10, **_):
@@ -597,26 +682,41 @@ def _fit_cls(r, N, n, *, scheme, **o):
     return cls(r, N, n, scheme=scheme, **o)
 
 
-def _fit_bv(r, N, n, *, scheme, gamma=0.01, prior=None):
+def _fit_bv(r, N, n, *, scheme, gamma=0.01, prior=None, grid_tol=None):
+    grid = em_grid(N, n, scheme, grid_tol) if np.ndim(N) == 0 and prior is not None else None
+    if grid is not None:
+        return linear_on_grid("bv", sampled_pmf(r, n), prior, *grid, gamma=gamma)
     return bv(r, N, n, gamma, prior, scheme=scheme)
 
 
-def _bv_x(F, N, n, prior, *, M, scheme, gamma=0.01):
+def _fit_bv_fitted(r, N, n, *, scheme, grid_tol=DEFAULT_GRID_TOL, **o):
+    return _fit_bv(r, N, n, scheme=scheme, grid_tol=grid_tol, **o)
+
+
+def _fit_mn_fitted(r, N, n, *, scheme, grid_tol=DEFAULT_GRID_TOL, **o):
+    return _fit_mn(r, N, n, scheme=scheme, grid_tol=grid_tol, **o)
+
+
+def _bv_x(F, N, n, prior, *, M, scheme, gamma=0.01, grid_tol=None):
     return bv_sampled_metric(F, N, n, gamma, prior, scheme=scheme)
 
 
-def _fit_mn(r, N, n, *, scheme, M=None, prior=None):
+def _fit_mn(r, N, n, *, scheme, M=None, prior=None, grid_tol=None):
+    grid = em_grid(N, n, scheme, grid_tol) if np.ndim(N) == 0 and prior is not None else None
+    if grid is not None:
+        return linear_on_grid("mn", sampled_pmf(r, n), prior, *grid,
+                              M=np.size(r) if M is None else check_int(M, "M", low=1))
     return mn(r, N, n, prior, M, scheme=scheme)
 
 
-def _mn_x(F, N, n, prior, *, M, scheme):
+def _mn_x(F, N, n, prior, *, M, scheme, grid_tol=None):
     return mn_sampled_metric(F, N, n, prior, M, scheme=scheme)
 
 
-register(EstimatorSpec("mle", _fit_mle, _EM_OPTIONS, "em", warm_start_option="init", varying_items=True,
+register(EstimatorSpec("mle", _fit_mle, _EM_OPTIONS + _GRID, "em", warm_start_option="init", varying_items=True,
                        summary="maximum likelihood of P(R) by EM (100 steps from uniform)",
                        references="AAAI21 eqs 18-21; TORS24 eqs 31-34"))
-register(EstimatorSpec("wmle", _fit_wmle, _EM_OPTIONS + ("weight", "C"), "em",
+register(EstimatorSpec("wmle", _fit_wmle, _EM_OPTIONS + ("weight", "C") + _GRID, "em",
                        em_weights=_wmle_em_weights, warm_start_option="init", varying_items=True,
                        summary="weighted maximum likelihood of P(R) by EM",
                        references="AAAI21 eqs 22-23"))
@@ -627,13 +727,13 @@ register(EstimatorSpec("mes", _fit_mes, ("eta", "form", "solver", "tol", "max_it
 register(EstimatorSpec("bv", _fit_bv, ("gamma", "prior"), "linear", sampled_metric=_bv_x,
                        summary="Krichene-Rendle bias-variance estimator (uniform prior)",
                        references="KR20; TORS24 eqs 8-10"))
-register(EstimatorSpec("bv_mle", _fit_bv, ("gamma",), "linear", prior="mle", sampled_metric=_bv_x,
+register(EstimatorSpec("bv_mle", _fit_bv_fitted, ("gamma",) + _GRID, "linear", prior="mle", sampled_metric=_bv_x,
                        summary="BV with the MLE as prior", references="TORS24 eqs 8-10, Sec 8.1.5"))
 register(EstimatorSpec("bv_mes", _fit_bv, ("gamma",), "linear", prior="mes", sampled_metric=_bv_x,
                        summary="BV with the MES as prior", references="TORS24 eqs 8-10, Sec 8.1.5"))
 register(EstimatorSpec("mn", _fit_mn, ("M", "prior"), "linear", sampled_metric=_mn_x,
                        summary="multinomial estimator (uniform prior)", references="TORS24 eq 42"))
-register(EstimatorSpec("mn_mle", _fit_mn, ("M",), "linear", prior="mle", sampled_metric=_mn_x,
+register(EstimatorSpec("mn_mle", _fit_mn_fitted, ("M",) + _GRID, "linear", prior="mle", sampled_metric=_mn_x,
                        summary="MN with the MLE as prior", references="TORS24 eq 42, Sec 8.1.5"))
 register(EstimatorSpec("mn_mes", _fit_mn, ("M",), "linear", prior="mes", sampled_metric=_mn_x,
                        summary="MN with the MES as prior", references="TORS24 eq 42, Sec 8.1.5"))
