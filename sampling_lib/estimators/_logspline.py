@@ -28,10 +28,12 @@ which returns a length-N weight vector ``w`` (a probability vector) with
 fixed point, AAAI21 eq 21); for a smooth prior the posterior mean follows the
 observed sampled ranks where the prior is misspecified.
 
-Computation on a compressed rank grid: exact ranks 1..``head`` and, beyond,
+Computation on a compressed rank grid (:func:`sampling_lib.kernels.rank_grid`,
+the grid every estimator shares): exact ranks 1..``head`` and, beyond,
 bins whose width is at most ``bin_log_width`` in log R and ``bin_angle`` /
 sqrt(n - 1) in the variance-stabilising coordinate arcsin(sqrt(p)),
-p = (R - 1)/(N - 1), of the binomial kernel. A bin is represented by its
+p = (R - 1)/(N - 1), of the binomial kernel (kernel rows within TV 0.05 of
+the bin's row). A bin is represented by its
 integer midpoint (kernel row) and its width (prior mass ~ width * g(mid)), so
 the cost is O(G n) with G = O(head + log N / bin_log_width + sqrt(n) /
 bin_angle) grid points, independent of N. Within a bin the returned weights
@@ -56,7 +58,7 @@ import numpy as np
 from scipy.interpolate import BSpline
 
 from .._validation import check_float, check_int, check_N_n, check_ranks, check_scheme
-from ..kernels import kernel_entries, log_kernel_rows
+from ..kernels import kernel_entries, log_kernel_rows, rank_grid
 
 __all__ = [
     "LogsplineResult",
@@ -98,29 +100,12 @@ class _Grid:
     N: int
 
 
-def _rank_grid(N, n, knot_spacing, head=None):
-    """Compressed grid of global ranks and the spline basis on it."""
+def _rank_grid(N, n, knot_spacing, head=None, scheme="binomial"):
+    """Compressed grid of global ranks (:func:`sampling_lib.kernels.rank_grid` with TV
+    tolerance ``_BIN_ANGLE`` and log-width ``_BIN_LOG_WIDTH``) and the spline basis on it."""
     head = min(N, _HEAD if head is None else head)
-    edges = [np.arange(1, head + 1, dtype=float)]
-    if N > head:
-        a = head + 0.5
-        # geometric edges in log R
-        k = int(np.ceil(np.log(N / a) / _BIN_LOG_WIDTH))
-        e1 = a * np.exp(np.linspace(0.0, np.log((N + 0.5) / a), k + 1))
-        # edges equally spaced in theta = arcsin(sqrt(p)) (binomial variance stabilising)
-        th = lambda R: np.arcsin(np.sqrt(np.clip((R - 1.0) / (N - 1.0), 0.0, 1.0)))  # noqa: E731
-        t0, t1 = th(a), th(N + 0.5)
-        k2 = int(np.ceil((t1 - t0) * np.sqrt(n - 1.0) / _BIN_ANGLE))
-        e2 = 1.0 + (N - 1.0) * np.sin(np.linspace(t0, t1, k2 + 1)) ** 2
-        e = np.unique(np.floor(np.concatenate([e1, e2, [a, N + 0.5]]) + 0.5).astype(np.int64))
-        e = e[(e > head) & (e <= N + 1)]
-        starts = np.unique(np.r_[head + 1, e])
-        starts = starts[starts <= N]
-        ends = np.r_[starts[1:] - 1, N]
-        lo = np.r_[np.arange(1, head + 1), starts].astype(np.int64)
-        hi = np.r_[np.arange(1, head + 1), ends].astype(np.int64)
-    else:
-        lo = hi = np.arange(1, N + 1, dtype=np.int64)
+    rg = rank_grid(N, n, scheme=scheme, tol=_BIN_ANGLE, exact_ranks=head, log_width=_BIN_LOG_WIDTH)
+    lo, hi = rg.lo, rg.hi
     mid = (lo + hi) // 2
     width = (hi - lo + 1).astype(float)
     logN = np.log(N)
@@ -299,7 +284,7 @@ def _setup(sampled_ranks, N, n, scheme, penalty, knot_spacing, exact_ranks):
     knot_spacing = check_float(knot_spacing, "knot_spacing", low=0.0, low_open=True)
     r = check_ranks(sampled_ranks, n, name="sampled_ranks", upper_name="n")
     c = np.bincount(r - 1, minlength=n).astype(float)
-    grid = _rank_grid(N, n, knot_spacing, exact_ranks)
+    grid = _rank_grid(N, n, knot_spacing, exact_ranks, scheme)
     K = _kernel_on_grid(grid, N, n, scheme)
     P = _penalty_matrix(grid.B.shape[1], penalty)
     return N, n, c, grid, K, P, penalty, knot_spacing
@@ -432,7 +417,7 @@ def logspline_bootstrap(counts_b, N, n, fit_beta, *, scheme="binomial", penalty=
     estimate of every column of ``F`` (restricted to the grid cells:
     ranks 1..head are exact).
     """
-    grid = _rank_grid(N, n, knot_spacing, exact_ranks)
+    grid = _rank_grid(N, n, knot_spacing, exact_ranks, scheme)
     K = _kernel_on_grid(grid, N, n, scheme)
     P = _penalty_matrix(grid.B.shape[1], penalty)
     return _bootstrap_core(counts_b, K, grid, P, fit_beta, F, max_iter, tol)
@@ -633,7 +618,7 @@ def _cells_setup(n_items, sizes, ranks, counts, scheme, penalty, knot_spacing, e
                          f"{Nc.shape}, {nc.shape}, {rc.shape}, {c.shape}")
     if nc.min() < 2 or np.any(nc > Nc) or rc.min() < 1 or np.any(rc > nc) or np.any(c < 0):
         raise ValueError("cells must satisfy N_u >= n_u >= 2, 1 <= r <= n_u and count >= 0")
-    grid = _rank_grid(int(Nc.max()), int(nc.max()), knot_spacing, exact_ranks)
+    grid = _rank_grid(int(Nc.max()), int(nc.max()), knot_spacing, exact_ranks, scheme)
     K = _cells_kernel(grid, Nc, nc, rc, scheme)
     P = _penalty_matrix(grid.B.shape[1], penalty)
     return c, grid, K, P, penalty, knot_spacing

@@ -63,7 +63,7 @@ from ..exceptions import EstimatorOptionError
 from ..kernels import DEFAULT_GRID_TOL, DEFAULT_N_ITEMS_TOL, n_items_bins
 from ._distribution import (adaptive_mle, em_fixed_iterations, em_grid, em_operators, mes, mle, wmle,
                             wmle_weights)
-from ._linear import (bv, bv_sampled_metric, cls, grid_outer, linear_on_grid, linear_on_grid_batch, mn,
+from ._linear import (bv, bv_sampled_metric, cls, cls_fit, grid_outer, linear_on_grid, linear_on_grid_batch, mn,
                       mn_sampled_metric, sampled_pmf)
 from ._logspline import (DEFAULT_PENALTY, SENSITIVITY_FACTOR, logspline_cells_replicates,
                          logspline_fit, logspline_replicates)
@@ -678,8 +678,23 @@ def _fit_mes(r, N, n, *, scheme, **o):
     return mes(r, N, n, scheme=scheme, **o)
 
 
-def _fit_cls(r, N, n, *, scheme, **o):
-    return cls(r, N, n, scheme=scheme, **o)
+def _fit_cls(r, N, n, *, scheme, grid_tol=DEFAULT_GRID_TOL, **o):
+    return cls(r, N, n, scheme=scheme, grid_tol=grid_tol, **o)
+
+
+def _fit_cls_state(r, N, n, *, scheme, grid_tol=DEFAULT_GRID_TOL, prior=None, max_rank=None):
+    fit = cls_fit(r, N, n, prior, max_rank=max_rank, scheme=scheme, grid_tol=grid_tol)
+    return fit.weights, fit
+
+
+def _cls_reps(fitted, Cb):
+    """CLS replicates: linear in the sampled-rank distribution (:class:`CLSFit`)."""
+    st = fitted.counts
+    n = int(st.size_values[0])
+    Pt = np.zeros((Cb.shape[0], n))
+    Pt[:, st.ranks - 1] = Cb
+    Pt /= Pt.sum(axis=1, keepdims=True)
+    return fitted.state.estimates(Pt, fitted.F)
 
 
 def _fit_bv(r, N, n, *, scheme, gamma=0.01, prior=None, grid_tol=None):
@@ -737,7 +752,8 @@ register(EstimatorSpec("mn_mle", _fit_mn_fitted, ("M",) + _GRID, "linear", prior
                        summary="MN with the MLE as prior", references="TORS24 eq 42, Sec 8.1.5"))
 register(EstimatorSpec("mn_mes", _fit_mn, ("M",), "linear", prior="mes", sampled_metric=_mn_x,
                        summary="MN with the MES as prior", references="TORS24 eq 42, Sec 8.1.5"))
-register(EstimatorSpec("cls", _fit_cls, ("prior", "max_rank"), "refit", horizon_option="max_rank",
+register(EstimatorSpec("cls", _fit_cls, ("prior", "max_rank") + _GRID, "batched", horizon_option="max_rank",
+                       fit_state=_fit_cls_state, replicates=_cls_reps,
                        summary="Krichene-Rendle constrained least squares, P(R) form",
                        references="KR20; TORS24 eq 7"))
 register(EstimatorSpec("adaptive_mle", _fit_adaptive, _EM_OPTIONS, "em", warm_start_option="init",
