@@ -1147,11 +1147,17 @@ def _mes_lambda(eta, form, n):
     return eta, (eta / n if form == "tors" else eta)
 
 
-def _mes_parts(pi, Kb, p):
-    """(E, H): squared distance on the observed ranks and the entropy of pi."""
+def _mes_parts(pi, Kb, p, size=None):
+    """(E, H): squared distance on the observed ranks and the entropy of pi.
+
+    With grid multiplicities ``size``, pi holds bin masses spread uniformly
+    over their bins: H = -sum_j pi_j log(pi_j / size_j).
+    """
     d = pi @ Kb - p
     E = float(p @ (d * d))
     H = float(-special.xlogy(pi, pi).sum())
+    if size is not None:
+        H += float(pi @ np.log(size))
     return E, H
 
 
@@ -1214,7 +1220,7 @@ def mes_objective(pmf, sampled_ranks, N, n, eta=None, *, form="tors", scheme="bi
 _KKT_TOL = 1e-9
 
 
-def _mes_dual_newton(Kb, p, lam, tol, max_iter):
+def _mes_dual_newton(Kb, p, lam, tol, max_iter, size=None):
     """Dual Newton method for min_{pi in simplex} E(pi) - lam H(pi).
 
     With s = sqrt(p) and B = Kb * s (N x k), E(pi) = ||s * (Kb^T pi - p)||^2 =
@@ -1234,20 +1240,26 @@ def _mes_dual_newton(Kb, p, lam, tol, max_iter):
     max(tol, 1e-9) relative and residual <= 1e-6. The gap alone is not enough
     for small lam: it is quadratic in y - y*, while the residual is
     (B (y* - y))_R / lam.
+
+    On the compressed grid (``size``: ranks per bin, all rows of a bin equal)
+    the rows are the bins and pi(y) = softmax(-B y / lam + log size) holds
+    the bin masses: min over pi of a.pi - lam H(pi) sums exp(-a_R / lam) over
+    the size_j equal ranks of each bin.
     """
     N, k = Kb.shape
     s = np.sqrt(p)
     B = Kb * s
     sp = s * p
+    logsize = 0.0 if size is None else np.log(size)
 
     def dual(y):
-        z = -(B @ y) / lam
+        z = -(B @ y) / lam + logsize
         lse = special.logsumexp(z)
         pi = np.exp(z - lse)
         return -0.25 * (y @ y) - y @ sp - lam * lse, pi
 
     def primal(pi):
-        E, H = _mes_parts(pi, Kb, p)
+        E, H = _mes_parts(pi, Kb, p, size)
         return E - lam * H, E, H
 
     def kkt(y, pi):
@@ -1314,10 +1326,120 @@ def _mes_dual_newton(Kb, p, lam, tol, max_iter):
         gap = f - gval
         scale = E + lam * H
     converged = bool(gap <= max(tol, 1e-9) * scale and res <= 1e-6)
-    return pi, it, np.asarray(trace), float(gap), float(res), converged
+    return pi, it, np.asarray(trace), float(gap), float(res), converged, y
 
 
-def _mes_cvxpy(Kb, p, lam, solver):
+def _mes_batch(Kb, P, lam, size, q0, p0, tol=1e-13, max_iter=50, outer=None):
+    """MES bin masses for B sampled-rank distributions at once (bootstrap replicates).
+
+    The dual Newton method of :func:`_mes_dual_newton` run on all rows of
+    ``P`` (B, k) together, with the same kernel columns ``Kb`` (G, k) (the
+    full sample's observed ranks; a replicate's unobserved rank has P = 0 and
+    drops out of E). Warm start at the full-sample solution: pi(y) depends
+    on y through B y = Kb (s y), and the full-sample optimum has
+    s0 y0 = 2 p0 (q0 - p0) (optimality y* = 2 s (q - p)), so the start
+    y_b = 2 p0 (q0 - p0) / s_b (0 where s_b = 0) gives every replicate the
+    full-sample pi. Each replicate
+    takes damped Newton steps (its own Hessian, batched solves, Armijo
+    backtracking on its own dual) until its duality gap is <= tol (E + lam H)
+    and its optimality residual <= 1e-9 (the criteria of the one-fit
+    solver), or until no step improves its dual, when it is accepted under
+    the one-fit solver's convergence test (gap <= max(tol, 1e-9) relative,
+    residual <= 1e-6); the others have ``done`` False so that the caller
+    refits them one by one. ``outer`` caches :func:`grid_outer` (``Kb``).
+
+    Returns
+    -------
+    pi : ndarray (B, G)
+    done : ndarray of bool (B,)
+    """
+    P = np.asarray(P, dtype=float)
+    Bn, k = P.shape
+    logsize = np.log(size)
+    S = np.sqrt(P)
+    SP = S * P
+    from ._linear import _sym_from_triu, grid_outer
+
+    outer = grid_outer(Kb) if outer is None else outer
+    u0 = 2.0 * p0 * (q0 - p0)
+    y = np.divide(u0[None, :], S, out=np.zeros_like(S), where=S > 0)
+
+    def dual(y, idx):
+        z = -((y * S[idx]) @ Kb.T) / lam + logsize
+        lse = special.logsumexp(z, axis=1)
+        pi = np.exp(z - lse[:, None])
+        return -0.25 * np.einsum("bk,bk->b", y, y) - np.einsum("bk,bk->b", y, SP[idx]) - lam * lse, pi
+
+    def primal(pi, idx):
+        d = pi @ Kb - P[idx]
+        E = np.einsum("bk,bk->b", P[idx], d * d)
+        H = -special.xlogy(pi, pi).sum(axis=1) + pi @ logsize
+        return E - lam * H, E + lam * H, d
+
+    act = np.arange(Bn)
+    g, pi = dual(y, act)
+    out = np.empty((Bn, Kb.shape[0]))
+    done = np.zeros(Bn, dtype=bool)
+    stalled = np.zeros(Bn, dtype=bool)
+
+    def residual(y, pi, d, Sa):
+        # optimality residual of the one-fit solver: v = B (2 s (q - p) - y) / lam
+        v = ((2.0 * Sa * d - y) * Sa) @ Kb.T / lam
+        return np.abs(v - np.einsum("bg,bg->b", pi, v)[:, None]).max(axis=1)
+
+    for _ in range(max_iter + 1):
+        f, scale, d = primal(pi, act)
+        Sa = S[act]
+        res = residual(y, pi, d, Sa)
+        gap = f - g
+        ok = (gap <= tol * scale) & (res <= _KKT_TOL)
+        ok |= stalled & (gap <= max(tol, 1e-9) * scale) & (res <= 1e-6)
+        out[act[ok]] = pi[ok]
+        done[act[ok]] = True
+        keep = ~(ok | stalled)            # stalled and not certified: refitted by the caller
+        act, y, g, pi, Sa, res = act[keep], y[keep], g[keep], pi[keep], Sa[keep], res[keep]
+        if act.size == 0:
+            break
+        m = (pi @ Kb) * Sa
+        grad = -0.5 * y - SP[act] + m
+        C = _sym_from_triu(pi @ outer, k)
+        qa = pi @ Kb
+        C -= qa[:, :, None] * qa[:, None, :]
+        H = C * (Sa[:, :, None] * Sa[:, None, :]) / lam
+        H[:, np.arange(k), np.arange(k)] += 0.5
+        step = np.linalg.solve(H, grad[..., None])[..., 0]
+        slope = np.einsum("bk,bk->b", grad, step)
+        t = np.ones(act.size)
+        gn, pn = dual(y + step, act)
+        # an increase below the rounding level of the dual cannot be seen by the
+        # line search: those replicates go to the polish below
+        tiny = slope <= 1e-13 * np.maximum(1.0, np.abs(g))
+        for _ in range(30):
+            bad = (gn < g + 0.25 * t * slope) & ~tiny
+            if not bad.any():
+                break
+            t = np.where(bad, 0.5 * t, t)
+            gb, pb = dual(y[bad] + t[bad, None] * step[bad], act[bad])
+            gn[bad], pn[bad] = gb, pb
+        moved = (gn > g) & ~tiny
+        stalled = np.zeros(act.size, dtype=bool)
+        if (~moved).any():
+            # no increase along the step (rounding): try the full Newton step, the
+            # one-fit solver's polish, and keep it if the residual drops
+            sel = np.flatnonzero(~moved)
+            yf = y[sel] + step[sel]
+            gf, pf = dual(yf, act[sel])
+            _, _, df = primal(pf, act[sel])
+            better = residual(yf, pf, df, Sa[sel]) < res[sel]
+            y[sel[better]], g[sel[better]], pi[sel[better]] = yf[better], gf[better], pf[better]
+            stalled[sel[~better]] = True
+        y = np.where(moved[:, None], y + t[:, None] * step, y)
+        g = np.where(moved, gn, g)
+        pi = np.where(moved[:, None], pn, pi)
+    return out, done
+
+
+def _mes_cvxpy(Kb, p, lam, solver, size=None):
     try:
         import cvxpy as cp
     except ImportError as exc:  # pragma: no cover - cvxpy is a declared dependency
@@ -1347,7 +1469,9 @@ def _mes_cvxpy(Kb, p, lam, solver):
     # Minimize (E - lam H) / lam: same minimizer, objective of order log N,
     # which suits the solvers' absolute tolerances.
     resid = cp.multiply(s, Kb.T @ x - p)
-    obj = cp.Minimize(cp.sum_squares(resid) / lam - cp.sum(cp.entr(x)))
+    # grid: bin masses x_j over size_j equal ranks, H = sum entr(x) + x . log(size)
+    ent = cp.sum(cp.entr(x)) + (0.0 if size is None else x @ np.log(size))
+    obj = cp.Minimize(cp.sum_squares(resid) / lam - ent)
     prob = cp.Problem(obj, [cp.sum(x) == 1, x >= 0])
     opts = {}
     if solver == "CLARABEL":
@@ -1377,6 +1501,7 @@ def mes_fit(
     max_iter=200,
     cvxpy_solver=None,
     n_items_tol=DEFAULT_N_ITEMS_TOL,
+    grid_tol=None,
 ):
     """Maximal-entropy rank distribution with squared distribution distance (MES).
 
@@ -1425,6 +1550,23 @@ def mes_fit(
         Force a cvxpy solver name (e.g. "SCS").
     n_items_tol : float in [0, 1), default :data:`sampling_lib.kernels.DEFAULT_N_ITEMS_TOL`
         Per-user N only: bin tolerance of the item counts (as :func:`mle_fit`).
+    grid_tol : float in [0, 1) or None, default None (exact)
+        Solve on the compressed kernel K' of
+        :func:`sampling_lib.kernels.rank_grid` (one N; the registry's ``mes``
+        uses :data:`sampling_lib.kernels.DEFAULT_GRID_TOL`). The rows of K'
+        are equal within a bin, so the (unique, full-support) MES solution
+        on K' is uniform within each bin (its optimality condition
+        pi = softmax(-grad E / lam) is), and the problem is the G-atom one
+        with the entropy -sum_j p_j log(p_j / size_j): solved exactly as
+        that, O(G k^2) per Newton step. What the TV bound gives: for every
+        pi, sum_r |q'_r - q_r| <= 2 grid_tol (q = pi K, q' = pi K') and
+        |E'(pi) - E(pi)| = |sum_r P~(r) (q'_r - q_r)(q'_r + q_r - 2 P~(r))|
+        <= eps := 4 grid_tol max_r P~(r), uniformly in pi; hence the grid
+        solution is 2 eps-optimal for the exact objective, and since
+        lam H is lam-strongly concave in the l1 norm (Pinsker), it lies
+        within l1 distance 2 sqrt(eps / lam) of the exact solution: any
+        metric 0 <= F <= 1 moves by at most sqrt(eps / lam) (rigorous but
+        loose; the tests check the 2 eps objective gap).
 
     Returns
     -------
@@ -1460,7 +1602,13 @@ def mes_fit(
         raise ValueError(f"solver must be 'auto', 'fast' or 'cvxpy'; got {solver!r}")
     tol = check_float(tol, "tol", low=0.0, low_open=True)
     max_iter = check_int(max_iter, "max_iter", low=1)
-    if isinstance(N, int):
+    grid = em_grid(N, n, scheme, grid_tol) if isinstance(N, int) else None
+    size = None
+    if grid is not None:
+        c = _rank_counts(r, n)
+        cols = np.flatnonzero(c > 0)
+        Kb, p, size = np.ascontiguousarray(grid[1][:, cols]), c[cols] / c.sum(), grid[0].size
+    elif isinstance(N, int):
         c = _rank_counts(r, n)
         Kb, cb = _block(N, n, c, scheme)
         p = cb / c.sum()
@@ -1468,7 +1616,7 @@ def mes_fit(
         Kb, cb = _pooled_block(r, N, n, scheme, _check_n_items_tol(n_items_tol))
         p = cb / cb.sum()
     if solver in ("auto", "fast"):
-        pi, it, trace, gap, res, converged = _mes_dual_newton(Kb, p, lam, tol, max_iter)
+        pi, it, trace, gap, res, converged, _ = _mes_dual_newton(Kb, p, lam, tol, max_iter, size)
         msg = (f"MES fast solver did not converge: duality gap {gap:.3g}, optimality residual "
                f"{res:.3g} after {it} Newton steps (tol={tol:g} relative, lam={lam:g})")
         if not converged and solver == "fast":
@@ -1479,15 +1627,17 @@ def mes_fit(
             solver = "cvxpy"
         name = "fast"
     if solver == "cvxpy":
-        pi, it, name, converged = _mes_cvxpy(Kb, p, lam, cvxpy_solver)
+        pi, it, name, converged = _mes_cvxpy(Kb, p, lam, cvxpy_solver, size)
         name = f"cvxpy:{name}"
         gap = float("nan")
         res = float("nan")
         trace = None
-    E, H = _mes_parts(pi, Kb, p)
+    E, H = _mes_parts(pi, Kb, p, size)
     obj = lam * H - E
     if trace is None:
         trace = np.array([obj])
+    if grid is not None:
+        pi = grid[0].expand(pi)
     return MESResult(
         pmf=pi, objective=float(obj), entropy=H, distance=E, lam=lam, eta=eta, form=form,
         solver=name, n_iter=int(it), objective_trace=trace, gap=gap, kkt_residual=res,
@@ -1496,7 +1646,7 @@ def mes_fit(
 
 
 def mes(sampled_ranks, N, n, eta=None, *, form="tors", solver="auto", scheme="binomial",
-        tol=1e-13, max_iter=200, cvxpy_solver=None, n_items_tol=DEFAULT_N_ITEMS_TOL):
+        tol=1e-13, max_iter=200, cvxpy_solver=None, n_items_tol=DEFAULT_N_ITEMS_TOL, grid_tol=None):
     """MES estimate of the rank distribution (TORS24 eq 36 / AAAI21 eq 26).
 
     Same parameters as :func:`mes_fit`; returns the length-N probability vector.
@@ -1513,5 +1663,5 @@ def mes(sampled_ranks, N, n, eta=None, *, form="tors", solver="auto", scheme="bi
     """
     return mes_fit(
         sampled_ranks, N, n, eta, form=form, solver=solver, scheme=scheme, tol=tol,
-        max_iter=max_iter, cvxpy_solver=cvxpy_solver, n_items_tol=n_items_tol,
+        max_iter=max_iter, cvxpy_solver=cvxpy_solver, n_items_tol=n_items_tol, grid_tol=grid_tol,
     ).pmf

@@ -60,9 +60,9 @@ import numpy as np
 
 from .._validation import check_int, check_n_items, check_scheme
 from ..exceptions import EstimatorOptionError
-from ..kernels import DEFAULT_GRID_TOL, DEFAULT_N_ITEMS_TOL, n_items_bins
-from ._distribution import (adaptive_mle, em_fixed_iterations, em_grid, em_operators, mes, mle, wmle,
-                            wmle_weights)
+from ..kernels import DEFAULT_GRID_TOL, DEFAULT_N_ITEMS_TOL, kernel_columns, n_items_bins
+from ._distribution import (_mes_batch, _mes_lambda, adaptive_mle, em_fixed_iterations, em_grid,
+                            em_operators, mes, mes_fit, mle, wmle, wmle_weights)
 from ._linear import (bv, bv_sampled_metric, cls, cls_fit, grid_outer, linear_on_grid, linear_on_grid_batch, mn,
                       mn_sampled_metric, sampled_pmf)
 from ._logspline import (DEFAULT_PENALTY, SENSITIVITY_FACTOR, logspline_cells_replicates,
@@ -398,6 +398,7 @@ class FittedEstimator:
     alternatives: list = field(default_factory=list)
     _ops: list | None = field(default=None, repr=False)
     _outer: np.ndarray | None = field(default=None, repr=False)
+    _mes_outer: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def estimate(self):
@@ -479,7 +480,9 @@ class FittedEstimator:
         """
         est, st = self.estimator, self.counts
         pspec, popts = est._prior.spec, est._prior.options
-        if pspec.bootstrap != "em" or popts.get("tol") is not None or pspec.em_weights is not None:
+        is_mes = pspec.name == "mes"
+        if not is_mes and (pspec.bootstrap != "em" or popts.get("tol") is not None
+                           or pspec.em_weights is not None):
             return None
         grid = self._grid(est.options)
         pgrid = self._grid(popts) if "grid_tol" in pspec.options else None
@@ -487,10 +490,17 @@ class FittedEstimator:
             return None
         g, Kg = grid
         n = int(st.size_values[0])
-        init = popts.get("init")
-        n_iter = popts.get("max_iter", 100)
         Cb = np.asarray(Cb, dtype=float)
-        priors = _grid_em_priors(g, Kg, st, Cb, np.ones(st.ranks.size), init, n_iter)
+        init = None
+        if is_mes:
+            priors = _mes_replicate_atoms(grid, self.N, n, est.scheme, st, Cb, self.prior,
+                                          {"grid_tol": DEFAULT_GRID_TOL, **popts}, self)
+            if priors is None:
+                return None
+        else:
+            init = popts.get("init")
+            priors = _grid_em_priors(g, Kg, st, Cb, np.ones(st.ranks.size), init,
+                                     popts.get("max_iter", 100))
         Pt = np.zeros((Cb.shape[0], n))
         Pt[:, st.ranks - 1] = Cb
         Mb = Pt.sum(axis=1)
@@ -530,6 +540,66 @@ def _grid_em_priors(g, Kg, st, Cb, wt, init, n_iter):
     for a in range(0, Cb.shape[0], step):
         out[a:a + step] = em_fixed_iterations([(K, Cb[a:a + step] * wt)], p0, n_iter)
     return out
+
+
+_MES_BLOCK_ELEMS = 1 << 22       # B x G elements per batched-MES block
+
+
+def _mes_replicate_atoms(grid, N, n, scheme, st, Cb, w, opts, fitted=None):
+    """MES fits (bin masses, (B, G); or (B, N) without a grid) of bootstrap counts Cb, batched.
+
+    The batched dual Newton method (``_mes_batch``) warm-started from the
+    full-sample fit ``w``; replicates it does not certify are refitted one by
+    one with :func:`mes_fit`. None for the cvxpy solver or per-user N.
+    """
+    if opts.get("solver", "auto") not in ("auto", "fast") or (
+            st.n_items is not None and np.unique(st.n_items).size > 1) or st.size_values.size != 1:
+        return None
+    _, lam = _mes_lambda(opts.get("eta"), opts.get("form", "tors"), n)
+    if grid is not None:
+        g, Kg = grid
+        Kb, size, p0 = np.ascontiguousarray(Kg[:, st.ranks - 1]), g.size.astype(float), g.bin_sums(w)
+    else:
+        Kb, size, p0 = kernel_columns(N, n, st.ranks, scheme), np.ones(N), np.asarray(w, dtype=float)
+    q0 = p0 @ Kb
+    outer = None
+    if fitted is not None:          # outer products of the columns, kept across bootstrap chunks
+        if fitted._mes_outer is None:
+            fitted._mes_outer = grid_outer(Kb)
+        outer = fitted._mes_outer
+    P = Cb / Cb.sum(axis=1, keepdims=True)
+    out = np.empty((Cb.shape[0], Kb.shape[0]))
+    step = max(1, _MES_BLOCK_ELEMS // Kb.shape[0])
+    tol = opts.get("tol", 1e-13)
+    for a in range(0, Cb.shape[0], step):
+        pi, done = _mes_batch(Kb, P[a:a + step], lam, size, q0, st.counts / st.counts.sum(), tol=tol,
+                              max_iter=opts.get("max_iter", 200), outer=outer)
+        for i in np.flatnonzero(~done):
+            r_b = np.repeat(st.ranks, Cb[a + i].astype(np.int64))
+            refit = mes_fit(r_b, N, n, scheme=scheme, **{k: v for k, v in opts.items()}).pmf
+            pi[i] = grid[0].bin_sums(refit) if grid is not None else refit
+        out[a:a + step] = pi
+    return out
+
+
+def _mes_reps(fitted, Cb):
+    """MES replicates: batched warm-started dual Newton (``_mes_replicate_atoms``), or refits."""
+    est, st = fitted.estimator, fitted.counts
+    opts = dict(est.options)
+    opts.setdefault("grid_tol", DEFAULT_GRID_TOL)
+    n = int(st.size_values[0]) if st.size_values.size == 1 else None
+    grid = em_grid(fitted.N, n, est.scheme, opts["grid_tol"]) if n is not None else None
+    Cb = np.asarray(Cb, dtype=float)
+    atoms = _mes_replicate_atoms(grid, fitted.N, n, est.scheme, st, Cb, fitted.weights, opts, fitted)
+    if atoms is None:   # per-replicate refits
+        out = np.empty((Cb.shape[0], fitted.F.shape[1]))
+        for b in range(Cb.shape[0]):
+            r_b, s_b, N_b = st.expand_cells(Cb[b])
+            n_b = int(st.size_values[0]) if st.size_values.size == 1 else s_b
+            out[b] = est(r_b, fitted.N if N_b is None else N_b, n_b) @ fitted.F
+        return out
+    Fc = grid[0].bin_average(fitted.F) if grid is not None else fitted.F
+    return atoms @ Fc
 
 
 def _grid_em_replicates(grid, st, Cb, wt, init, n_iter, F):
@@ -674,8 +744,12 @@ def _fit_adaptive(r, N, n, *, scheme, **o):
     return adaptive_mle(r, sizes, N, scheme=scheme, **o)
 
 
-def _fit_mes(r, N, n, *, scheme, **o):
-    return mes(r, N, n, scheme=scheme, **o)
+def _fit_mes(r, N, n, *, scheme, grid_tol=DEFAULT_GRID_TOL, **o):
+    return mes(r, N, n, scheme=scheme, grid_tol=grid_tol, **o)
+
+
+def _fit_mes_state(r, N, n, *, scheme, **o):
+    return _fit_mes(r, N, n, scheme=scheme, **o), None
 
 
 def _fit_cls(r, N, n, *, scheme, grid_tol=DEFAULT_GRID_TOL, **o):
@@ -736,21 +810,21 @@ register(EstimatorSpec("wmle", _fit_wmle, _EM_OPTIONS + ("weight", "C") + _GRID,
                        summary="weighted maximum likelihood of P(R) by EM",
                        references="AAAI21 eqs 22-23"))
 register(EstimatorSpec("mes", _fit_mes, ("eta", "form", "solver", "tol", "max_iter", "cvxpy_solver",
-                                        "n_items_tol"),
-                       "refit", varying_items=True, summary="maximal entropy with squared distribution distance",
+                                        "n_items_tol") + _GRID,
+                       "batched", fit_state=_fit_mes_state, replicates=_mes_reps, varying_items=True, summary="maximal entropy with squared distribution distance",
                        references="AAAI21 eqs 24-27; TORS24 eqs 35-36"))
 register(EstimatorSpec("bv", _fit_bv, ("gamma", "prior"), "linear", sampled_metric=_bv_x,
                        summary="Krichene-Rendle bias-variance estimator (uniform prior)",
                        references="KR20; TORS24 eqs 8-10"))
 register(EstimatorSpec("bv_mle", _fit_bv_fitted, ("gamma",) + _GRID, "linear", prior="mle", sampled_metric=_bv_x,
                        summary="BV with the MLE as prior", references="TORS24 eqs 8-10, Sec 8.1.5"))
-register(EstimatorSpec("bv_mes", _fit_bv, ("gamma",), "linear", prior="mes", sampled_metric=_bv_x,
+register(EstimatorSpec("bv_mes", _fit_bv_fitted, ("gamma",) + _GRID, "linear", prior="mes", sampled_metric=_bv_x,
                        summary="BV with the MES as prior", references="TORS24 eqs 8-10, Sec 8.1.5"))
 register(EstimatorSpec("mn", _fit_mn, ("M", "prior"), "linear", sampled_metric=_mn_x,
                        summary="multinomial estimator (uniform prior)", references="TORS24 eq 42"))
 register(EstimatorSpec("mn_mle", _fit_mn_fitted, ("M",) + _GRID, "linear", prior="mle", sampled_metric=_mn_x,
                        summary="MN with the MLE as prior", references="TORS24 eq 42, Sec 8.1.5"))
-register(EstimatorSpec("mn_mes", _fit_mn, ("M",), "linear", prior="mes", sampled_metric=_mn_x,
+register(EstimatorSpec("mn_mes", _fit_mn_fitted, ("M",) + _GRID, "linear", prior="mes", sampled_metric=_mn_x,
                        summary="MN with the MES as prior", references="TORS24 eq 42, Sec 8.1.5"))
 register(EstimatorSpec("cls", _fit_cls, ("prior", "max_rank") + _GRID, "batched", horizon_option="max_rank",
                        fit_state=_fit_cls_state, replicates=_cls_reps,
