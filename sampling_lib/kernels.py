@@ -502,8 +502,8 @@ def rank_grid(N, n, *, scheme="binomial", tol=DEFAULT_GRID_TOL, exact_ranks=GRID
     >>> g = rank_grid(10**6, 100, tol=1e-2)
     >>> g.lo.size < 2000, bool(g.bound.max() <= 1e-2), int(g.size.sum())
     (True, True, 1000000)
-    >>> rank_grid(10**8, 100, tol=1e-2).lo.size - g.lo.size < 5      # bounded in N
-    True
+    >>> [rank_grid(N, 100, tol=1e-2).lo.size for N in (10**6, 10**8)]   # bounded in N
+    [1805, 1819]
     >>> rank_grid(300, 10, tol=0).exact
     True
     """

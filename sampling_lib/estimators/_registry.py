@@ -21,10 +21,26 @@ and how bootstrap replicates are computed (``bootstrap``):
   a fixed prior (BV, MN): a replicate is one matrix product with the sampled
   metric per cell (``sampled_metric``); with a fitted prior (``prior``) and
   ``refit_prior=True`` the prior is refitted on every replicate;
-* ``"refit"`` -- the fit is run again on every replicate (MES, CLS);
+  BV_MLE / MN_MLE (and BV_MES / MN_MES) refit the prior of all replicates at
+  once on the compressed grid (batched EM, or the batched MES solver), then
+  solve the B linear systems together;
+* ``"refit"`` -- the fit is run again on every replicate;
 * ``"batched"`` -- the estimator refits all replicates at once itself
   (``replicates(fitted, Cb)``, e.g. the log-spline prior by a batched Newton
-  iteration warm-started from the full-sample state returned by ``fit_state``).
+  iteration warm-started from the full-sample state returned by ``fit_state``;
+  MES by a batched dual Newton method warm-started at the full-sample
+  solution; CLS, which is linear in the sampled-rank distribution for a fixed
+  prior, by one matrix product).
+
+Compressed kernels (issue 18): ``mle``, ``wmle``, ``mes``, ``cls`` and the
+``*_mle`` / ``*_mes`` estimators take ``grid_tol`` (default
+:data:`sampling_lib.kernels.DEFAULT_GRID_TOL`): they run on the bins of
+:func:`sampling_lib.kernels.rank_grid`, whose kernel rows are within
+``grid_tol`` in total variation of every row they stand for, at a cost that
+does not grow with N (what the bound implies for each estimate is in
+:func:`sampling_lib.estimators.mle_fit` and :func:`~sampling_lib.estimators.mes_fit`).
+``grid_tol=0`` runs on the exact N x n kernel. Per-user N and varying sample
+sizes always use the exact kernels.
 
 An estimator may also declare ``alternatives(options) -> [dict, ...]``:
 settings of its tuning that the data cannot tell apart (the log-spline
