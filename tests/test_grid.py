@@ -163,6 +163,16 @@ def test_grid_off_is_the_exact_path_bit_for_bit():
     assert np.array_equal(get_estimator("wmle", grid_tol=None)(r, N, n), wmle(r, N, n))
 
 
+def test_adaptive_mle_one_size_is_mle_on_the_grid_and_sizes_vary_exactly():
+    from sampling_lib.estimators import adaptive_mle, mle
+    N, n = 5000, 30
+    r = _ranks(N, n, 400)
+    tol = kernels.DEFAULT_GRID_TOL
+    assert np.array_equal(adaptive_mle(r, np.full(r.size, n), N, grid_tol=tol), mle(r, N, n, grid_tol=tol))
+    sizes = np.where(np.arange(r.size) % 2 == 0, n, 2 * n)
+    assert np.array_equal(adaptive_mle(r, sizes, N, grid_tol=tol), adaptive_mle(r, sizes, N))
+
+
 def test_grid_em_keeps_init_shape_within_bins():
     """EM on K' multiplies every rank of a bin by one factor: the expansion keeps init's shape."""
     from sampling_lib.estimators import mle
@@ -183,6 +193,7 @@ def test_grid_em_keeps_init_shape_within_bins():
 # batched bootstraps equal per-replicate refits
 # ----------------------------------------------------------------------------
 @pytest.mark.parametrize("method, opts", [("mle", {}), ("wmle", {}), ("bv_mle", {}), ("mn_mle", {}),
+                                          ("adaptive_mle", {}),
                                           ("mes", {}), ("bv_mes", {}), ("mn_mes", {}),
                                           ("cls", {"max_rank": 50}), ("mn_mle", {"M": 300}),
                                           ("bv_mle", {"grid_tol": 0.05})])

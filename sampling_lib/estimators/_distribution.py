@@ -1027,6 +1027,7 @@ def adaptive_mle_fit(
     init=None,
     accelerate=None,
     n_items_tol=DEFAULT_N_ITEMS_TOL,
+    grid_tol=None,
 ):
     """MLE of the rank distribution from users with different sample sizes (EM).
 
@@ -1060,6 +1061,9 @@ def adaptive_mle_fit(
     scheme, tol, max_iter, init, accelerate, n_items_tol
         As :func:`mle_fit`. The default (100 EM iterations from uniform) is
         the protocol of :func:`mle_fit`; the authors' adaptive code runs 50.
+    grid_tol : float or None
+        As :func:`mle_fit`, used when all sample sizes are equal (one N);
+        varying sizes run on the exact kernels.
 
     Returns
     -------
@@ -1104,6 +1108,9 @@ def adaptive_mle_fit(
         _check_peruser(r, sizes, N, what="sample_sizes")
         blocks = _peruser_blocks(r, sizes, N, scheme, _check_n_items_tol(n_items_tol))
         return _em_core(blocks, Nmax, init, tol, max_iter, accelerate)
+    grid = em_grid(N, int(sizes[0]), scheme, grid_tol) if np.unique(sizes).size == 1 else None
+    if grid is not None:
+        return _em_on_grid(*grid, _rank_counts(r, int(sizes[0])), init, tol, max_iter, accelerate)
     blocks = []
     for nb in np.unique(sizes):
         sel = sizes == nb
@@ -1112,7 +1119,7 @@ def adaptive_mle_fit(
 
 
 def adaptive_mle(sampled_ranks, sample_sizes, N, *, scheme="binomial", tol=None, max_iter=100,
-                 init=None, accelerate=None, n_items_tol=DEFAULT_N_ITEMS_TOL):
+                 init=None, accelerate=None, n_items_tol=DEFAULT_N_ITEMS_TOL, grid_tol=None):
     """Adaptive-sampling MLE of the rank distribution (TORS24 Sec 6.2, Appendix H).
 
     Same parameters as :func:`adaptive_mle_fit`; returns the length-N
@@ -1130,7 +1137,7 @@ def adaptive_mle(sampled_ranks, sample_sizes, N, *, scheme="binomial", tol=None,
     """
     return adaptive_mle_fit(
         sampled_ranks, sample_sizes, N, scheme=scheme, tol=tol, max_iter=max_iter, init=init,
-        accelerate=accelerate, n_items_tol=n_items_tol,
+        accelerate=accelerate, n_items_tol=n_items_tol, grid_tol=grid_tol,
     ).pmf
 
 

@@ -359,7 +359,7 @@ class Estimator:
         if self.spec.prior is not None:
             prior = self.prior_of(r, Nn, nn)
         state = None
-        if self.spec.bootstrap == "batched":
+        if self.spec.bootstrap == "batched" and (isinstance(Nn, int) or self.spec.varying_items):
             w, state = self.spec.fit_state(r, Nn, nn, scheme=self.scheme, **self.options)
             w = np.asarray(w, dtype=float)
         else:
@@ -607,13 +607,8 @@ def _mes_reps(fitted, Cb):
     grid = em_grid(fitted.N, n, est.scheme, opts["grid_tol"]) if n is not None else None
     Cb = np.asarray(Cb, dtype=float)
     atoms = _mes_replicate_atoms(grid, fitted.N, n, est.scheme, st, Cb, fitted.weights, opts, fitted)
-    if atoms is None:   # per-replicate refits
-        out = np.empty((Cb.shape[0], fitted.F.shape[1]))
-        for b in range(Cb.shape[0]):
-            r_b, s_b, N_b = st.expand_cells(Cb[b])
-            n_b = int(st.size_values[0]) if st.size_values.size == 1 else s_b
-            out[b] = est(r_b, fitted.N if N_b is None else N_b, n_b) @ fitted.F
-        return out
+    if atoms is None:
+        return _refit_replicates(fitted, Cb)
     Fc = grid[0].bin_average(fitted.F) if grid is not None else fitted.F
     return atoms @ Fc
 
@@ -755,9 +750,9 @@ def _wmle_em_weights(n, *, weight="ndcg", C=10, **_):
     return wmle_weights(n, weight, C)
 
 
-def _fit_adaptive(r, N, n, *, scheme, **o):
+def _fit_adaptive(r, N, n, *, scheme, grid_tol=DEFAULT_GRID_TOL, **o):
     sizes = np.full(np.size(r), n) if np.ndim(n) == 0 else n
-    return adaptive_mle(r, sizes, N, scheme=scheme, **o)
+    return adaptive_mle(r, sizes, N, scheme=scheme, grid_tol=grid_tol, **o)
 
 
 def _fit_mes(r, N, n, *, scheme, grid_tol=DEFAULT_GRID_TOL, **o):
@@ -777,8 +772,21 @@ def _fit_cls_state(r, N, n, *, scheme, grid_tol=DEFAULT_GRID_TOL, prior=None, ma
     return fit.weights, fit
 
 
+def _refit_replicates(fitted, Cb):
+    """Every replicate refitted on its own (per-user N, cvxpy, ...)."""
+    est, st = fitted.estimator, fitted.counts
+    out = np.empty((Cb.shape[0], fitted.F.shape[1]))
+    for b in range(Cb.shape[0]):
+        r_b, s_b, N_b = st.expand_cells(Cb[b])
+        n_b = int(st.size_values[0]) if st.size_values.size == 1 else s_b
+        out[b] = est(r_b, fitted.N if N_b is None else N_b, n_b) @ fitted.F
+    return out
+
+
 def _cls_reps(fitted, Cb):
     """CLS replicates: linear in the sampled-rank distribution (:class:`CLSFit`)."""
+    if fitted.state is None:          # per-user N: fitted per group of N_u, refitted per replicate
+        return _refit_replicates(fitted, Cb)
     st = fitted.counts
     n = int(st.size_values[0])
     Pt = np.zeros((Cb.shape[0], n))
@@ -846,7 +854,7 @@ register(EstimatorSpec("cls", _fit_cls, ("prior", "max_rank") + _GRID, "batched"
                        fit_state=_fit_cls_state, replicates=_cls_reps,
                        summary="Krichene-Rendle constrained least squares, P(R) form",
                        references="KR20; TORS24 eq 7"))
-register(EstimatorSpec("adaptive_mle", _fit_adaptive, _EM_OPTIONS, "em", warm_start_option="init",
+register(EstimatorSpec("adaptive_mle", _fit_adaptive, _EM_OPTIONS + _GRID, "em", warm_start_option="init",
                        varying_sizes=True, varying_items=True,
                        summary="MLE by EM for users with different sample sizes",
                        references="TORS24 Sec 6.2, eq 43, Appendix H"))
