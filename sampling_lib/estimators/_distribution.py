@@ -1365,9 +1365,7 @@ def _mes_batch(Kb, P, lam, size, q0, p0, tol=1e-13, max_iter=50, outer=None):
     logsize = np.log(size)
     S = np.sqrt(P)
     SP = S * P
-    from ._linear import _sym_from_triu, grid_outer
-
-    outer = grid_outer(Kb) if outer is None else outer
+    from ._linear import batched_gram
     u0 = 2.0 * p0 * (q0 - p0)
     y = np.divide(u0[None, :], S, out=np.zeros_like(S), where=S > 0)
 
@@ -1409,7 +1407,7 @@ def _mes_batch(Kb, P, lam, size, q0, p0, tol=1e-13, max_iter=50, outer=None):
             break
         m = (pi @ Kb) * Sa
         grad = -0.5 * y - SP[act] + m
-        C = _sym_from_triu(pi @ outer, k)
+        C = batched_gram(pi, Kb, outer)
         qa = pi @ Kb
         C -= qa[:, :, None] * qa[:, None, :]
         H = C * (Sa[:, :, None] * Sa[:, None, :]) / lam

@@ -599,7 +599,20 @@ def linear_on_grid(kind, p_tilde, prior, grid, Kg, *, gamma=0.01, M=None):
     return grid.expand(p * (Kg @ y), within=prior)
 
 
-_GRAM_CHUNK = 1 << 24      # elements of the (batch, n(n+1)/2) temporaries
+_GRAM_CHUNK = 1 << 23      # elements of the (batch, n(n+1)/2) temporaries (the (batch, n, n) ones are 2x)
+_OUTER_MAX = 1 << 25       # largest (G, n(n+1)/2) outer-product table (256 MB); beyond, one Gram at a time
+
+
+def batched_gram(P, Kg, outer=None):
+    """sum_j P[b, j] k_j k_j^T for every row b of P (B, G): shape (B, n, n).
+
+    One matrix product with the table of the rows' outer products when it is
+    small enough (:func:`grid_outer`), else one (n, G) x (G, n) product per row.
+    """
+    n = Kg.shape[1]
+    if outer is None and Kg.shape[0] * n * (n + 1) // 2 > _OUTER_MAX:
+        return np.stack([(Kg.T * p) @ Kg for p in P])
+    return _sym_from_triu(P @ (grid_outer(Kg) if outer is None else outer), n)
 
 
 def grid_outer(Kg):
@@ -634,23 +647,20 @@ def linear_on_grid_batch(kind, P_tilde, priors, Kg, size, Fcell, *, gamma=0.01, 
     P_tilde = np.asarray(P_tilde, dtype=float)
     priors = np.asarray(priors, dtype=float)
     B, n = P_tilde.shape
-    outer = grid_outer(Kg) if outer is None else outer   # (G, n(n+1)/2)
     size = np.asarray(size, dtype=float)
     Mv = None if M is None else np.broadcast_to(np.asarray(M, dtype=float), (B,))
     out = np.empty((B, Fcell.shape[1]))
-    step = max(1, _GRAM_CHUNK // max(1, outer.shape[1]))
+    step = max(1, _GRAM_CHUNK // max(1, n * (n + 1) // 2))
     for a in range(0, B, step):
         b = min(B, a + step)
         p = priors[a:b]
         if kind == "bv":
-            tri = (1.0 - gamma) * (p @ outer)
-            diag = gamma * (p @ Kg)
+            G = (1.0 - gamma) * batched_gram(p, Kg, outer)
+            G[:, np.arange(n), np.arange(n)] += gamma * (p @ Kg)
         else:
             m = Mv[a:b, None]
-            tri = p @ outer - (size @ outer)[None, :] / m
-            diag = (size @ Kg)[None, :] / m
-        G = _sym_from_triu(tri, n)
-        G[:, np.arange(n), np.arange(n)] += diag
+            G = batched_gram(p - size[None, :] / m, Kg, outer)
+            G[:, np.arange(n), np.arange(n)] += (size @ Kg)[None, :] / m
         d = np.sqrt(np.abs(np.einsum("bii->bi", G)))
         d[d == 0] = 1.0
         Gs = G / d[:, :, None] / d[:, None, :]

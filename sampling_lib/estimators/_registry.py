@@ -79,7 +79,7 @@ from ..exceptions import EstimatorOptionError
 from ..kernels import DEFAULT_GRID_TOL, DEFAULT_N_ITEMS_TOL, kernel_columns, n_items_bins
 from ._distribution import (_mes_batch, _mes_lambda, adaptive_mle, em_fixed_iterations, em_grid,
                             em_operators, mes, mes_fit, mle, wmle, wmle_weights)
-from ._linear import (bv, bv_sampled_metric, cls, cls_fit, grid_outer, linear_on_grid, linear_on_grid_batch, mn,
+from ._linear import (_OUTER_MAX, bv, bv_sampled_metric, cls, cls_fit, grid_outer, linear_on_grid, linear_on_grid_batch, mn,
                       mn_sampled_metric, sampled_pmf)
 from ._logspline import (DEFAULT_PENALTY, SENSITIVITY_FACTOR, logspline_cells_replicates,
                          logspline_fit, logspline_replicates)
@@ -523,7 +523,7 @@ class FittedEstimator:
         Pt /= Mb[:, None]
         within = None if init is None else np.asarray(init, dtype=float)
         Fcell = g.bin_average(self.F, within=within)
-        if self._outer is None:
+        if self._outer is None and Kg.shape[0] * Kg.shape[1] * (Kg.shape[1] + 1) // 2 <= _OUTER_MAX:
             self._outer = grid_outer(Kg)
         if est.spec.sampled_metric is _bv_x:
             return linear_on_grid_batch("bv", Pt, priors, Kg, g.size, Fcell,
@@ -580,12 +580,13 @@ def _mes_replicate_atoms(grid, N, n, scheme, st, Cb, w, opts, fitted=None):
     q0 = p0 @ Kb
     outer = None
     if fitted is not None:          # outer products of the columns, kept across bootstrap chunks
-        if fitted._mes_outer is None:
+        if fitted._mes_outer is None and Kb.shape[0] * Kb.shape[1] * (Kb.shape[1] + 1) // 2 <= _OUTER_MAX:
             fitted._mes_outer = grid_outer(Kb)
         outer = fitted._mes_outer
     P = Cb / Cb.sum(axis=1, keepdims=True)
     out = np.empty((Cb.shape[0], Kb.shape[0]))
-    step = max(1, _MES_BLOCK_ELEMS // Kb.shape[0])
+    # bounded temporaries: (block, G) and the (block, k, k) Hessians
+    step = max(1, min(_MES_BLOCK_ELEMS // Kb.shape[0], (1 << 23) // Kb.shape[1] ** 2))
     tol = opts.get("tol", 1e-13)
     for a in range(0, Cb.shape[0], step):
         pi, done = _mes_batch(Kb, P[a:a + step], lam, size, q0, st.counts / st.counts.sum(), tol=tol,
