@@ -647,7 +647,8 @@ def accuracy_panel(populations, methods=PANEL_METHODS, *, sample_sizes=(20, 50, 
         Values of n (held-out item included); values >= N are skipped.
     user_counts : sequence of int or None
         Users per evaluation (subsampled without replacement); None = all users.
-        Values >= the population size are skipped.
+        Values >= the population size mean all users (each distinct count is
+        evaluated once), so a small data set is still evaluated.
     draws : int
         Independent evaluations per (population, n, M) cell.
     max_K : int
@@ -687,10 +688,8 @@ def accuracy_panel(populations, methods=PANEL_METHODS, *, sample_sizes=(20, 50, 
                 continue
             post = _posterior_matrix(pmf, N, n, scheme)
             w_res = (N - 1) / (n - 1)
-            for M in user_counts:
-                if M is not None and int(M) >= R.size:
-                    continue
-                Mv = R.size if M is None else int(M)
+            for M in _user_counts(user_counts, R.size):
+                Mv = R.size if M is None else M
                 cell_ss = np.random.SeedSequence([root.entropy, p_idx, n, Mv])
                 for d, ss in enumerate(cell_ss.spawn(draws)):
                     g = np.random.default_rng(ss)
@@ -714,7 +713,20 @@ def accuracy_panel(populations, methods=PANEL_METHODS, *, sample_sizes=(20, 50, 
                             "below_resolution": np.tile(Ks < w_res, 2)}))
         if progress:
             print(f"  {dataset}/{model}: {time.perf_counter() - t0:.1f} s", flush=True)
+    if not frames:
+        raise ValueError(f"sample_sizes must contain a value below a population's N (no evaluation otherwise); "
+                         f"got {list(sample_sizes)} and N = {sorted({int(N) for _, N in populations.values()})}")
     return pd.concat(frames, ignore_index=True)
+
+
+def _user_counts(user_counts, size):
+    """The users per evaluation of a population of ``size`` users: None (all) for counts >= size, each once."""
+    out = []
+    for M in user_counts:
+        M = None if M is None or int(M) >= size else int(M)
+        if M not in out:
+            out.append(M)
+    return out
 
 
 def panel_summary(panel, by=("estimator",), metric="recall"):
@@ -769,10 +781,8 @@ def interval_coverage(populations, methods=("logspline",), metrics=("recall@10",
             n = int(n)
             if n >= N:
                 continue
-            for M in user_counts:
-                if M is not None and int(M) >= R.size:
-                    continue
-                Mv = R.size if M is None else int(M)
+            for M in _user_counts(user_counts, R.size):
+                Mv = R.size if M is None else M
                 cell_ss = np.random.SeedSequence([root.entropy, p_idx, n, Mv, 1])
                 for d, ss in enumerate(cell_ss.spawn(draws)):
                     g = np.random.default_rng(ss)

@@ -97,3 +97,18 @@ def test_rank_populations_takes_rng_like_the_other_studies():
             studies.rank_populations(None, models, rng=bad)
     with pytest.raises(ValueError, match="rng"):
         studies.rank_populations(None, models, rng=-1)
+
+
+def test_user_counts_above_the_population_mean_all_users_once():
+    # issue 16: a data_path file with fewer users than a requested count (300) must still be evaluated;
+    # before the change every cell was skipped and the notebook stopped on an empty concat
+    N, R = 300, _pop(300, M=250)
+    pops = {("d", "a"): (R, N)}
+    p = studies.accuracy_panel(pops, ("mle",), sample_sizes=(20,), user_counts=(300, 100, None), draws=1, max_K=3)
+    assert sorted(set(p.M)) == [100, 250]
+    assert p[p.M == 250].groupby(["estimator", "metric", "K"]).size().eq(1).all()   # all users: once
+    cov = studies.interval_coverage(pops, ("logspline",), ("recall@10",), sample_sizes=(20,),
+                                    user_counts=(300,), draws=1, n_boot=20)
+    assert list(cov.M) == [250]
+    with pytest.raises(ValueError, match=r"sample_sizes .* got \[300, 400\] and N = \[300\]"):
+        studies.accuracy_panel(pops, ("mle",), sample_sizes=(300, 400), draws=1)
