@@ -149,6 +149,12 @@ def test_mle_consistency_and_rank_distribution_study_equal_direct_fits():
     row = res[(res.repeat == 0) & (res.estimator == "BV 0.1") & (res.metric == "ndcg")]
     assert row.estimate.item() == pytest.approx(bv(r0, 120, 15, 0.1) @ metric_values("ndcg@5", 120), rel=1e-12)
     assert row.truth.item() == pytest.approx(P @ metric_values("ndcg@5", 120))
+    # CLS is solved for R <= max(K_values) only: the same estimates as the full CLS (all N ranks)
+    from sampling_lib.estimators import cls
+    w_full = cls(r0, 120, 15)
+    for m in ("recall", "ndcg", "ap"):
+        row = res[(res.repeat == 0) & (res.estimator == "CLS") & (res.metric == m)]
+        assert row.estimate.item() == pytest.approx(w_full @ metric_values(f"{m}@5", 120), rel=1e-12, abs=1e-15)
 
 
 def test_mes_solver_check_agrees():

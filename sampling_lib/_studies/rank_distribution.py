@@ -137,6 +137,9 @@ def rank_distribution_study(ranks, truth, n, repeats, *, metrics=("recall", "ndc
     MES (TORS24 form, entropy weight ``eta``) and MLE* (SQUAREM to gap
     ``conv_tol``). Each estimate of ``metric@K`` is ``w @ F``; for MLE, WMLE and
     MES also the mean relative errors of P(R) and of its CDF over R <= K_curve.
+    CLS is solved for R <= max(K_values) only (``cls(max_rank=...)``): exact CLS
+    for every top-K metric of the results, at max(K_values) small problems
+    instead of N (the cost of a large ``data_path`` catalogue).
 
     Returns
     -------
@@ -183,8 +186,8 @@ def rank_distribution_study(ranks, truth, n, repeats, *, metrics=("recall", "ndc
                 if t.size > 1:
                     min_step = min(min_step, float(np.min(np.diff(t) / np.abs(t[1:]))))
             W = dict(zip(RANK_DISTRIBUTION_ESTIMATORS,
-                         (cls(r, N, n), bv(r, N, n, 0.1), bv(r, N, n, 0.01), f_mle.pmf, f_wmle.pmf,
-                          mes(r, N, n, eta), f_star.pmf)))
+                         (cls(r, N, n, max_rank=min(N, max(K_values))), bv(r, N, n, 0.1), bv(r, N, n, 0.01),
+                          f_mle.pmf, f_wmle.pmf, mes(r, N, n, eta), f_star.pmf)))
             for e, w in W.items():
                 mean_pmf[(mod, e)] = mean_pmf.get((mod, e), 0) + w / repeats
                 rows += [(mod, rep, e, m, K, w @ Fm, P @ Fm) for (m, K), Fm in F.items()]
