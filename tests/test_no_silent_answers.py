@@ -87,6 +87,23 @@ def test_huge_N_is_refused_up_front_with_its_size():
     assert time.perf_counter() - t0 < 5                      # nothing was allocated
 
 
+
+def test_mle_at_ten_million_items_refuses_or_stays_under_the_limit():
+    # the probe: estimate(method="mle") at N = 10^7 peaked at 2.7 GB. Either answer is acceptable
+    # (a clear refusal naming the size, or a result); what is not is a peak above the per-array limit.
+    import tracemalloc
+
+    r = np.random.default_rng(0).integers(1, 101, 300)
+    tracemalloc.start()
+    try:
+        estimate(r, 10**7, 100, ["recall@10"], method="mle", n_boot=0)
+    except MemoryLimitError as exc:
+        assert "N=10000000" in str(exc) and "GiB" in str(exc), str(exc)
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert peak < 2 * 2**30, f"peak {peak / 2**30:.2f} GiB"
+
 def test_dense_kernel_over_the_limit_is_refused():
     with pytest.raises(MemoryLimitError, match=r"N x n sampling kernel .* 7.45 GiB"):
         kernel(10**7, 100)
