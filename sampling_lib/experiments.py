@@ -22,6 +22,7 @@ TORS24 Sec 7 (repeated estimation experiments, relative errors).
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -31,6 +32,7 @@ import pandas as pd
 
 from ._validation import check_int
 from .data import dataset_statistics, leave_one_out, load_ratings, synthetic_ratings
+from .exceptions import MemoryLimitError
 from .recommenders import global_ranks, make_recommender, n_candidates, sampled_ranks_from_scores
 
 __all__ = [
@@ -164,7 +166,11 @@ def global_ranks_from_data(data_path=None, models: Sequence[str] = DEFAULT_MODEL
         ``rank_seconds`` per model, ``model_params``, ``fitted`` (models, if kept),
         ``train_last``, ``ties``, ``rng``, ``n_candidates`` (per-user N_u of the
         convention, :func:`sampling_lib.recommenders.n_candidates`: the item
-        counts to pass as ``N`` with ranks among non-history items).
+        counts to pass as ``N`` with ranks among non-history items), ``skipped``
+        (``{model: reason}``: a model whose dense item x item matrix would exceed
+        the per-array memory limit is skipped with a ``RuntimeWarning`` instead of
+        exhausting memory; item-KNN and EASE above about 16,000 items by default,
+        see ``SAMPLING_LIB_MAX_ARRAY_BYTES``). The ranks hold the models fitted.
 
     References
     ----------
@@ -204,10 +210,16 @@ def global_ranks_from_data(data_path=None, models: Sequence[str] = DEFAULT_MODEL
     fit_seconds, rank_seconds, ranks = {}, {}, {}
     fitted = {}
     mp = dict(model_params or {})
+    skipped = {}
     for m in models:
         t0 = time.perf_counter()
-        model = fit_models(split.train, (m,), model_params={m: mp[m]} if m in mp else None,
-                           rng=seq)[m]
+        try:
+            model = fit_models(split.train, (m,), model_params={m: mp[m]} if m in mp else None,
+                               rng=seq)[m]
+        except MemoryLimitError as exc:   # a dense item x item model on a large catalogue: skip it, say so
+            skipped[m] = str(exc)
+            warnings.warn(f"model {m!r} skipped: {exc}", RuntimeWarning, stacklevel=2)
+            continue
         fit_seconds[m] = time.perf_counter() - t0
         t0 = time.perf_counter()
         ranks[m] = global_ranks(model, split.train, split.test_items, train_last=train_last,
@@ -232,7 +244,11 @@ def global_ranks_from_data(data_path=None, models: Sequence[str] = DEFAULT_MODEL
         "ties": ties,
         "rng": rng if isinstance(rng, (int, np.integer)) else repr(rng),
         "n_candidates": n_candidates(split.train, train_last=train_last),
+        "skipped": skipped,
     }
+    if not ranks:
+        raise MemoryLimitError(f"every model was skipped on {name} (N={split.n_items} items): "
+                               + "; ".join(skipped.values()))
     return ranks, int(split.n_items), info
 
 

@@ -66,7 +66,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from ._validation import check_float, check_int
+from ._validation import check_array_size, check_float, check_int
 from .exceptions import ConvergenceWarning
 from .ranking import TIE_RULES, apply_ties
 
@@ -214,6 +214,9 @@ class ItemKNN(Recommender):
         t0 = time.perf_counter()
         X = _check_train(train)
         self.n_users_, self.n_items_ = X.shape
+        # refuse up front rather than let the OOM killer decide (the dense similarity is N x N)
+        check_array_size((self.n_items_, self.n_items_), f"item-KNN's dense item x item similarity "
+                                                         f"(N={self.n_items_} items)")
         # co-occurrence counts, normalised in place; C order because scipy's sparse @ dense
         # would copy an F-ordered operand on every scoring call
         S = _dense_gram(X)
@@ -281,6 +284,9 @@ class EASE(Recommender):
         X = _check_train(train)
         self.n_users_, self.n_items_ = X.shape
         N = self.n_items_
+        # refuse up front rather than let the OOM killer decide (EASE holds up to three N x N matrices)
+        check_array_size((N, N), f"EASE's dense item x item matrix (N={N} items, about 3 at once)",
+                         itemsize=np.dtype(self.dtype).itemsize)
         G = _dense_gram(X, self.dtype)
         G[np.diag_indices(N)] += lam
         cf = sla.cho_factor(G, lower=False, overwrite_a=True, check_finite=False)

@@ -123,3 +123,21 @@ def test_loading_and_ranking_at_thousands_of_users_and_15k_items(tmp_path):
         model = recommenders.make_recommender(name, **params).fit(split.train)
         R = recommenders.global_ranks(model, split.train, split.test_items, rng=0)
         assert R.shape == (M,) and R.min() >= 1 and np.all(R <= n_cand)
+
+
+def test_dense_item_models_over_the_memory_limit_refuse_and_are_skipped(monkeypatch):
+    # lastfm-2k full (17,632 items): the default model list's EASE reached a 12 GB kernel before this
+    # change; item-KNN and EASE now refuse up front, and global_ranks_from_data skips them with a warning
+    from sampling_lib.exceptions import MemoryLimitError
+    from sampling_lib.experiments import global_ranks_from_data
+
+    monkeypatch.setenv("SAMPLING_LIB_MAX_ARRAY_BYTES", str(100 * 100 * 8))
+    split = data.leave_one_out(data.synthetic_ratings(200, 150, rng=0))
+    for name in ("ease", "itemknn"):
+        with pytest.raises(MemoryLimitError, match=r"N=150 items"):
+            recommenders.make_recommender(name).fit(split.train)
+    with pytest.warns(RuntimeWarning, match="skipped"):
+        ranks, N, info = global_ranks_from_data(None, synthetic={"n_users": 200, "n_items": 150})
+    assert list(ranks) == ["popularity", "als"] and sorted(info["skipped"]) == ["ease", "itemknn"]
+    with pytest.raises(MemoryLimitError, match="every model was skipped"):
+        global_ranks_from_data(None, models=("ease",), synthetic={"n_users": 200, "n_items": 150})
