@@ -844,7 +844,8 @@ def proportion_coverage_table(M, successes, m_values, repeats, confidence_level=
         rows.append(dict(m=m, mc_coverage=mc["coverage"], exact_coverage=ex["coverage"], mc_se=mc["coverage_se"],
                          mean_halfwidth=mc["mean_halfwidth"], mc_margin_prob=mc["margin_met"],
                          exact_margin_prob=ex["margin_prob"]))
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["m", "mc_coverage", "exact_coverage", "mc_se", "mean_halfwidth",
+                                       "mc_margin_prob", "exact_margin_prob"])   # the columns even for no m
 
 
 def user_sampling_tails(global_ranks, N, m, metric, repeats, ts, *, rng=None):

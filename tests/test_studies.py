@@ -240,6 +240,8 @@ def test_user_sampling_studies_equal_direct_calls():
     assert (d.exact_coverage[1], d.exact_margin_prob[1]) == (ex["coverage"], ex["margin_prob"])
     mc = studies.simulate_proportion_coverage(5000, 1200, 200, 500, 0.9, margin=0.04, rng=np.random.default_rng(1))
     assert d.mc_coverage[0] == mc["coverage"]
+    # no sample size (a data set whose Recall is 0 or 1 plans m = 0): an empty table with its columns
+    assert studies.proportion_coverage_table(50, 50, [], 10, 0.9, margin=0.04).columns.tolist() == d.columns.tolist()
     R = draw_global_ranks(synthetic_models(300)["beta_a0.35"], 2000, rng=0)
     t = studies.user_sampling_tails(R, 300, 200, "ap@10", 400, [0.01, 0.05], rng=2)
     est = us.user_sampled_metric(R, 200, "ap", [10], repeats=400, rng=2)[:, 0]
