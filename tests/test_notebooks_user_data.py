@@ -139,5 +139,5 @@ def test_dense_item_models_over_the_memory_limit_refuse_and_are_skipped(monkeypa
     with pytest.warns(RuntimeWarning, match="skipped"):
         ranks, N, info = global_ranks_from_data(None, synthetic={"n_users": 200, "n_items": 150})
     assert list(ranks) == ["popularity", "als"] and sorted(info["skipped"]) == ["ease", "itemknn"]
-    with pytest.raises(MemoryLimitError, match="every model was skipped"):
+    with pytest.raises(MemoryLimitError, match="every model was skipped"), pytest.warns(RuntimeWarning):
         global_ranks_from_data(None, models=("ease",), synthetic={"n_users": 200, "n_items": 150})
