@@ -93,7 +93,7 @@ import sys
 import tempfile
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -1240,8 +1240,39 @@ def _log_run(log, r):
         f"{n_obs} observations)")
 
 
-def _execute_all(jobs_args, jobs, log):
-    """Run the notebooks (in a pool when jobs > 1); on interruption stop every child first, then re-raise."""
+def _previous_seconds(ipynb):
+    """Execution time (s) of an executed notebook from its papermill metadata; None if unknown."""
+    try:
+        with open(ipynb, encoding="utf-8") as fh:
+            d = json.load(fh)["metadata"]["papermill"]["duration"]
+        return float(d) if d is not None else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _longest_first(jobs_args, previous_dir):
+    """Order notebook jobs longest first by the time each took in ``previous_dir``.
+
+    With ``--jobs`` > 1 the pool starts jobs in list order; starting the longest
+    notebooks first (LPT scheduling) keeps one long notebook from starting last
+    and finishing alone. Times come from the papermill metadata of the executed
+    notebooks of the previous run; notebooks without one (new, or never run)
+    go first, in name order, since they may be long.
+
+    Examples
+    --------
+    >>> _longest_first([("a.ipynb", "x/a.ipynb", {}, None)], "/nonexistent")[0][0]
+    'a.ipynb'
+    """
+    def key(args):
+        t = _previous_seconds(Path(previous_dir) / Path(args[0]).name)
+        return (t is not None, -(t or 0.0))
+    return sorted(jobs_args, key=key)   # stable: name order among equals
+
+
+def _execute_all(jobs_args, jobs, log, previous_dir=None):
+    """Run the notebooks (in a pool when jobs > 1, longest first by ``previous_dir``'s times; runs
+    are returned in ``jobs_args`` order); on interruption stop every child first, then re-raise."""
     runs = []
     before = _children_pids()
     ex = None
@@ -1250,10 +1281,15 @@ def _execute_all(jobs_args, jobs, log):
             import multiprocessing as mp
 
             ex = ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"), initializer=_worker_init)
-            for r in ex.map(_execute_job, jobs_args):
+            order = _longest_first(jobs_args, previous_dir) if previous_dir is not None else list(jobs_args)
+            futures = {ex.submit(_execute_job, a): a[0] for a in order}
+            done = {}
+            for fut in as_completed(futures):
+                r = fut.result()
                 _log_run(log, r)
-                runs.append(r)
+                done[futures[fut]] = r
             ex.shutdown(wait=True)
+            runs = [done[a[0]] for a in jobs_args]
         else:
             for a in jobs_args:
                 log(f"running {Path(a[0]).name} ...")
@@ -1320,7 +1356,7 @@ def run_notebooks(out_dir=None, *, smoke=False, only=None, jobs=1, notebooks_dir
             jobs_args = [
                 (str(p), str(tmp / p.name), smoke_parameters(p) if smoke else {}, timeout) for p in nbs
             ]
-            runs = _execute_all(jobs_args, int(jobs), log)
+            runs = _execute_all(jobs_args, int(jobs), log, previous_dir=out_dir)
             for r in runs:
                 r.mode = mode
             failed = [r for r in runs if not r.ok]

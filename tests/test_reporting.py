@@ -246,3 +246,18 @@ def test_ledger_records_the_tolerance_scale():
 ])
 def test_values_are_shown_to_meaningful_digits(value, scale, shown):
     assert reporting._fmt_value(value, scale) == shown
+
+
+def test_runner_starts_the_longest_notebooks_first(tmp_path):
+    # LPT scheduling for --jobs > 1: the previous run's papermill durations, unknown ones first
+    import json
+
+    prev = tmp_path / "reports"
+    prev.mkdir()
+    for name, secs in [("01_a.ipynb", 5.0), ("02_b.ipynb", 50.0), ("04_d.ipynb", None)]:
+        (prev / name).write_text(json.dumps({"metadata": {"papermill": {"duration": secs}}}))
+    (prev / "05_e.ipynb").write_text("not json")
+    jobs = [(f"nbs/{n}", f"tmp/{n}", {}, None) for n in ["01_a.ipynb", "02_b.ipynb", "03_c.ipynb", "04_d.ipynb",
+                                                          "05_e.ipynb"]]
+    order = [a[0] for a in reporting._longest_first(jobs, prev)]
+    assert order == ["nbs/03_c.ipynb", "nbs/04_d.ipynb", "nbs/05_e.ipynb", "nbs/02_b.ipynb", "nbs/01_a.ipynb"]
