@@ -27,6 +27,10 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from conftest import REPO
 from sampling_lib import reporting
 
+# session fixtures build a report / a wheel once per worker (module scope rebuilt them when xdist interleaved
+# other modules): keep the module in one xdist worker so they are built once
+pytestmark = pytest.mark.xdist_group("index")
+
 
 def _write(path, cells, smoke):
     nb = new_notebook(cells=cells)
@@ -35,7 +39,7 @@ def _write(path, cells, smoke):
     nbformat.write(nb, str(path))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def report(tmp_path_factory):
     root = tmp_path_factory.mktemp("index")
     nbdir = root / "notebooks"
@@ -230,7 +234,7 @@ class _CDP:
         return r["result"].get("value")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser(tmp_path_factory):
     exe = _browser()
     pytest.importorskip("websocket", reason="websocket-client is needed to drive the browser")

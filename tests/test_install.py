@@ -16,8 +16,12 @@ import pytest
 
 from conftest import REPO
 
+# session fixtures build a report / a wheel once per worker (module scope rebuilt them when xdist interleaved
+# other modules): keep the module in one xdist worker so they are built once
+pytestmark = pytest.mark.xdist_group("install")
 
-@pytest.fixture(scope="module")
+
+@pytest.fixture(scope="session")
 def wheel(tmp_path_factory):
     pytest.importorskip("setuptools")
     src = tmp_path_factory.mktemp("src")

@@ -19,6 +19,10 @@ from nbformat.v4 import new_code_cell, new_notebook
 from sampling_lib import reporting
 from sampling_lib.reporting import ClaimLedger, ClaimsFailed, ReportsLocked, run_notebooks
 
+# session fixtures build a report / a wheel once per worker (module scope rebuilt them when xdist interleaved
+# other modules): keep the module in one xdist worker so they are built once
+pytestmark = pytest.mark.xdist_group("reporting")
+
 
 def _nb(path, passes, observation_holds=False):
     cells = [
@@ -79,7 +83,7 @@ def test_runner_replaces_reports_only_on_success(tmp_path):
 # --------------------------------------------------------------------------- one run, several checks
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def safety_run(tmp_path_factory):
     """A successful run over an existing reports/ beside a user's reports.old, watched while it swaps."""
     root = tmp_path_factory.mktemp("safety")
