@@ -27,9 +27,6 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from conftest import REPO
 from sampling_lib import reporting
 
-# session fixtures build a report / a wheel once per worker (module scope rebuilt them when xdist interleaved
-# other modules): keep the module in one xdist worker so they are built once
-pytestmark = pytest.mark.xdist_group("index")
 
 
 def _write(path, cells, smoke):

@@ -16,9 +16,6 @@ import pytest
 
 from conftest import REPO
 
-# session fixtures build a report / a wheel once per worker (module scope rebuilt them when xdist interleaved
-# other modules): keep the module in one xdist worker so they are built once
-pytestmark = pytest.mark.xdist_group("install")
 
 
 @pytest.fixture(scope="session")

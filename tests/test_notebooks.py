@@ -13,8 +13,8 @@ from sampling_lib.reporting import execute_notebook, list_notebooks, smoke_param
 NOTEBOOKS = list_notebooks(REPO / "notebooks")
 IDS = [p.stem for p in NOTEBOOKS]
 SAME_SEED = next(p for p in NOTEBOOKS if p.name.startswith("01_"))   # a Monte Carlo notebook
-# smoke runs of this test process, by notebook: the same-seed test reuses SAME_SEED's run as its first run
-# (both tests in one xdist group, so they run in the same worker, smoke run first)
+# smoke runs of this test process, by notebook: the same-seed test reuses SAME_SEED's run as its first run when
+# both ran in the same xdist worker, and runs the notebook twice otherwise
 _SMOKE_RUNS = {}
 
 
@@ -41,8 +41,7 @@ def test_notebook_conventions(path):
 
 
 @pytest.mark.notebooks
-@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xdist_group("same_seed")) if p == SAME_SEED else p
-                                  for p in NOTEBOOKS], ids=IDS)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_notebook_runs_with_smoke_parameters(path, tmp_path):
     run = execute_notebook(path, tmp_path / path.name, smoke_parameters(path), html=False)
     _SMOKE_RUNS[path] = run
@@ -52,7 +51,6 @@ def test_notebook_runs_with_smoke_parameters(path, tmp_path):
 
 
 @pytest.mark.notebooks
-@pytest.mark.xdist_group("same_seed")
 def test_same_seed_gives_the_same_claims(tmp_path):
     # "the same seed gives the same report": two runs of a Monte Carlo notebook record identical claims
     path, params = SAME_SEED, smoke_parameters(SAME_SEED)

@@ -19,9 +19,6 @@ from nbformat.v4 import new_code_cell, new_notebook
 from sampling_lib import reporting
 from sampling_lib.reporting import ClaimLedger, ClaimsFailed, ReportsLocked, run_notebooks
 
-# session fixtures build a report / a wheel once per worker (module scope rebuilt them when xdist interleaved
-# other modules): keep the module in one xdist worker so they are built once
-pytestmark = pytest.mark.xdist_group("reporting")
 
 
 def _nb(path, passes, observation_holds=False):
