@@ -28,7 +28,6 @@ from conftest import REPO
 from sampling_lib import reporting
 
 
-
 def _write(path, cells, smoke):
     nb = new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}

@@ -17,7 +17,6 @@ import pytest
 from conftest import REPO
 
 
-
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory):
     pytest.importorskip("setuptools")
@@ -46,7 +45,6 @@ def test_wheel_has_every_module_and_subpackage(wheel):
     missing = [s for s in source if s not in names]
     assert not missing, f"not in the wheel: {missing}"
     assert "sampling_lib/estimators/__init__.py" in names
-
 
 
 def test_wheel_has_the_paper_tables(wheel):

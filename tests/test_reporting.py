@@ -20,7 +20,6 @@ from sampling_lib import reporting
 from sampling_lib.reporting import ClaimLedger, ClaimsFailed, ReportsLocked, run_notebooks
 
 
-
 def _nb(path, passes, observation_holds=False):
     cells = [
         new_code_cell("x = 1", metadata={"tags": ["parameters"]}),
