@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -59,6 +60,7 @@ from ._validation import (check_confidence_level, check_float, check_int, check_
                           check_probability, check_ranks, check_scheme)
 from .kernels import log_kernel_rows
 from .correct import compare, estimate
+from .exceptions import MemoryLimitError
 from .metrics import metric_matrix, metric_values, parse_metrics
 from .rankdist import draw_global_ranks
 from .sampling import sample_ranks
@@ -508,7 +510,10 @@ def rank_populations(data=None, models=None, *, min_item_users=1, rng=0, max_den
         ``SeedSequence``).
     max_dense_items : int, default 6000
         EASE inverts an items x items matrix: settings of EASE are skipped (and
-        listed in ``info["skipped"]``) when the catalogue is larger.
+        listed in ``info["skipped"]``) when the catalogue is larger. A model
+        whose dense item x item matrix is over the per-array memory limit
+        (:func:`sampling_lib._validation.max_array_bytes`) is skipped the same
+        way, with a ``RuntimeWarning``.
     progress : bool
         Print one line per fitted model.
 
@@ -555,7 +560,12 @@ def rank_populations(data=None, models=None, *, min_item_users=1, rng=0, max_den
         if str(name).lower() == "als":
             params.setdefault("rng", np.random.default_rng(np.random.SeedSequence([seed, 1])))
         t0 = time.perf_counter()
-        model = make_recommender(name, **params).fit(split.train)
+        try:
+            model = make_recommender(name, **params).fit(split.train)
+        except MemoryLimitError as exc:   # a dense item x item model on a large catalogue: skip, say so
+            skipped.append(label)
+            warnings.warn(f"model {label!r} skipped: {exc}", RuntimeWarning, stacklevel=2)
+            continue
         ranks[label] = global_ranks(model, split.train, split.test_items, train_last=True,
                                     ties="pessimistic",
                                     rng=np.random.default_rng(np.random.SeedSequence([seed, 2])))

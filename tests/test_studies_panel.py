@@ -112,3 +112,12 @@ def test_user_counts_above_the_population_mean_all_users_once():
     assert list(cov.M) == [250]
     with pytest.raises(ValueError, match=r"sample_sizes .* got \[300, 400\] and N = \[300\]"):
         studies.accuracy_panel(pops, ("mle",), sample_sizes=(300, 400), draws=1)
+
+
+def test_rank_populations_skips_a_model_over_the_memory_limit(monkeypatch):
+    # the limit below item-KNN's N x N similarity (N = 1000 items: 8 MB) but above the rest
+    monkeypatch.setenv("SAMPLING_LIB_MAX_ARRAY_BYTES", str(4 * 1024**2))
+    models = {"pop": ("popularity", {}), "knn": ("itemknn", {})}
+    with pytest.warns(RuntimeWarning, match="'knn' skipped.*per array"):
+        ranks, N, info = studies.rank_populations(None, models, rng=0)
+    assert list(ranks) == ["pop"] and info["skipped"] == ["knn"]
