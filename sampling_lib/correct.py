@@ -70,6 +70,9 @@ __all__ = [
 ]
 
 _BOOT_CHUNK = 64                 # replicates drawn / processed per block (fixed: determinism)
+#: The metric matrix on ranks 1..min(N, max K) only (True), or on every rank 1..N (False:
+#: the reference path of the tests and benchmarks/bench_scale.py; memory grows with N).
+_METRIC_HEAD = True
 
 
 # ----------------------------------------------------------------------------
@@ -372,17 +375,43 @@ def _check_method(method, stat):
     return spec.name
 
 
-def _fit(method, stat, N, parsed, scheme, options, refit_prior):
+def _metric_head(parsed, N):
+    """(F, H): the metric matrix on ranks 1..H, H = min(N, max K), and H.
+
+    Every metric of :data:`sampling_lib.metrics.METRICS` is a top-K metric,
+    F(R) = 0 for R > K (metrics module docstring), so ranks beyond the
+    largest cutoff contribute nothing to ``w @ F`` and the estimate needs only
+    ``w[:H] @ F[:H]``: nothing of length N is formed here (issue 18). With
+    ``_METRIC_HEAD = False`` the matrix covers every rank 1..N (reference path).
+    """
+    H = N if not _METRIC_HEAD else min(N, max(K for _, _, K in parsed))
+    return metric_matrix(parsed, H), H
+
+
+def _metric_range(F, N):
+    """(low, high) of every metric over ranks 1..N from its values ``F`` on ranks 1..H.
+
+    Ranks H+1..N (if any) have value 0 (top-K metrics, :func:`_metric_head`).
+    """
+    lo, hi = F.min(axis=0), F.max(axis=0)
+    if F.shape[0] < N:
+        lo, hi = np.minimum(lo, 0.0), np.maximum(hi, 0.0)
+    return lo, hi
+
+
+def _fit(method, stat, N, parsed, scheme, options, refit_prior, F):
     """The registry's estimator fitted on the sufficient statistic (bootstrap-ready).
 
-    ``stat`` carries the per-cell item counts; ``N`` is their maximum.
+    ``stat`` carries the per-cell item counts; ``N`` is their maximum; ``F``
+    the metric matrix on ranks 1..H (:func:`_metric_head`, of this or a larger
+    N: rows beyond N are dropped).
     """
     opts = dict(options or {})
     spec = estimator_spec(method)
     if spec.horizon_option is not None and spec.horizon_option in spec.options:
         opts.setdefault(spec.horizon_option, min(N, max(K for _, _, K in parsed)))
     est = get_estimator(method, scheme=scheme, **opts)
-    return est.fit_counts(stat, N, metric_matrix(parsed, N), refit_prior=refit_prior)
+    return est.fit_counts(stat, N, F[:N], refit_prior=refit_prior)
 
 
 def _is_counts_table(x):
@@ -687,12 +716,13 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
     parsed = parse_metrics(metrics)
     rng = np.random.default_rng(rng)
 
-    F = metric_matrix(parsed, N)
+    F, _ = _metric_head(parsed, N)       # ranks 1..min(N, max K): memory independent of N
+    F_range = _metric_range(F, N)
     Fn = _naive_matrix(parsed, stat)
     M = stat.M
     naive = (stat.counts @ Fn) / M
-    fit = _fit(method, stat, N, parsed, scheme, options, refit_prior)
-    est, clipped = _clip_to_range(fit.weights @ F, F)
+    fit = _fit(method, stat, N, parsed, scheme, options, refit_prior, F)
+    est, clipped = _clip_to_range(fit.estimate, F_range)
     lo = hi = np.full(len(parsed), np.nan)
     nlo = nhi = se = np.full(len(parsed), np.nan)
     if n_boot > 0:
@@ -706,14 +736,14 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
 
         outs = _boot_loop(n_boot, rng, draw, work, progress, f"bootstrap {method}")
         nb = np.concatenate([o[0] for o in outs])
-        eb = _clip_to_range(np.concatenate([o[1] for o in outs]), F)[0]
+        eb = _clip_to_range(np.concatenate([o[1] for o in outs]), F_range)[0]
         lo, hi = _percentile(eb, ci)
         nlo, nhi = _percentile(nb, ci)
         se = eb.std(axis=0, ddof=1) if n_boot > 1 else np.full(len(parsed), np.nan)
         for k in range(len(fit.alternatives)):
             # the alternative tunings, on the same bootstrap draws: the interval is the
             # union of their percentile intervals (see Notes, "What the interval covers")
-            a_lo, a_hi = _percentile(_clip_to_range(np.concatenate([o[2][k] for o in outs]), F)[0], ci)
+            a_lo, a_hi = _percentile(_clip_to_range(np.concatenate([o[2][k] for o in outs]), F_range)[0], ci)
             lo, hi = np.minimum(lo, a_lo), np.maximum(hi, a_hi)
     band_lo = band_hi = np.full(len(parsed), np.nan)
     if fit.band is not None:
@@ -750,9 +780,12 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
     })
 
 
-def _clip_to_range(values, F):
-    """Clip estimates (last axis = metrics) into [min F, max F]; flag values out beyond rounding."""
-    lo_F, hi_F = F.min(axis=0), F.max(axis=0)
+def _clip_to_range(values, F_range):
+    """Clip estimates (last axis = metrics) into [min F, max F]; flag values out beyond rounding.
+
+    ``F_range`` is (min F, max F) per metric over ranks 1..N (:func:`_metric_range`).
+    """
+    lo_F, hi_F = F_range
     tol = 1e-12 * np.maximum(hi_F - lo_F, 1e-300)
     out = (values < lo_F - tol) | (values > hi_F + tol)
     flag = out if out.ndim == 1 else out.any(axis=0)
@@ -958,7 +991,8 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
             cell_of_user[m] = _cell_index(st, rr, ss, _check_items(Nm, rr.size, ss))
     names = list(stats_)
     Nmax = max(int(st.n_items.max()) for st in stats_.values())
-    F = metric_matrix(parsed, Nmax)
+    F, _ = _metric_head(parsed, Nmax)    # ranks 1..min(Nmax, max K): memory independent of N
+    F_range = _metric_range(F, Nmax)
     fits = {}
     meth = None
     for m in names:
@@ -969,10 +1003,10 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
                              "(pass method='adaptive_mle' when sample sizes vary)")
         meth = mm
         # weights on 1..N_m (replicates use the metric on 1..N_m, a prefix of F)
-        fits[m] = _fit(meth, st, int(st.n_items.max()), parsed, scheme, options, refit_prior)
-    point = {m: fits[m].weights @ F[: fits[m].weights.size] for m in names}
+        fits[m] = _fit(meth, st, int(st.n_items.max()), parsed, scheme, options, refit_prior, F)
+    point = {m: fits[m].estimate for m in names}
     for m in names:
-        flag = _clip_to_range(point[m], F)[1]
+        flag = _clip_to_range(point[m], F_range)[1]
         if flag.any():
             j = int(np.flatnonzero(flag)[0])
             warnings.warn(f"model {m!r}: the {meth} estimate of {parsed[j][0]} is {point[m][j]:.4g}, "

@@ -53,6 +53,7 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from scipy.interpolate import BSpline
@@ -62,6 +63,7 @@ from ..kernels import kernel_entries, log_kernel_rows, rank_grid
 
 __all__ = [
     "LogsplineResult",
+    "GridWeights",
     "logspline_fit",
     "logspline",
     "DEFAULT_PENALTY",
@@ -180,6 +182,64 @@ def _hessian(beta, c, K, grid, P):
     return (V * np.maximum(w, floor)) @ V.T
 
 
+class GridWeights:
+    """A length-N weight vector held on the compressed rank grid, expanded on demand.
+
+    The fit works on grid cells (module docstring); the length-N vector is
+    the cell masses spread log-linearly over each cell's ranks
+    (:func:`_expand`). ``head(H)`` gives its first H entries (ranks 1..H)
+    in O(H + G) memory and time, which is all a top-K metric with K <= H
+    needs (F(R) = 0 for R > K): :func:`sampling_lib.correct.estimate` never
+    forms the length-N vector, so its memory does not grow with N.
+    ``full()`` (or ``np.asarray``) gives the length-N vector; ``head(H)``
+    equals ``full()[:H]`` exactly.
+
+    Attributes
+    ----------
+    cells : ndarray, shape (G,)
+        Mass of every grid cell.
+    N : int
+        Length of the expanded vector.
+    """
+
+    __slots__ = ("cells", "_beta", "_grid")
+
+    def __init__(self, cells, beta, grid):
+        self.cells = np.asarray(cells, dtype=float)
+        self._beta = beta
+        self._grid = grid
+
+    @property
+    def N(self):
+        return self._grid.N
+
+    @property
+    def shape(self):
+        return (self._grid.N,)
+
+    @property
+    def size(self):
+        return self._grid.N
+
+    def head(self, H):
+        """The weights of ranks 1..H (H <= N), equal to ``full()[:H]``."""
+        H = check_int(H, "H", low=1)
+        if H > self._grid.N:
+            raise ValueError(f"H must lie in 1..N={self._grid.N}; got H={H}")
+        return _expand(self.cells, self._beta, self._grid, upto=H)
+
+    def full(self):
+        """The length-N weight vector."""
+        return _expand(self.cells, self._beta, self._grid)
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.full()
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def __repr__(self):
+        return f"GridWeights(N={self._grid.N}, cells={self.cells.size})"
+
+
 @dataclass(frozen=True)
 class LogsplineResult:
     """Fit of the log-spline prior (see :func:`logspline_fit`).
@@ -187,9 +247,11 @@ class LogsplineResult:
     Attributes
     ----------
     weights : ndarray, shape (N,)
-        Posterior-mean weights: the estimate of a metric F is ``weights @ F``.
+        Posterior-mean weights: the estimate of a metric F is ``weights @ F``
+        (expanded from ``weights_grid`` on first access).
     prior : ndarray, shape (N,)
-        The fitted prior g(R), R = 1..N (a probability vector).
+        The fitted prior g(R), R = 1..N (a probability vector; expanded from
+        ``prior_grid`` on first access).
     beta : ndarray
         Spline coefficients.
     loglik : float
@@ -202,10 +264,11 @@ class LogsplineResult:
         The tuning used.
     grid_size : int
         Number of cells of the compressed rank grid.
+    weights_grid, prior_grid : GridWeights
+        ``weights`` and ``prior`` on the grid cells; ``weights_grid.head(H)``
+        is ``weights[:H]`` without forming the length-N vector.
     """
 
-    weights: np.ndarray
-    prior: np.ndarray
     beta: np.ndarray
     loglik: float
     n_iter: int
@@ -213,6 +276,16 @@ class LogsplineResult:
     penalty: float
     knot_spacing: float
     grid_size: int
+    weights_grid: GridWeights
+    prior_grid: GridWeights
+
+    @cached_property
+    def weights(self):
+        return self.weights_grid.full()
+
+    @cached_property
+    def prior(self):
+        return self.prior_grid.full()
 
 
 def _newton(c, K, grid, P, beta0, max_iter=200, tol=1e-8, info=None):
@@ -256,24 +329,35 @@ def _posterior_cells(c, K, g, q):
     return g * (ratio @ K.T)
 
 
-def _expand(cell_w, beta, grid):
-    """Spread cell weights (G,) over ranks 1..N log-linearly with the local slope of s."""
+def _expand(cell_w, beta, grid, upto=None):
+    """Spread cell weights (G,) over ranks 1..N log-linearly with the local slope of s.
+
+    With ``upto = H`` only ranks 1..H are returned (length H; equal to the
+    first H entries of the full expansion): only the cells starting at or
+    before H are expanded, so memory and time are O(H + G), not O(N).
+    """
     N = grid.N
+    H = N if upto is None else min(int(upto), N)
     width = grid.hi - grid.lo + 1
     if np.all(width == 1):
-        out = np.zeros(N)
-        out[grid.lo - 1] = cell_w
+        out = np.zeros(H)
+        sel = grid.lo <= H
+        out[grid.lo[sel] - 1] = cell_w[sel]
         return out
     spl = BSpline(grid.spline_t, beta, _DEGREE, extrapolate=True)
     xm = np.log(0.5 * (grid.lo + grid.hi))
     slope = spl.derivative()(np.clip(xm, 0.0, np.log(N)))
-    cell = np.repeat(np.arange(grid.lo.size), width)
-    R = np.arange(1, N + 1, dtype=float)
+    nc = int(np.searchsorted(grid.lo, H, side="right"))   # cells with lo <= H (lo ascending)
+    width = width[:nc]
+    cell = np.repeat(np.arange(nc), width)
+    R = np.arange(1, int(grid.hi[nc - 1]) + 1, dtype=float)
     logv = slope[cell] * (np.log(R) - xm[cell])
-    logv -= np.maximum.reduceat(logv, np.r_[0, np.cumsum(width)[:-1]])[cell]
+    starts = np.r_[0, np.cumsum(width)[:-1]]
+    logv -= np.maximum.reduceat(logv, starts)[cell]
     v = np.exp(logv)
-    s = np.add.reduceat(v, np.r_[0, np.cumsum(width)[:-1]])
-    return cell_w[cell] * v / s[cell]
+    s = np.add.reduceat(v, starts)
+    out = cell_w[cell] * v / s[cell]
+    return out if out.size == H else out[:H]
 
 
 def _setup(sampled_ranks, N, n, scheme, penalty, knot_spacing, exact_ranks):
@@ -371,12 +455,12 @@ def _fit_from(c, K, grid, P, penalty, knot_spacing, info=None, beta0=None):
     beta0 = np.zeros(grid.B.shape[1]) if beta0 is None else beta0
     beta, f, g, q, it, conv = _newton(c, K, grid, P, beta0, info=info)
     cell_w = _posterior_cells(c, K, g, q)
-    w = _expand(cell_w, beta, grid)
-    prior = _expand(g, beta, grid)
     ll = float(np.sum(c[c > 0] * np.log(q[c > 0])))
-    return LogsplineResult(weights=w, prior=prior, beta=beta, loglik=ll, n_iter=int(it),
-                           converged=bool(conv), penalty=penalty, knot_spacing=knot_spacing,
-                           grid_size=int(grid.lo.size))
+    # weights and prior stay on the grid (expanded to length N only when asked for)
+    return LogsplineResult(beta=beta, loglik=ll, n_iter=int(it), converged=bool(conv),
+                           penalty=penalty, knot_spacing=knot_spacing, grid_size=int(grid.lo.size),
+                           weights_grid=GridWeights(cell_w, beta, grid),
+                           prior_grid=GridWeights(g, beta, grid))
 
 
 def logspline(sampled_ranks, N, n, *, scheme="binomial", penalty=DEFAULT_PENALTY,
@@ -504,11 +588,22 @@ def _backtrack(act, step, beta, f, g, q, c, K, grid, P, *, halvings, armijo=0.0)
 
 
 def _cell_metric(F, grid):
-    """Average of F over each grid cell, (G, m) -- exact on the head cells."""
+    """Average of F over each grid cell, (G, m) -- exact on the head cells.
+
+    ``F`` may hold only ranks 1..H (H <= N rows) of a metric that is 0 beyond
+    H (a top-K metric, K <= H): cells starting after H get 0 and the cell
+    straddling H sums its ranks up to H, so no length-N array is formed (the
+    result equals that of F padded with zeros to N).
+    """
     F = np.asarray(F, dtype=float)
     width = grid.hi - grid.lo + 1
-    idx = np.r_[0, np.cumsum(width)[:-1]]
-    return np.add.reduceat(F, idx, axis=0) / width[:, None]
+    H = F.shape[0]
+    if H > grid.N:
+        raise ValueError(f"F must have at most N={grid.N} rows; got {H}")
+    nc = int(np.searchsorted(grid.lo, H, side="right"))   # cells with lo <= H
+    out = np.zeros((grid.lo.size,) + F.shape[1:])
+    out[:nc] = np.add.reduceat(F, grid.lo[:nc] - 1, axis=0) / width[:nc].reshape((-1,) + (1,) * (F.ndim - 1))
+    return out
 
 
 def logspline_replicates(counts_b, N, n, beta, F, *, scheme="binomial", penalty=DEFAULT_PENALTY,

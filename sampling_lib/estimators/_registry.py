@@ -50,6 +50,14 @@ the range of their point estimates (the prior-sensitivity band) and returns
 the union of their bootstrap intervals, so that the ambiguity is shown, not
 hidden.
 
+The weights that ``fit_state`` returns may be length-N
+arrays or lazy vectors with a method ``head(H)`` returning their first H
+entries (e.g. :class:`~sampling_lib.estimators.GridWeights` of an estimator
+that works on a compressed rank grid). :meth:`Estimator.fit_counts` needs
+only ranks 1..H of the weights, H = the rows of the metric matrix (top-K
+metrics are 0 beyond K, so H = min(N, max K) suffices): an estimator with lazy
+weights then costs no memory of order N (issue 18).
+
 ``n`` may be a per-user array of sample sizes (``varying_sizes=True``
 estimators get it as is, others need one common size), and ``N`` a per-user
 array of candidate counts N_u (``varying_items=True`` estimators get it as is:
@@ -97,6 +105,7 @@ __all__ = [
     "estimator_spec",
     "build_estimators",
     "fit_estimators",
+    "weights_head",
 ]
 
 #: How the bootstrap replicates of an estimator are computed (see the module docstring).
@@ -141,7 +150,8 @@ class EstimatorSpec:
         cutoff K of the requested metrics when not given (CLS ``max_rank``).
     fit_state : callable, optional
         ``"batched"`` only: ``fit_state(sampled_ranks, N, n, *, scheme, **options)
-        -> (w, state)``; ``state`` warm-starts the replicates.
+        -> (w, state)``; ``state`` warm-starts the replicates; ``w`` a length-N
+        array or a lazy vector with ``head(H)`` (module docstring).
     replicates : callable, optional
         ``"batched"`` only: ``replicates(fitted, Cb) -> (B, m)`` estimates for
         bootstrap cell counts ``Cb`` (a :class:`FittedEstimator` is passed).
@@ -343,16 +353,25 @@ class Estimator:
     def fit_counts(self, counts, N, F, *, refit_prior=True, alternatives=True):
         """Fit on a :class:`sampling_lib.correct.RankCounts` and prepare the bootstrap.
 
-        ``F`` is the (N, m) matrix of metric values (N = max N_u when the
-        counts carry per-cell item counts ``counts.n_items``; ``N`` may then be
-        None); the returned :class:`FittedEstimator` holds the weights and
-        computes replicates.
+        ``F`` is the (H, m) matrix of metric values on ranks 1..H, H <= N
+        (N = max N_u when the counts carry per-cell item counts
+        ``counts.n_items``; ``N`` may then be None); the metrics are taken to
+        be 0 on ranks H+1..N (top-K metrics with K <= H: H = min(N, max K) is
+        enough, and H = N is the full matrix). Only the first H weights enter
+        the estimates, so an estimator whose weights are lazy (``head(H)``,
+        module docstring) never forms a length-N vector here. The returned
+        :class:`FittedEstimator` holds the weights and computes replicates.
         """
         ranks, sizes, items = counts.expand_cells()
         if items is None:
             items = check_int(N, "N", low=2)
         Nn = self._items(ranks, items)
         Nmax = Nn if isinstance(Nn, int) else int(Nn.max())
+        F = np.asarray(F, dtype=float)
+        if F.ndim != 2 or not 1 <= F.shape[0] <= Nmax:
+            raise ValueError(f"F must be the (H, m) metric matrix on ranks 1..H with 1 <= H <= "
+                             f"N={Nmax}; got shape {F.shape}")
+        H = F.shape[0]
         n = int(counts.size_values[0]) if counts.size_values.size == 1 else sizes
         r, nn = self._sizes(ranks, n)
         prior = None
@@ -361,7 +380,8 @@ class Estimator:
         state = None
         if self.spec.bootstrap == "batched" and (isinstance(Nn, int) or self.spec.varying_items):
             w, state = self.spec.fit_state(r, Nn, nn, scheme=self.scheme, **self.options)
-            w = np.asarray(w, dtype=float)
+            if not hasattr(w, "head"):
+                w = np.asarray(w, dtype=float)
         else:
             w = self(r, Nn, nn, prior=prior)
         band, alts = None, []
@@ -378,7 +398,8 @@ class Estimator:
             pr = self.options.get("prior") if prior is None else prior
             Mv = self.options.get("M", counts.M)
             if isinstance(Nn, int):
-                X = np.stack([self.spec.sampled_metric(F[:, j], Nn, nn, pr, M=Mv, scheme=self.scheme, **opts)
+                X = np.stack([self.spec.sampled_metric(_padded(F[:, j], Nn), Nn, nn, pr, M=Mv,
+                                                       scheme=self.scheme, **opts)
                               for j in range(F.shape[1])], axis=1)[counts.ranks - 1]
             else:       # groups of N_u (see _groups): each cell's sampled metric of its group
                 X = np.empty((counts.ranks.size, F.shape[1]))
@@ -387,11 +408,33 @@ class Estimator:
                                             counts.sizes):
                     Mb = self.options.get("M") or int(counts.counts[sel].sum())
                     pb = self._group_prior(pr, Nb)
-                    xb = np.stack([self.spec.sampled_metric(F[:Nb, j], Nb, nn, pb, M=Mb,
+                    xb = np.stack([self.spec.sampled_metric(_padded(F[:Nb, j], Nb), Nb, nn, pb, M=Mb,
                                                             scheme=self.scheme, **opts)
                                    for j in range(F.shape[1])], axis=1)
                     X[sel] = xb[counts.ranks[sel] - 1]
         return FittedEstimator(self, counts, Nmax, F, w, prior, X, bool(refit_prior), state, band, alts)
+
+
+def weights_head(w, H):
+    """The first H entries of a weight vector: ``w[:H]`` of an array, ``w.head(H)`` of a lazy one.
+
+    Examples
+    --------
+    >>> weights_head(np.array([0.5, 0.3, 0.2]), 2).tolist()
+    [0.5, 0.3]
+    """
+    if hasattr(w, "head"):
+        return np.asarray(w.head(H), dtype=float)
+    return np.asarray(w, dtype=float)[:H]
+
+
+def _padded(f, N):
+    """f (values on ranks 1..H) followed by zeros up to length N."""
+    if f.size == N:
+        return f
+    out = np.zeros(N)
+    out[:f.size] = f
+    return out
 
 
 @dataclass
@@ -401,8 +444,10 @@ class FittedEstimator:
     estimator: Estimator
     counts: object
     N: int
+    #: metric values on ranks 1..H (H <= N; 0 beyond H)
     F: np.ndarray
-    weights: np.ndarray
+    #: weights on ranks 1..N: an array, or a lazy vector with ``head(H)``
+    weights: object
     prior: np.ndarray | None
     X: np.ndarray | None
     refit_prior: bool
@@ -418,8 +463,8 @@ class FittedEstimator:
 
     @property
     def estimate(self):
-        """Point estimates ``weights @ F`` (length m)."""
-        return self.weights @ self.F
+        """Point estimates ``weights[:H] @ F`` (length m; H = rows of F)."""
+        return weights_head(self.weights, self.F.shape[0]) @ self.F
 
     def replicates(self, Cb):
         """Estimates (B, m) for bootstrap count vectors ``Cb`` (B, number of cells)."""
@@ -453,7 +498,7 @@ class FittedEstimator:
             for a in range(0, Cb.shape[0], step):
                 Wb = Cb[a:a + step] * wt
                 blocks = [(op, Wb[:, idx]) for op, idx in ops]
-                out[a:a + step] = em_fixed_iterations(blocks, pi0, n_iter) @ F
+                out[a:a + step] = em_fixed_iterations(blocks, pi0, n_iter)[:, :F.shape[0]] @ F
             return out
         if spec.bootstrap == "linear" and spec.prior is not None:
             out = self._batched_prior_replicates(Cb)
@@ -469,7 +514,7 @@ class FittedEstimator:
         for b in range(Cb.shape[0]):
             r_b, s_b, N_b = st.expand_cells(Cb[b])
             n_b = int(st.size_values[0]) if st.size_values.size == 1 else s_b
-            out[b] = refit(r_b, N if N_b is None else N_b, n_b) @ F
+            out[b] = refit(r_b, N if N_b is None else N_b, n_b)[:F.shape[0]] @ F
         return out
 
     def _grid(self, opts):
@@ -867,7 +912,7 @@ def _fit_logspline(r, N, n, *, scheme, **o):
 
 def _fit_logspline_state(r, N, n, *, scheme, **o):
     fit = logspline_fit(r, N, n, scheme=scheme, **o)
-    return fit.weights, fit.beta
+    return fit.weights_grid, fit.beta      # lazy: fit_counts expands only ranks 1..H
 
 
 def _logspline_reps(fitted, Cb):
