@@ -15,7 +15,7 @@ import pytest
 
 from sampling_lib import correct
 from sampling_lib.correct import compare, estimate
-from sampling_lib.estimators import DEFAULT_METHOD, METHODS, PERUSER_METHODS, get_estimator
+from sampling_lib.estimators import DEFAULT_METHOD, METHODS, get_estimator
 from sampling_lib.estimators import _logspline as L
 from sampling_lib.metrics import METRICS as METRIC_FUNCS
 from sampling_lib.metrics import metric_matrix, parse_metrics
@@ -82,7 +82,7 @@ def test_estimate_head_equals_full(method, full_path):
         np.testing.assert_allclose(a["estimate"], ref, rtol=1e-10, atol=1e-14)
 
 
-@pytest.mark.parametrize("method", PERUSER_METHODS)
+@pytest.mark.parametrize("method", METHODS)
 def test_estimate_per_user_N_head_equals_full(method, full_path):
     rng = np.random.default_rng(3)
     Nu = rng.choice([240, 270, 300], M)
@@ -162,3 +162,37 @@ def test_default_memory_does_not_grow_with_N():
         tracemalloc.stop()
     assert t["estimate"].between(0, 1).all() and t["ci_low"].notna().all()
     assert peak < 100e6, peak          # one length-N float vector is 8e9 bytes
+
+
+@pytest.mark.parametrize("per_user", [False, True])
+def test_logspline_cells_fit_equals_per_user_fit(per_user):
+    """The default fits on the cells of the counts (no per-user arrays): same weights as the
+    fit on the per-user ranks they count."""
+    r = _ranks(4)
+    Nu = np.random.default_rng(0).choice([250, 300], M) if per_user else np.full(M, N)
+    st = correct.rank_counts(r, n, n_items=Nu)
+    w, beta = L._counts_fit_state(st.n_items, st.sizes, st.ranks, st.counts)
+    ref = L.logspline_fit(r, Nu if per_user else N, n)
+    np.testing.assert_allclose(w.full(), ref.weights, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(beta, ref.beta, rtol=1e-12)
+    w, _ = L._counts_fit_state(st.n_items, st.sizes, st.ranks, st.counts, penalty=7.0)
+    ref = L.logspline_fit(r, Nu if per_user else N, n, penalty=7.0)
+    np.testing.assert_allclose(w.full(), ref.weights, rtol=1e-12, atol=1e-300)
+
+
+def test_default_memory_does_not_grow_with_users():
+    """10^10 users given as counts: no per-user array is formed (one int64 per user is 80 GB)."""
+    rng, NN, nn = np.random.default_rng(0), 10**6, 100
+    R = np.minimum(NN, np.ceil(NN * rng.beta(0.4, 3.0, 10**5)))
+    q = np.bincount(rng.binomial(nn - 1, (R - 1) / (NN - 1)), minlength=nn) / 10**5
+    counts = rng.multinomial(10**10, q)
+    st = correct.RankCounts(sizes=np.full(nn, nn), ranks=np.arange(1, nn + 1), counts=counts,
+                            n_items=np.full(nn, NN))
+    tracemalloc.start()
+    try:
+        t = estimate(st, metrics=["recall@10"], n_boot=4, rng=0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert t["users"][0] == 10**10 and t["estimate"].between(0, 1).all()
+    assert peak < 100e6, peak

@@ -368,6 +368,11 @@ def _setup(sampled_ranks, N, n, scheme, penalty, knot_spacing, exact_ranks):
     knot_spacing = check_float(knot_spacing, "knot_spacing", low=0.0, low_open=True)
     r = check_ranks(sampled_ranks, n, name="sampled_ranks", upper_name="n")
     c = np.bincount(r - 1, minlength=n).astype(float)
+    return _setup_counts(c, N, n, scheme, penalty, knot_spacing, exact_ranks)
+
+
+def _setup_counts(c, N, n, scheme, penalty, knot_spacing, exact_ranks):
+    """:func:`_setup` from the counts c (length n) of the sampled ranks."""
     grid = _rank_grid(N, n, knot_spacing, exact_ranks, scheme)
     K = _kernel_on_grid(grid, N, n, scheme)
     P = _penalty_matrix(grid.B.shape[1], penalty)
@@ -717,6 +722,37 @@ def _cells_setup(n_items, sizes, ranks, counts, scheme, penalty, knot_spacing, e
     K = _cells_kernel(grid, Nc, nc, rc, scheme)
     P = _penalty_matrix(grid.B.shape[1], penalty)
     return c, grid, K, P, penalty, knot_spacing
+
+
+def _counts_fit(n_items, sizes, ranks, counts, *, scheme="binomial", penalty=DEFAULT_PENALTY,
+                knot_spacing=DEFAULT_KNOT_SPACING, exact_ranks=_HEAD):
+    """:func:`logspline_fit` of the users counted in cells (N_u, n_u, r): the same result as
+    the fit on the per-user arrays the cells count, without forming them (memory O(cells),
+    not O(users); issue 18). One N and one n take the one-(N, n) path, else
+    :func:`logspline_cells_fit` (as :func:`logspline_fit` does)."""
+    Nc = np.asarray(n_items, dtype=np.int64)
+    nc = np.asarray(sizes, dtype=np.int64)
+    if np.unique(Nc).size == 1 and np.unique(nc).size == 1:
+        N, n = check_N_n(int(Nc[0]), int(nc[0]))
+        exact_ranks = check_int(exact_ranks, "exact_ranks", low=1)
+        scheme = check_scheme(scheme)
+        penalty = check_float(penalty, "penalty", low=0.0)
+        knot_spacing = check_float(knot_spacing, "knot_spacing", low=0.0, low_open=True)
+        rc = check_ranks(ranks, n, name="ranks", upper_name="n")
+        c = np.bincount(rc - 1, weights=np.asarray(counts, dtype=float), minlength=n)
+        N, n, c, grid, K, P, penalty, knot_spacing = _setup_counts(c, N, n, scheme, penalty,
+                                                                   knot_spacing, exact_ranks)
+        return _fit_from(c, K, grid, P, penalty, knot_spacing)
+    return logspline_cells_fit(Nc, nc, ranks, counts, scheme=scheme, penalty=penalty,
+                               knot_spacing=knot_spacing, exact_ranks=exact_ranks)
+
+
+def _counts_fit_state(n_items, sizes, ranks, counts, *, scheme="binomial", penalty=DEFAULT_PENALTY,
+                      knot_spacing=DEFAULT_KNOT_SPACING, exact_ranks=_HEAD):
+    """(weights as lazy :class:`GridWeights`, state) on cells (the registry's ``fit_cells``)."""
+    fit = _counts_fit(n_items, sizes, ranks, counts, scheme=scheme, penalty=penalty,
+                      knot_spacing=knot_spacing, exact_ranks=exact_ranks)
+    return fit.weights_grid, fit.beta
 
 
 def logspline_cells_fit(n_items, sizes, ranks, counts, *, scheme="binomial",

@@ -89,8 +89,8 @@ from ._distribution import (_mes_batch, _mes_lambda, adaptive_mle, em_fixed_iter
                             em_operators, mes, mes_fit, mle, wmle, wmle_weights)
 from ._linear import (_OUTER_MAX, bv, bv_sampled_metric, cls, cls_fit, grid_outer, linear_on_grid, linear_on_grid_batch, mn,
                       mn_sampled_metric, sampled_pmf)
-from ._logspline import (DEFAULT_PENALTY, SENSITIVITY_FACTOR, logspline_cells_replicates,
-                         logspline_fit, logspline_replicates)
+from ._logspline import (DEFAULT_PENALTY, SENSITIVITY_FACTOR, _counts_fit_state,
+                         logspline_cells_replicates, logspline_fit, logspline_replicates)
 
 __all__ = [
     "METHODS",
@@ -158,6 +158,12 @@ class EstimatorSpec:
     alternatives : callable, optional
         ``alternatives(options) -> list of dict``: option sets of the same
         estimator under alternative tuning (see the module docstring).
+    fit_cells : callable, optional
+        ``"batched"`` only: ``fit_cells(n_items, sizes, ranks, counts, *, scheme,
+        **options) -> (w, state)``, the result of ``fit_state`` from the cells
+        (N_u, n_u, r) and their user counts, without the per-user arrays
+        (memory O(cells), not O(users): a counts table of 10^8 users); used by
+        :meth:`Estimator.fit_counts` when given.
     summary : str
         One line for help texts.
     references : str
@@ -181,6 +187,7 @@ class EstimatorSpec:
     fit_state: Callable | None = None
     replicates: Callable | None = None
     alternatives: Callable | None = None
+    fit_cells: Callable | None = None
 
     def __post_init__(self):
         if self.bootstrap not in BOOTSTRAP_KINDS:
@@ -362,28 +369,35 @@ class Estimator:
         module docstring) never forms a length-N vector here. The returned
         :class:`FittedEstimator` holds the weights and computes replicates.
         """
-        ranks, sizes, items = counts.expand_cells()
-        if items is None:
-            items = check_int(N, "N", low=2)
-        Nn = self._items(ranks, items)
-        Nmax = Nn if isinstance(Nn, int) else int(Nn.max())
         F = np.asarray(F, dtype=float)
-        if F.ndim != 2 or not 1 <= F.shape[0] <= Nmax:
-            raise ValueError(f"F must be the (H, m) metric matrix on ranks 1..H with 1 <= H <= "
-                             f"N={Nmax}; got shape {F.shape}")
-        H = F.shape[0]
-        n = int(counts.size_values[0]) if counts.size_values.size == 1 else sizes
-        r, nn = self._sizes(ranks, n)
-        prior = None
-        if self.spec.prior is not None:
-            prior = self.prior_of(r, Nn, nn)
-        state = None
-        if self.spec.bootstrap == "batched" and (isinstance(Nn, int) or self.spec.varying_items):
-            w, state = self.spec.fit_state(r, Nn, nn, scheme=self.scheme, **self.options)
-            if not hasattr(w, "head"):
-                w = np.asarray(w, dtype=float)
+        prior = state = None
+        if self.spec.fit_cells is not None:
+            # on the cells directly: nothing of length M (users) or N (items) is formed
+            if counts.n_items is None:
+                cell_items = np.full(counts.ranks.size, check_int(N, "N", low=2), dtype=np.int64)
+            else:
+                cell_items = counts.n_items
+            Nmax = int(cell_items.max())
+            _check_F(F, Nmax)
+            w, state = self.spec.fit_cells(cell_items, counts.sizes, counts.ranks, counts.counts,
+                                           scheme=self.scheme, **self.options)
         else:
-            w = self(r, Nn, nn, prior=prior)
+            ranks, sizes, items = counts.expand_cells()
+            if items is None:
+                items = check_int(N, "N", low=2)
+            Nn = self._items(ranks, items)
+            Nmax = Nn if isinstance(Nn, int) else int(Nn.max())
+            _check_F(F, Nmax)
+            n = int(counts.size_values[0]) if counts.size_values.size == 1 else sizes
+            r, nn = self._sizes(ranks, n)
+            if self.spec.prior is not None:
+                prior = self.prior_of(r, Nn, nn)
+            if self.spec.bootstrap == "batched" and (isinstance(Nn, int) or self.spec.varying_items):
+                w, state = self.spec.fit_state(r, Nn, nn, scheme=self.scheme, **self.options)
+                if not hasattr(w, "head"):
+                    w = np.asarray(w, dtype=float)
+            else:
+                w = self(r, Nn, nn, prior=prior)
         band, alts = None, []
         if alternatives and self.spec.alternatives is not None:
             for o in self.spec.alternatives(self.options):
@@ -413,6 +427,12 @@ class Estimator:
                                    for j in range(F.shape[1])], axis=1)
                     X[sel] = xb[counts.ranks[sel] - 1]
         return FittedEstimator(self, counts, Nmax, F, w, prior, X, bool(refit_prior), state, band, alts)
+
+
+def _check_F(F, N):
+    if F.ndim != 2 or not 1 <= F.shape[0] <= N:
+        raise ValueError(f"F must be the (H, m) metric matrix on ranks 1..H with 1 <= H <= "
+                         f"N={N}; got shape {F.shape}")
 
 
 def weights_head(w, H):
@@ -937,7 +957,8 @@ def _logspline_alternatives(options):
 
 register(EstimatorSpec("logspline", _fit_logspline, ("penalty", "knot_spacing", "exact_ranks"),
                        "batched", fit_state=_fit_logspline_state, replicates=_logspline_reps,
-                       alternatives=_logspline_alternatives, varying_items=True, varying_sizes=True,
+                       alternatives=_logspline_alternatives, fit_cells=_counts_fit_state,
+                       varying_items=True, varying_sizes=True,
                        summary="empirical Bayes: smooth log-spline prior on log R, posterior mean "
                                f"(default; interval over penalties x/÷ {SENSITIVITY_FACTOR:g})",
                        references="Efron (2016) g-modeling; AAAI21 eq 18; notebook 10"))
