@@ -14,7 +14,7 @@ Part 2 (``--parquet``) -- a partitioned Parquet ranks file of 10^8 rows (columns
 ``--n-items-values k`` for k distinct per-user N_u in [N - 1000 (k - 1), N]; n = 100) is generated in 100 chunks of 10^6 rows with pyarrow in a temporary
 directory, read through the library's counts path (:func:`sampling_lib.io.counts_table`,
 dask, partition by partition -> :func:`sampling_lib.correct.counts_from_frame` ->
-``estimate`` per model, per-user N, 1,000 replicates), timed, its peak RSS measured
+``estimate`` per model, 1,000 replicates), timed, its peak RSS measured
 in a subprocess, and deleted. Not committed, not run in CI.
 
 Data: global ranks R = ceil(N x Beta(0.3, 3)) (a long-tailed rank distribution),
@@ -193,7 +193,7 @@ def parquet(quick, k):
               f"peak RSS {g['peak_mb']:.0f} MB ==")
         p = _run_child(["parquet", d, n_boot])
         print(f"counts_table (dask): {p['read_seconds']:.1f} s -> {p['cells']} cells, {p['users']} users; "
-              f"estimate per model (per-user N, {n_boot} replicates): {p['estimate_seconds']:.1f} s; "
+              f"estimate per model ({k} distinct N_u, {n_boot} replicates): {p['estimate_seconds']:.1f} s; "
               f"peak RSS {p['peak_mb']:.0f} MB (a 10^8-row int64 column alone is 800 MB)")
         for m, t in p["tables"].items():
             print(f"  model {m}: {t}")
