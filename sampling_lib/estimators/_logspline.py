@@ -200,6 +200,20 @@ class GridWeights:
         Mass of every grid cell.
     N : int
         Length of the expanded vector.
+
+    References
+    ----------
+    Efron (2016), Biometrika 103(1) (g-modeling on a grid); AAAI21 eq 14
+    (a metric is sum_R P(R) F(R)).
+
+    Examples
+    --------
+    >>> fit = logspline_fit(np.r_[np.ones(30, int), np.arange(1, 71)], 10**6, 100)
+    >>> w = fit.weights_grid
+    >>> w.shape, w.head(10).shape
+    ((1000000,), (10,))
+    >>> bool(np.array_equal(w.head(300), w.full()[:300]))
+    True
     """
 
     __slots__ = ("cells", "_beta", "_grid")
