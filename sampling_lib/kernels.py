@@ -352,6 +352,8 @@ class RankGrid:
         is spread uniformly.
         """
         atoms = np.asarray(atoms, dtype=float)
+        check_array_size(atoms.shape[:-1] + (int(self.size.sum()),),
+                         f"the weights expanded from the rank grid to every rank (N={int(self.size.sum())})")
         if within is None:
             return np.repeat(atoms / self.size, self.size, axis=-1)
         within = np.asarray(within, dtype=float)

@@ -214,8 +214,8 @@ def _mn_gram(N, n, scheme, K, p, M):
 def _setup(N, n, prior, scheme):
     N, n = check_N_n(N, n)
     scheme = check_scheme(scheme)
-    p = _prior(prior, N)
-    return N, n, scheme, p, kernel(N, n, scheme)
+    K = kernel(N, n, scheme)        # refuses an impossible N x n kernel before anything of length N
+    return N, n, scheme, _prior(prior, N), K
 
 
 # ----------------------------------------------------------------------------

@@ -82,7 +82,7 @@ from typing import Callable
 
 import numpy as np
 
-from .._validation import check_int, check_n_items, check_scheme
+from .._validation import check_array_size, check_int, check_n_items, check_scheme
 from ..exceptions import EstimatorOptionError
 from ..kernels import DEFAULT_GRID_TOL, DEFAULT_N_ITEMS_TOL, kernel_columns, n_items_bins
 from ._distribution import (_mes_batch, _mes_lambda, adaptive_mle, em_fixed_iterations, em_grid,
@@ -285,6 +285,11 @@ class Estimator:
         """N as an int, or the per-user item counts N_u (length of ``sampled_ranks``)."""
         return check_n_items(N, np.size(sampled_ranks))
 
+    def _check_weights_size(self, N):
+        """Refuse up front a weight vector of length N (max N_u) over the per-array limit."""
+        Nmax = N if isinstance(N, int) else int(np.max(N))
+        check_array_size((Nmax,), f"the weight vector of {self.name!r} over every rank (N={Nmax})")
+
     def _groups(self, N, n):
         """Users grouped by their bin of N_u (:func:`~sampling_lib.kernels.n_items_bins`).
 
@@ -342,6 +347,7 @@ class Estimator:
         if key is not None and key in cache:
             return cache[key]
         N = self._items(sampled_ranks, N)
+        self._check_weights_size(N)
         r, nn = self._sizes(sampled_ranks, n)
         opts = dict(self.options)
         if self.spec.prior is not None:
@@ -388,6 +394,7 @@ class Estimator:
             Nn = self._items(ranks, items)
             Nmax = Nn if isinstance(Nn, int) else int(Nn.max())
             _check_F(F, Nmax)
+            self._check_weights_size(Nmax)
             n = int(counts.size_values[0]) if counts.size_values.size == 1 else sizes
             r, nn = self._sizes(ranks, n)
             if self.spec.prior is not None:
@@ -482,6 +489,16 @@ class FittedEstimator:
     _mes_outer: np.ndarray | None = field(default=None, repr=False)
 
     @property
+    def F_full(self):
+        """F padded with zeros to all N ranks (N, m): for the replicate computations that work
+        on every rank or on the rank grid (the metrics are 0 beyond the rows of F)."""
+        if self.F.shape[0] == self.N:
+            return self.F
+        out = np.zeros((self.N, self.F.shape[1]))
+        out[:self.F.shape[0]] = self.F
+        return out
+
+    @property
     def estimate(self):
         """Point estimates ``weights[:H] @ F`` (length m; H = rows of F)."""
         return weights_head(self.weights, self.F.shape[0]) @ self.F
@@ -511,7 +528,7 @@ class FittedEstimator:
             n_iter = opts.get("max_iter", 100)
             grid = self._grid(opts)
             if grid is not None:
-                return _grid_em_replicates(grid, st, Cb, wt, init, n_iter, F)
+                return _grid_em_replicates(grid, st, Cb, wt, init, n_iter, self.F_full)
             out = np.empty((Cb.shape[0], F.shape[1]))
             ops = self._em_operators()
             step = max(1, _EM_BLOCK_ELEMS // N)
@@ -587,7 +604,7 @@ class FittedEstimator:
         Mb = Pt.sum(axis=1)
         Pt /= Mb[:, None]
         within = None if init is None else np.asarray(init, dtype=float)
-        Fcell = g.bin_average(self.F, within=within)
+        Fcell = g.bin_average(self.F_full, within=within)
         if self._outer is None and Kg.shape[0] * Kg.shape[1] * (Kg.shape[1] + 1) // 2 <= _OUTER_MAX:
             self._outer = grid_outer(Kg)
         if est.spec.sampled_metric is _bv_x:
@@ -675,7 +692,7 @@ def _mes_reps(fitted, Cb):
     atoms = _mes_replicate_atoms(grid, fitted.N, n, est.scheme, st, Cb, fitted.weights, opts, fitted)
     if atoms is None:
         return _refit_replicates(fitted, Cb)
-    Fc = grid[0].bin_average(fitted.F) if grid is not None else fitted.F
+    Fc = grid[0].bin_average(fitted.F_full) if grid is not None else fitted.F_full
     return atoms @ Fc
 
 
@@ -845,7 +862,7 @@ def _refit_replicates(fitted, Cb):
     for b in range(Cb.shape[0]):
         r_b, s_b, N_b = st.expand_cells(Cb[b])
         n_b = int(st.size_values[0]) if st.size_values.size == 1 else s_b
-        out[b] = est(r_b, fitted.N if N_b is None else N_b, n_b) @ fitted.F
+        out[b] = est(r_b, fitted.N if N_b is None else N_b, n_b)[:fitted.F.shape[0]] @ fitted.F
     return out
 
 
@@ -858,7 +875,7 @@ def _cls_reps(fitted, Cb):
     Pt = np.zeros((Cb.shape[0], n))
     Pt[:, st.ranks - 1] = Cb
     Pt /= Pt.sum(axis=1, keepdims=True)
-    return fitted.state.estimates(Pt, fitted.F)
+    return fitted.state.estimates(Pt, fitted.F_full)
 
 
 def _fit_bv(r, N, n, *, scheme, gamma=0.01, prior=None, grid_tol=None):
