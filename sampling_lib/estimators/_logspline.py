@@ -53,7 +53,7 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 from scipy.interpolate import BSpline
@@ -117,6 +117,16 @@ def _rank_grid(N, n, knot_spacing, head=None, scheme="binomial"):
     x = np.log(0.5 * (lo + hi))
     B = BSpline.design_matrix(np.clip(x, 0.0, logN), t, _DEGREE).toarray()
     return _Grid(lo=lo, hi=hi, mid=mid.astype(np.int64), logw=np.log(width), B=B, spline_t=t, N=N)
+
+
+@lru_cache(maxsize=16)
+def _grid_and_kernel(N, n, knot_spacing, exact_ranks, scheme):
+    """(grid, kernel on the grid) for one (N, n), built once: the bootstrap calls it per chunk of
+    replicates and per alternative penalty. The kernel is returned read-only."""
+    grid = _rank_grid(N, n, knot_spacing, exact_ranks, scheme)
+    K = _kernel_on_grid(grid, N, n, scheme)
+    K.setflags(write=False)
+    return grid, K
 
 
 def _kernel_on_grid(grid, N, n, scheme):
@@ -520,8 +530,7 @@ def logspline_bootstrap(counts_b, N, n, fit_beta, *, scheme="binomial", penalty=
     estimate of every column of ``F`` (restricted to the grid cells:
     ranks 1..head are exact).
     """
-    grid = _rank_grid(N, n, knot_spacing, exact_ranks, scheme)
-    K = _kernel_on_grid(grid, N, n, scheme)
+    grid, K = _grid_and_kernel(int(N), int(n), float(knot_spacing), int(exact_ranks), scheme)
     P = _penalty_matrix(grid.B.shape[1], penalty)
     return _bootstrap_core(counts_b, K, grid, P, fit_beta, F, max_iter, tol)
 
