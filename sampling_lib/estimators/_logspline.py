@@ -397,8 +397,7 @@ def _setup(sampled_ranks, N, n, scheme, penalty, knot_spacing, exact_ranks):
 
 def _setup_counts(c, N, n, scheme, penalty, knot_spacing, exact_ranks):
     """:func:`_setup` from the counts c (length n) of the sampled ranks."""
-    grid = _rank_grid(N, n, knot_spacing, exact_ranks, scheme)
-    K = _kernel_on_grid(grid, N, n, scheme)
+    grid, K = _grid_and_kernel(int(N), int(n), float(knot_spacing), int(exact_ranks), scheme)
     P = _penalty_matrix(grid.B.shape[1], penalty)
     return N, n, c, grid, K, P, penalty, knot_spacing
 

@@ -487,16 +487,19 @@ class FittedEstimator:
     _ops: list | None = field(default=None, repr=False)
     _outer: np.ndarray | None = field(default=None, repr=False)
     _mes_outer: np.ndarray | None = field(default=None, repr=False)
+    _F_full: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def F_full(self):
         """F padded with zeros to all N ranks (N, m): for the replicate computations that work
-        on every rank or on the rank grid (the metrics are 0 beyond the rows of F)."""
+        on every rank or on the rank grid (the metrics are 0 beyond the rows of F). Built once
+        (the bootstrap asks for it on every chunk of replicates)."""
         if self.F.shape[0] == self.N:
             return self.F
-        out = np.zeros((self.N, self.F.shape[1]))
-        out[:self.F.shape[0]] = self.F
-        return out
+        if self._F_full is None:
+            self._F_full = np.zeros((self.N, self.F.shape[1]))
+            self._F_full[:self.F.shape[0]] = self.F
+        return self._F_full
 
     @property
     def estimate(self):
