@@ -106,21 +106,53 @@ def _check_train(train, name="train") -> sp.csr_matrix:
     return X
 
 
-def _dense_gram(X: sp.csr_matrix, dtype=np.float64, max_elems: int = 1 << 26) -> np.ndarray:
-    """Dense C-ordered item Gram matrix X^T X, built in column blocks.
+def _dense_gram(X: sp.csr_matrix, dtype=np.float64, max_elems: int = 1 << 24) -> np.ndarray:
+    """Dense C-ordered item Gram matrix X^T X, built in row blocks.
 
     The sparse product of a whole popular-item catalogue can hold ~N^2 nonzeros with
-    index overhead (several GB at N = 20K); column blocks bound the sparse temporaries
-    by ``max_elems`` entries while the dense result is filled in place.
+    index overhead (several GB at N = 20K); row blocks of X^T X (item i's co-occurrence
+    counts) bound the sparse temporaries by ``max_elems`` entries, and each block is
+    written into contiguous rows of the dense result (column blocks of a C-ordered
+    array were strided writes, 5x slower at N = 17,632).
     """
     N = X.shape[1]
-    G = np.zeros((N, N), dtype=dtype)
+    G = np.empty((N, N), dtype=dtype)
     Xt = X.T.tocsr()
-    Xc = X.tocsc()
     step = max(1, max_elems // max(N, 1))
-    for j in range(0, N, step):
-        G[:, j:j + step] = (Xt @ Xc[:, j:j + step]).toarray()
+    for i in range(0, N, step):
+        G[i:i + step] = (Xt[i:i + step] @ X).toarray()
     return G
+
+
+def _cosine_kth_largest(X: sp.csr_matrix, inv: np.ndarray, k: int, max_elems: int = 1 << 24) -> np.ndarray:
+    """The k-th largest entry of every column of item-KNN's cosine similarity (diagonal 0).
+
+    ``S[i, j] = (G[i, j] inv[i]) inv[j]`` with G = X^T X, evaluated in that order, so
+    the result equals ``np.partition(S, N - k, axis=0)[N - k]`` of the dense S bit for
+    bit; but only the nonzero co-occurrences are sorted (S is non-negative: a column
+    with fewer than k positive entries has k-th largest 0). G is symmetric, so
+    column j's entries are row j's, taken from row blocks of the sparse product
+    (bounded by ``max_elems`` entries like :func:`_dense_gram`).
+    """
+    N = X.shape[1]
+    out = np.zeros(N)
+    Xt = X.T.tocsr()
+    step = max(1, max_elems // max(N, 1))
+    for j0 in range(0, N, step):
+        B = (Xt[j0:j0 + step] @ X).tocoo()
+        j, i = B.row + j0, B.col                     # entry G[j, i] = G[i, j] of column j
+        off = i != j
+        j, i, v = j[off], i[off], B.data[off]
+        s = (v * inv[i]) * inv[j]                    # S[i, j]
+        pos = s > 0
+        j, s = j[pos], s[pos]
+        order = np.lexsort((-s, j))                  # by column, largest first
+        j, s = j[order], s[order]
+        cnt = np.bincount(j - j0, minlength=min(step, N - j0))
+        first = np.r_[0, np.cumsum(cnt)[:-1]]
+        has = cnt >= k
+        out[j0:j0 + cnt.size][has] = s[first[has] + k - 1]
+    return out
 
 
 class Recommender:
@@ -229,8 +261,10 @@ class ItemKNN(Recommender):
             k = check_int(self.neighbors, "neighbors", low=1)
             if k < self.n_items_ - 1:
                 # keep the k largest entries of each column j (neighbours of target j)
-                cut = np.partition(S, self.n_items_ - k, axis=0)[self.n_items_ - k]
-                S[S < cut[None, :]] = 0.0
+                cut = _cosine_kth_largest(X, inv, k)
+                for i in range(0, self.n_items_, 1024):     # row blocks: no N x N mask
+                    blk = S[i:i + 1024]
+                    blk[blk < cut[None, :]] = 0.0
         self._X = X
         self.sim_ = S
         self.fit_time_ = time.perf_counter() - t0

@@ -295,3 +295,29 @@ def test_dense_gram_blocks(max_elems):
     G = _dense_gram(X, np.float32, max_elems=max_elems)
     assert G.dtype == np.float32 and G.flags["C_CONTIGUOUS"]
     np.testing.assert_allclose(G, (X.T @ X).toarray(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("k", [1, 3, 8, 30])
+@pytest.mark.parametrize("max_elems", [60, 1 << 24])
+def test_itemknn_neighbour_cut_equals_dense_partition(k, max_elems):
+    """The sparse k-th largest similarity per column (sorted co-occurrences only, row blocks of
+    X^T X) is bit-identical to np.partition of the dense similarity, including items without
+    users, columns with fewer than k positive entries, and ties."""
+    from sampling_lib.recommenders import _cosine_kth_largest, _dense_gram
+
+    rng = np.random.default_rng(k)
+    X = sp.random(120, 40, density=0.03 if k < 30 else 0.1, format="csr", random_state=rng)
+    X.data[:] = 1.0
+    X = X.tolil()
+    X[:, 7] = 0                                           # an item without training users
+    X = X.tocsr()
+    X.eliminate_zeros()
+    S = _dense_gram(X)
+    inv = np.divide(1.0, np.sqrt(np.diag(S).copy()), out=np.zeros(40), where=np.diag(S) > 0)
+    S *= inv[:, None]
+    S *= inv[None, :]
+    np.fill_diagonal(S, 0.0)
+    expected = np.partition(S, 40 - k, axis=0)[40 - k]
+    got = _cosine_kth_largest(X, inv, k, max_elems=max_elems)
+    np.testing.assert_array_equal(got, expected)
+    assert (expected == 0).any() and (expected > 0).any()
