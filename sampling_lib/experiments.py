@@ -167,7 +167,7 @@ def global_ranks_from_data(data_path=None, models: Sequence[str] = DEFAULT_MODEL
         ``train_last``, ``ties``, ``rng``, ``n_candidates`` (per-user N_u of the
         convention, :func:`sampling_lib.recommenders.n_candidates`: the item
         counts to pass as ``N`` with ranks among non-history items), ``skipped``
-        (``{model: reason}``: a model whose dense item x item matrix would exceed
+        (``{model: reason}``: a model whose item x item matrix would exceed
         the per-array memory limit is skipped with a ``RuntimeWarning`` instead of
         exhausting memory; item-KNN and EASE above about 16,000 items by default,
         see ``SAMPLING_LIB_MAX_ARRAY_BYTES``). The ranks hold the models fitted.
@@ -216,7 +216,7 @@ def global_ranks_from_data(data_path=None, models: Sequence[str] = DEFAULT_MODEL
         try:
             model = fit_models(split.train, (m,), model_params={m: mp[m]} if m in mp else None,
                                rng=seq)[m]
-        except MemoryLimitError as exc:   # a dense item x item model on a large catalogue: skip it, say so
+        except MemoryLimitError as exc:   # an item x item model on a large catalogue: skip it, say so
             skipped[m] = str(exc)
             warnings.warn(f"model {m!r} skipped: {exc}", RuntimeWarning, stacklevel=2)
             continue

@@ -511,7 +511,7 @@ def rank_populations(data=None, models=None, *, min_item_users=1, rng=0, max_den
     max_dense_items : int, default 6000
         EASE inverts an items x items matrix: settings of EASE are skipped (and
         listed in ``info["skipped"]``) when the catalogue is larger. A model
-        whose dense item x item matrix is over the per-array memory limit
+        whose item x item matrix is over the per-array memory limit
         (:func:`sampling_lib._validation.max_array_bytes`) is skipped the same
         way, with a ``RuntimeWarning``.
     progress : bool
@@ -562,7 +562,7 @@ def rank_populations(data=None, models=None, *, min_item_users=1, rng=0, max_den
         t0 = time.perf_counter()
         try:
             model = make_recommender(name, **params).fit(split.train)
-        except MemoryLimitError as exc:   # a dense item x item model on a large catalogue: skip, say so
+        except MemoryLimitError as exc:   # an item x item model on a large catalogue: skip, say so
             skipped.append(label)
             warnings.warn(f"model {label!r} skipped: {exc}", RuntimeWarning, stacklevel=2)
             continue
@@ -715,18 +715,23 @@ def accuracy_panel(populations, methods=PANEL_METHODS, *, sample_sizes=(20, 50, 
                     for name, e in ests.items():
                         with np.errstate(divide="ignore", invalid="ignore"):
                             rel = np.where(truth > 0, np.abs(e - truth) / truth, np.nan)
-                        frames.append(pd.DataFrame({
-                            "dataset": dataset, "model": model, "N": N, "n": n, "M": Mv,
-                            "draw": d, "estimator": name,
-                            "metric": np.repeat(["recall", "ndcg"], max_K),
-                            "K": np.tile(Ks, 2), "estimate": e, "truth": truth, "rel_error": rel,
-                            "below_resolution": np.tile(Ks < w_res, 2)}))
+                        # one block of 2 max_K rows; the table is built once at the end
+                        frames.append(((dataset, model, N, n, Mv, d, name), e, truth, rel,
+                                       np.tile(Ks < w_res, 2)))
         if progress:
             print(f"  {dataset}/{model}: {time.perf_counter() - t0:.1f} s", flush=True)
     if not frames:
         raise ValueError(f"sample_sizes must contain a value below a population's N (no evaluation otherwise); "
                          f"got {list(sample_sizes)} and N = {sorted({int(N) for _, N in populations.values()})}")
-    return pd.concat(frames, ignore_index=True)
+    rows = 2 * max_K
+    keys = list(zip(*(f[0] for f in frames)))
+    cols = {c: np.repeat(np.asarray(v, dtype=object if c in ("dataset", "model", "estimator") else None), rows)
+            for c, v in zip(("dataset", "model", "N", "n", "M", "draw", "estimator"), keys)}
+    cols["metric"] = np.tile(np.repeat(["recall", "ndcg"], max_K).astype(object), len(frames))
+    cols["K"] = np.tile(np.tile(Ks, 2), len(frames))
+    for c, i in (("estimate", 1), ("truth", 2), ("rel_error", 3), ("below_resolution", 4)):
+        cols[c] = np.concatenate([f[i] for f in frames])
+    return pd.DataFrame(cols)
 
 
 def _user_counts(user_counts, size):

@@ -115,7 +115,7 @@ def test_user_counts_above_the_population_mean_all_users_once():
 
 
 def test_rank_populations_skips_a_model_over_the_memory_limit(monkeypatch):
-    # the limit below item-KNN's N x N similarity (N = 1000 items: 8 MB) but above the rest
+    # the limit below item-KNN's similarity bound (min(sum_u |I_u|^2, N^2) x 12 bytes) but above the rest
     monkeypatch.setenv("SAMPLING_LIB_MAX_ARRAY_BYTES", str(4 * 1024**2))
     models = {"pop": ("popularity", {}), "knn": ("itemknn", {})}
     with pytest.warns(RuntimeWarning, match="'knn' skipped.*per array"):
