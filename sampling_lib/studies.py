@@ -678,6 +678,8 @@ def accuracy_panel(populations, methods=PANEL_METHODS, *, sample_sizes=(20, 50, 
         "ndcg"}, ``rel_error = |estimate - truth| / truth`` (NaN when the truth
         is 0) and ``below_resolution = K < (N - 1)/(n - 1)``.
     """
+    from .estimators import Estimator
+
     scheme = check_scheme(scheme)
     draws = check_int(draws, "draws", low=1)
     max_K = check_int(max_K, "max_K", low=1)
@@ -710,8 +712,10 @@ def accuracy_panel(populations, methods=PANEL_METHODS, *, sample_sizes=(20, 50, 
                         r = 1 + g.hypergeometric(Ru - 1, N - Ru, n - 1)
                     truth = (np.bincount(Ru - 1, minlength=N) / Mv) @ F
                     ests = {"oracle": (np.bincount(r - 1, minlength=n) / Mv) @ post @ F}
+                    cache = {}       # fits shared by the estimators on these ranks (e.g. mes, mn_mes's prior)
                     for name, fn in fns.items():
-                        ests[name] = fn(r, N, n) @ F
+                        w = fn(r, N, n, cache=cache) if isinstance(fn, Estimator) else fn(r, N, n)
+                        ests[name] = w @ F
                     for name, e in ests.items():
                         with np.errstate(divide="ignore", invalid="ignore"):
                             rel = np.where(truth > 0, np.abs(e - truth) / truth, np.nan)
