@@ -636,19 +636,24 @@ def _fisher_batched(idx, beta, f, g, q, c, K, grid, P, tol, max_iter=50):
 def _backtrack(act, step, beta, f, g, q, c, K, grid, P, *, halvings, armijo=0.0):
     """Per-replicate step halving for the replicates ``act`` along ``-step``: accept the
     first step length t with objective <= f - t * armijo (relative slack 1e-12); updates
-    beta, f, g, q in place and returns the mask of replicates that accepted a step."""
-    ca = c[act]
+    beta, f, g, q in place and returns the mask of replicates that accepted a step. Each
+    halving evaluates only the replicates still without an accepted step."""
+    armijo = np.broadcast_to(np.asarray(armijo, dtype=float), act.shape)
     t = np.ones(act.size)
+    good = np.zeros(act.size, dtype=bool)
+    pend = np.arange(act.size)
     for _ in range(halvings):
-        nb = beta[act] - t[:, None] * step
-        nf, ng, nq = _objective(nb, ca, K, grid, P)
-        bad = ~(np.isfinite(nf) & (nf <= f[act] + 1e-12 * np.abs(f[act]) - t * armijo))
-        if not bad.any():
+        i = act[pend]
+        nb = beta[i] - t[pend, None] * step[pend]
+        nf, ng, nq = _objective(nb, c[i], K, grid, P)
+        ok = np.isfinite(nf) & (nf <= f[i] + 1e-12 * np.abs(f[i]) - t[pend] * armijo[pend])
+        j = i[ok]
+        beta[j], f[j], g[j], q[j] = nb[ok], nf[ok], ng[ok], nq[ok]
+        good[pend[ok]] = True
+        pend = pend[~ok]
+        if pend.size == 0:
             break
-        t = np.where(bad, 0.5 * t, t)
-    good = ~bad
-    i = act[good]
-    beta[i], f[i], g[i], q[i] = nb[good], nf[good], ng[good], nq[good]
+        t[pend] *= 0.5
     return good
 
 
