@@ -38,7 +38,8 @@ def test_estimates_in_range_or_flagged(setting, method):
     raw = get_estimator(method)(r, N, n) @ F
     lo, hi = F.min(axis=0), F.max(axis=0)
     assert ((t.estimate >= lo) & (t.estimate <= hi)).all()
-    out = (raw < lo - 1e-12) | (raw > hi + 1e-12)
+    tol = 1e-12 * (hi - lo)          # the documented rule: rounding below 1e-12 of the range
+    out = (raw < lo - tol) | (raw > hi + tol)
     assert (t.clipped.to_numpy() == out).all()
     assert np.allclose(t.estimate, np.clip(raw, lo, hi), rtol=0, atol=1e-12)
 
