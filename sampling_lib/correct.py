@@ -483,8 +483,9 @@ def _check_ci(ci, name="confidence_level"):
 
 
 def _percentile(samples, ci):
-    a = (1.0 - ci) / 2.0
-    return np.quantile(samples, a, axis=0), np.quantile(samples, 1.0 - a, axis=0)
+    from .inference import percentile_interval
+
+    return percentile_interval(samples, ci)
 
 
 # ----------------------------------------------------------------------------
@@ -955,7 +956,7 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
     model_a model_b decision
           A       B    A > B
     """
-    from .inference import ADJUSTMENTS, decide, pvalue_from_z
+    from .inference import ADJUSTMENTS, bootstrap_pairwise_rows
     from .popularity import compare_popularity, is_popularity_input  # lazy: the popularity seam
 
     if item_weights is not None or is_popularity_input(ranks):
@@ -1047,29 +1048,9 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
     outs = _boot_loop(n_boot, rng, draw, work, progress,
                       f"{'paired' if paired else 'unpaired'} bootstrap {meth}")
     boot = {m: np.concatenate([o[m] for o in outs]) for m in names}
-    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
-    k = len(pairs)
-    level = ci if adjust == "none" else 1.0 - (1.0 - ci) / k
-    rows = []
-    for j, (full, _, K) in enumerate(parsed):
-        block = []
-        for a, b in pairs:
-            diff = point[a][j] - point[b][j]
-            db = boot[a][:, j] - boot[b][:, j]
-            se = float(db.std(ddof=1))
-            z = diff / se if se > 0 else (0.0 if diff == 0 else np.inf * np.sign(diff))
-            pv = float(pvalue_from_z(z))                          # 2 (1 - Phi(|z|))
-            lo, hi = _percentile(db, level)
-            block.append(dict(metric=full, K=K, model_a=a, model_b=b, estimate_a=point[a][j],
-                              estimate_b=point[b][j], difference=diff, se=se, statistic=z,
-                              pvalue=pv, ci_low=float(lo), ci_high=float(hi)))
-        dec = decide([r["pvalue"] for r in block], [r["difference"] for r in block],
-                     [r["model_a"] for r in block], [r["model_b"] for r in block],
-                     adjust=adjust, alpha=alpha)
-        for r, rj, pa, dc in zip(block, dec["reject"], dec["pvalue_adjusted"], dec["decision"]):
-            rows.append({**r, "pvalue_adjusted": float(pa), "reject": bool(rj), "decision": dc,
-                         "ci_level": level, "n_comparisons": k, "adjust": adjust, "alpha": alpha,
-                         "method": meth, "users": users, "n_boot": n_boot, "paired": paired})
+    rows = bootstrap_pairwise_rows(parsed, {m: point[m] for m in names}, boot, ci, adjust=adjust,
+                                   alpha=alpha, extra={"method": meth, "users": users,
+                                                       "n_boot": n_boot, "paired": paired})
     cols = ["metric", "K", "model_a", "model_b", "estimate_a", "estimate_b", "difference", "se",
             "statistic", "pvalue", "pvalue_adjusted", "reject", "decision", "ci_low", "ci_high",
             "ci_level", "n_comparisons", "adjust", "alpha", "method", "users", "n_boot", "paired"]

@@ -60,6 +60,8 @@ from ._validation import check_confidence_level, check_float, check_int
 
 __all__ = [
     "ALTERNATIVES",
+    "percentile_interval",
+    "bootstrap_pairwise_rows",
     "FAMILIES",
     "ADJUSTMENTS",
     "check_alternative",
@@ -632,6 +634,83 @@ def decide(pvalues, differences, model_a, model_b, *, adjust="holm", alpha=0.05)
     decision = [("no significant difference" if not rj else f"{a} > {b}" if d > 0 else f"{a} < {b}")
                 for rj, d, a, b in zip(reject, diff, model_a, model_b)]
     return dict(pvalue_adjusted=padj, reject=reject, decision=decision)
+
+
+def percentile_interval(samples, confidence_level):
+    """Two-sided percentile bootstrap interval of ``samples`` along axis 0.
+
+    References
+    ----------
+    Efron and Tibshirani (1993), An Introduction to the Bootstrap, ch. 13.
+
+    Examples
+    --------
+    >>> lo, hi = percentile_interval(np.arange(101.0), 0.9)
+    >>> float(lo), float(hi)
+    (5.0, 95.0)
+    """
+    a = (1.0 - confidence_level) / 2.0
+    return np.quantile(samples, a, axis=0), np.quantile(samples, 1.0 - a, axis=0)
+
+
+def bootstrap_pairwise_rows(metrics, point, boot, confidence_level, *, adjust, alpha, extra):
+    """Rows of an all-pairs comparison of models from bootstrap replicates of their metrics.
+
+    For every metric j and pair (a, b) of models (in the order of ``point``):
+    the difference of the point estimates, its bootstrap standard error, the
+    z statistic and two-sided p-value, and the percentile interval of the
+    replicate differences at the level ``confidence_level`` (``1 - (1 -
+    confidence_level) / k`` for k pairs under an adjustment); then
+    :func:`decide` over the k pairs of the metric. The one helper behind
+    :func:`sampling_lib.correct.compare` and
+    :func:`sampling_lib.popularity.compare_popularity`.
+
+    Parameters
+    ----------
+    metrics : sequence of (name, kind, K)
+        Parsed metrics (:func:`sampling_lib.metrics.parse_metrics`).
+    point : dict model -> ndarray, shape (m,)
+    boot : dict model -> ndarray, shape (B, m)
+        Replicates on the same bootstrap draws (paired) or independent ones.
+    confidence_level : float
+    adjust : {'none', 'bonferroni', 'holm'}, keyword-only
+    alpha : float, keyword-only
+    extra : dict, keyword-only
+        Constant columns added to every row (method, n_boot, ...).
+
+    Returns
+    -------
+    list of dict
+
+    References
+    ----------
+    TORS24 Sec 7.2; Efron and Tibshirani (1993), ch. 13.
+    """
+    names = list(point)
+    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+    k = len(pairs)
+    level = confidence_level if adjust == "none" else 1.0 - (1.0 - confidence_level) / k
+    rows = []
+    for j, (full, _, K) in enumerate(metrics):
+        block = []
+        for a, b in pairs:
+            diff = point[a][j] - point[b][j]
+            db = boot[a][:, j] - boot[b][:, j]
+            se = float(db.std(ddof=1))
+            z = diff / se if se > 0 else (0.0 if diff == 0 else np.inf * np.sign(diff))
+            pv = float(pvalue_from_z(z))                          # 2 (1 - Phi(|z|))
+            lo, hi = percentile_interval(db, level)
+            block.append(dict(metric=full, K=K, model_a=a, model_b=b, estimate_a=point[a][j],
+                              estimate_b=point[b][j], difference=diff, se=se, statistic=z,
+                              pvalue=pv, ci_low=float(lo), ci_high=float(hi)))
+        dec = decide([r["pvalue"] for r in block], [r["difference"] for r in block],
+                     [r["model_a"] for r in block], [r["model_b"] for r in block],
+                     adjust=adjust, alpha=alpha)
+        for r, rj, pa, dc in zip(block, dec["reject"], dec["pvalue_adjusted"], dec["decision"]):
+            rows.append({**r, "pvalue_adjusted": float(pa), "reject": bool(rj), "decision": dc,
+                         "ci_level": level, "n_comparisons": k, "adjust": adjust, "alpha": alpha,
+                         **extra})
+    return rows
 
 
 def _as_value_dict(per_user_values):

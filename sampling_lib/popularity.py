@@ -1500,8 +1500,9 @@ def _bootstrap(M, n_boot, rng, work, progress, desc):
 
 def _percentile(samples, level):
     """Two-sided percentile bootstrap interval at ``level`` (Efron and Tibshirani 1993, ch. 13)."""
-    a = (1.0 - level) / 2.0
-    return np.quantile(samples, a, axis=0), np.quantile(samples, 1.0 - a, axis=0)
+    from .inference import percentile_interval
+
+    return percentile_interval(samples, level)
 
 
 def _check_log_for(method, log):
@@ -1701,7 +1702,7 @@ def compare_popularity(logs, metrics=("recall@10", "ndcg@10"), *, method="pop_ml
     >>> d[["model_a", "model_b", "decision"]].to_dict("records")
     [{'model_a': 'A', 'model_b': 'B', 'decision': 'A < B'}]
     """
-    from .inference import ADJUSTMENTS, decide, pvalue_from_z
+    from .inference import ADJUSTMENTS, bootstrap_pairwise_rows
 
     if replace is not True:
         raise ValueError(_WITHOUT_REPLACEMENT)
@@ -1736,29 +1737,8 @@ def compare_popularity(logs, metrics=("recall@10", "ndcg@10"), *, method="pop_ml
 
     outs = _bootstrap(M, n_boot, rng, work, progress, f"paired bootstrap {method}")
     boot = {m: np.concatenate([o[m] for o in outs]) for m in names}
-    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
-    k = len(pairs)
-    level = ci if adjust == "none" else 1.0 - (1.0 - ci) / k
-    rows = []
-    for j, (full, _, K) in enumerate(parsed):
-        block = []
-        for a, b in pairs:
-            diff = point[a][j] - point[b][j]
-            db = boot[a][:, j] - boot[b][:, j]
-            se = float(db.std(ddof=1))
-            z = diff / se if se > 0 else (0.0 if diff == 0 else np.inf * np.sign(diff))
-            pv = float(pvalue_from_z(z))                          # 2 (1 - Phi(|z|))
-            lo, hi = _percentile(db, level)
-            block.append(dict(metric=full, K=K, model_a=a, model_b=b, estimate_a=point[a][j],
-                              estimate_b=point[b][j], difference=diff, se=se, statistic=z, pvalue=pv,
-                              ci_low=float(lo), ci_high=float(hi)))
-        dec = decide([r["pvalue"] for r in block], [r["difference"] for r in block],
-                     [r["model_a"] for r in block], [r["model_b"] for r in block],
-                     adjust=adjust, alpha=alpha)
-        for r, rj, pa, dc in zip(block, dec["reject"], dec["pvalue_adjusted"], dec["decision"]):
-            rows.append({**r, "pvalue_adjusted": float(pa), "reject": bool(rj), "decision": dc,
-                         "ci_level": level, "n_comparisons": k, "adjust": adjust, "alpha": alpha,
-                         "method": method, "users": M, "n_boot": n_boot})
+    rows = bootstrap_pairwise_rows(parsed, {m: point[m] for m in names}, boot, ci, adjust=adjust,
+                                   alpha=alpha, extra={"method": method, "users": M, "n_boot": n_boot})
     cols = ["metric", "K", "model_a", "model_b", "estimate_a", "estimate_b", "difference", "se",
             "statistic", "pvalue", "pvalue_adjusted", "reject", "decision", "ci_low", "ci_high",
             "ci_level", "n_comparisons", "adjust", "alpha", "method", "users", "n_boot"]
