@@ -153,3 +153,17 @@ def test_bad_ranks():
         L.logspline([0, 2], 100, 10)
     with pytest.raises(ValueError, match="sampled_ranks"):
         L.logspline([11], 100, 10)
+
+
+def test_two_item_samples_bootstrap_without_singular_information():
+    """n = 2: the expected information has rank 1 and the penalty leaves the linear direction
+    of beta free, so a replicate's Fisher matrix can be exactly singular (hypothesis found
+    N = 220, ranks [1, 1, 1, 2, 2], LinAlgError); the solve floors its eigenvalues instead."""
+    from sampling_lib.correct import estimate
+
+    t = estimate(np.array([1, 1, 1, 2, 2]), 220, 2, n_boot=200, rng=0)
+    assert np.isfinite(t[["estimate", "ci_low", "ci_high"]].to_numpy()).all()
+    assert (t.ci_low <= t.estimate).all() and (t.estimate <= t.ci_high).all()
+    H = np.array([[1.0, 0.0], [0.0, 0.0]])
+    np.testing.assert_allclose(L._solve_psd(H, np.array([1.0, 0.0])), [1.0, 0.0])
+    np.testing.assert_allclose(L._solve_psd(np.stack([np.eye(2) * 2, H]), np.ones((2, 2)))[0], [0.5, 0.5])

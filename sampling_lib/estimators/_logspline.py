@@ -176,6 +176,19 @@ def _fisher(beta, c, K, grid, P):
     return M * (Jq[ok].T / q[ok]) @ Jq[ok] + P
 
 
+def _solve_psd(H, g):
+    """Solve H x = g for symmetric positive semi-definite H (one (df, df) or a batch (b, df, df),
+    g of shape (df,) or (b, df)) by LU; a numerically singular H (e.g. n = 2: the information
+    has rank 1 and the penalty leaves the linear direction of beta free) is solved with its
+    eigenvalues floored at 1e-8 of the largest, as :func:`_hessian` does."""
+    try:
+        return np.linalg.solve(H, g[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        w, V = np.linalg.eigh(H)
+        w = np.maximum(w, 1e-8 * np.maximum(1.0, np.abs(w).max(axis=-1, keepdims=True)))
+        return np.einsum("...ij,...j->...i", V, np.einsum("...ji,...j->...i", V, g) / w)
+
+
 def _hessian(beta, c, K, grid, P):
     """Observed Hessian of the penalized objective at ``beta`` (central differences of the
     analytic gradient), symmetrised; positive definite at a minimum."""
@@ -328,7 +341,7 @@ def _newton(c, K, grid, P, beta0, max_iter=200, tol=1e-8, info=None):
             it -= 1
             break
         H = info(beta, c, K, grid, P)
-        step = np.linalg.solve(H, grad)
+        step = _solve_psd(H, grad)
         t = 1.0
         while True:
             nb = beta - t * step
@@ -620,7 +633,7 @@ def _fisher_batched(idx, beta, f, g, q, c, K, grid, P, tol, max_iter=50):
         Jq = np.matmul(K.T, ga[:, :, None] * grid.B) - qa[:, :, None] * Bbar[:, None, :]
         inv_q = np.divide(1.0, qa, out=np.zeros_like(qa), where=qa > 0)
         H = np.matmul(np.swapaxes(Jq, 1, 2), (ca.sum(axis=1, keepdims=True) * inv_q)[:, :, None] * Jq) + P
-        step = np.linalg.solve(H, grad[:, :, None])[:, :, 0]
+        step = _solve_psd(H, grad)
         dec = np.einsum("ij,ij->i", grad, step)
         keep = dec > tol
         act, step, dec = act[keep], step[keep], dec[keep]
