@@ -19,3 +19,14 @@ def ml100k_path():
     if not ML100K.exists():
         pytest.skip(f"MovieLens 100K not found at {ML100K}")
     return ML100K
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``-n N`` with the default ``--dist load``: longest tests first, shared fixtures kept together
+    (tests/_schedule.py; issue 18). Other ``--dist`` modes are left to xdist."""
+    if config.getvalue("dist") != "load":
+        return None
+    from _schedule import LongestFirstScheduling
+
+    return LongestFirstScheduling(config, log)

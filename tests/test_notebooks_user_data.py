@@ -45,7 +45,7 @@ def write_user_file(path, n_users, n_items, *, seed, mean_interactions=12.0):
     return r
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")   # session: the scheduler interleaves these tests with others
 def user_file(tmp_path_factory):
     folder = tmp_path_factory.mktemp("data") / NAME
     folder.mkdir()
