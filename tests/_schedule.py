@@ -5,9 +5,10 @@ chunks: the notebook runs (10-40 s each) then start wherever they fall in the
 collection, and one of the two workers can still be running a long notebook alone
 at the end. :class:`LongestFirstScheduling` instead
 
-* hands out one *unit* at a time to whichever worker is free (list scheduling),
-  longest unit first by the estimates in :data:`SLOW` (LPT: the largest units
-  start first, the many sub-second tests fill the gaps at the end);
+* hands out one *unit* at a time to whichever worker is free (list scheduling;
+  each worker holds one unit ahead, since pytest runs a test only once it knows
+  the next), longest unit first by the estimates in :data:`SLOW` (LPT: the
+  largest units start first, the many sub-second tests fill the gaps at the end);
 * keeps the tests that share an expensive fixture in one unit (:data:`GROUPS`):
   a session fixture is built once per worker, so splitting its tests over both
   workers would build it twice (the index report runs two notebooks, the wheel
@@ -154,3 +155,10 @@ class LongestFirstScheduling(LoadScopeScheduling):
             unused.shutdown()
         for node in self.nodes:
             self._assign_work_unit(node)
+        # a worker runs a test only once it knows the next one (pytest's nextitem): start every node with
+        # two units, as xdist's LoadScopeScheduling does; on each completion it gets the next unit
+        for node in self.nodes:
+            self._reschedule(node)
+        if not self.workqueue:                # everything is handed out: let the workers finish
+            for node in self.nodes:
+                node.shutdown()
