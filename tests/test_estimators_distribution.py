@@ -432,3 +432,57 @@ def test_squarem_accelerates_with_zero_init_entries():
     assert a.converged and b.converged and np.all(a.pmf[40:] == 0)
     assert a.n_estep < b.n_estep / 3
     assert abs(a.loglik - b.loglik) <= 1e-4 * r.size
+
+
+# ---------------------------------------------------------------------------- batched EM (notebook 03)
+def test_em_core_batch_rows_equal_single_fits():
+    # fixed iterations (the papers' MLE, and the weighted MLE): every row is mle_fit / wmle_fit of its
+    # own sample to rounding, log-likelihood trace included; rows observe different ranks
+    from sampling_lib.estimators._distribution import em_core_batch
+    from sampling_lib.kernels import kernel
+
+    N, n = 300, 20
+    rng = np.random.default_rng(11)
+    p_r = np.r_[0.5, np.full(n - 1, 0.5 / (n - 1))]
+    rs = [rng.choice(np.arange(1, n + 1), size=m, p=p_r) for m in (40, 400, 4000)]
+    C = np.stack([np.bincount(r - 1, minlength=n) for r in rs]).astype(float)
+    assert (C == 0).any()            # some cells unobserved in some rows
+    w = wmle_weights(n, "ndcg", 10)
+    for CC, single in [(C, lambda r: mle_fit(r, N, n, max_iter=50)),
+                       (C * w, lambda r: wmle_fit(r, N, n, weight="ndcg", C=10, max_iter=50))]:
+        for b, s in zip(em_core_batch(kernel(N, n), CC, max_iter=50), map(single, rs)):
+            np.testing.assert_allclose(b.pmf, s.pmf, rtol=1e-10, atol=1e-15)
+            np.testing.assert_allclose(b.loglik_trace, s.loglik_trace, rtol=1e-12)
+            assert (b.n_iter, b.n_estep) == (s.n_iter, s.n_estep)
+            assert b.gap == pytest.approx(s.gap, rel=1e-9)
+
+
+def test_em_core_batch_squarem_identifiable_matches_single():
+    # N = n: the MLE is unique, so SQUAREM to a certified gap of 1e-10 gives the same pmf in both
+    # paths up to the tolerance (their paths differ by rounding); the trace never decreases
+    from sampling_lib.estimators._distribution import em_core_batch
+    from sampling_lib.kernels import kernel
+
+    N = 6
+    K = kernel(N, N)
+    q = np.array([0.3, 0.25, 0.2, 0.12, 0.08, 0.05]) @ K
+    rng = np.random.default_rng(2)
+    C = np.stack([rng.multinomial(M, q) for M in (50, 500, 5000, 50000)]).astype(float)
+    fits = em_core_batch(K, C, tol=1e-10, max_iter=100_000, accelerate="squarem")
+    for c, f in zip(C, fits):
+        s = mle_fit(np.repeat(np.arange(1, N + 1), c.astype(int)), N, N, tol=1e-10, max_iter=100_000,
+                    accelerate="squarem")
+        assert f.converged and f.gap <= 1e-10
+        assert np.all(np.diff(f.loglik_trace) >= -1e-12 * abs(f.loglik))
+        np.testing.assert_allclose(f.pmf, s.pmf, atol=1e-6)
+        assert abs(f.loglik - s.loglik) <= 1e-9 * c.sum()
+
+
+def test_em_core_batch_rejects_bad_weights():
+    from sampling_lib.estimators._distribution import em_core_batch
+    from sampling_lib.kernels import kernel
+
+    with pytest.raises(ValueError, match="C must have shape"):
+        em_core_batch(kernel(10, 4), np.ones((2, 3)))
+    with pytest.raises(ValueError, match="positive sum"):
+        em_core_batch(kernel(10, 4), np.zeros((1, 4)))
