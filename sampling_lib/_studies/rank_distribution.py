@@ -137,7 +137,9 @@ def rank_distribution_study(ranks, truth, n, repeats, *, metrics=("recall", "ndc
     drawn and :data:`RANK_DISTRIBUTION_ESTIMATORS` are fitted: CLS, BV with
     gamma 0.1 and 0.01, MLE (100 EM iterations), WMLE (NDCG weight, constant C),
     MES (TORS24 form, entropy weight ``eta``) and MLE* (SQUAREM to gap
-    ``conv_tol``). Each estimate of ``metric@K`` is ``w @ F``; for MLE, WMLE and
+    ``conv_tol``). MLE and WMLE of one model's repeats are fitted as one batch
+    (:func:`sampling_lib.estimators._distribution.em_core_batch`, the same EM
+    iterations as ``mle_fit`` / ``wmle_fit``). Each estimate of ``metric@K`` is ``w @ F``; for MLE, WMLE and
     MES also the mean relative errors of P(R) and of its CDF over R <= K_curve.
     CLS is solved for R <= max(K_values) only (``cls(max_rank=...)``): exact CLS
     for every top-K metric of the results, at max(K_values) small problems
@@ -167,20 +169,29 @@ def rank_distribution_study(ranks, truth, n, repeats, *, metrics=("recall", "ndc
     """
     import warnings
 
-    from ..estimators import bv, cls, mes, mle_fit, wmle_fit
+    from ..estimators import bv, cls, mes, mle_fit, wmle_weights
+    from ..estimators._distribution import em_core_batch
     from ..exceptions import ConvergenceWarning
+    from ..kernels import kernel
 
     rng = np.random.default_rng(rng)
+    repeats = check_int(repeats, "repeats", low=1)
     F = {(m, K): metric_values(f"{m}@{K}", len(next(iter(truth.values())))) for m in metrics for K in K_values}
     rows, mean_pmf, min_step, first = [], {}, np.inf, {}
     for mod, R in ranks.items():
         N, P = truth[mod].size, truth[mod]
         cdf = np.cumsum(P)[:K_curve]
         ok = P[:K_curve] > 0
-        for rep in range(check_int(repeats, "repeats", low=1)):
-            r = sample_ranks(R, N, n, rng=rng)
-            first.setdefault(mod, r)
-            f_mle, f_wmle = mle_fit(r, N, n), wmle_fit(r, N, n, weight="ndcg", C=C)
+        samples = [sample_ranks(R, N, n, rng=rng) for _ in range(repeats)]
+        first[mod] = samples[0]
+        # MLE and WMLE (100 EM steps from uniform, mle_fit / wmle_fit's defaults) of all repeats at once:
+        # the same iterations, one matrix product per step (em_core_batch; equal to rounding)
+        counts = np.stack([np.bincount(r - 1, minlength=n) for r in samples]).astype(float)
+        Kfull = kernel(N, n)
+        f_mles = em_core_batch(Kfull, counts)
+        f_wmles = em_core_batch(Kfull, counts * wmle_weights(n, "ndcg", C))
+        for rep, r in enumerate(samples):
+            f_mle, f_wmle = f_mles[rep], f_wmles[rep]
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 f_star = mle_fit(r, N, n, tol=conv_tol, max_iter=20_000, accelerate="squarem")
