@@ -79,6 +79,7 @@ import argparse
 import contextlib
 import datetime as _dt
 import difflib
+import functools
 import hashlib
 import html
 import json
@@ -539,13 +540,21 @@ def execute_notebook(src, dst, parameters=None, cwd=None, html=True, timeout=Non
     return run
 
 
+@functools.lru_cache(maxsize=1)
+def _html_exporter():
+    """One nbconvert HTML exporter per process: its Jinja template is compiled once, not per
+    notebook (0.5-1 s each on the project's machine; a runner worker renders several)."""
+    from nbconvert import HTMLExporter
+
+    return HTMLExporter(template_name="lab")
+
+
 def _render_html(ipynb, out):
     """nbconvert's lab template: every cell is ``<div id="cell-id=<cell id>">`` (the index links there)."""
     import nbformat
-    from nbconvert import HTMLExporter
 
     nb = nbformat.read(str(ipynb), as_version=4)
-    body, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
+    body, _ = _html_exporter().from_notebook_node(nb)
     Path(out).write_text(body, encoding="utf-8")
 
 
