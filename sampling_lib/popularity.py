@@ -1403,9 +1403,6 @@ def popularity_fit(log, method="pop_mle", *, curve=None, tol=None, max_iter=100,
     return _Estimator(log, method, curve, tol, max_iter, accelerate, grid_size).fit()
 
 
-_BOUNDS_BLOCK_ELEMENTS = 1 << 20    # users x (N + 1) entries per block of popularity_bounds
-
-
 def popularity_bounds(log, *, tol=None, max_iter=100):
     """Bounds on P(R) from the sampled ranks and the item weights alone (no logs).
 
@@ -1450,47 +1447,15 @@ def popularity_bounds(log, *, tol=None, max_iter=100):
     E = sparse.csr_matrix(log.excluded)[:, order]
     lower = np.zeros(N)
     upper = np.zeros(N)
-    # mass_rank_bounds(candidates of u, grid) for a block of users at once: each user's candidate
-    # masses (descending; excluded items set to 0 in place) and their prefix sums from both ends.
-    # A zero adds exactly 0 to a prefix sum, and the number of candidates among the first j
-    # entries (ck) turns a position in the padded row into the candidate count k. One
-    # searchsorted serves the block: keys (row, value) as complex numbers, which numpy orders
-    # lexicographically, so every comparison is the per-user one on the same floats.
-    # Same k_min / k_max as the per-user call (tests/test_popularity.py).
-    Nw, G = ws.size, grid.size
-    step = max(1, _BOUNDS_BLOCK_ELEMENTS // (Nw + 1))
-    for s in range(0, log.M, step):
-        e = min(log.M, s + step)
-        b = e - s
-        keep = np.broadcast_to(ws > 0, (b, Nw)).copy()
-        blk = E[s:e]
-        keep[np.repeat(np.arange(b), np.diff(blk.indptr)), blk.indices] = False
-        cq = np.where(keep, ws, 0.0)
-        cq /= np.array([r[k].sum() for r, k in zip(cq, keep)])[:, None]   # the sum of the compact vector
-        P = np.zeros((b, Nw + 1))
-        np.cumsum(cq, axis=1, out=P[:, 1:])
-        Bk = np.zeros((b, Nw + 1))
-        np.cumsum(cq[:, ::-1], axis=1, out=Bk[:, 1:])
-        ck = np.zeros((b, Nw + 1), dtype=np.int64)
-        np.cumsum(keep, axis=1, out=ck[:, 1:])
-        ckr = np.zeros((b, Nw + 1), dtype=np.int64)
-        np.cumsum(keep[:, ::-1], axis=1, out=ckr[:, 1:])
-        n_c = np.repeat(ck[:, -1], G)
-        eps = (1e-12 * np.maximum(1.0, P[:, -1]))[:, None]
-        row = np.arange(b, dtype=float)[:, None]
-        jmin = np.searchsorted((row + 1j * P).ravel(), (row + 1j * (grid - eps)).ravel(), side="left")
-        jmax = np.searchsorted((row + 1j * Bk).ravel(), (row + 1j * (grid + eps)).ravel(), side="right") - 1
-        base = np.repeat(np.arange(b) * (Nw + 1), G)
-        # positions within the row; a query beyond the row's last key lands on the next row's start
-        # (Nw + 1 here), which the per-user call caps at the number of candidates
-        jmin = np.minimum(jmin - base, Nw)
-        jmax = np.clip(jmax - base, 0, Nw)
-        rows = np.repeat(np.arange(b), G)
-        kmin = np.minimum(ck[rows, jmin], n_c)
-        kmax = np.minimum(ckr[rows, jmax], n_c)
-        p = post[:, user_cell[s:e]].T                     # (b, G)
-        upper += np.bincount(kmin, weights=p.ravel(), minlength=N)
-        lower += np.bincount(kmax, weights=p.ravel(), minlength=N)
+    for u in range(log.M):
+        keep = ws > 0
+        keep[E.indices[E.indptr[u]:E.indptr[u + 1]]] = False
+        cq = ws[keep]
+        cq = cq / cq.sum()
+        kmin, kmax = mass_rank_bounds(cq, grid)
+        p = post[:, user_cell[u]]
+        upper += np.bincount(kmin, weights=p, minlength=N)
+        lower += np.bincount(kmax, weights=p, minlength=N)
     return lower / log.M, upper / log.M
 
 

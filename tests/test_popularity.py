@@ -316,39 +316,6 @@ def test_bounds_order_and_truth_within_exact_bounds():
         assert (kmin[0], kmax[0]) == (kmin_u[u], kmax_u[u])
 
 
-@pytest.mark.parametrize("block", [None, 7])
-def test_bounds_blocked_equal_per_user_mass_rank_bounds(monkeypatch, block):
-    # popularity_bounds computes mass_rank_bounds for blocks of users at once (issue 18): the
-    # result must be the per-user reference loop exactly (zero weights, ties in the weights,
-    # users with many excluded items; a block size smaller than M and not dividing it)
-    S, train, test, w = _scores_case(M=60, N=25, seed=21)
-    w = np.round(w, 1)                         # ties
-    w[[3, 11]] = 0.0                           # items with weight 0 are never candidates
-    log = pop.simulate_popularity_log(S, train, test, w, 8, rng=22)
-    if block is not None:
-        monkeypatch.setattr(pop, "_BOUNDS_BLOCK_ELEMENTS", block * (log.N + 1))
-    lo, hi = pop.popularity_bounds(log)
-    N = log.N
-    grid = np.arange(N) / (N - 1)
-    sizes, xs, user_cell = pop._cells(log)
-    counts = np.bincount(user_cell, minlength=sizes.size).astype(float)
-    res, L = pop._em_on_grid(sizes, xs, counts, grid, None, 100, None)
-    post = res.pmf[:, None] * L
-    post /= post.sum(axis=0, keepdims=True)
-    order = np.argsort(-w, kind="stable")
-    ws = w[order]
-    E = sp.csr_matrix(log.excluded)[:, order]
-    ref_lo, ref_hi = np.zeros(N), np.zeros(N)
-    for u in range(log.M):
-        keep = ws > 0
-        keep[E.indices[E.indptr[u]:E.indptr[u + 1]]] = False
-        kmin, kmax = pop.mass_rank_bounds(ws[keep] / ws[keep].sum(), grid)
-        ref_hi += np.bincount(kmin, weights=post[:, user_cell[u]], minlength=N)
-        ref_lo += np.bincount(kmax, weights=post[:, user_cell[u]], minlength=N)
-    np.testing.assert_allclose(lo, ref_lo / log.M, rtol=1e-13, atol=1e-16)
-    np.testing.assert_allclose(hi, ref_hi / log.M, rtol=1e-13, atol=1e-16)
-
-
 @pytest.mark.parametrize("variance, bound, p", [(1.0, 0.0, 1e-4), (4.0, 3.0, 1e-3), (0.0, 2.0, 0.05)])
 def test_bernstein_tolerance_solves_the_inequality(variance, bound, p):
     t = pop.bernstein_tolerance(variance, bound, p)
