@@ -558,7 +558,22 @@ def _render_html(ipynb, out):
     Path(out).write_text(body, encoding="utf-8")
 
 
+def _skip_iri_parser():
+    """The runner's processes do not import ``rfc3987_syntax``.
+
+    nbformat (under papermill and nbconvert) imports jsonschema, whose format
+    checker imports rfc3987_syntax when it is installed (jupyterlab pulls it
+    in) and builds an Earley parser for RFC 3987 IRIs at import: about 3 s per
+    process, ten times the rest of nbformat's import. nbformat validates
+    without a format checker, so the parser is never used; the runner's own
+    processes (the ``run`` command and its workers, not the notebooks'
+    kernels) skip it. Issue 18.
+    """
+    sys.modules.setdefault("rfc3987_syntax", None)
+
+
 def _worker_init():
+    _skip_iri_parser()
     # Ctrl-C reaches the whole process group: the parent alone decides and stops the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
@@ -1519,6 +1534,7 @@ def add_run_arguments(p):
 
 def run_command(args, prog="sampling-lib run"):
     """Execute a parsed ``run`` command; returns the exit status (never raises, never a traceback)."""
+    _skip_iri_parser()
     if args.jobs is not None and args.jobs < 1:
         sys.stderr.write(f"{prog}: error: --jobs must be an integer >= 1; got {args.jobs}\n")
         return 2
