@@ -18,6 +18,13 @@ import sys
 sys.modules.setdefault("rfc3987_syntax", None)
 
 import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+# Property tests draw the same examples on every run (CI must not fail on a draw no one has seen);
+# HYPOTHESIS_PROFILE=explore searches afresh (new random examples, hypothesis' example database).
+settings.register_profile("ci", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 REPO = Path(__file__).resolve().parents[1]
 ML100K = REPO.parent / "shared" / "data" / "ml-100k" / "u.data"
