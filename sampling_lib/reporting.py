@@ -1413,8 +1413,19 @@ def run_notebooks(out_dir=None, *, smoke=False, only=None, jobs=1, notebooks_dir
                 + f"; {n_pass}/{n_claims} claims pass, {int((kinds == 'observation').sum())} observations -> {out_dir}")
             return runs
         finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
+            _remove_tree(tmp)
+
+
+def _remove_tree(path, attempts=20, pause=0.25):
+    """Remove a folder, retrying for up to ``attempts * pause`` seconds: after an interrupt, a
+    stopping worker's kernel may still be writing its output notebook into it (seen under load:
+    the folder survived a single rmtree)."""
+    for _ in range(attempts):
+        if not path.exists():
+            return
+        shutil.rmtree(path, ignore_errors=True)
+        if path.exists():
+            time.sleep(pause)
 
 
 def _keep_previous(out_dir, tmp, done):
