@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from ._validation import (check_array_size, check_float, check_int, check_N_n, check_pmf, check_ranks,
                           check_scheme)
@@ -846,6 +846,8 @@ def shr_cdf(N, n, k, scheme="binomial", R=None):
     k = check_ranks(np.atleast_1d(k), n, name="k", upper_name="n")
     R = np.arange(1, N + 1) if R is None else check_ranks(R, N, name="R", upper_name="N")
     Rc = R[:, None]
+    from scipy import stats   # lazy: scipy.stats costs ~0.7 s of every process's import of sampling_lib
+
     if scheme == "binomial":
         out = stats.binom.cdf(k[None, :] - 1, n - 1, (Rc - 1) / (N - 1))
     else:
