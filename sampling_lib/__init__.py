@@ -18,39 +18,42 @@ Practitioner API
   (:mod:`sampling_lib.ranking`);
 * :class:`ConvergenceWarning` (:mod:`sampling_lib.exceptions`).
 
-Submodules are imported on first access (PEP 562), so ``import sampling_lib``
-stays light (no statsmodels, papermill, joblib).
+Submodules and the names above are imported on first access (PEP 562), so
+``import sampling_lib`` stays light (no scipy, statsmodels, papermill, joblib).
 """
 import importlib as _importlib
 
 __version__ = "0.1.0"
 
-from . import correct, estimators, exceptions, io, ranking  # noqa: E402
-from .correct import __all__ as _correct_all  # noqa: E402
-from .correct import *  # noqa: E402,F401,F403
-from .estimators import DEFAULT_METHOD, METHODS, get_estimator  # noqa: E402
-from .exceptions import ConvergenceWarning  # noqa: E402
-from .io import SampledRanks, ranks_from_score_table, ranks_from_table, read_table  # noqa: E402,F401
-
-# the framework readers (TREC/ranx runs, NCF/Elliot negatives) stay in sampling_lib.io
-_io_all = ["SampledRanks", "read_table", "ranks_from_table", "ranks_from_score_table"]
-from .ranking import TIE_RULES, ranks_from_scores  # noqa: E402
-
-#: The submodules (one idea each; see ../shared/DESIGN.md).
 SUBMODULES = (
     "metrics", "kernels", "sampling", "mapping", "rankdist", "estimators", "correct", "ranking",
     "io", "user_sampling", "inference", "random_baseline", "data", "recommenders", "experiments",
     "studies", "testing", "reporting", "exceptions", "cli", "popularity",
 )
 
-__all__ = (["__version__"] + list(SUBMODULES) + _correct_all + _io_all
-           + ["get_estimator", "METHODS", "DEFAULT_METHOD", "ranks_from_scores", "TIE_RULES",
-              "ConvergenceWarning"])
+#: The practitioner API at the top level: name -> the submodule that defines it. Resolved on first
+#: access like the submodules (PEP 562): ``import sampling_lib`` (and so every report-runner process,
+#: worker and notebook kernel that imports ``sampling_lib.reporting``) does not pay for the
+#: estimators and scipy until they are used. ``correct``'s names are its ``__all__`` (a test checks it).
+_API = {
+    **{n: "correct" for n in ("RankCounts", "rank_counts", "counts_from_frame", "bootstrap_counts",
+                              "estimate", "compare")},
+    **{n: "io" for n in ("SampledRanks", "read_table", "ranks_from_table", "ranks_from_score_table")},
+    **{n: "estimators" for n in ("get_estimator", "METHODS", "DEFAULT_METHOD")},
+    **{n: "ranking" for n in ("ranks_from_scores", "TIE_RULES")},
+    "ConvergenceWarning": "exceptions",
+}
+
+__all__ = ["__version__"] + list(SUBMODULES) + list(_API)
 
 
 def __getattr__(name):
     if name in SUBMODULES:
         return _importlib.import_module(f"{__name__}.{name}")
+    if name in _API:
+        value = getattr(_importlib.import_module(f"{__name__}.{_API[name]}"), name)
+        globals()[name] = value      # resolved once
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
