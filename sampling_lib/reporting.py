@@ -519,6 +519,7 @@ def execute_notebook(src, dst, parameters=None, cwd=None, html=True, timeout=Non
             progress_bar=False,
             log_output=False,
             execution_timeout=timeout,
+            request_save_on_cell_execute=False,   # written at the end (and on error), not after each cell
         )
         ok = True
     except Exception as exc:  # papermill wraps the cell error
