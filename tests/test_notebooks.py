@@ -40,6 +40,19 @@ def test_notebook_conventions(path):
     assert any(c.cell_type == "markdown" for c in nb.cells)
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_papermill_sees_every_parameter(path):
+    """``papermill --help-notebook`` / ``inspect_notebook`` lists every name the parameters cell assigns
+    (papermill skips a line with two '=', e.g. a comment saying '|z| <= 4')."""
+    import re
+
+    import papermill as pm
+
+    src = "".join(next(c for c in nbformat.read(str(path), 4).cells if c.cell_type == "code").source)
+    names = {m.group(1) for m in re.finditer(r"^(\w+)\s*=", src, re.M)}
+    assert names <= set(pm.inspect_notebook(str(path))), names - set(pm.inspect_notebook(str(path)))
+
+
 @pytest.mark.notebooks
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_notebook_runs_with_smoke_parameters(path, tmp_path):
