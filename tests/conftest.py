@@ -7,15 +7,12 @@ from pathlib import Path
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import sys
+# The test processes skip rfc3987_syntax as the report runner's processes do
+# (sampling_lib.reporting._skip_iri_parser: jsonschema would build an IRI parser nbformat never uses,
+# ~3 s per process; issue 18). Importing sampling_lib.reporting imports neither nbformat nor jsonschema.
+from sampling_lib.reporting import _skip_iri_parser  # noqa: E402
 
-# nbformat (papermill, the runner, the notebook tests) imports jsonschema, whose format checker imports
-# rfc3987_syntax when it is installed (jsonschema[format-nongpl], pulled in by jupyterlab): building its
-# Earley parser for RFC 3987 IRIs costs about 3 s per process, ten times the rest of nbformat's import
-# (measured: nbformat + jsonschema 3.0-3.5 s, 0.3 s without it). nbformat validates without a format
-# checker, so that parser is never used here: the test processes skip it (issue 18; test collection
-# 12.5 -> 8.0 s CPU per worker). Processes the tests start (the runner, the CLI) are not affected.
-sys.modules.setdefault("rfc3987_syntax", None)
+_skip_iri_parser()
 
 import pytest  # noqa: E402
 from hypothesis import settings  # noqa: E402
