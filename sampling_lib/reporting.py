@@ -520,6 +520,7 @@ def execute_notebook(src, dst, parameters=None, cwd=None, html=True, timeout=Non
             log_output=False,
             execution_timeout=timeout,
             request_save_on_cell_execute=False,   # written at the end (and on error), not after each cell
+            shutdown_kernel="immediate",
         )
         ok = True
     except Exception as exc:  # papermill wraps the cell error
