@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_int
-from ..metrics import metric_values
+from ..metrics import metric_matrix, metric_values
 from ..sampling import sample_ranks
 
 __all__ = [
@@ -84,14 +84,18 @@ def metric_curves(weights, global_ranks, metrics=("recall", "ndcg", "ap"), K_max
     R = np.asarray(global_ranks)
     Ks = np.arange(1, K_max + 1)
     counts = np.bincount(np.minimum(R, K_max + 1), minlength=K_max + 2)[1:K_max + 1] / R.size
-    frames = []
+    names = list(weights)
+    Wm = np.stack([np.asarray(w, dtype=float)[:K_max] for w in weights.values()])   # (E, K_max)
+    est, truth = [], []
     for mt in metrics:
-        Fm = np.stack([metric_values(f"{mt}@{k}", K_max) for k in Ks], axis=1)        # (K_max, K_max)
-        truth = counts @ Fm
-        for e, w in weights.items():
-            frames.append(pd.DataFrame({"estimator": e, "metric": mt, "K": Ks,
-                                        "estimate": np.asarray(w)[:K_max] @ Fm, "truth": truth}))
-    return pd.concat(frames, ignore_index=True)
+        Fm = metric_matrix([f"{mt}@{k}" for k in Ks], K_max)                         # (K_max, K_max)
+        est.append(np.stack([w @ Fm for w in Wm]))   # row by row: the same rounding as one vector product
+        truth.append(np.broadcast_to(counts @ Fm, Wm.shape))
+    E, T = len(names), len(metrics)   # rows: metric, then estimator, then K (one frame, not E x T frames)
+    return pd.DataFrame({"estimator": np.tile(np.repeat(np.array(names, dtype=object), K_max), T),
+                         "metric": np.repeat(np.array(list(metrics), dtype=object), E * K_max),
+                         "K": np.tile(Ks, E * T), "estimate": np.concatenate(est).ravel(),
+                         "truth": np.concatenate(truth).ravel()})
 
 
 def average_relative_error(curves, by=("repeat", "model", "design", "estimator", "metric"), small_K=5):
