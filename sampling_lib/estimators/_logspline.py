@@ -710,9 +710,15 @@ def logspline_sensitivity(sampled_ranks, N, n, *, scheme="binomial", penalty=DEF
     -------
     list of ndarray, shape (N,)
     """
-    return [logspline(sampled_ranks, N, n, scheme=scheme, penalty=penalty * f,
+    return [logspline(sampled_ranks, N, n, scheme=scheme, penalty=p,
                       knot_spacing=knot_spacing, exact_ranks=exact_ranks)
-            for f in (1.0 / SENSITIVITY_FACTOR, SENSITIVITY_FACTOR)]
+            for p in _sensitivity_penalties(penalty)]
+
+
+def _sensitivity_penalties(penalty):
+    """The two alternative penalties of the sensitivity band: ``penalty`` divided and multiplied by
+    :data:`SENSITIVITY_FACTOR` (:func:`logspline_sensitivity` and the registry's interval)."""
+    return (penalty / SENSITIVITY_FACTOR, penalty * SENSITIVITY_FACTOR)
 
 
 # ----------------------------------------------------------------------------

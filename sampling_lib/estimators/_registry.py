@@ -89,7 +89,7 @@ from ._distribution import (_mes_batch, _mes_lambda, adaptive_mle, em_fixed_iter
                             em_operators, mes, mes_fit, mle, wmle, wmle_weights)
 from ._linear import (_OUTER_MAX, bv, bv_sampled_metric, cls, cls_fit, grid_outer, linear_on_grid, linear_on_grid_batch, mn,
                       mn_sampled_metric, sampled_pmf)
-from ._logspline import (DEFAULT_PENALTY, SENSITIVITY_FACTOR, _counts_fit_state,
+from ._logspline import (DEFAULT_PENALTY, SENSITIVITY_FACTOR, _counts_fit_state, _sensitivity_penalties,
                          logspline_cells_replicates, logspline_fit, logspline_replicates)
 
 __all__ = [
@@ -971,8 +971,7 @@ def _logspline_reps(fitted, Cb):
 
 
 def _logspline_alternatives(options):
-    p = options.get("penalty", DEFAULT_PENALTY)
-    return [{"penalty": p / SENSITIVITY_FACTOR}, {"penalty": p * SENSITIVITY_FACTOR}]
+    return [{"penalty": p} for p in _sensitivity_penalties(options.get("penalty", DEFAULT_PENALTY))]
 
 
 register(EstimatorSpec("logspline", _fit_logspline, ("penalty", "knot_spacing", "exact_ranks"),
