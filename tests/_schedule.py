@@ -30,40 +30,40 @@ from xdist.scheduler import LoadScopeScheduling
 
 #: (node id prefix, estimated seconds per matching test); the first matching prefix wins.
 SLOW = [
-    ("tests/test_runner_signals.py::", 33.0),
-    ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[03", 28.0),
-    ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[08", 25.0),
-    ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[04", 20.0),
-    ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[05", 16.0),
-    ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[09", 14.0),
-    ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[07", 12.0),
-    ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[02", 12.0),
-    ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[06", 11.0),
-    ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[11", 9.0),
-    ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[10", 7.5),
-    ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[01", 7.0),
-    ("tests/test_notebooks.py::test_same_seed_gives_the_same_claims", 7.0),
-    ("tests/test_notebooks_user_data.py::test_notebook_runs_on_an_untimed_file_with_string_ids[08", 28.0),
-    ("tests/test_notebooks_user_data.py::test_notebook_runs_on_an_untimed_file_with_string_ids[03", 17.0),
-    ("tests/test_notebooks_user_data.py::test_notebook_runs_on_an_untimed_file_with_string_ids[09", 13.0),
-    ("tests/test_notebooks_user_data.py::test_notebook_runs_on_an_untimed_file_with_string_ids[02", 12.0),
-    ("tests/test_notebooks_user_data.py::test_notebook_runs_on_an_untimed_file_with_string_ids[07", 11.5),
-    ("tests/test_notebooks_user_data.py::test_notebook_runs_on_an_untimed_file_with_string_ids[05", 10.5),
-    ("tests/test_notebooks_user_data.py::test_notebook_runs_on_an_untimed_file_with_string_ids[04", 9.5),
-    ("tests/test_notebooks_user_data.py::test_notebook_runs_on_an_untimed_file_with_string_ids", 8.0),
-    ("tests/test_reporting.py::test_runner_replaces_reports_only_on_success", 20.0),
-    ("tests/test_reporting.py::test_user_backup_folder_is_never_touched", 5.0),   # builds safety_run
-    ("tests/test_index.py::test_claims_and_observations_are_apart", 9.0),          # builds the report
-    ("tests/test_index.py::test_run_one_", 4.0),
-    ("tests/test_index.py::test_index_in_headless_chromium", 2.5),
-    ("tests/test_peruser.py::test_per_user_n_beats_every_single_n_on_movielens", 8.3),
-    ("tests/test_experiments.py::test_run_experiment_deterministic_across_backends", 7.0),
-    ("tests/test_install.py::test_wheel_has_every_module_and_subpackage", 6.0),     # builds the wheel
-    ("tests/test_cli.py::test_estimate_csv_equals_library_and_is_deterministic", 3.5),
-    ("tests/test_cli.py::test_bad_input_one_line_error_subprocess", 2.5),
-    ("tests/test_api.py::test_import_is_light", 3.0),
-    ("tests/test_grid.py::test_em_family_within_tol_of_exact_kernel", 1.5),
-    ("tests/test_kernels.py::test_kernels_match_scipy_and_rows_sum_to_one", 1.0),
+    ("tests/test_runner_signals.py::", 10.5),
+    ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[03", 13.5),
+    ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[08", 14.0),
+    ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[04", 9.5),
+    ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[05", 8.0),
+    ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[09", 10.0),
+    ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[07", 9.5),
+    ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[02", 7.0),
+    ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[06", 7.5),
+    ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[11", 7.0),
+    ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[10", 6.5),
+    ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[01", 5.0),
+    ("tests/test_notebooks.py::test_same_seed_gives_the_same_claims", 5.0),
+    ("tests/test_notebooks_user_data.py::test_notebook_runs_on_an_untimed_file_with_string_ids[08", 10.0),
+    ("tests/test_notebooks_user_data.py::test_notebook_runs_on_an_untimed_file_with_string_ids[03", 10.0),
+    ("tests/test_notebooks_user_data.py::test_notebook_runs_on_an_untimed_file_with_string_ids[09", 8.0),
+    ("tests/test_notebooks_user_data.py::test_notebook_runs_on_an_untimed_file_with_string_ids[02", 6.0),
+    ("tests/test_notebooks_user_data.py::test_notebook_runs_on_an_untimed_file_with_string_ids[07", 8.0),
+    ("tests/test_notebooks_user_data.py::test_notebook_runs_on_an_untimed_file_with_string_ids[05", 6.0),
+    ("tests/test_notebooks_user_data.py::test_notebook_runs_on_an_untimed_file_with_string_ids[04", 6.5),
+    ("tests/test_notebooks_user_data.py::test_notebook_runs_on_an_untimed_file_with_string_ids", 6.0),
+    ("tests/test_reporting.py::test_runner_replaces_reports_only_on_success", 8.5),
+    ("tests/test_reporting.py::test_user_backup_folder_is_never_touched", 2.0),   # builds safety_run
+    ("tests/test_index.py::test_claims_and_observations_are_apart", 4.0),   # builds the report
+    ("tests/test_index.py::test_run_one_", 2.0),
+    ("tests/test_index.py::test_index_in_headless_chromium", 1.5),
+    ("tests/test_peruser.py::test_per_user_n_beats_every_single_n_on_movielens", 8.0),
+    ("tests/test_experiments.py::test_run_experiment_deterministic_across_backends", 3.0),
+    ("tests/test_install.py::test_wheel_has_every_module_and_subpackage", 2.0),   # builds the wheel
+    ("tests/test_cli.py::test_estimate_csv_equals_library_and_is_deterministic", 2.5),
+    ("tests/test_cli.py::test_bad_input_one_line_error_subprocess", 3.0),
+    ("tests/test_api.py::test_import_is_light", 2.5),
+    ("tests/test_grid.py::test_em_family_within_tol_of_exact_kernel", 1.0),
+    ("tests/test_kernels.py::test_kernels_match_scipy_and_rows_sum_to_one", 1.5),
 ]
 
 #: group name -> node id prefixes of tests that share an expensive fixture (one unit, one worker).
@@ -91,7 +91,7 @@ def estimated_seconds(nodeid):
     """The estimate of one test (node id as xdist reports it, relative to the rootdir).
 
     >>> estimated_seconds("tests/test_runner_signals.py::test_x")
-    33.0
+    10.5
     >>> estimated_seconds("tests/test_metrics.py::test_anything")
     0.1
     """
