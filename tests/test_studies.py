@@ -310,3 +310,21 @@ def test_coverage_study_and_relative_rmse_equal_direct_calls():
     e = acc[acc.method == "bv"]
     assert r.loc["recall@5", "bv"] == pytest.approx(100 * np.sqrt(np.mean(((e.estimate - e.truth) / e.truth) ** 2)))
     assert r.loc["recall@5", "naive"] == pytest.approx(100 * np.sqrt(np.mean(((e.naive - e.truth) / e.truth) ** 2)))
+
+
+def test_metric_curves_rows_equal_one_product_per_metric_estimator_and_K():
+    # one frame built from stacked products (issue 18) against the definition, row by row:
+    # estimate = w[:K_max] @ F_K and truth = mean_u F_K(R_u), for metric, then estimator, then K
+    from sampling_lib.metrics import metric_values
+
+    rng = np.random.default_rng(7)
+    N, K_max = 40, 6
+    R = rng.integers(1, N + 1, size=500)
+    weights = {"B": rng.dirichlet(np.ones(N)), "A": rng.dirichlet(np.ones(N)), "C": rng.dirichlet(np.ones(N))}
+    d = studies.metric_curves(weights, R, ("ndcg", "recall", "ap"), K_max=K_max)
+    expected = [(mt, e, K, weights[e] @ metric_values(f"{mt}@{K}", N), metric_values(f"{mt}@{K}", N)[R - 1].mean())
+                for mt in ("ndcg", "recall", "ap") for e in weights for K in range(1, K_max + 1)]
+    assert list(d.columns) == ["estimator", "metric", "K", "estimate", "truth"] and len(d) == len(expected)
+    assert [(m, e, k) for m, e, k, *_ in expected] == list(zip(d.metric, d.estimator, d.K))
+    np.testing.assert_allclose(d.estimate, [x[3] for x in expected], rtol=1e-12, atol=0)
+    np.testing.assert_allclose(d.truth, [x[4] for x in expected], rtol=1e-12, atol=0)
