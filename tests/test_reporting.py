@@ -39,6 +39,21 @@ def _nb(path, passes, observation_holds=False):
 
 
 @pytest.mark.notebooks
+def _kernels_left():
+    """Kernel processes still running below this test process (a killed kernel must also be reaped)."""
+    psutil = pytest.importorskip("psutil")
+    left = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if any("ipykernel" in part for part in p.cmdline()) or p.status() == psutil.STATUS_ZOMBIE:
+                left.append((p.pid, p.status()))
+        except psutil.NoSuchProcess:
+            pass
+        except psutil.ZombieProcess:
+            left.append((p.pid, "zombie"))
+    return left
+
+
 def test_runner_replaces_reports_only_on_success(tmp_path):
     nbdir = tmp_path / "nbs"
     nbdir.mkdir()
@@ -48,6 +63,7 @@ def test_runner_replaces_reports_only_on_success(tmp_path):
     logs = []
     runs = run_notebooks(out, notebooks_dir=nbdir, smoke=True, log=logs.append)
     assert all(r.ok for r in runs)       # a failing observation does not fail the run
+    assert _kernels_left() == []         # each kernel is stopped (immediately) once its notebook has run
     claims = pd.read_csv(out / "claims.csv")
     assert len(claims) == 6 and list(claims.kind).count("observation") == 2
     assert claims[claims.kind == "claim"].passed.all() and not claims[claims.kind == "observation"].passed.any()
