@@ -84,7 +84,7 @@ def metric_curves(weights, global_ranks, metrics=("recall", "ndcg", "ap"), K_max
     R = np.asarray(global_ranks)
     Ks = np.arange(1, K_max + 1)
     counts = np.bincount(np.minimum(R, K_max + 1), minlength=K_max + 2)[1:K_max + 1] / R.size
-    names = list(weights)
+    names, metrics = list(weights), list(metrics)
     Wm = np.stack([np.asarray(w, dtype=float)[:K_max] for w in weights.values()])   # (E, K_max)
     est, truth = [], []
     for mt in metrics:
@@ -93,7 +93,7 @@ def metric_curves(weights, global_ranks, metrics=("recall", "ndcg", "ap"), K_max
         truth.append(np.broadcast_to(counts @ Fm, Wm.shape))
     E, T = len(names), len(metrics)   # rows: metric, then estimator, then K (one frame, not E x T frames)
     return pd.DataFrame({"estimator": np.tile(np.repeat(np.array(names, dtype=object), K_max), T),
-                         "metric": np.repeat(np.array(list(metrics), dtype=object), E * K_max),
+                         "metric": np.repeat(np.array(metrics, dtype=object), E * K_max),
                          "K": np.tile(Ks, E * T), "estimate": np.concatenate(est).ravel(),
                          "truth": np.concatenate(truth).ravel()})
 
