@@ -62,6 +62,7 @@ SLOW = [
     ("tests/test_cli.py::test_estimate_csv_equals_library_and_is_deterministic", 2.5),
     ("tests/test_cli.py::test_bad_input_one_line_error_subprocess", 3.0),
     ("tests/test_api.py::test_import_is_light", 2.5),
+    ("tests/test_logspline.py::test_bootstrap_replicates_reach_their_refit_optimum", 4.5),
     ("tests/test_grid.py::test_em_family_within_tol_of_exact_kernel", 1.0),
     ("tests/test_kernels.py::test_kernels_match_scipy_and_rows_sum_to_one", 1.5),
 ]
