@@ -195,3 +195,28 @@ def test_two_item_samples_bootstrap_without_singular_information():
     H = np.array([[1.0, 0.0], [0.0, 0.0]])
     np.testing.assert_allclose(L._solve_psd(H, np.array([1.0, 0.0])), [1.0, 0.0])
     np.testing.assert_allclose(L._solve_psd(np.stack([np.eye(2) * 2, H]), np.ones((2, 2)))[0], [0.5, 0.5])
+
+
+def test_newton_iteration_limit_is_judged_by_the_newton_decrement(monkeypatch):
+    """At max_iter the fit counts as converged only if its Newton decrement is below 1e-6 (within
+    ~5e-7 of the optimum in log-likelihood); a fit that is not converged says so with a
+    ConvergenceWarning (it is kept)."""
+    import functools
+
+    N, n = 3000, 50
+    _, _, r = _ranks(N, n, 2000, 9)
+    c = np.bincount(r - 1, minlength=n).astype(float)
+    _, _, c, grid, K, P, _, _ = L._setup_counts(c, N, n, "binomial", 70.0, L.DEFAULT_KNOT_SPACING, L._HEAD)
+    zero = np.zeros(grid.B.shape[1])
+    assert not L._newton(c, K, grid, P, zero, max_iter=1)[5]            # one step from the flat prior
+    beta = L._newton(c, K, grid, P, zero)[0]
+    # from the optimum, with a gradient tolerance that cannot be met: one step, then the curvature is
+    # taken once more (the decrement at the last point) and the fit is judged converged
+    calls = []
+    _, _, _, _, it, conv = L._newton(c, K, grid, P, beta, max_iter=1, tol=0.0,
+                                     info=lambda *a: calls.append(1) or L._fisher(*a))
+    assert it == 1 and conv and len(calls) == 2
+    monkeypatch.setattr(L, "_newton", functools.partial(L._newton, max_iter=1))
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        fit = L.logspline_fit(r, N, n)
+    assert not fit.converged
