@@ -17,11 +17,14 @@ dask, partition by partition -> :func:`sampling_lib.correct.counts_from_frame` -
 ``estimate`` per model, 1,000 replicates), timed, its peak RSS measured
 in a subprocess, and deleted. Not committed, not run in CI.
 
+Part 3 (``--many-users``) -- ``estimate`` on the counts table of 5 x 10^7 users at N = 10^7 (one
+model of the Parquet file, without the file): wall and CPU time, peak RSS.
+
 Data: global ranks R = ceil(N x Beta(0.3, 3)) (a long-tailed rank distribution),
 sampled ranks r = 1 + Binomial(n - 1, (R - 1)/(N - 1)) (sampling with replacement).
 
 Usage: .venv/bin/python benchmarks/bench_scale.py [--quick] [--parquet] [--no-scaling]
-       [--n-items-values k]
+       [--n-items-values k] [--many-users]
 """
 from __future__ import annotations
 
@@ -202,6 +205,29 @@ def parquet(quick, k):
         print(f"deleted {d}")
 
 
+def many_users(M=5 * 10**7, N=10**7, n=100):
+    """Part 3: ``estimate`` (default, 1,000 replicates) on the counts table of M users at N, the size of
+    one model of the Parquet file, without the file: the sampled ranks are drawn in ten chunks and counted."""
+    import numpy as np
+    import pandas as pd
+
+    import sampling_lib as sl
+
+    rng = np.random.default_rng(0)
+    cnt = np.zeros(n + 1, dtype=np.int64)
+    for _ in range(10):
+        R = np.minimum(N, np.ceil(N * rng.beta(0.3, 3, size=M // 10))).astype(np.int64)
+        cnt += np.bincount(1 + rng.binomial(n - 1, (R - 1) / (N - 1)), minlength=n + 1)
+    del R
+    tab = pd.DataFrame({"rank": np.arange(1, n + 1), "count": cnt[1:], "sample_size": n})
+    t, c = time.perf_counter(), time.process_time()
+    out = sl.estimate(tab[tab["count"] > 0], N, n, n_boot=1000, rng=np.random.default_rng(1))
+    print(f"many users: estimate on the counts of M = {M:.0e} users, N = {N:.0e}, n = {n}: "
+          f"{time.perf_counter() - t:.1f} s wall, {time.process_time() - c:.1f} s CPU, peak RSS "
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+    print(out[["metric", "estimate", "ci_low", "ci_high"]].to_string(index=False))
+
+
 def main():
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
         kind, a = sys.argv[2], sys.argv[3:]
@@ -218,11 +244,15 @@ def main():
     ap.add_argument("--no-scaling", action="store_true", help="skip the scaling part")
     ap.add_argument("--n-items-values", type=int, default=1,
                     help="distinct per-user N_u in the Parquet file (default 1)")
+    ap.add_argument("--many-users", action="store_true",
+                    help="also estimate on the counts of 5 x 10^7 users at N = 10^7 (no file)")
     args = ap.parse_args()
     if not args.no_scaling:
         scaling(args.quick)
     if args.parquet:
         parquet(args.quick, args.n_items_values)
+    if args.many_users:
+        many_users(*((10**6, 10**5) if args.quick else ()))
 
 
 if __name__ == "__main__":
