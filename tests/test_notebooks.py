@@ -50,7 +50,8 @@ def test_papermill_sees_every_parameter(path):
 
     src = "".join(next(c for c in nbformat.read(str(path), 4).cells if c.cell_type == "code").source)
     names = {m.group(1) for m in re.finditer(r"^(\w+)\s*=", src, re.M)}
-    assert names <= set(pm.inspect_notebook(str(path))), names - set(pm.inspect_notebook(str(path)))
+    seen = set(pm.inspect_notebook(str(path)))
+    assert names <= seen, names - seen
 
 
 @pytest.mark.notebooks

@@ -557,25 +557,23 @@ def _em_core(blocks, N, init, tol, max_iter, accelerate):
             pi, ll, g = new
         trace.append(ll)
         gap = _gap(g)
+    return _em_result(pi, ll, trace, it, n_estep, gap, tol, max_iter, accelerate, stacklevel=4)
+
+
+def _em_result(pi, ll, trace, n_iter, n_estep, gap, tol, max_iter, accelerate, *, stacklevel):
+    """The :class:`EMResult` of one fit (:func:`_em_core`, a row of :func:`em_core_batch`), with a
+    ConvergenceWarning when a tolerance was asked for and not reached within ``max_iter``."""
     converged = tol is not None and gap <= tol
     if tol is not None and not converged:
         warnings.warn(
             f"EM stopped after max_iter={max_iter} iterations with gap={gap:.3g} > tol={tol:g} "
             f"(log-likelihood {ll:.10g}); increase max_iter or use accelerate='squarem'",
             ConvergenceWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
-    return EMResult(
-        pmf=pi,
-        loglik=float(ll),
-        loglik_trace=np.asarray(trace),
-        n_iter=it,
-        n_estep=n_estep,
-        gap=gap,
-        converged=bool(converged),
-        tol=tol,
-        method="em" if accelerate is None else "squarem",
-    )
+    return EMResult(pmf=pi, loglik=float(ll), loglik_trace=np.asarray(trace), n_iter=int(n_iter),
+                    n_estep=int(n_estep), gap=float(gap), converged=bool(converged), tol=tol,
+                    method="em" if accelerate is None else "squarem")
 
 
 def _estep_rows(pi, K, C, W):
@@ -715,19 +713,9 @@ def em_core_batch(K, C, init=None, tol=None, max_iter=100, accelerate=None):
             traces[a].append(float(lA[j]))
         gap[A] = gaps(gA)
     out = []
-    for b in range(B):
-        converged = tol is not None and gap[b] <= tol
-        if tol is not None and not converged:
-            warnings.warn(
-                f"EM stopped after max_iter={max_iter} iterations with gap={gap[b]:.3g} > tol={tol:g} "
-                f"(log-likelihood {ll[b]:.10g}); increase max_iter or use accelerate='squarem'",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
-        out.append(EMResult(pmf=pi[b].copy(), loglik=float(ll[b]), loglik_trace=np.asarray(traces[b]),
-                            n_iter=int(n_iter[b]), n_estep=int(n_estep[b]), gap=float(gap[b]),
-                            converged=bool(converged), tol=tol,
-                            method="em" if accelerate is None else "squarem"))
+    for b in range(B):   # a loop, not a comprehension: stacklevel 3 is em_core_batch's caller
+        out.append(_em_result(pi[b].copy(), ll[b], traces[b], n_iter[b], n_estep[b], gap[b], tol, max_iter,
+                              accelerate, stacklevel=3))
     return out
 
 
