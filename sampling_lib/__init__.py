@@ -26,7 +26,7 @@ import importlib as _importlib
 __version__ = "0.1.0"
 
 SUBMODULES = (
-    "metrics", "kernels", "sampling", "mapping", "rankdist", "estimators", "correct", "ranking",
+    "metrics", "kernels", "counts", "sampling", "mapping", "rankdist", "estimators", "correct", "ranking",
     "io", "user_sampling", "inference", "random_baseline", "data", "recommenders", "experiments",
     "studies", "testing", "reporting", "exceptions", "cli", "popularity",
 )
@@ -36,8 +36,8 @@ SUBMODULES = (
 #: worker and notebook kernel that imports ``sampling_lib.reporting``) does not pay for the
 #: estimators and scipy until they are used. ``correct``'s names are its ``__all__`` (a test checks it).
 _API = {
-    **{n: "correct" for n in ("RankCounts", "rank_counts", "counts_from_frame", "bootstrap_counts",
-                              "estimate", "compare")},
+    **{n: "counts" for n in ("RankCounts", "rank_counts", "counts_from_frame", "bootstrap_counts")},
+    **{n: "correct" for n in ("estimate", "compare")},
     **{n: "io" for n in ("SampledRanks", "read_table", "ranks_from_table", "ranks_from_score_table")},
     **{n: "estimators" for n in ("get_estimator", "METHODS", "DEFAULT_METHOD")},
     **{n: "ranking" for n in ("ranks_from_scores", "TIE_RULES")},

@@ -48,302 +48,22 @@ References
 """
 from __future__ import annotations
 
-import sys
 import warnings
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from scipy import sparse
 
 from ._validation import check_confidence_level, check_float, check_int, check_ranks, check_scheme
-from .estimators import DEFAULT_METHOD, METHODS, estimator_spec, get_estimator  # noqa: F401  (METHODS: also importable here)
+from .counts import RankCounts, bootstrap_loop, check_items, counts_from_frame, rank_counts
+from .estimators import DEFAULT_METHOD, estimator_spec, get_estimator
 from .metrics import metric_matrix, metric_values, parse_metrics
 
-__all__ = [
-    "RankCounts",
-    "rank_counts",
-    "counts_from_frame",
-    "bootstrap_counts",
-    "estimate",
-    "compare",
-]
+__all__ = ["estimate", "compare"]
 
-_BOOT_CHUNK = 64                 # replicates drawn / processed per block (fixed: determinism)
 #: The metric matrix on ranks 1..min(N, max K) only (True), or on every rank 1..N (False:
 #: the reference path of the tests and benchmarks/bench_scale.py; memory grows with N).
 _METRIC_HEAD = True
-
-
-# ----------------------------------------------------------------------------
-# sufficient statistic
-# ----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class RankCounts:
-    """Users per (item count, sample size, sampled rank) cell: the sufficient statistic.
-
-    Attributes
-    ----------
-    sizes : ndarray of int, shape (C,)
-        Sample size n of each non-empty cell.
-    ranks : ndarray of int, shape (C,)
-        Sampled rank r (1..n) of each cell.
-    counts : ndarray of int, shape (C,)
-        Number of users in the cell (all > 0). Cells are sorted by
-        (item count, size, rank).
-    n_items : ndarray of int, shape (C,), or None
-        Number of candidates N_u of each cell's users (one value for a common
-        N); None when the item count is given separately (to the estimator).
-    """
-
-    sizes: np.ndarray
-    ranks: np.ndarray
-    counts: np.ndarray
-    n_items: np.ndarray | None = None
-
-    @property
-    def M(self) -> int:
-        """Number of users."""
-        return int(self.counts.sum())
-
-    @property
-    def size_values(self) -> np.ndarray:
-        """The distinct sample sizes."""
-        return np.unique(self.sizes)
-
-    @property
-    def item_values(self) -> np.ndarray | None:
-        """The distinct item counts (None when not stored)."""
-        return None if self.n_items is None else np.unique(self.n_items)
-
-    def expand(self, counts=None):
-        """Per-user arrays (sampled_ranks, sample_sizes) for ``counts`` (default: own)."""
-        c = self.counts if counts is None else np.asarray(counts, dtype=np.int64)
-        return np.repeat(self.ranks, c), np.repeat(self.sizes, c)
-
-    def expand_cells(self, counts=None):
-        """Per-user arrays (sampled_ranks, sample_sizes, n_items or None) for ``counts``."""
-        c = self.counts if counts is None else np.asarray(counts, dtype=np.int64)
-        items = None if self.n_items is None else np.repeat(self.n_items, c)
-        return np.repeat(self.ranks, c), np.repeat(self.sizes, c), items
-
-    def to_frame(self):
-        """The counts table: columns ``rank, count, sample_size`` [+ ``n_items``].
-
-        Examples
-        --------
-        >>> rank_counts([1, 3, 1], n=5, n_items=100).to_frame().to_dict("list")
-        {'rank': [1, 3], 'count': [2, 1], 'sample_size': [5, 5], 'n_items': [100, 100]}
-        """
-        d = {"rank": self.ranks, "count": self.counts, "sample_size": self.sizes}
-        if self.n_items is not None:
-            d["n_items"] = self.n_items
-        return pd.DataFrame(d)
-
-
-def _cells(ranks, sizes, items, counts=None):
-    """RankCounts of per-user (or per-row, weighted by ``counts``) arrays, cells sorted."""
-    it = np.zeros_like(ranks) if items is None else np.asarray(items, dtype=np.int64)
-    br, bs = int(ranks.max()) + 1, int(sizes.max()) + 1
-    if (int(it.max()) + 1) * bs * br < 2 ** 62:       # one int64 key per row
-        key = (it * bs + sizes) * br + ranks
-        uk, inv = np.unique(key, return_inverse=True)
-        cols = np.stack([uk // (bs * br), (uk // br) % bs, uk % br])
-    else:
-        cols, inv = np.unique(np.stack([it, sizes, ranks]), axis=1, return_inverse=True)
-    inv = inv.ravel()
-    cnt = (np.bincount(inv, minlength=cols.shape[1]) if counts is None
-           else np.bincount(inv, weights=np.asarray(counts, dtype=float), minlength=cols.shape[1]))
-    keep = cnt > 0
-    cols = cols[:, keep]
-    return RankCounts(sizes=cols[1].astype(np.int64), ranks=cols[2].astype(np.int64),
-                      counts=np.round(cnt[keep]).astype(np.int64),
-                      n_items=None if items is None else cols[0].astype(np.int64))
-
-
-def rank_counts(sampled_ranks, n=None, *, sample_sizes=None, n_items=None):
-    """The sufficient statistic :class:`RankCounts` of per-user sampled ranks.
-
-    Parameters
-    ----------
-    sampled_ranks : array_like of int
-        r_u in 1..n (or 1..n_u).
-    n : int, optional
-        Common sample size; required unless ``sample_sizes`` is given.
-    sample_sizes : array_like of int, optional
-        Per-user sample sizes n_u (adaptive sampling, TORS24 Sec 6.2).
-    n_items : int or array_like of int, optional, keyword-only
-        The number of candidates N (one int) or per-user N_u >= n_u; stored
-        per cell (cells per (N_u, n_u, r)).
-
-    Examples
-    --------
-    >>> c = rank_counts([1, 3, 1, 2], n=5)
-    >>> c.ranks.tolist(), c.counts.tolist(), c.M
-    ([1, 2, 3], [2, 1, 1], 4)
-    >>> c = rank_counts([1, 1, 1], n=5, n_items=[90, 80, 90])
-    >>> c.n_items.tolist(), c.counts.tolist()
-    ([80, 90], [1, 2])
-    """
-    if sample_sizes is None:
-        if n is None:
-            raise ValueError("n (the sample size) is required unless sample_sizes is given")
-        n = check_int(n, "n", low=2)
-        r = check_ranks(sampled_ranks, n, name="sampled_ranks", upper_name="n")
-        sizes = np.full(r.size, n, dtype=np.int64)
-    else:
-        sizes = check_ranks(sample_sizes, np.iinfo(np.int64).max, name="sample_sizes")
-        if sizes.min() < 2:
-            raise ValueError(f"sample_sizes must be >= 2; got min {sizes.min()}")
-        if n is not None and np.any(sizes != check_int(n, "n", low=2)):
-            raise ValueError(f"n={n} disagrees with sample_sizes (values {np.unique(sizes)[:5].tolist()})")
-        r = check_ranks(sampled_ranks, int(sizes.max()), name="sampled_ranks",
-                        upper_name="max(sample_sizes)")
-        if r.shape != sizes.shape:
-            raise ValueError(f"sampled_ranks and sample_sizes must have the same length; "
-                             f"got {r.size} and {sizes.size}")
-        bad = np.flatnonzero(r > sizes)
-        if bad.size:
-            i = bad[0]
-            raise ValueError(f"sampled_ranks must lie in 1..sample_size; got rank {r[i]} > "
-                             f"sample_size {sizes[i]} (user index {i})")
-    items = None
-    if n_items is not None:
-        items = _check_items(n_items, r.size, sizes)
-    return _cells(r, sizes, items)
-
-
-def _check_items(n_items, M, sizes, name="N"):
-    """Per-user item counts (int64 array of length M) with n_u <= N_u."""
-    if np.ndim(n_items) == 0:
-        N = check_int(n_items, name, low=2)
-        if sizes.max() > N:
-            raise ValueError(f"n must lie in 2..{name}={N}; got n={sizes.max()}")
-        return np.full(M, N, dtype=np.int64)
-    a = np.asarray(n_items)
-    if a.ndim != 1 or a.size != M:
-        raise ValueError(f"{name} must be an int or one item count per user ({M}); got shape "
-                         f"{a.shape}")
-    items = check_ranks(a, np.iinfo(np.int64).max, name=name, upper_name="max")
-    bad = np.flatnonzero(sizes > items)
-    if bad.size:
-        i = bad[0]
-        raise ValueError(f"the sample size must lie in 2..N_u for every user; user index {i} has "
-                         f"n={sizes[i]} > {name}={items[i]}")
-    return items
-
-
-def counts_from_frame(table, *, n=None, N=None, rank_col="rank", count_col="count",
-                      size_col="sample_size", items_col="n_items", model_col="model"):
-    """Per-model :class:`RankCounts` from a counts table (issue 18: scale in users).
-
-    One row per cell: ``rank`` (sampled rank), ``count`` (users in the cell),
-    optional ``sample_size`` (n_u), ``n_items`` (N_u) and ``model``. Rows of
-    the same cell are added. This is the sufficient statistic, so estimates
-    and bootstrap intervals from it equal those from the per-user ranks it
-    counts (same seed). Aggregate 10^9 users where they live, e.g. in Spark
-    SQL or DuckDB::
-
-        SELECT model, n_items, sample_size, rank, COUNT(*) AS count
-        FROM ranks GROUP BY model, n_items, sample_size, rank
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-    n, N : int, optional, keyword-only
-        Common sample size / item count when the table has no such column
-        (a column and a disagreeing value are an error).
-
-    Returns
-    -------
-    dict
-        ``{model: RankCounts}`` in order of appearance ("model" when there is
-        no model column).
-
-    Examples
-    --------
-    >>> t = pd.DataFrame({"rank": [1, 2, 1], "count": [5, 3, 2], "n_items": [900, 900, 800]})
-    >>> c = counts_from_frame(t, n=100)["model"]
-    >>> c.n_items.tolist(), c.counts.tolist(), c.M
-    ([800, 900, 900], [2, 5, 3], 10)
-    """
-    from ._validation import check_columns, check_int_column
-
-    df = table
-    if not isinstance(df, pd.DataFrame):
-        raise TypeError(f"table must be a pandas DataFrame; got {type(table).__name__}")
-    check_columns(df, [rank_col, count_col], "the counts table")
-    if len(df) == 0:
-        raise ValueError("the counts table has no rows")
-    r = check_int_column(df[rank_col], rank_col).to_numpy()
-    c = check_int_column(df[count_col], count_col).to_numpy()
-    if (c < 0).any():
-        raise ValueError(f"column {count_col!r} must hold counts >= 0; got min {c.min()}")
-    if (r < 1).any():
-        raise ValueError(f"column {rank_col!r} must hold ranks >= 1; got min {r.min()}")
-    if size_col in df.columns:
-        sizes = check_int_column(df[size_col], size_col).to_numpy()
-        if (sizes < 2).any():
-            raise ValueError(f"column {size_col!r} must be >= 2; got min {sizes.min()}")
-        if n is not None and (sizes != check_int(n, "n", low=2)).any():
-            raise ValueError(f"n={n} disagrees with column {size_col!r} "
-                             f"(values {np.unique(sizes)[:5].tolist()})")
-    elif n is None:
-        raise ValueError(f"the sample size is unknown: the counts table has no {size_col!r} "
-                         "column; pass n (--sample-size)")
-    else:
-        sizes = np.full(r.size, check_int(n, "n", low=2), dtype=np.int64)
-    if (r > sizes).any():
-        i = int(np.flatnonzero(r > sizes)[0])
-        raise ValueError(f"sampled ranks must lie in 1..sample_size; row {i + 1} has rank {r[i]} > "
-                         f"sample_size {sizes[i]}")
-    items = None
-    if items_col in df.columns:
-        items = check_int_column(df[items_col], items_col).to_numpy()
-        if N is not None and np.ndim(N) == 0 and (items != check_int(N, "N", low=2)).any():
-            raise ValueError(f"N={N} disagrees with column {items_col!r} "
-                             f"(values {np.unique(items)[:5].tolist()})")
-    elif N is not None:
-        if np.ndim(N) != 0:
-            raise ValueError("N must be one int for a counts table (per-cell item counts go in its "
-                             f"{items_col!r} column)")
-        items = np.full(r.size, check_int(N, "N", low=2), dtype=np.int64)
-    if items is not None and (sizes > items).any():
-        i = int(np.flatnonzero(sizes > items)[0])
-        raise ValueError(f"the sample size must lie in 2..n_items; row {i + 1} has sample_size "
-                         f"{sizes[i]} > n_items {items[i]}")
-    models = (df[model_col].astype(str).to_numpy() if model_col in df.columns
-              else np.full(r.size, "model", dtype=object))
-    out = {}
-    for m in dict.fromkeys(models):
-        sel = models == m
-        st = _cells(r[sel], sizes[sel], None if items is None else items[sel], c[sel])
-        if st.counts.size == 0:
-            raise ValueError(f"model {m!r} has no users (all counts are 0)")
-        out[str(m)] = st
-    return out
-
-
-def bootstrap_counts(counts, n_boot, *, rng=None):
-    """Bootstrap replicates of a count vector: rows of Multinomial(M, counts / M).
-
-    Resampling M users with replacement and re-counting them per cell is
-    exactly one multinomial draw with the observed cell frequencies.
-
-    Examples
-    --------
-    >>> b = bootstrap_counts([5, 3, 2], 4, rng=0)
-    >>> b.shape, b.sum(axis=1).tolist()
-    ((4, 3), [10, 10, 10, 10])
-    """
-    c = np.asarray(counts, dtype=np.int64)
-    if c.ndim != 1 or c.size == 0 or np.any(c < 0) or c.sum() == 0:
-        raise ValueError(f"counts must be a non-empty 1-D array of non-negative ints with a "
-                         f"positive sum; got {counts!r}")
-    n_boot = check_int(n_boot, "n_boot", low=1)
-    rng = np.random.default_rng(rng)
-    M = int(c.sum())
-    return rng.multinomial(M, c / M, size=n_boot)
 
 
 # ----------------------------------------------------------------------------
@@ -438,7 +158,7 @@ def _stat_of(sampled_ranks, N, n, sample_sizes):
             raise ValueError("n / sample_sizes disagree with the RankCounts' sample sizes")
         if stat.n_items is None and N is not None:
             stat = RankCounts(stat.sizes, stat.ranks, stat.counts,
-                              _check_items(N, stat.ranks.size, stat.sizes))
+                              check_items(N, stat.ranks.size, stat.sizes))
         elif stat.n_items is not None and N is not None and (
                 np.ndim(N) != 0 or np.any(stat.n_items != check_int(N, "N", low=2))):
             raise ValueError("N disagrees with the item counts stored in the RankCounts")
@@ -450,32 +170,6 @@ def _stat_of(sampled_ranks, N, n, sample_sizes):
         raise ValueError("N (the number of items) is required: pass N or give the counts table an "
                          "'n_items' column")
     return stat, int(stat.n_items.max())
-
-
-def _progress(total, enabled, desc):
-    if not enabled:
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # pragma: no cover - tqdm is a declared dependency
-        return None
-    return tqdm(total=total, desc=desc, file=sys.stderr, leave=False)
-
-
-def _boot_loop(n_boot, rng, draw, work, progress, desc):
-    """Draw and process replicates in fixed-size chunks (deterministic in rng)."""
-    bar = _progress(n_boot, progress, desc)
-    outs = []
-    try:
-        for a in range(0, n_boot, _BOOT_CHUNK):
-            k = min(_BOOT_CHUNK, n_boot - a)
-            outs.append(work(draw(k, rng)))
-            if bar is not None:
-                bar.update(k)
-    finally:
-        if bar is not None:
-            bar.close()
-    return outs
 
 
 def _check_ci(ci, name="confidence_level"):
@@ -735,7 +429,7 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
         def work(Cb):
             return (Cb / M) @ Fn, fit.replicates(Cb), [a.replicates(Cb) for a in fit.alternatives]
 
-        outs = _boot_loop(n_boot, rng, draw, work, progress, f"bootstrap {method}")
+        outs = bootstrap_loop(n_boot, rng, draw, work, progress=progress, desc=f"bootstrap {method}")
         nb = np.concatenate([o[0] for o in outs])
         eb = _clip_to_range(np.concatenate([o[1] for o in outs]), F_range)[0]
         lo, hi = _percentile(eb, ci)
@@ -986,10 +680,7 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
     else:
         for m, (r, s, Nm) in _as_model_dict(ranks, sample_sizes, N).items():
             rr = check_ranks(r, np.iinfo(np.int64).max, name=f"ranks[{m!r}]")
-            st = rank_counts(rr, n, sample_sizes=s, n_items=Nm)
-            stats_[m] = st
-            ss = np.full(rr.size, int(st.size_values[0])) if s is None else np.asarray(s, dtype=np.int64)
-            cell_of_user[m] = _cell_index(st, rr, ss, _check_items(Nm, rr.size, ss))
+            stats_[m], cell_of_user[m] = rank_counts(rr, n, sample_sizes=s, n_items=Nm, return_inverse=True)
     names = list(stats_)
     Nmax = max(int(st.n_items.max()) for st in stats_.values())
     F, _ = _metric_head(parsed, Nmax)    # ranks 1..min(Nmax, max K): memory independent of N
@@ -1045,8 +736,8 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
             return {m: fits[m].replicates(Cd[m]) for m in names}
         users = Ms[names[0]] if len(set(Ms.values())) == 1 else -1
 
-    outs = _boot_loop(n_boot, rng, draw, work, progress,
-                      f"{'paired' if paired else 'unpaired'} bootstrap {meth}")
+    outs = bootstrap_loop(n_boot, rng, draw, work, progress=progress,
+                          desc=f"{'paired' if paired else 'unpaired'} bootstrap {meth}")
     boot = {m: np.concatenate([o[m] for o in outs]) for m in names}
     rows = bootstrap_pairwise_rows(parsed, {m: point[m] for m in names}, boot, ci, adjust=adjust,
                                    alpha=alpha, extra={"method": meth, "users": users,
@@ -1055,28 +746,3 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
             "statistic", "pvalue", "pvalue_adjusted", "reject", "decision", "ci_low", "ci_high",
             "ci_level", "n_comparisons", "adjust", "alpha", "method", "users", "n_boot", "paired"]
     return pd.DataFrame(rows)[cols]
-
-
-def _cell_index(st, ranks, sizes, items):
-    """Index of every user's cell in the RankCounts ``st`` (cells sorted by (N, n, r))."""
-    br, bs = int(max(ranks.max(), st.ranks.max())) + 1, int(max(sizes.max(), st.sizes.max())) + 1
-    key = (items * bs + sizes) * br + ranks
-    ckey = (st.n_items * bs + st.sizes) * br + st.ranks
-    return np.searchsorted(ckey, key)
-
-
-# ----------------------------------------------------------------------------
-# input adapters
-# ----------------------------------------------------------------------------
-
-
-# ----------------------------------------------------------------------------
-# fixed negatives
-# ----------------------------------------------------------------------------
-
-
-# ----------------------------------------------------------------------------
-# coverage simulation (notebook 09, tests)
-# ----------------------------------------------------------------------------
-
-

@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sampling_lib import estimators as E
-from sampling_lib.correct import bootstrap_counts, compare, estimate, rank_counts
+from sampling_lib.correct import compare, estimate
+from sampling_lib.counts import bootstrap_counts, rank_counts
 from sampling_lib.estimators import DEFAULT_METHOD, METHODS
 from sampling_lib.io import SampledRanks, ranks_from_score_table, ranks_from_table
 from sampling_lib.ranking import ranks_from_scores
@@ -270,7 +271,7 @@ def test_estimate_default_interval_is_the_union_over_the_alternative_penalties(r
     # independent computation: the same bootstrap draws (rank counts, chunks of
     # _BOOT_CHUNK from one Generator), a full refit of each penalty on every
     # replicate, percentile intervals, union with the point estimates
-    from sampling_lib.correct import _BOOT_CHUNK
+    from sampling_lib.counts import BOOT_CHUNK as _BOOT_CHUNK
 
     B = 40
     t = estimate(ranks, N, n, METRICS, n_boot=B, rng=3)

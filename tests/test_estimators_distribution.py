@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from scipy import optimize
 
 from sampling_lib.exceptions import ConvergenceWarning
-from sampling_lib.estimators._distribution import (
+from sampling_lib.estimators import (
     EMResult,
     MESResult,
     adaptive_mle,
@@ -200,13 +200,13 @@ def test_hypergeometric_with_n_equal_N_returns_empirical_pmf():
 
 
 def test_blockwise_kernel_columns_equal_dense(monkeypatch):
-    from sampling_lib import kernels
+    from sampling_lib.kernels import _laws as kernels
 
     N, n = 150, 15
     cols = np.array([1, 4, 15])
     dense = kernels.kernel_columns(N, n, cols, "binomial")
     monkeypatch.setattr(kernels, "_DENSE_KERNEL_MAX", 0)
-    monkeypatch.setattr(kernels, "_BLOCK_ELEMS", 100)
+    monkeypatch.setattr(kernels, "BLOCK_ELEMS", 100)
     np.testing.assert_allclose(kernels.kernel_columns(N, n, cols, "binomial"), dense, rtol=1e-12, atol=0)
 
 
@@ -438,7 +438,7 @@ def test_squarem_accelerates_with_zero_init_entries():
 def test_em_core_batch_rows_equal_single_fits():
     # fixed iterations (the papers' MLE, and the weighted MLE): every row is mle_fit / wmle_fit of its
     # own sample to rounding, log-likelihood trace included; rows observe different ranks
-    from sampling_lib.estimators._distribution import em_core_batch
+    from sampling_lib.estimators import em_core_batch
     from sampling_lib.kernels import kernel
 
     N, n = 300, 20
@@ -460,7 +460,7 @@ def test_em_core_batch_rows_equal_single_fits():
 def test_em_core_batch_squarem_identifiable_matches_single():
     # N = n: the MLE is unique, so SQUAREM to a certified gap of 1e-10 gives the same pmf in both
     # paths up to the tolerance (their paths differ by rounding); the trace never decreases
-    from sampling_lib.estimators._distribution import em_core_batch
+    from sampling_lib.estimators import em_core_batch
     from sampling_lib.kernels import kernel
 
     N = 6
@@ -479,7 +479,7 @@ def test_em_core_batch_squarem_identifiable_matches_single():
 
 
 def test_em_core_batch_rejects_bad_weights():
-    from sampling_lib.estimators._distribution import em_core_batch
+    from sampling_lib.estimators import em_core_batch
     from sampling_lib.kernels import kernel
 
     with pytest.raises(ValueError, match="C must have shape"):

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from sampling_lib import kernels
-from sampling_lib.correct import bootstrap_counts, rank_counts
+from sampling_lib.counts import bootstrap_counts, rank_counts
 from sampling_lib.estimators import cls, cls_fit, get_estimator, linear_on_grid, mes_fit, mes_objective
-from sampling_lib.estimators._distribution import em_grid
+from sampling_lib.kernels import em_grid
 from sampling_lib.metrics import metric_values
 from sampling_lib.rankdist import beta_rank_pmf, draw_global_ranks
 from sampling_lib.sampling import sample_ranks

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from sampling_lib import correct
+from sampling_lib import counts as C
 from sampling_lib.correct import compare, estimate
 from sampling_lib.estimators import DEFAULT_METHOD, METHODS, get_estimator
 from sampling_lib.estimators import _logspline as L
@@ -100,7 +101,7 @@ def test_estimate_per_user_N_head_equals_full(method, full_path):
 def test_compare_head_equals_full(method, counts, full_path):
     r = {"A": _ranks(10), "B": _ranks(11), "C": _ranks(12)}
     if counts:
-        frames = [correct.rank_counts(v, n, n_items=N).to_frame().assign(model=k) for k, v in r.items()]
+        frames = [C.rank_counts(v, n, n_items=N).to_frame().assign(model=k) for k, v in r.items()]
         r = pd.concat(frames, ignore_index=True)
     kw = dict(metrics=METRICS, method=method, n_boot=10, rng=4)
     a = compare(r, N, n, **kw)
@@ -144,7 +145,7 @@ def test_cell_metric_head_equals_padded():
 
 
 def test_fit_counts_checks_F():
-    st = correct.rank_counts(_ranks(0), n, n_items=N)
+    st = C.rank_counts(_ranks(0), n, n_items=N)
     est = get_estimator(DEFAULT_METHOD)
     with pytest.raises(ValueError, match=r"1 <= H <= N=300; got shape \(301, 2\)"):
         est.fit_counts(st, N, np.zeros((N + 1, 2)))
@@ -170,12 +171,12 @@ def test_logspline_cells_fit_equals_per_user_fit(per_user):
     fit on the per-user ranks they count."""
     r = _ranks(4)
     Nu = np.random.default_rng(0).choice([250, 300], M) if per_user else np.full(M, N)
-    st = correct.rank_counts(r, n, n_items=Nu)
-    w, beta = L._counts_fit_state(st.n_items, st.sizes, st.ranks, st.counts)
+    st = C.rank_counts(r, n, n_items=Nu)
+    w, beta = L.counts_fit_state(st.n_items, st.sizes, st.ranks, st.counts)
     ref = L.logspline_fit(r, Nu if per_user else N, n)
     np.testing.assert_allclose(w.full(), ref.weights, rtol=1e-12, atol=1e-300)
     np.testing.assert_allclose(beta, ref.beta, rtol=1e-12)
-    w, _ = L._counts_fit_state(st.n_items, st.sizes, st.ranks, st.counts, penalty=7.0)
+    w, _ = L.counts_fit_state(st.n_items, st.sizes, st.ranks, st.counts, penalty=7.0)
     ref = L.logspline_fit(r, Nu if per_user else N, n, penalty=7.0)
     np.testing.assert_allclose(w.full(), ref.weights, rtol=1e-12, atol=1e-300)
 
@@ -186,7 +187,7 @@ def test_default_memory_does_not_grow_with_users():
     R = np.minimum(NN, np.ceil(NN * rng.beta(0.4, 3.0, 10**5)))
     q = np.bincount(rng.binomial(nn - 1, (R - 1) / (NN - 1)), minlength=nn) / 10**5
     counts = rng.multinomial(10**10, q)
-    st = correct.RankCounts(sizes=np.full(nn, nn), ranks=np.arange(1, nn + 1), counts=counts,
+    st = C.RankCounts(sizes=np.full(nn, nn), ranks=np.arange(1, nn + 1), counts=counts,
                             n_items=np.full(nn, NN))
     tracemalloc.start()
     try:

@@ -33,7 +33,7 @@ def mle_mse_identifiable(pmf, M_values, repeats, *, rng=None):
     ``E||pi_hat - P||^2 ~ tr(K^-T Cov(P~) K^-1) / M`` with ``Cov = diag(q) - q q^T``,
     ``q = K^T P``. Each repeat draws the sampled-rank counts of M users from
     Multinomial(M, q) and runs the converged MLE (SQUAREM, tol 1e-10; the
-    repeats of one M as one batch, :func:`sampling_lib.estimators._distribution.em_core_batch`).
+    repeats of one M as one batch, :func:`sampling_lib.estimators.em_core_batch`).
 
     Returns
     -------
@@ -51,7 +51,7 @@ def mle_mse_identifiable(pmf, M_values, repeats, *, rng=None):
     >>> bool(abs(d.mse_sim[0] - d.mse_formula[0]) < 4 * d.se[0])
     True
     """
-    from ..estimators._distribution import em_core_batch
+    from ..estimators import em_core_batch
     from ..kernels import kernel
 
     P = np.asarray(pmf, dtype=float)
@@ -138,7 +138,7 @@ def rank_distribution_study(ranks, truth, n, repeats, *, metrics=("recall", "ndc
     gamma 0.1 and 0.01, MLE (100 EM iterations), WMLE (NDCG weight, constant C),
     MES (TORS24 form, entropy weight ``eta``) and MLE* (SQUAREM to gap
     ``conv_tol``). MLE and WMLE of one model's repeats are fitted as one batch
-    (:func:`sampling_lib.estimators._distribution.em_core_batch`, the same EM
+    (:func:`sampling_lib.estimators.em_core_batch`, the same EM
     iterations as ``mle_fit`` / ``wmle_fit``). Each estimate of ``metric@K`` is ``w @ F``; for MLE, WMLE and
     MES also the mean relative errors of P(R) and of its CDF over R <= K_curve.
     CLS is solved for R <= max(K_values) only (``cls(max_rank=...)``): exact CLS
@@ -170,7 +170,7 @@ def rank_distribution_study(ranks, truth, n, repeats, *, metrics=("recall", "ndc
     import warnings
 
     from ..estimators import bv, cls, mes, mle_fit, wmle_weights
-    from ..estimators._distribution import em_core_batch
+    from ..estimators import em_core_batch
     from ..exceptions import ConvergenceWarning
     from ..kernels import kernel
 

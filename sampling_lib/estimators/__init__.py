@@ -6,17 +6,97 @@ length-N vector ``w`` such that the estimate of any metric F is ``w @ F(1..N)``.
 - the registry (``_registry``): :func:`get_estimator` (name + options -> a
   configured callable), :data:`METHODS`, :data:`DEFAULT_METHOD`,
   :class:`EstimatorSpec` / :func:`register` (one registration per estimator);
-- rank-distribution estimators (``_distribution``): ``w`` is a probability vector
-  P(R), R = 1..N (AAAI21 eqs 18-27, TORS24 Sec 4 and 6.2);
+  bootstrap replicates of a fitted estimator (``_bootstrap``: :class:`FittedEstimator`);
+- the one EM engine (``_em``): :func:`mixture_em`, :func:`em_core_batch`;
+- rank-distribution estimators: ``w`` is a probability vector P(R), R = 1..N --
+  MLE, WMLE, adaptive MLE (``_mle``; AAAI21 eqs 18-23, TORS24 eqs 31-34, 43) and
+  MES (``_mes``; AAAI21 eqs 24-27, TORS24 eqs 35-36), results in ``_results``;
 - linear metric estimators (``_linear``): ``w`` is a weight vector that may have
-  negative entries (TORS24 eqs 7-10, 28, 37-42);
+  negative entries (BV, MN, CLS; TORS24 eqs 7-10, 28, 37-42);
 - the log-spline empirical-Bayes estimator (``_logspline``, the default): ``w``
-  is the users' average posterior over R under a smooth fitted prior.
-"""
-from . import _distribution, _linear, _logspline, _registry
-from ._distribution import *  # noqa: F401,F403  (mle, wmle, mes, adaptive_mle: AAAI21 eqs 18-27, TORS24 eqs 31-36, 43, 60-62)
-from ._linear import *  # noqa: F401,F403  (bv, cls, mn, ...: TORS24 eqs 7-10, 28, 42)
-from ._logspline import *  # noqa: F401,F403  (logspline: empirical Bayes, Efron 2016 g-modeling)
-from ._registry import *  # noqa: F401,F403  (get_estimator, METHODS, ...)
+  is the users' average posterior over R under a smooth fitted prior (Efron 2016).
 
-__all__ = _registry.__all__ + _distribution.__all__ + _linear.__all__ + _logspline.__all__
+Rules (DESIGN.md): a family module imports kernels, counts, ``_em``,
+``_linalg`` and ``_results``, and nothing private of another family module; the
+registry imports the families; no module imports the registry but the package.
+"""
+from ._bootstrap import FittedEstimator, weights_head
+from ._em import em_core_batch, mixture_em
+from ._linear import (CLSFit, MSEBound, bv, bv_from_pmf, bv_rank_pmf, bv_sampled_metric, cls, cls_fit,
+                      exact_mse, linear_on_grid, linear_on_grid_batch, mn, mn_from_pmf, mn_sampled_metric,
+                      mn_sampled_metric_lstsq, mse_bound, multinomial_linear_var, sampled_pmf)
+from ._logspline import (DEFAULT_KNOT_SPACING, DEFAULT_PENALTY, SENSITIVITY_FACTOR, GridWeights, LogsplineResult,
+                         logspline, logspline_bootstrap, logspline_cells_fit, logspline_cells_replicates,
+                         logspline_fit, logspline_replicates, logspline_sensitivity)
+from ._mes import mes, mes_fit, mes_objective
+from ._mle import (adaptive_mle, adaptive_mle_fit, mixture_loglik, mle, mle_fit, wmle, wmle_fit,
+                   wmle_weights)
+from ._registry import (BOOTSTRAP_KINDS, DEFAULT_METHOD, METHODS, PERUSER_METHODS, Estimator, EstimatorSpec,
+                        build_estimators, estimator_spec, fit_estimators, get_estimator, register)
+from ._results import EMResult, MESResult
+
+__all__ = [
+    # registry and bootstrap
+    "METHODS",
+    "PERUSER_METHODS",
+    "DEFAULT_METHOD",
+    "BOOTSTRAP_KINDS",
+    "EstimatorSpec",
+    "Estimator",
+    "register",
+    "get_estimator",
+    "estimator_spec",
+    "build_estimators",
+    "fit_estimators",
+    "FittedEstimator",
+    "weights_head",
+    # the EM engine and results
+    "mixture_em",
+    "em_core_batch",
+    "EMResult",
+    "MESResult",
+    # rank-distribution estimators
+    "mle",
+    "mle_fit",
+    "wmle",
+    "wmle_fit",
+    "wmle_weights",
+    "adaptive_mle",
+    "adaptive_mle_fit",
+    "mixture_loglik",
+    "mes",
+    "mes_fit",
+    "mes_objective",
+    # linear metric estimators
+    "bv",
+    "bv_from_pmf",
+    "bv_rank_pmf",
+    "bv_sampled_metric",
+    "cls",
+    "cls_fit",
+    "CLSFit",
+    "mn",
+    "mn_from_pmf",
+    "mn_sampled_metric",
+    "mn_sampled_metric_lstsq",
+    "MSEBound",
+    "mse_bound",
+    "exact_mse",
+    "multinomial_linear_var",
+    "sampled_pmf",
+    "linear_on_grid",
+    "linear_on_grid_batch",
+    # the default
+    "LogsplineResult",
+    "GridWeights",
+    "logspline_fit",
+    "logspline",
+    "DEFAULT_PENALTY",
+    "DEFAULT_KNOT_SPACING",
+    "logspline_bootstrap",
+    "logspline_replicates",
+    "logspline_sensitivity",
+    "SENSITIVITY_FACTOR",
+    "logspline_cells_fit",
+    "logspline_cells_replicates",
+]

@@ -51,7 +51,8 @@ import scipy.linalg
 from scipy.optimize import nnls
 
 from .._validation import check_float, check_int, check_N_n, check_pmf, check_ranks, check_scheme
-from ..kernels import kernel
+from ..kernels import em_grid, kernel
+from ._linalg import batched_gram
 
 __all__ = [
     "bv",
@@ -600,36 +601,6 @@ def linear_on_grid(kind, p_tilde, prior, grid, Kg, *, gamma=0.01, M=None):
 
 
 _GRAM_CHUNK = 1 << 23      # elements of the (batch, n(n+1)/2) temporaries (the (batch, n, n) ones are 2x)
-_OUTER_MAX = 1 << 25       # largest (G, n(n+1)/2) outer-product table (256 MB); beyond, one Gram at a time
-
-
-def batched_gram(P, Kg, outer=None):
-    """sum_j P[b, j] k_j k_j^T for every row b of P (B, G): shape (B, n, n).
-
-    One matrix product with the table of the rows' outer products when it is
-    small enough (:func:`grid_outer`), else one (n, G) x (G, n) product per row.
-    """
-    n = Kg.shape[1]
-    if outer is None and Kg.shape[0] * n * (n + 1) // 2 > _OUTER_MAX:
-        return np.stack([(Kg.T * p) @ Kg for p in P])
-    return _sym_from_triu(P @ (grid_outer(Kg) if outer is None else outer), n)
-
-
-def grid_outer(Kg):
-    """Upper-triangle outer products of the grid rows, (G, n(n+1)/2) (see :func:`linear_on_grid_batch`)."""
-    n = Kg.shape[1]
-    return np.concatenate([Kg[:, i:i + 1] * Kg[:, i:] for i in range(n)], axis=1)
-
-
-def _sym_from_triu(tri, n):
-    """(B, n, n) symmetric matrices from their upper triangles (B, n(n+1)/2), row by row."""
-    G = np.zeros((tri.shape[0], n, n))
-    a = 0
-    for i in range(n):
-        G[:, i, i:] = tri[:, a:a + n - i]
-        G[:, i + 1:, i] = tri[:, a + 1:a + n - i]
-        a += n - i
-    return G
 
 
 def linear_on_grid_batch(kind, P_tilde, priors, Kg, size, Fcell, *, gamma=0.01, M=None, outer=None):
@@ -641,7 +612,7 @@ def linear_on_grid_batch(kind, P_tilde, priors, Kg, size, Fcell, *, gamma=0.01, 
     sum_j p_bj k_j k_j^T are one matrix product with the (G, n(n+1)/2) table
     of the rows' outer products; the B systems are solved at once
     (Jacobi-scaled), each as :func:`linear_on_grid`. ``M`` may be an array
-    (B,) (MN); ``outer`` is :func:`grid_outer` (``Kg``) when already computed.
+    (B,) (MN); ``outer`` is :func:`sampling_lib.estimators._linalg.grid_outer` (``Kg``) when already computed.
     Returns the estimates (B, m).
     """
     P_tilde = np.asarray(P_tilde, dtype=float)
@@ -795,8 +766,6 @@ def cls_fit(sampled_ranks, N, n, prior=None, *, max_rank=None, scheme="binomial"
     p = _prior(prior, N)
     pt = sampled_pmf(sampled_ranks, n)
     Rmax = N if max_rank is None else check_int(max_rank, "max_rank", low=1, high=N)
-    from ._distribution import em_grid
-
     grid = em_grid(N, n, scheme, grid_tol) if Rmax < N else None
     if grid is not None and np.all(grid[0].size[:Rmax] == 1):
         g, Kg = grid
@@ -828,3 +797,19 @@ def cls_fit(sampled_ranks, N, n, prior=None, *, max_rank=None, scheme="binomial"
     if Rmax < N:
         w[Rmax:] = (1.0 - recall[-1]) * tail
     return replace(fit, weights=w)
+
+
+def cls_replicates(fitted, Cb):
+    """CLS bootstrap replicates (B, m): linear in the sampled-rank distribution (:class:`CLSFit`).
+
+    None for per-user N (fitted per group of N_u): the registry then refits
+    every replicate.
+    """
+    if fitted.state is None:
+        return None
+    st = fitted.counts
+    n = int(st.size_values[0])
+    Pt = np.zeros((Cb.shape[0], n))
+    Pt[:, st.ranks - 1] = Cb
+    Pt /= Pt.sum(axis=1, keepdims=True)
+    return fitted.state.estimates(Pt, fitted.F_full)

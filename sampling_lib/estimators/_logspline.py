@@ -59,9 +59,10 @@ from functools import cached_property, lru_cache
 import numpy as np
 from scipy.interpolate import BSpline
 
-from .._validation import check_float, check_int, check_N_n, check_ranks, check_scheme
+from .._validation import check_float, check_int, check_n_items, check_N_n, check_ranks, check_scheme
+from ..counts import cells
 from ..exceptions import ConvergenceWarning
-from ..kernels import kernel_entries, log_kernel_rows, rank_grid
+from ..kernels import cell_kernel, log_kernel_rows, rank_grid
 
 __all__ = [
     "LogsplineResult",
@@ -738,10 +739,10 @@ def logspline_sensitivity(sampled_ranks, N, n, *, scheme="binomial", penalty=DEF
     """
     return [logspline(sampled_ranks, N, n, scheme=scheme, penalty=p,
                       knot_spacing=knot_spacing, exact_ranks=exact_ranks)
-            for p in _sensitivity_penalties(penalty)]
+            for p in sensitivity_penalties(penalty)]
 
 
-def _sensitivity_penalties(penalty):
+def sensitivity_penalties(penalty):
     """The two alternative penalties of the sensitivity band: ``penalty`` divided and multiplied by
     :data:`SENSITIVITY_FACTOR` (:func:`logspline_sensitivity` and the registry's interval)."""
     return (penalty / SENSITIVITY_FACTOR, penalty * SENSITIVITY_FACTOR)
@@ -752,8 +753,6 @@ def _sensitivity_penalties(penalty):
 # ----------------------------------------------------------------------------
 def _user_cells(sampled_ranks, N, n):
     """Cells (N_u, n_u, r, count) of per-user arrays, or None when N and n are common."""
-    from .._validation import check_n_items
-
     r = check_ranks(sampled_ranks, np.iinfo(np.int64).max, name="sampled_ranks")
     sizes = (np.full(r.size, check_int(n, "n", low=2), dtype=np.int64) if np.ndim(n) == 0
              else check_ranks(n, np.iinfo(np.int64).max, name="n", upper_name="max"))
@@ -764,32 +763,8 @@ def _user_cells(sampled_ranks, N, n):
     if isinstance(items, int) and np.unique(sizes).size == 1:
         return None
     items = np.full(r.size, items, dtype=np.int64) if isinstance(items, int) else items
-    cells, counts = np.unique(np.stack([items, sizes, r]), axis=1, return_counts=True)
-    return cells[0], cells[1], cells[2], counts
-
-
-def _cells_kernel(grid, n_items, sizes, ranks, scheme):
-    """P(r_c | R = mid; N_c, n_c) at every grid point for every cell c, 0 where mid > N_c."""
-    if scheme == "binomial":   # one vectorized formula over all cells (as kernels.log_kernel_rows)
-        from scipy import special
-
-        R = grid.mid.astype(float)[:, None]
-        x = (ranks - 1.0)[None, :]
-        m = (sizes - 1.0)[None, :]
-        p = np.minimum((R - 1.0) / (n_items - 1.0)[None, :], 1.0)
-        with np.errstate(divide="ignore"):
-            L = (-np.log1p(m) - special.betaln(x + 1.0, m - x + 1.0)
-                 + special.xlogy(x, p) + special.xlog1py(m - x, -p))
-        return np.where(R <= n_items[None, :], np.exp(L), 0.0)
-    K = np.zeros((grid.mid.size, ranks.size))
-    pairs, inv = np.unique(np.stack([n_items, sizes]), axis=1, return_inverse=True)
-    inv = inv.ravel()
-    for j in range(pairs.shape[1]):
-        Nc, nc = int(pairs[0, j]), int(pairs[1, j])
-        rows = np.flatnonzero(grid.mid <= Nc)
-        sel = np.flatnonzero(inv == j)
-        K[np.ix_(rows, sel)] = kernel_entries(Nc, nc, grid.mid[rows], ranks[sel], scheme)
-    return K
+    st = cells(r, sizes, items)
+    return st.n_items, st.sizes, st.ranks, st.counts
 
 
 def _hessian_cells(beta, c, K, grid, P):
@@ -829,7 +804,7 @@ def _cells_setup(n_items, sizes, ranks, counts, scheme, penalty, knot_spacing, e
     if nc.min() < 2 or np.any(nc > Nc) or rc.min() < 1 or np.any(rc > nc) or np.any(c < 0):
         raise ValueError("cells must satisfy N_u >= n_u >= 2, 1 <= r <= n_u and count >= 0")
     grid = _rank_grid(int(Nc.max()), int(nc.max()), knot_spacing, exact_ranks, scheme)
-    K = _cells_kernel(grid, Nc, nc, rc, scheme)
+    K = cell_kernel(grid.mid, Nc, nc, rc, scheme)
     P = _penalty_matrix(grid.B.shape[1], penalty)
     return c, grid, K, P, penalty, knot_spacing
 
@@ -857,7 +832,7 @@ def _counts_fit(n_items, sizes, ranks, counts, *, scheme="binomial", penalty=DEF
                                knot_spacing=knot_spacing, exact_ranks=exact_ranks)
 
 
-def _counts_fit_state(n_items, sizes, ranks, counts, *, scheme="binomial", penalty=DEFAULT_PENALTY,
+def counts_fit_state(n_items, sizes, ranks, counts, *, scheme="binomial", penalty=DEFAULT_PENALTY,
                       knot_spacing=DEFAULT_KNOT_SPACING, exact_ranks=_HEAD):
     """(weights as lazy :class:`GridWeights`, state) on cells (the registry's ``fit_cells``)."""
     fit = _counts_fit(n_items, sizes, ranks, counts, scheme=scheme, penalty=penalty,
@@ -917,3 +892,36 @@ def logspline_cells_replicates(counts_b, n_items, sizes, ranks, beta, F, *, sche
                                        knot_spacing, exact_ranks)
     est, _ = _bootstrap_core(cb, K, grid, P, beta, F, max_iter, tol, info=_hessian_cells)
     return est
+
+
+# ----------------------------------------------------------------------------
+# the registry's entry points (sampling_lib.estimators._registry)
+# ----------------------------------------------------------------------------
+def fit_weights(r, N, n, *, scheme, **o):
+    """The registry's ``fit``: the length-N weight vector."""
+    return logspline_fit(r, N, n, scheme=scheme, **o).weights
+
+
+def fit_state(r, N, n, *, scheme, **o):
+    """The registry's ``fit_state``: lazy weights (only ranks 1..H are expanded) and the coefficients."""
+    fit = logspline_fit(r, N, n, scheme=scheme, **o)
+    return fit.weights_grid, fit.beta
+
+
+def counts_replicates(fitted, Cb):
+    """The registry's ``replicates``: refits of the prior on bootstrap counts Cb (B, cells), (B, m)."""
+    st, est = fitted.counts, fitted.estimator
+    if (st.n_items is not None and np.unique(st.n_items).size > 1) or st.size_values.size > 1:
+        items = st.n_items if st.n_items is not None else np.full(st.ranks.size, fitted.N)
+        return logspline_cells_replicates(Cb, items, st.sizes, st.ranks, fitted.state, fitted.F,
+                                          scheme=est.scheme, **est.options)
+    n = int(st.size_values[0])
+    counts = np.zeros((Cb.shape[0], n))
+    counts[:, st.ranks - 1] = Cb
+    return logspline_replicates(counts, fitted.N, n, fitted.state, fitted.F, scheme=est.scheme,
+                                **est.options)
+
+
+def alternatives(options):
+    """The registry's ``alternatives``: the penalty divided and multiplied by :data:`SENSITIVITY_FACTOR`."""
+    return [{"penalty": p} for p in sensitivity_penalties(options.get("penalty", DEFAULT_PENALTY))]

@@ -84,13 +84,13 @@ import numpy as np
 
 from .._validation import check_array_size, check_int, check_n_items, check_scheme
 from ..exceptions import EstimatorOptionError
-from ..kernels import DEFAULT_GRID_TOL, DEFAULT_N_ITEMS_TOL, kernel_columns, n_items_bins
-from ._distribution import (_mes_batch, _mes_lambda, adaptive_mle, em_fixed_iterations, em_grid,
-                            em_operators, mes, mes_fit, mle, wmle, wmle_weights)
-from ._linear import (_OUTER_MAX, bv, bv_sampled_metric, cls, cls_fit, grid_outer, linear_on_grid, linear_on_grid_batch, mn,
-                      mn_sampled_metric, sampled_pmf)
-from ._logspline import (DEFAULT_PENALTY, SENSITIVITY_FACTOR, _counts_fit_state, _sensitivity_penalties,
-                         logspline_cells_replicates, logspline_fit, logspline_replicates)
+from ..kernels import DEFAULT_GRID_TOL, DEFAULT_N_ITEMS_TOL, em_grid, n_items_bins
+from . import _logspline
+from ._bootstrap import FittedEstimator
+from ._linear import (bv, bv_sampled_metric, cls, cls_fit, cls_replicates, linear_on_grid, mn, mn_sampled_metric,
+                      sampled_pmf)
+from ._mes import mes, mes_replicates
+from ._mle import adaptive_mle, mle, wmle, wmle_weights
 
 __all__ = [
     "METHODS",
@@ -99,13 +99,11 @@ __all__ = [
     "BOOTSTRAP_KINDS",
     "EstimatorSpec",
     "Estimator",
-    "FittedEstimator",
     "register",
     "get_estimator",
     "estimator_spec",
     "build_estimators",
     "fit_estimators",
-    "weights_head",
 ]
 
 #: How the bootstrap replicates of an estimator are computed (see the module docstring).
@@ -164,6 +162,9 @@ class EstimatorSpec:
         (N_u, n_u, r) and their user counts, without the per-user arrays
         (memory O(cells), not O(users): a counts table of 10^8 users); used by
         :meth:`Estimator.fit_counts` when given.
+    linear_kind : {"bv", "mn"}, optional
+        ``"linear"`` only: which Gram matrix the batched replicates with a
+        refitted prior solve (TORS24 eqs 9-10 or 42).
     summary : str
         One line for help texts.
     references : str
@@ -188,6 +189,7 @@ class EstimatorSpec:
     replicates: Callable | None = None
     alternatives: Callable | None = None
     fit_cells: Callable | None = None
+    linear_kind: str | None = None
 
     def __post_init__(self):
         if self.bootstrap not in BOOTSTRAP_KINDS:
@@ -259,6 +261,11 @@ class Estimator:
     @property
     def name(self):
         return self.spec.name
+
+    def with_options(self, **options):
+        """The same estimator with ``options`` replaced (scheme and prior options kept)."""
+        return Estimator(self.spec, {**self.options, **options, "scheme": self.scheme,
+                                     "prior_options": self.prior_options})
 
     def __repr__(self):
         opts = "".join(f", {k}={v!r}" for k, v in self.options.items() if k != "init")
@@ -408,8 +415,7 @@ class Estimator:
         band, alts = None, []
         if alternatives and self.spec.alternatives is not None:
             for o in self.spec.alternatives(self.options):
-                alt = Estimator(self.spec, {**self.options, **o, "scheme": self.scheme,
-                                            "prior_options": self.prior_options})
+                alt = self.with_options(**o)
                 alts.append(alt.fit_counts(counts, N, F, refit_prior=refit_prior, alternatives=False))
             est_alt = np.stack([a.estimate for a in alts])
             band = (est_alt.min(axis=0), est_alt.max(axis=0))
@@ -436,23 +442,12 @@ class Estimator:
         return FittedEstimator(self, counts, Nmax, F, w, prior, X, bool(refit_prior), state, band, alts)
 
 
+
+
 def _check_F(F, N):
     if F.ndim != 2 or not 1 <= F.shape[0] <= N:
         raise ValueError(f"F must be the (H, m) metric matrix on ranks 1..H with 1 <= H <= "
                          f"N={N}; got shape {F.shape}")
-
-
-def weights_head(w, H):
-    """The first H entries of a weight vector: ``w[:H]`` of an array, ``w.head(H)`` of a lazy one.
-
-    Examples
-    --------
-    >>> weights_head(np.array([0.5, 0.3, 0.2]), 2).tolist()
-    [0.5, 0.3]
-    """
-    if hasattr(w, "head"):
-        return np.asarray(w.head(H), dtype=float)
-    return np.asarray(w, dtype=float)[:H]
 
 
 def _padded(f, N):
@@ -462,249 +457,6 @@ def _padded(f, N):
     out = np.zeros(N)
     out[:f.size] = f
     return out
-
-
-@dataclass
-class FittedEstimator:
-    """An :class:`Estimator` fitted on cell counts; computes bootstrap replicates."""
-
-    estimator: Estimator
-    counts: object
-    N: int
-    #: metric values on ranks 1..H (H <= N; 0 beyond H)
-    F: np.ndarray
-    #: weights on ranks 1..N: an array, or a lazy vector with ``head(H)``
-    weights: object
-    prior: np.ndarray | None
-    X: np.ndarray | None
-    refit_prior: bool
-    state: object = None
-    #: (low, high) point estimates of the metrics under the estimator's ``alternatives``
-    #: (the prior-sensitivity band), or None
-    band: tuple | None = None
-    #: the fitted alternatives (:class:`FittedEstimator` each; empty when none)
-    alternatives: list = field(default_factory=list)
-    _ops: list | None = field(default=None, repr=False)
-    _outer: np.ndarray | None = field(default=None, repr=False)
-    _mes_outer: np.ndarray | None = field(default=None, repr=False)
-    _F_full: np.ndarray | None = field(default=None, repr=False)
-
-    @property
-    def F_full(self):
-        """F padded with zeros to all N ranks (N, m): for the replicate computations that work
-        on every rank or on the rank grid (the metrics are 0 beyond the rows of F). Built once
-        (the bootstrap asks for it on every chunk of replicates)."""
-        if self.F.shape[0] == self.N:
-            return self.F
-        if self._F_full is None:
-            self._F_full = np.zeros((self.N, self.F.shape[1]))
-            self._F_full[:self.F.shape[0]] = self.F
-        return self._F_full
-
-    @property
-    def estimate(self):
-        """Point estimates ``weights[:H] @ F`` (length m; H = rows of F)."""
-        return weights_head(self.weights, self.F.shape[0]) @ self.F
-
-    def replicates(self, Cb):
-        """Estimates (B, m) for bootstrap count vectors ``Cb`` (B, number of cells)."""
-        est, st, N, F = self.estimator, self.counts, self.N, self.F
-        spec, opts = est.spec, est.options
-        Cb = np.asarray(Cb)
-        if spec.bootstrap == "batched":
-            return np.asarray(spec.replicates(self, Cb), dtype=float)
-        if spec.bootstrap == "linear" and not (self.refit_prior and spec.prior is not None):
-            # linear in the sampled-rank distribution with a fixed prior (and a
-            # fixed M for MN): a replicate is one matrix product (Cb / M) @ X
-            return (Cb / st.M) @ self.X
-        if spec.bootstrap == "em" and opts.get("tol") is None:
-            # the estimator is "max_iter EM steps from init": rerun exactly
-            # that protocol on all replicates at once (a warm start would
-            # define a different estimator)
-            init = opts.get("init")
-            pi0 = np.full(N, 1.0 / N) if init is None else np.asarray(init, dtype=float)
-            wt = np.ones(st.ranks.size)
-            if spec.em_weights is not None:
-                for ns in st.size_values:
-                    sel = st.sizes == ns
-                    wt[sel] = spec.em_weights(int(ns), **opts)[st.ranks[sel] - 1]
-            n_iter = opts.get("max_iter", 100)
-            grid = self._grid(opts)
-            if grid is not None:
-                return _grid_em_replicates(grid, st, Cb, wt, init, n_iter, self.F_full)
-            out = np.empty((Cb.shape[0], F.shape[1]))
-            ops = self._em_operators()
-            step = max(1, _EM_BLOCK_ELEMS // N)
-            for a in range(0, Cb.shape[0], step):
-                Wb = Cb[a:a + step] * wt
-                blocks = [(op, Wb[:, idx]) for op, idx in ops]
-                out[a:a + step] = em_fixed_iterations(blocks, pi0, n_iter)[:, :F.shape[0]] @ F
-            return out
-        if spec.bootstrap == "linear" and spec.prior is not None:
-            out = self._batched_prior_replicates(Cb)
-            if out is not None:
-                return out
-        # refit every replicate (warm-started where the estimator accepts it)
-        out = np.empty((Cb.shape[0], F.shape[1]))
-        warm = {}
-        if spec.warm_start_option is not None:
-            warm = {spec.warm_start_option: self.weights}
-        refit = est if not warm else Estimator(spec, {**opts, **warm, "scheme": est.scheme,
-                                                      "prior_options": est.prior_options})
-        for b in range(Cb.shape[0]):
-            r_b, s_b, N_b = st.expand_cells(Cb[b])
-            n_b = int(st.size_values[0]) if st.size_values.size == 1 else s_b
-            out[b] = refit(r_b, N if N_b is None else N_b, n_b)[:F.shape[0]] @ F
-        return out
-
-    def _grid(self, opts):
-        """(RankGrid, kernel rows) when ``opts`` asks for the compressed grid and it applies
-        (one N, one sample size), else None."""
-        st = self.counts
-        if "grid_tol" not in opts and "grid_tol" not in self.estimator.spec.options:
-            return None
-        if (st.n_items is not None and np.unique(st.n_items).size > 1) or st.size_values.size != 1:
-            return None
-        tol = opts.get("grid_tol", DEFAULT_GRID_TOL)
-        return em_grid(self.N, int(st.size_values[0]), self.estimator.scheme, tol)
-
-    def _batched_prior_replicates(self, Cb):
-        """BV / MN with an EM prior refitted per replicate, all replicates at once on the grid.
-
-        The prior (``max_iter`` EM steps from ``init``, the prior's protocol) is
-        run as one batched EM on the grid atoms for every replicate
-        (:func:`em_fixed_iterations`), then the linear estimate of every
-        replicate on the same grid (:func:`linear_on_grid_batch`): the
-        replicate of the point estimate's computation, not an approximation of
-        it. None when it does not apply (no grid, a tolerance-stopped or
-        non-EM prior).
-        """
-        est, st = self.estimator, self.counts
-        pspec, popts = est._prior.spec, est._prior.options
-        is_mes = pspec.name == "mes"
-        if not is_mes and (pspec.bootstrap != "em" or popts.get("tol") is not None
-                           or pspec.em_weights is not None):
-            return None
-        grid = self._grid(est.options)
-        pgrid = self._grid(popts) if "grid_tol" in pspec.options else None
-        if grid is None or pgrid is None or pgrid[0] is not grid[0]:
-            return None
-        g, Kg = grid
-        n = int(st.size_values[0])
-        Cb = np.asarray(Cb, dtype=float)
-        init = None
-        if is_mes:
-            priors = _mes_replicate_atoms(grid, self.N, n, est.scheme, st, Cb, self.prior,
-                                          {"grid_tol": DEFAULT_GRID_TOL, **popts}, self)
-            if priors is None:
-                return None
-        else:
-            init = popts.get("init")
-            priors = _grid_em_priors(g, Kg, st, Cb, np.ones(st.ranks.size), init,
-                                     popts.get("max_iter", 100))
-        Pt = np.zeros((Cb.shape[0], n))
-        Pt[:, st.ranks - 1] = Cb
-        Mb = Pt.sum(axis=1)
-        Pt /= Mb[:, None]
-        within = None if init is None else np.asarray(init, dtype=float)
-        Fcell = g.bin_average(self.F_full, within=within)
-        if self._outer is None and Kg.shape[0] * Kg.shape[1] * (Kg.shape[1] + 1) // 2 <= _OUTER_MAX:
-            self._outer = grid_outer(Kg)
-        if est.spec.sampled_metric is _bv_x:
-            return linear_on_grid_batch("bv", Pt, priors, Kg, g.size, Fcell,
-                                        gamma=est.options.get("gamma", 0.01), outer=self._outer)
-        M = est.options.get("M")
-        return linear_on_grid_batch("mn", Pt, priors, Kg, g.size, Fcell, M=Mb if M is None else M,
-                                    outer=self._outer)
-
-    def _em_operators(self):
-        """EM operators of the cells (kernels built once for all bootstrap chunks)."""
-        if self._ops is None:
-            st = self.counts
-            items = st.n_items if st.n_items is not None else np.full(st.ranks.size, self.N)
-            tol = self.estimator.options.get("n_items_tol", DEFAULT_N_ITEMS_TOL)
-            if np.unique(items).size == 1:
-                tol = 0.0          # one N: the blocks of the int path, one per sample size
-            self._ops = em_operators(items, st.sizes, st.ranks, self.estimator.scheme, tol=tol)
-        return self._ops
-
-
-_EM_BLOCK_ELEMS = 1 << 21        # B x N elements per batched-EM block
-
-
-def _grid_em_priors(g, Kg, st, Cb, wt, init, n_iter):
-    """``n_iter`` EM steps from ``init`` for every replicate, on the grid atoms: (B, G)."""
-    p0 = g.size / g.N if init is None else g.bin_sums(np.asarray(init, dtype=float))
-    K = np.ascontiguousarray(Kg[:, st.ranks - 1])
-    out = np.empty((Cb.shape[0], g.lo.size))
-    step = max(1, _EM_BLOCK_ELEMS // g.lo.size)
-    for a in range(0, Cb.shape[0], step):
-        out[a:a + step] = em_fixed_iterations([(K, Cb[a:a + step] * wt)], p0, n_iter)
-    return out
-
-
-_MES_BLOCK_ELEMS = 1 << 22       # B x G elements per batched-MES block
-
-
-def _mes_replicate_atoms(grid, N, n, scheme, st, Cb, w, opts, fitted=None):
-    """MES fits (bin masses, (B, G); or (B, N) without a grid) of bootstrap counts Cb, batched.
-
-    The batched dual Newton method (``_mes_batch``) warm-started from the
-    full-sample fit ``w``; replicates it does not certify are refitted one by
-    one with :func:`mes_fit`. None for the cvxpy solver or per-user N.
-    """
-    if opts.get("solver", "auto") not in ("auto", "fast") or (
-            st.n_items is not None and np.unique(st.n_items).size > 1) or st.size_values.size != 1:
-        return None
-    _, lam = _mes_lambda(opts.get("eta"), opts.get("form", "tors"), n)
-    if grid is not None:
-        g, Kg = grid
-        Kb, size, p0 = np.ascontiguousarray(Kg[:, st.ranks - 1]), g.size.astype(float), g.bin_sums(w)
-    else:
-        Kb, size, p0 = kernel_columns(N, n, st.ranks, scheme), np.ones(N), np.asarray(w, dtype=float)
-    q0 = p0 @ Kb
-    outer = None
-    if fitted is not None:          # outer products of the columns, kept across bootstrap chunks
-        if fitted._mes_outer is None and Kb.shape[0] * Kb.shape[1] * (Kb.shape[1] + 1) // 2 <= _OUTER_MAX:
-            fitted._mes_outer = grid_outer(Kb)
-        outer = fitted._mes_outer
-    P = Cb / Cb.sum(axis=1, keepdims=True)
-    out = np.empty((Cb.shape[0], Kb.shape[0]))
-    # bounded temporaries: (block, G) and the (block, k, k) Hessians
-    step = max(1, min(_MES_BLOCK_ELEMS // Kb.shape[0], (1 << 23) // Kb.shape[1] ** 2))
-    tol = opts.get("tol", 1e-13)
-    for a in range(0, Cb.shape[0], step):
-        pi, done = _mes_batch(Kb, P[a:a + step], lam, size, q0, st.counts / st.counts.sum(), tol=tol,
-                              max_iter=opts.get("max_iter", 200), outer=outer)
-        for i in np.flatnonzero(~done):
-            r_b = np.repeat(st.ranks, Cb[a + i].astype(np.int64))
-            refit = mes_fit(r_b, N, n, scheme=scheme, **{k: v for k, v in opts.items()}).pmf
-            pi[i] = grid[0].bin_sums(refit) if grid is not None else refit
-        out[a:a + step] = pi
-    return out
-
-
-def _mes_reps(fitted, Cb):
-    """MES replicates: batched warm-started dual Newton (``_mes_replicate_atoms``), or refits."""
-    est, st = fitted.estimator, fitted.counts
-    opts = dict(est.options)
-    opts.setdefault("grid_tol", DEFAULT_GRID_TOL)
-    n = int(st.size_values[0]) if st.size_values.size == 1 else None
-    grid = em_grid(fitted.N, n, est.scheme, opts["grid_tol"]) if n is not None else None
-    Cb = np.asarray(Cb, dtype=float)
-    atoms = _mes_replicate_atoms(grid, fitted.N, n, est.scheme, st, Cb, fitted.weights, opts, fitted)
-    if atoms is None:
-        return _refit_replicates(fitted, Cb)
-    Fc = grid[0].bin_average(fitted.F_full) if grid is not None else fitted.F_full
-    return atoms @ Fc
-
-
-def _grid_em_replicates(grid, st, Cb, wt, init, n_iter, F):
-    """Batched EM replicates on the grid (the ``"em"`` bootstrap with ``grid_tol``): (B, m)."""
-    g, Kg = grid
-    priors = _grid_em_priors(g, Kg, st, np.asarray(Cb, dtype=float), wt, init, n_iter)
-    within = None if init is None else np.asarray(init, dtype=float)
-    return priors @ g.bin_average(F, within=within)
 
 
 def get_estimator(name, **options):
@@ -858,27 +610,6 @@ def _fit_cls_state(r, N, n, *, scheme, grid_tol=DEFAULT_GRID_TOL, prior=None, ma
     return fit.weights, fit
 
 
-def _refit_replicates(fitted, Cb):
-    """Every replicate refitted on its own (per-user N, cvxpy, ...)."""
-    est, st = fitted.estimator, fitted.counts
-    out = np.empty((Cb.shape[0], fitted.F.shape[1]))
-    for b in range(Cb.shape[0]):
-        r_b, s_b, N_b = st.expand_cells(Cb[b])
-        n_b = int(st.size_values[0]) if st.size_values.size == 1 else s_b
-        out[b] = est(r_b, fitted.N if N_b is None else N_b, n_b)[:fitted.F.shape[0]] @ fitted.F
-    return out
-
-
-def _cls_reps(fitted, Cb):
-    """CLS replicates: linear in the sampled-rank distribution (:class:`CLSFit`)."""
-    if fitted.state is None:          # per-user N: fitted per group of N_u, refitted per replicate
-        return _refit_replicates(fitted, Cb)
-    st = fitted.counts
-    n = int(st.size_values[0])
-    Pt = np.zeros((Cb.shape[0], n))
-    Pt[:, st.ranks - 1] = Cb
-    Pt /= Pt.sum(axis=1, keepdims=True)
-    return fitted.state.estimates(Pt, fitted.F_full)
 
 
 def _fit_bv(r, N, n, *, scheme, gamma=0.01, prior=None, grid_tol=None):
@@ -921,23 +652,27 @@ register(EstimatorSpec("wmle", _fit_wmle, _EM_OPTIONS + ("weight", "C") + _GRID,
                        references="AAAI21 eqs 22-23"))
 register(EstimatorSpec("mes", _fit_mes, ("eta", "form", "solver", "tol", "max_iter", "cvxpy_solver",
                                         "n_items_tol") + _GRID,
-                       "batched", fit_state=_fit_mes_state, replicates=_mes_reps, varying_items=True, summary="maximal entropy with squared distribution distance",
+                       "batched", fit_state=_fit_mes_state, replicates=mes_replicates, varying_items=True, summary="maximal entropy with squared distribution distance",
                        references="AAAI21 eqs 24-27; TORS24 eqs 35-36"))
-register(EstimatorSpec("bv", _fit_bv, ("gamma", "prior"), "linear", sampled_metric=_bv_x,
+register(EstimatorSpec("bv", _fit_bv, ("gamma", "prior"), "linear", sampled_metric=_bv_x, linear_kind="bv",
                        summary="Krichene-Rendle bias-variance estimator (uniform prior)",
                        references="KR20; TORS24 eqs 8-10"))
 register(EstimatorSpec("bv_mle", _fit_bv_fitted, ("gamma",) + _GRID, "linear", prior="mle", sampled_metric=_bv_x,
+                       linear_kind="bv",
                        summary="BV with the MLE as prior", references="TORS24 eqs 8-10, Sec 8.1.5"))
 register(EstimatorSpec("bv_mes", _fit_bv_fitted, ("gamma",) + _GRID, "linear", prior="mes", sampled_metric=_bv_x,
+                       linear_kind="bv",
                        summary="BV with the MES as prior", references="TORS24 eqs 8-10, Sec 8.1.5"))
-register(EstimatorSpec("mn", _fit_mn, ("M", "prior"), "linear", sampled_metric=_mn_x,
+register(EstimatorSpec("mn", _fit_mn, ("M", "prior"), "linear", sampled_metric=_mn_x, linear_kind="mn",
                        summary="multinomial estimator (uniform prior)", references="TORS24 eq 42"))
 register(EstimatorSpec("mn_mle", _fit_mn_fitted, ("M",) + _GRID, "linear", prior="mle", sampled_metric=_mn_x,
+                       linear_kind="mn",
                        summary="MN with the MLE as prior", references="TORS24 eq 42, Sec 8.1.5"))
 register(EstimatorSpec("mn_mes", _fit_mn_fitted, ("M",) + _GRID, "linear", prior="mes", sampled_metric=_mn_x,
+                       linear_kind="mn",
                        summary="MN with the MES as prior", references="TORS24 eq 42, Sec 8.1.5"))
 register(EstimatorSpec("cls", _fit_cls, ("prior", "max_rank") + _GRID, "batched", horizon_option="max_rank",
-                       fit_state=_fit_cls_state, replicates=_cls_reps,
+                       fit_state=_fit_cls_state, replicates=cls_replicates,
                        summary="Krichene-Rendle constrained least squares, P(R) form",
                        references="KR20; TORS24 eq 7"))
 register(EstimatorSpec("adaptive_mle", _fit_adaptive, _EM_OPTIONS + _GRID, "em", warm_start_option="init",
@@ -946,40 +681,13 @@ register(EstimatorSpec("adaptive_mle", _fit_adaptive, _EM_OPTIONS + _GRID, "em",
                        references="TORS24 Sec 6.2, eq 43, Appendix H"))
 
 
-def _fit_logspline(r, N, n, *, scheme, **o):
-    return logspline_fit(r, N, n, scheme=scheme, **o).weights
 
-
-def _fit_logspline_state(r, N, n, *, scheme, **o):
-    fit = logspline_fit(r, N, n, scheme=scheme, **o)
-    return fit.weights_grid, fit.beta      # lazy: fit_counts expands only ranks 1..H
-
-
-def _logspline_reps(fitted, Cb):
-    st = fitted.counts
-    if (st.n_items is not None and np.unique(st.n_items).size > 1) or st.size_values.size > 1:
-        est = fitted.estimator
-        items = st.n_items if st.n_items is not None else np.full(st.ranks.size, fitted.N)
-        return logspline_cells_replicates(Cb, items, st.sizes, st.ranks, fitted.state, fitted.F,
-                                          scheme=est.scheme, **est.options)
-    n = int(st.size_values[0])
-    counts = np.zeros((Cb.shape[0], n))
-    counts[:, st.ranks - 1] = Cb
-    est = fitted.estimator
-    return logspline_replicates(counts, fitted.N, n, fitted.state, fitted.F, scheme=est.scheme,
-                                **est.options)
-
-
-def _logspline_alternatives(options):
-    return [{"penalty": p} for p in _sensitivity_penalties(options.get("penalty", DEFAULT_PENALTY))]
-
-
-register(EstimatorSpec("logspline", _fit_logspline, ("penalty", "knot_spacing", "exact_ranks"),
-                       "batched", fit_state=_fit_logspline_state, replicates=_logspline_reps,
-                       alternatives=_logspline_alternatives, fit_cells=_counts_fit_state,
+register(EstimatorSpec("logspline", _logspline.fit_weights, ("penalty", "knot_spacing", "exact_ranks"),
+                       "batched", fit_state=_logspline.fit_state, replicates=_logspline.counts_replicates,
+                       alternatives=_logspline.alternatives, fit_cells=_logspline.counts_fit_state,
                        varying_items=True, varying_sizes=True,
                        summary="empirical Bayes: smooth log-spline prior on log R, posterior mean "
-                               f"(default; interval over penalties x/÷ {SENSITIVITY_FACTOR:g})",
+                               f"(default; interval over penalties x/÷ {_logspline.SENSITIVITY_FACTOR:g})",
                        references="Efron (2016) g-modeling; AAAI21 eq 18; notebook 10"))
 
 #: Every registered estimator name, in registration order.

@@ -1,0 +1,427 @@
+"""The sufficient statistic of sampled ranks: users per cell, and its bootstrap.
+
+Every estimator of the library consumes the sampled ranks through their
+*sufficient statistic*: the number of users per cell (N_u, n_u, r) -- item
+count, sample size (held-out item included) and sampled rank
+(:class:`RankCounts`). This module is the one place where users are grouped
+into cells (:func:`cells`) and where bootstrap replicates are drawn: a
+resample of the M users with replacement, re-counted per cell, is one draw of
+Multinomial(M, counts / M) (:func:`bootstrap_counts`), so a replicate costs
+O(cells), not O(M); replicates are drawn in fixed chunks of
+:data:`BOOT_CHUNK` from one Generator (:func:`bootstrap_loop`), so the same
+seed gives the same replicates whatever the work done on each chunk.
+
+A cell with n_u = N_u is a user ranked in full: every candidate was scored,
+so the sampled rank is the global rank (the likelihood the estimators use for
+it is the point mass at R = r, whatever the scheme).
+
+References
+----------
+.. [Efron93] Efron, Tibshirani. An Introduction to the Bootstrap (1993), ch. 6
+   (the nonparametric bootstrap) and ch. 13 (percentile interval).
+.. [TORS24] Li, Jin, Liu, Ren, Gao, Liu. On Item-Sampling Evaluation for
+   Recommender System. ACM TORS 2024, Sec 6.2 (per-user sample sizes).
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ._validation import (check_columns, check_int, check_int_column, check_n_items, check_N_n,
+                          check_ranks)
+
+__all__ = [
+    "RankCounts",
+    "rank_counts",
+    "counts_from_frame",
+    "cells",
+    "check_items",
+    "check_sampled",
+    "bootstrap_counts",
+    "bootstrap_loop",
+    "BOOT_CHUNK",
+]
+
+#: Bootstrap replicates drawn and processed per chunk (fixed, so that the replicates depend on the
+#: Generator only, not on how the work on them is organised).
+BOOT_CHUNK = 64
+
+
+# ----------------------------------------------------------------------------
+# the statistic
+# ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RankCounts:
+    """Users per (item count, sample size, sampled rank) cell: the sufficient statistic.
+
+    Attributes
+    ----------
+    sizes : ndarray of int, shape (C,)
+        Sample size n of each non-empty cell.
+    ranks : ndarray of int, shape (C,)
+        Sampled rank r (1..n) of each cell.
+    counts : ndarray of int, shape (C,)
+        Number of users in the cell (all > 0). Cells are sorted by
+        (item count, size, rank).
+    n_items : ndarray of int, shape (C,), or None
+        Number of candidates N_u of each cell's users (one value for a common
+        N); None when the item count is given separately (to the estimator).
+    """
+
+    sizes: np.ndarray
+    ranks: np.ndarray
+    counts: np.ndarray
+    n_items: np.ndarray | None = None
+
+    @property
+    def M(self) -> int:
+        """Number of users."""
+        return int(self.counts.sum())
+
+    @property
+    def size_values(self) -> np.ndarray:
+        """The distinct sample sizes."""
+        return np.unique(self.sizes)
+
+    @property
+    def item_values(self) -> np.ndarray | None:
+        """The distinct item counts (None when not stored)."""
+        return None if self.n_items is None else np.unique(self.n_items)
+
+    def expand(self, counts=None):
+        """Per-user arrays (sampled_ranks, sample_sizes) for ``counts`` (default: own)."""
+        c = self.counts if counts is None else np.asarray(counts, dtype=np.int64)
+        return np.repeat(self.ranks, c), np.repeat(self.sizes, c)
+
+    def expand_cells(self, counts=None):
+        """Per-user arrays (sampled_ranks, sample_sizes, n_items or None) for ``counts``."""
+        c = self.counts if counts is None else np.asarray(counts, dtype=np.int64)
+        items = None if self.n_items is None else np.repeat(self.n_items, c)
+        return np.repeat(self.ranks, c), np.repeat(self.sizes, c), items
+
+    def to_frame(self):
+        """The counts table: columns ``rank, count, sample_size`` [+ ``n_items``].
+
+        Examples
+        --------
+        >>> rank_counts([1, 3, 1], n=5, n_items=100).to_frame().to_dict("list")
+        {'rank': [1, 3], 'count': [2, 1], 'sample_size': [5, 5], 'n_items': [100, 100]}
+        """
+        d = {"rank": self.ranks, "count": self.counts, "sample_size": self.sizes}
+        if self.n_items is not None:
+            d["n_items"] = self.n_items
+        return pd.DataFrame(d)
+
+
+def cells(ranks, sizes, n_items=None, counts=None, *, return_inverse=False):
+    """The one grouping of users (or weighted rows) into cells (N_u, n_u, r): a :class:`RankCounts`.
+
+    Parameters
+    ----------
+    ranks, sizes : array_like of int, shape (M,)
+        Sampled rank r and sample size n of every user (or row).
+    n_items : array_like of int, shape (M,), optional
+        Item count N_u of every user; None leaves the cells without item counts.
+    counts : array_like, shape (M,), optional
+        Weight of every row (default 1 per row: users).
+    return_inverse : bool, keyword-only
+        Also return the index of every row's cell.
+
+    Returns
+    -------
+    RankCounts, and the rows' cell indices (int64, shape (M,)) when asked
+        Cells sorted by (N, n, r); cells of total weight 0 are dropped (then
+        a dropped row's index is -1).
+
+    Examples
+    --------
+    >>> c, inv = cells([2, 1, 2], [5, 5, 5], return_inverse=True)
+    >>> c.ranks.tolist(), c.counts.tolist(), inv.tolist()
+    ([1, 2], [1, 2], [1, 0, 1])
+    """
+    ranks = np.asarray(ranks, dtype=np.int64)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    it = np.zeros_like(ranks) if n_items is None else np.asarray(n_items, dtype=np.int64)
+    br, bs = int(ranks.max()) + 1, int(sizes.max()) + 1
+    if (int(it.max()) + 1) * bs * br < 2 ** 62:       # one int64 key per row
+        key = (it * bs + sizes) * br + ranks
+        uk, inv = np.unique(key, return_inverse=True)
+        cols = np.stack([uk // (bs * br), (uk // br) % bs, uk % br])
+    else:
+        cols, inv = np.unique(np.stack([it, sizes, ranks]), axis=1, return_inverse=True)
+    inv = inv.ravel()
+    cnt = (np.bincount(inv, minlength=cols.shape[1]) if counts is None
+           else np.bincount(inv, weights=np.asarray(counts, dtype=float), minlength=cols.shape[1]))
+    keep = cnt > 0
+    cols = cols[:, keep]
+    st = RankCounts(sizes=cols[1].astype(np.int64), ranks=cols[2].astype(np.int64),
+                    counts=np.round(cnt[keep]).astype(np.int64),
+                    n_items=None if n_items is None else cols[0].astype(np.int64))
+    if not return_inverse:
+        return st
+    new = np.full(keep.size, -1, dtype=np.int64)
+    new[keep] = np.arange(int(keep.sum()))
+    return st, new[inv]
+
+
+def check_sampled(sampled_ranks, N, n):
+    """Checked (r, N, n) of per-user sampled ranks with one sample size n.
+
+    ``N`` is one int, or per-user item counts (an int64 array, returned as an
+    int when all equal) with n <= N_u for every user.
+    """
+    if np.ndim(N) == 0:
+        N, n = check_N_n(N, n)
+        return check_ranks(sampled_ranks, n, name="sampled_ranks", upper_name="n"), N, n
+    n = check_int(n, "n", low=2)
+    r = check_ranks(sampled_ranks, n, name="sampled_ranks", upper_name="n")
+    N = check_n_items(N, r.size)
+    if isinstance(N, int):
+        N, n = check_N_n(N, n)
+    else:
+        check_items(N, r.size, np.full(r.size, n))
+    return r, N, n
+
+
+def rank_counts(sampled_ranks, n=None, *, sample_sizes=None, n_items=None, return_inverse=False):
+    """The sufficient statistic :class:`RankCounts` of per-user sampled ranks.
+
+    Parameters
+    ----------
+    sampled_ranks : array_like of int
+        r_u in 1..n (or 1..n_u).
+    n : int, optional
+        Common sample size; required unless ``sample_sizes`` is given.
+    sample_sizes : array_like of int, optional
+        Per-user sample sizes n_u (adaptive sampling, TORS24 Sec 6.2).
+    n_items : int or array_like of int, optional, keyword-only
+        The number of candidates N (one int) or per-user N_u >= n_u; stored
+        per cell (cells per (N_u, n_u, r)).
+    return_inverse : bool, keyword-only
+        Also return every user's cell index (as :func:`cells`).
+
+    Examples
+    --------
+    >>> c = rank_counts([1, 3, 1, 2], n=5)
+    >>> c.ranks.tolist(), c.counts.tolist(), c.M
+    ([1, 2, 3], [2, 1, 1], 4)
+    >>> c = rank_counts([1, 1, 1], n=5, n_items=[90, 80, 90])
+    >>> c.n_items.tolist(), c.counts.tolist()
+    ([80, 90], [1, 2])
+    """
+    if sample_sizes is None:
+        if n is None:
+            raise ValueError("n (the sample size) is required unless sample_sizes is given")
+        n = check_int(n, "n", low=2)
+        r = check_ranks(sampled_ranks, n, name="sampled_ranks", upper_name="n")
+        sizes = np.full(r.size, n, dtype=np.int64)
+    else:
+        sizes = check_ranks(sample_sizes, np.iinfo(np.int64).max, name="sample_sizes")
+        if sizes.min() < 2:
+            raise ValueError(f"sample_sizes must be >= 2; got min {sizes.min()}")
+        if n is not None and np.any(sizes != check_int(n, "n", low=2)):
+            raise ValueError(f"n={n} disagrees with sample_sizes (values {np.unique(sizes)[:5].tolist()})")
+        r = check_ranks(sampled_ranks, int(sizes.max()), name="sampled_ranks",
+                        upper_name="max(sample_sizes)")
+        if r.shape != sizes.shape:
+            raise ValueError(f"sampled_ranks and sample_sizes must have the same length; "
+                             f"got {r.size} and {sizes.size}")
+        bad = np.flatnonzero(r > sizes)
+        if bad.size:
+            i = bad[0]
+            raise ValueError(f"sampled_ranks must lie in 1..sample_size; got rank {r[i]} > "
+                             f"sample_size {sizes[i]} (user index {i})")
+    items = None
+    if n_items is not None:
+        items = check_items(n_items, r.size, sizes)
+    return cells(r, sizes, items, return_inverse=return_inverse)
+
+
+def check_items(n_items, M, sizes, name="N"):
+    """Per-user item counts N_u (int64 array of length M) with n_u <= N_u for every user.
+
+    ``n_items`` is one int (the same N for every user) or one count per user.
+    """
+    if np.ndim(n_items) == 0:
+        N = check_int(n_items, name, low=2)
+        if sizes.max() > N:
+            raise ValueError(f"n must lie in 2..{name}={N}; got n={sizes.max()}")
+        return np.full(M, N, dtype=np.int64)
+    a = np.asarray(n_items)
+    if a.ndim != 1 or a.size != M:
+        raise ValueError(f"{name} must be an int or one item count per user ({M}); got shape "
+                         f"{a.shape}")
+    items = check_ranks(a, np.iinfo(np.int64).max, name=name, upper_name="max")
+    bad = np.flatnonzero(sizes > items)
+    if bad.size:
+        i = bad[0]
+        raise ValueError(f"the sample size must lie in 2..N_u for every user; user index {i} has "
+                         f"n={sizes[i]} > {name}={items[i]}")
+    return items
+
+
+def counts_from_frame(table, *, n=None, N=None, rank_col="rank", count_col="count",
+                      size_col="sample_size", items_col="n_items", model_col="model"):
+    """Per-model :class:`RankCounts` from a counts table (scale in users).
+
+    One row per cell: ``rank`` (sampled rank), ``count`` (users in the cell),
+    optional ``sample_size`` (n_u), ``n_items`` (N_u) and ``model``. Rows of
+    the same cell are added. This is the sufficient statistic, so estimates
+    and bootstrap intervals from it equal those from the per-user ranks it
+    counts (same seed). Aggregate 10^9 users where they live, e.g. in Spark
+    SQL or DuckDB::
+
+        SELECT model, n_items, sample_size, rank, COUNT(*) AS count
+        FROM ranks GROUP BY model, n_items, sample_size, rank
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+    n, N : int, optional, keyword-only
+        Common sample size / item count when the table has no such column
+        (a column and a disagreeing value are an error).
+
+    Returns
+    -------
+    dict
+        ``{model: RankCounts}`` in order of appearance ("model" when there is
+        no model column).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"rank": [1, 2, 1], "count": [5, 3, 2], "n_items": [900, 900, 800]})
+    >>> c = counts_from_frame(t, n=100)["model"]
+    >>> c.n_items.tolist(), c.counts.tolist(), c.M
+    ([800, 900, 900], [2, 5, 3], 10)
+    """
+    df = table
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"table must be a pandas DataFrame; got {type(table).__name__}")
+    check_columns(df, [rank_col, count_col], "the counts table")
+    if len(df) == 0:
+        raise ValueError("the counts table has no rows")
+    r = check_int_column(df[rank_col], rank_col).to_numpy()
+    c = check_int_column(df[count_col], count_col).to_numpy()
+    if (c < 0).any():
+        raise ValueError(f"column {count_col!r} must hold counts >= 0; got min {c.min()}")
+    if (r < 1).any():
+        raise ValueError(f"column {rank_col!r} must hold ranks >= 1; got min {r.min()}")
+    if size_col in df.columns:
+        sizes = check_int_column(df[size_col], size_col).to_numpy()
+        if (sizes < 2).any():
+            raise ValueError(f"column {size_col!r} must be >= 2; got min {sizes.min()}")
+        if n is not None and (sizes != check_int(n, "n", low=2)).any():
+            raise ValueError(f"n={n} disagrees with column {size_col!r} "
+                             f"(values {np.unique(sizes)[:5].tolist()})")
+    elif n is None:
+        raise ValueError(f"the sample size is unknown: the counts table has no {size_col!r} "
+                         "column; pass n (--sample-size)")
+    else:
+        sizes = np.full(r.size, check_int(n, "n", low=2), dtype=np.int64)
+    if (r > sizes).any():
+        i = int(np.flatnonzero(r > sizes)[0])
+        raise ValueError(f"sampled ranks must lie in 1..sample_size; row {i + 1} has rank {r[i]} > "
+                         f"sample_size {sizes[i]}")
+    items = None
+    if items_col in df.columns:
+        items = check_int_column(df[items_col], items_col).to_numpy()
+        if N is not None and np.ndim(N) == 0 and (items != check_int(N, "N", low=2)).any():
+            raise ValueError(f"N={N} disagrees with column {items_col!r} "
+                             f"(values {np.unique(items)[:5].tolist()})")
+    elif N is not None:
+        if np.ndim(N) != 0:
+            raise ValueError("N must be one int for a counts table (per-cell item counts go in its "
+                             f"{items_col!r} column)")
+        items = np.full(r.size, check_int(N, "N", low=2), dtype=np.int64)
+    if items is not None and (sizes > items).any():
+        i = int(np.flatnonzero(sizes > items)[0])
+        raise ValueError(f"the sample size must lie in 2..n_items; row {i + 1} has sample_size "
+                         f"{sizes[i]} > n_items {items[i]}")
+    models = (df[model_col].astype(str).to_numpy() if model_col in df.columns
+              else np.full(r.size, "model", dtype=object))
+    out = {}
+    for m in dict.fromkeys(models):
+        sel = models == m
+        st = cells(r[sel], sizes[sel], None if items is None else items[sel], c[sel])
+        if st.counts.size == 0:
+            raise ValueError(f"model {m!r} has no users (all counts are 0)")
+        out[str(m)] = st
+    return out
+
+
+def bootstrap_counts(counts, n_boot, *, rng=None):
+    """Bootstrap replicates of a count vector: rows of Multinomial(M, counts / M).
+
+    Resampling M users with replacement and re-counting them per cell is
+    exactly one multinomial draw with the observed cell frequencies.
+
+    Examples
+    --------
+    >>> b = bootstrap_counts([5, 3, 2], 4, rng=0)
+    >>> b.shape, b.sum(axis=1).tolist()
+    ((4, 3), [10, 10, 10, 10])
+    """
+    c = np.asarray(counts, dtype=np.int64)
+    if c.ndim != 1 or c.size == 0 or np.any(c < 0) or c.sum() == 0:
+        raise ValueError(f"counts must be a non-empty 1-D array of non-negative ints with a "
+                         f"positive sum; got {counts!r}")
+    n_boot = check_int(n_boot, "n_boot", low=1)
+    rng = np.random.default_rng(rng)
+    M = int(c.sum())
+    return rng.multinomial(M, c / M, size=n_boot)
+
+
+def _progress(total, enabled, desc):
+    if not enabled:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # pragma: no cover - tqdm is a declared dependency
+        return None
+    return tqdm(total=total, desc=desc, file=sys.stderr, leave=False)
+
+
+def bootstrap_loop(n_boot, rng, draw, work, *, progress=False, desc="bootstrap"):
+    """The one bootstrap loop: ``work(draw(k, rng))`` on chunks of :data:`BOOT_CHUNK` replicates.
+
+    Parameters
+    ----------
+    n_boot : int
+        Number of replicates.
+    rng : numpy.random.Generator
+    draw : callable
+        ``draw(k, rng)`` draws k replicates (e.g. ``rng.multinomial(M, p, size=k)``).
+    work : callable
+        ``work(replicates)`` returns the chunk's result.
+    progress : bool, keyword-only
+        A tqdm progress bar on stderr.
+    desc : str, keyword-only
+        The bar's label.
+
+    Returns
+    -------
+    list
+        The chunks' results, in order.
+
+    Examples
+    --------
+    >>> g = np.random.default_rng(0)
+    >>> out = bootstrap_loop(100, g, lambda k, g: g.multinomial(10, [0.5, 0.5], size=k), len)
+    >>> out
+    [64, 36]
+    """
+    bar = _progress(n_boot, progress, desc)
+    outs = []
+    try:
+        for a in range(0, n_boot, BOOT_CHUNK):
+            k = min(BOOT_CHUNK, n_boot - a)
+            outs.append(work(draw(k, rng)))
+            if bar is not None:
+                bar.update(k)
+    finally:
+        if bar is not None:
+            bar.close()
+    return outs

@@ -1,0 +1,249 @@
+"""Bootstrap replicates of a fitted estimator: the replicate strategies of the registry.
+
+:meth:`sampling_lib.estimators.Estimator.fit_counts` fits an estimator on
+the sufficient statistic (:class:`sampling_lib.counts.RankCounts`) and returns
+a :class:`FittedEstimator`, whose :meth:`~FittedEstimator.replicates` maps
+bootstrap count vectors (B, cells) (:func:`sampling_lib.counts.bootstrap_loop`)
+to estimates (B, m) by the estimator's strategy (``EstimatorSpec.bootstrap``):
+
+* ``"em"`` -- the estimator "max_iter EM steps from init" rerun on all
+  replicates at once (batched EM, on the compressed grid when it applies); with
+  a tolerance, each replicate is refitted warm-started from the full-sample
+  solution;
+* ``"linear"`` -- BV / MN with a fixed prior are linear in the sampled-rank
+  distribution: one matrix product; with a fitted prior refitted per replicate,
+  the priors of all replicates are one batched EM (or batched MES) on the grid
+  and the B linear systems are solved together (TORS24 eqs 8-10, 42);
+* ``"refit"`` -- every replicate refitted;
+* ``"batched"`` -- the estimator's own batched replicates (``spec.replicates``:
+  the log-spline prior by batched quasi-Newton, MES by batched dual Newton,
+  CLS by one matrix product), which may decline (None) to fall back on refits.
+
+References
+----------
+.. [Efron93] Efron, Tibshirani. An Introduction to the Bootstrap (1993).
+.. [TORS24] Li, Jin, Liu, Ren, Gao, Liu. On Item-Sampling Evaluation for
+   Recommender System. ACM TORS 2024, eqs 8-10, 31-34, 42.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..kernels import DEFAULT_GRID_TOL, DEFAULT_N_ITEMS_TOL, em_grid
+from ._em import em_fixed_iterations, em_operators
+from ._linalg import OUTER_MAX, grid_outer
+from ._linear import linear_on_grid_batch
+from ._mes import mes_replicate_atoms
+
+__all__ = ["FittedEstimator", "weights_head"]
+
+
+def weights_head(w, H):
+    """The first H entries of a weight vector: ``w[:H]`` of an array, ``w.head(H)`` of a lazy one.
+
+    Examples
+    --------
+    >>> weights_head(np.array([0.5, 0.3, 0.2]), 2).tolist()
+    [0.5, 0.3]
+    """
+    if hasattr(w, "head"):
+        return np.asarray(w.head(H), dtype=float)
+    return np.asarray(w, dtype=float)[:H]
+
+
+@dataclass
+class FittedEstimator:
+    """An :class:`Estimator` fitted on cell counts; computes bootstrap replicates."""
+
+    estimator: object          # the fitted sampling_lib.estimators.Estimator
+    counts: object
+    N: int
+    #: metric values on ranks 1..H (H <= N; 0 beyond H)
+    F: np.ndarray
+    #: weights on ranks 1..N: an array, or a lazy vector with ``head(H)``
+    weights: object
+    prior: np.ndarray | None
+    X: np.ndarray | None
+    refit_prior: bool
+    state: object = None
+    #: (low, high) point estimates of the metrics under the estimator's ``alternatives``
+    #: (the prior-sensitivity band), or None
+    band: tuple | None = None
+    #: the fitted alternatives (:class:`FittedEstimator` each; empty when none)
+    alternatives: list = field(default_factory=list)
+    _ops: list | None = field(default=None, repr=False)
+    _outer: np.ndarray | None = field(default=None, repr=False)
+    _mes_outer: np.ndarray | None = field(default=None, repr=False)
+    _F_full: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def F_full(self):
+        """F padded with zeros to all N ranks (N, m): for the replicate computations that work
+        on every rank or on the rank grid (the metrics are 0 beyond the rows of F). Built once
+        (the bootstrap asks for it on every chunk of replicates)."""
+        if self.F.shape[0] == self.N:
+            return self.F
+        if self._F_full is None:
+            self._F_full = np.zeros((self.N, self.F.shape[1]))
+            self._F_full[:self.F.shape[0]] = self.F
+        return self._F_full
+
+    @property
+    def estimate(self):
+        """Point estimates ``weights[:H] @ F`` (length m; H = rows of F)."""
+        return weights_head(self.weights, self.F.shape[0]) @ self.F
+
+    def replicates(self, Cb):
+        """Estimates (B, m) for bootstrap count vectors ``Cb`` (B, number of cells)."""
+        est, st, N, F = self.estimator, self.counts, self.N, self.F
+        spec, opts = est.spec, est.options
+        Cb = np.asarray(Cb)
+        if spec.bootstrap == "batched":
+            out = spec.replicates(self, Cb)
+            if out is not None:
+                return np.asarray(out, dtype=float)
+            return refit_replicates(self, Cb)
+        if spec.bootstrap == "linear" and not (self.refit_prior and spec.prior is not None):
+            # linear in the sampled-rank distribution with a fixed prior (and a
+            # fixed M for MN): a replicate is one matrix product (Cb / M) @ X
+            return (Cb / st.M) @ self.X
+        if spec.bootstrap == "em" and opts.get("tol") is None:
+            # the estimator is "max_iter EM steps from init": rerun exactly
+            # that protocol on all replicates at once (a warm start would
+            # define a different estimator)
+            init = opts.get("init")
+            pi0 = np.full(N, 1.0 / N) if init is None else np.asarray(init, dtype=float)
+            wt = np.ones(st.ranks.size)
+            if spec.em_weights is not None:
+                for ns in st.size_values:
+                    sel = st.sizes == ns
+                    wt[sel] = spec.em_weights(int(ns), **opts)[st.ranks[sel] - 1]
+            n_iter = opts.get("max_iter", 100)
+            grid = self._grid(opts)
+            if grid is not None:
+                return _grid_em_replicates(grid, st, Cb, wt, init, n_iter, self.F_full)
+            out = np.empty((Cb.shape[0], F.shape[1]))
+            ops = self._em_operators()
+            step = max(1, _EM_BLOCK_ELEMS // N)
+            for a in range(0, Cb.shape[0], step):
+                Wb = Cb[a:a + step] * wt
+                blocks = [(op, Wb[:, idx]) for op, idx in ops]
+                out[a:a + step] = em_fixed_iterations(blocks, pi0, n_iter)[:, :F.shape[0]] @ F
+            return out
+        if spec.bootstrap == "linear" and spec.prior is not None:
+            out = self._batched_prior_replicates(Cb)
+            if out is not None:
+                return out
+        return refit_replicates(self, Cb)
+
+    def _grid(self, opts):
+        """(RankGrid, kernel rows) when ``opts`` asks for the compressed grid and it applies
+        (one N, one sample size), else None."""
+        st = self.counts
+        if "grid_tol" not in opts and "grid_tol" not in self.estimator.spec.options:
+            return None
+        if (st.n_items is not None and np.unique(st.n_items).size > 1) or st.size_values.size != 1:
+            return None
+        tol = opts.get("grid_tol", DEFAULT_GRID_TOL)
+        return em_grid(self.N, int(st.size_values[0]), self.estimator.scheme, tol)
+
+    def _batched_prior_replicates(self, Cb):
+        """BV / MN with an EM prior refitted per replicate, all replicates at once on the grid.
+
+        The prior (``max_iter`` EM steps from ``init``, the prior's protocol) is
+        run as one batched EM on the grid atoms for every replicate
+        (:func:`em_fixed_iterations`), then the linear estimate of every
+        replicate on the same grid (:func:`linear_on_grid_batch`): the
+        replicate of the point estimate's computation, not an approximation of
+        it. None when it does not apply (no grid, a tolerance-stopped or
+        non-EM prior).
+        """
+        est, st = self.estimator, self.counts
+        pspec, popts = est._prior.spec, est._prior.options
+        is_mes = pspec.name == "mes"
+        if not is_mes and (pspec.bootstrap != "em" or popts.get("tol") is not None
+                           or pspec.em_weights is not None):
+            return None
+        grid = self._grid(est.options)
+        pgrid = self._grid(popts) if "grid_tol" in pspec.options else None
+        if grid is None or pgrid is None or pgrid[0] is not grid[0]:
+            return None
+        g, Kg = grid
+        n = int(st.size_values[0])
+        Cb = np.asarray(Cb, dtype=float)
+        init = None
+        if is_mes:
+            priors = mes_replicate_atoms(grid, self.N, n, est.scheme, st, Cb, self.prior,
+                                          {"grid_tol": DEFAULT_GRID_TOL, **popts}, self)
+            if priors is None:
+                return None
+        else:
+            init = popts.get("init")
+            priors = _grid_em_priors(g, Kg, st, Cb, np.ones(st.ranks.size), init,
+                                     popts.get("max_iter", 100))
+        Pt = np.zeros((Cb.shape[0], n))
+        Pt[:, st.ranks - 1] = Cb
+        Mb = Pt.sum(axis=1)
+        Pt /= Mb[:, None]
+        within = None if init is None else np.asarray(init, dtype=float)
+        Fcell = g.bin_average(self.F_full, within=within)
+        if self._outer is None and Kg.shape[0] * Kg.shape[1] * (Kg.shape[1] + 1) // 2 <= OUTER_MAX:
+            self._outer = grid_outer(Kg)
+        if est.spec.linear_kind == "bv":
+            return linear_on_grid_batch("bv", Pt, priors, Kg, g.size, Fcell,
+                                        gamma=est.options.get("gamma", 0.01), outer=self._outer)
+        M = est.options.get("M")
+        return linear_on_grid_batch("mn", Pt, priors, Kg, g.size, Fcell, M=Mb if M is None else M,
+                                    outer=self._outer)
+
+    def _em_operators(self):
+        """EM operators of the cells (kernels built once for all bootstrap chunks)."""
+        if self._ops is None:
+            st = self.counts
+            items = st.n_items if st.n_items is not None else np.full(st.ranks.size, self.N)
+            tol = self.estimator.options.get("n_items_tol", DEFAULT_N_ITEMS_TOL)
+            if np.unique(items).size == 1:
+                tol = 0.0          # one N: the blocks of the int path, one per sample size
+            self._ops = em_operators(items, st.sizes, st.ranks, self.estimator.scheme, tol=tol)
+        return self._ops
+
+
+_EM_BLOCK_ELEMS = 1 << 21        # B x N elements per batched-EM block
+
+
+def _grid_em_priors(g, Kg, st, Cb, wt, init, n_iter):
+    """``n_iter`` EM steps from ``init`` for every replicate, on the grid atoms: (B, G)."""
+    p0 = g.size / g.N if init is None else g.bin_sums(np.asarray(init, dtype=float))
+    K = np.ascontiguousarray(Kg[:, st.ranks - 1])
+    out = np.empty((Cb.shape[0], g.lo.size))
+    step = max(1, _EM_BLOCK_ELEMS // g.lo.size)
+    for a in range(0, Cb.shape[0], step):
+        out[a:a + step] = em_fixed_iterations([(K, Cb[a:a + step] * wt)], p0, n_iter)
+    return out
+
+
+
+
+def _grid_em_replicates(grid, st, Cb, wt, init, n_iter, F):
+    """Batched EM replicates on the grid (the ``"em"`` bootstrap with ``grid_tol``): (B, m)."""
+    g, Kg = grid
+    priors = _grid_em_priors(g, Kg, st, np.asarray(Cb, dtype=float), wt, init, n_iter)
+    within = None if init is None else np.asarray(init, dtype=float)
+    return priors @ g.bin_average(F, within=within)
+
+
+def refit_replicates(fitted, Cb):
+    """Every replicate refitted on its own (warm-started from the full-sample weights where the
+    estimator takes a warm start): the fallback of every strategy (per-user N, cvxpy, ...)."""
+    est, st = fitted.estimator, fitted.counts
+    if est.spec.warm_start_option is not None:
+        est = est.with_options(**{est.spec.warm_start_option: fitted.weights})
+    H = fitted.F.shape[0]
+    out = np.empty((Cb.shape[0], fitted.F.shape[1]))
+    for b in range(Cb.shape[0]):
+        r_b, s_b, N_b = st.expand_cells(Cb[b])
+        n_b = int(st.size_values[0]) if st.size_values.size == 1 else s_b
+        out[b] = est(r_b, fitted.N if N_b is None else N_b, n_b)[:H] @ fitted.F
+    return out

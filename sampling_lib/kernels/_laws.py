@@ -1,0 +1,364 @@
+"""Sampled-rank laws P(r | R): dense kernels, columns, entries, and the sampled hit ratio.
+
+See :mod:`sampling_lib.kernels` for the model (KDD20 Sec 2.2, eq 6).
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+from scipy import special
+
+from .._validation import check_array_size, check_float, check_int, check_N_n, check_pmf, check_ranks, check_scheme
+
+__all__ = [
+    "log_kernel_rows",
+    "binomial",
+    "hypergeometric",
+    "kernel",
+    "kernel_columns",
+    "kernel_entries",
+    "sampled_rank_pmf",
+    "expected_shr_curve",
+    "shr_cdf",
+    "shr_mean_var",
+    "shr_hoeffding_bound",
+]
+
+#: Elements (float64) per temporary block of the kernel builders (~16 MB); shared with the grid module.
+BLOCK_ELEMS = 1 << 21
+_CACHE_ELEMS = 1 << 22  # dense kernels up to 32 MB are cached and reused
+# Above this many entries the (N, n) kernel is not requested from the cache by
+# kernel_columns: the requested columns are built block-wise instead.
+_DENSE_KERNEL_MAX = 1 << 24  # 16M entries = 128 MB of float64
+
+
+def log_comb(a, b):
+    """log C(a, b) for arrays with 0 <= b <= a; -inf where b < 0 or b > a."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    a, b = np.broadcast_arrays(a, b)
+    out = np.full(a.shape, -np.inf)
+    ok = (b >= 0) & (b <= a)
+    # C(a, b) = 1 / ((a + 1) B(b + 1, a - b + 1))
+    out[ok] = -np.log1p(a[ok]) - special.betaln(b[ok] + 1.0, a[ok] - b[ok] + 1.0)
+    return out
+
+
+def log_kernel_rows(N, n, R, scheme="binomial"):
+    """log P(r | R) for the given global ranks R (rows) and r = 1..n (columns).
+
+    Parameters
+    ----------
+    N, n : int
+        Number of items and sample-set size (held-out item plus n-1 sampled).
+    R : array_like of int
+        Global ranks in 1..N.
+    scheme : {"binomial", "hypergeometric"}
+        Sampling with or without replacement.
+
+    Returns
+    -------
+    ndarray, shape (len(R), n)
+        Log-probabilities; ``-inf`` where the probability is exactly 0.
+    """
+    N, n = check_N_n(N, n)
+    check_scheme(scheme)
+    R = check_ranks(R, N, name="R", upper_name="N").astype(float)[:, None]
+    x = np.arange(n, dtype=float)[None, :]  # x = r - 1 items ranked above
+    if scheme == "binomial":
+        p = (R - 1.0) / (N - 1.0)
+        with np.errstate(divide="ignore"):
+            return (
+                log_comb(n - 1.0, x)
+                + special.xlogy(x, p)
+                + special.xlog1py(n - 1.0 - x, -p)
+            )
+    # hypergeometric: X ~ Hypergeom(N-1 items, G = R-1 ranked above, d = n-1 draws).
+    # Products of ratios P(x)/P(x-1) = (G-x+1)(d-x+1) / (x (B-d+x)), B = N-R, are
+    # accumulated in log space from the lower end of the support and each row is
+    # normalised by its log-sum-exp. This keeps the relative error at O(n eps)
+    # for N up to 10^7, where differences of log-gamma values near N log N
+    # would lose about 9 digits.
+    G = R - 1.0
+    B = N - R
+    d = n - 1.0
+    lo = np.maximum(0.0, d - B)
+    hi = np.minimum(d, G)
+    inside = (x >= lo) & (x <= hi)
+    step = (x > lo) & inside
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.log(G - x + 1.0) + np.log(d - x + 1.0) - np.log(x) - np.log(B - d + x)
+    logw = np.cumsum(np.where(step, ratio, 0.0), axis=1)
+    logw = np.where(inside, logw, -np.inf)
+    return logw - special.logsumexp(logw, axis=1, keepdims=True)
+
+
+def _dense(N, n, scheme):
+    check_array_size((N, n), f"the N x n sampling kernel P(r | R) (N={N}, n={n})")
+    out = np.empty((N, n))
+    step = max(1, BLOCK_ELEMS // n)
+    for start in range(0, N, step):
+        R = np.arange(start + 1, min(N, start + step) + 1)
+        out[start : start + R.size] = np.exp(log_kernel_rows(N, n, R, scheme))
+    return out
+
+
+def binomial(N, n):
+    """P(r | R) under sampling with replacement, shape (N, n) (KDD20 eq 6).
+
+    Row R-1 is the law of r = 1 + Binomial(n-1, (R-1)/(N-1)).
+
+    Examples
+    --------
+    >>> P = binomial(5, 3)
+    >>> P.shape, bool(np.allclose(P.sum(axis=1), 1))
+    ((5, 3), True)
+    >>> P[0]          # the top item is always ranked first
+    array([1., 0., 0.])
+    """
+    N, n = check_N_n(N, n)
+    return _dense(N, n, "binomial")
+
+
+def hypergeometric(N, n):
+    """P(r | R) under sampling without replacement, shape (N, n) (KDD20 Sec 2.2).
+
+    Row R-1 is the law of r = 1 + Hypergeometric(N-1, R-1, n-1).
+
+    Examples
+    --------
+    >>> P = hypergeometric(4, 4)     # n = N: every item is in the sample
+    >>> bool(np.allclose(P, np.eye(4)))
+    True
+    """
+    N, n = check_N_n(N, n)
+    return _dense(N, n, "hypergeometric")
+
+
+@lru_cache(maxsize=8)
+def _cached(N, n, scheme):
+    K = _dense(N, n, scheme)
+    K.setflags(write=False)
+    return K
+
+
+def kernel(N, n, scheme="binomial"):
+    """Cached, read-only P(r | R) of shape (N, n) for ``scheme``.
+
+    The cache keeps the 8 most recent (N, n, scheme) kernels; copy before
+    modifying (the array is marked read-only).
+    """
+    N, n = check_N_n(N, n)
+    return _cached(N, n, check_scheme(scheme))
+
+
+def kernel_columns(N, n, ranks, scheme="binomial", *, cache=True):
+    """P(r | R) for R = 1..N and the given sampled ranks r: shape (N, len(ranks)).
+
+    The one builder of kernel columns used by the estimators and the
+    bootstrap: it slices the cached dense kernel when N n is small enough
+    (<= 2**24 entries), else it builds only the requested columns block-wise
+    from :func:`log_kernel_rows`, so no (N, n) matrix is kept.
+
+    Parameters
+    ----------
+    N, n : int
+    ranks : array_like of int in 1..n
+        Sampled ranks (1-based column indices; repeats allowed).
+    scheme : {"binomial", "hypergeometric"}
+    cache : bool, default True, keyword-only
+        ``False`` never builds (nor caches) the dense kernel: the binomial
+        columns are computed directly, the hypergeometric ones from full rows
+        in blocks. Use it for many different N (per-user item counts), where
+        the small cache would only churn. Both ways give the same numbers (the
+        same element-wise formula).
+
+    Examples
+    --------
+    >>> bool(np.allclose(kernel_columns(30, 5, [1, 5]), binomial(30, 5)[:, [0, 4]]))
+    True
+    >>> bool(np.array_equal(kernel_columns(30, 5, [2, 4], cache=False), kernel_columns(30, 5, [2, 4])))
+    True
+    """
+    N, n = check_N_n(N, n)
+    scheme = check_scheme(scheme)
+    cols = check_ranks(ranks, n, name="ranks", upper_name="n") - 1
+    if cache and N * n <= _DENSE_KERNEL_MAX:
+        return np.ascontiguousarray(_cached(N, n, scheme)[:, cols])
+    check_array_size((N, cols.size), f"the kernel columns P(r | R) (N={N}, {cols.size} columns)")
+    out = np.empty((N, cols.size))
+    if scheme == "binomial":
+        # the element-wise formula of log_kernel_rows on the requested columns only
+        x = cols.astype(float)[None, :]
+        lc = log_comb(n - 1.0, x)
+        step = max(1, BLOCK_ELEMS // max(1, cols.size))
+        for start in range(0, N, step):
+            R = np.arange(start + 1, min(N, start + step) + 1, dtype=float)[:, None]
+            p = (R - 1.0) / (N - 1.0)
+            with np.errstate(divide="ignore"):
+                out[start : start + R.size] = np.exp(
+                    lc + special.xlogy(x, p) + special.xlog1py(n - 1.0 - x, -p))
+        return out
+    step = max(1, BLOCK_ELEMS // n)
+    for start in range(0, N, step):
+        R = np.arange(start + 1, min(N, start + step) + 1)
+        out[start : start + R.size] = np.exp(log_kernel_rows(N, n, R, scheme)[:, cols])
+    return out
+
+
+def kernel_entries(N, n, R, ranks, scheme="binomial"):
+    """P(r | R) for the given global ranks R (rows) and sampled ranks r (columns).
+
+    Binomial entries are computed directly (O(len(R) len(ranks)), the
+    element-wise formula of :func:`log_kernel_rows`); hypergeometric ones
+    from full rows (the accumulated ratios need every column below r).
+
+    Examples
+    --------
+    >>> bool(np.allclose(kernel_entries(30, 5, [1, 7, 30], [2, 5]), binomial(30, 5)[[0, 6, 29]][:, [1, 4]]))
+    True
+    """
+    N, n = check_N_n(N, n)
+    scheme = check_scheme(scheme)
+    R = check_ranks(R, N, name="R", upper_name="N").astype(float)[:, None]
+    cols = check_ranks(ranks, n, name="ranks", upper_name="n") - 1
+    if scheme == "binomial":
+        x = cols.astype(float)[None, :]
+        p = (R - 1.0) / (N - 1.0)
+        with np.errstate(divide="ignore"):
+            return np.exp(log_comb(n - 1.0, x) + special.xlogy(x, p) + special.xlog1py(n - 1.0 - x, -p))
+    return np.exp(log_kernel_rows(N, n, R[:, 0].astype(np.int64), scheme)[:, cols])
+
+
+
+
+def _support_rows(pmf):
+    R = np.flatnonzero(pmf > 0) + 1
+    return R, pmf[R - 1]
+
+
+def sampled_rank_pmf(pmf, n, scheme="binomial"):
+    """P(r) = sum_R P(R) P(r | R) for r = 1..n (AAAI21 eq 18, TORS24 eq 18).
+
+    Small problems (N n <= 2^22) reuse the cached dense kernel; larger ones are
+    computed block-wise over the support of ``pmf`` without forming the (N, n)
+    matrix.
+
+    Examples
+    --------
+    Uniform global ranks give exactly uniform sampled ranks without replacement
+    (the held-out item is a uniformly placed member of a uniform n-subset):
+
+    >>> sampled_rank_pmf(np.full(10, 0.1), 4, "hypergeometric").round(12)
+    array([0.25, 0.25, 0.25, 0.25])
+    """
+    pmf = check_pmf(pmf)
+    N = pmf.size
+    N, n = check_N_n(N, n)
+    check_scheme(scheme)
+    if N * n <= _CACHE_ELEMS:  # small enough: reuse the cached dense kernel
+        return pmf @ _cached(N, n, scheme)
+    R, w = _support_rows(pmf)
+    out = np.zeros(n)
+    step = max(1, BLOCK_ELEMS // n)
+    for s in range(0, R.size, step):
+        out += w[s : s + step] @ np.exp(log_kernel_rows(N, n, R[s : s + step], scheme))
+    return out
+
+
+def expected_shr_curve(pmf, n, scheme="binomial"):
+    """E[SHR@k] for k = 1..n: the CDF of the sampled rank (KDD20 eq 4).
+
+    E[SHR@k] = sum_R W_R Pr(r <= k | R) = sum_{r <= k} P(r).
+
+    Examples
+    --------
+    >>> expected_shr_curve([0.5, 0.5], 2).tolist()   # N = n = 2: sampled = global
+    [0.5, 1.0]
+    """
+    return np.minimum(np.cumsum(sampled_rank_pmf(pmf, n, scheme)), 1.0)
+
+
+def shr_cdf(N, n, k, scheme="binomial", R=None):
+    """Pr(r <= k | R): the chance that rank R is a sampled top-k hit (KDD20 eqs 4-6).
+
+    Parameters
+    ----------
+    N, n : int
+    k : int or array_like of int in 1..n
+    scheme : {"binomial", "hypergeometric"}
+    R : array_like of int in 1..N, optional
+        Global ranks (default 1..N).
+
+    Returns
+    -------
+    ndarray, shape (len(R), len(k)) (squeezed to 1-D if k is a scalar)
+
+    Examples
+    --------
+    >>> shr_cdf(101, 11, 1, R=[1, 51, 101]).tolist()   # (1/2)^10 for the median item
+    [1.0, 0.0009765625, 0.0]
+    """
+    N, n = check_N_n(N, n)
+    check_scheme(scheme)
+    scalar = np.ndim(k) == 0
+    k = check_ranks(np.atleast_1d(k), n, name="k", upper_name="n")
+    R = np.arange(1, N + 1) if R is None else check_ranks(R, N, name="R", upper_name="N")
+    Rc = R[:, None]
+    from scipy import stats   # lazy: scipy.stats costs ~0.7 s of every process's import of sampling_lib
+
+    if scheme == "binomial":
+        out = stats.binom.cdf(k[None, :] - 1, n - 1, (Rc - 1) / (N - 1))
+    else:
+        out = stats.hypergeom.cdf(k[None, :] - 1, N - 1, Rc - 1, n - 1)
+    out = np.clip(out, 0.0, 1.0)
+    return out[:, 0] if scalar else out
+
+
+def shr_mean_var(pmf, n, k, M, scheme="binomial"):
+    """Mean and variance of the sampled hit ratio SHR@k (KDD20 eqs 4-5).
+
+    For a fixed set of M users whose global ranks have empirical distribution
+    W_R = ``pmf``, each user's sampled rank is drawn independently and
+
+    E[SHR@k] = sum_R W_R p^R(k),   Var[SHR@k] = (1/M) sum_R W_R p^R(k) (1 - p^R(k)),
+
+    with p^R(k) = Pr(r <= k | R).
+
+    Returns
+    -------
+    mean, var : ndarray of shape (len(k),)
+
+    Examples
+    --------
+    >>> m, v = shr_mean_var(np.full(10, 0.1), 4, [1, 4], M=100, scheme="hypergeometric")
+    >>> m.round(12).tolist(), v.round(8).tolist()
+    ([0.25, 1.0], [0.00080867, 0.0])
+    """
+    pmf = check_pmf(pmf)
+    N, n = check_N_n(pmf.size, n)
+    M = check_int(M, "M", low=1)
+    k = check_ranks(np.atleast_1d(k), n, name="k", upper_name="n")
+    R, w = _support_rows(pmf)
+    mean = np.zeros(k.size)
+    second = np.zeros(k.size)
+    step = max(1, BLOCK_ELEMS // max(1, k.size))
+    for s in range(0, R.size, step):
+        p = shr_cdf(N, n, k, scheme, R=R[s : s + step])
+        mean += w[s : s + step] @ p
+        second += w[s : s + step] @ (p * (1.0 - p))
+    return mean, second / M
+
+
+def shr_hoeffding_bound(M, t):
+    """Hoeffding bound Pr(|SHR@k - E[SHR@k]| >= t) <= 2 exp(-2 M t^2) (KDD20 Sec 2.4).
+
+    Examples
+    --------
+    >>> round(shr_hoeffding_bound(30_000, 0.01), 5)   # KDD20's example: about 0.005
+    0.00496
+    """
+    M = check_int(M, "M", low=1)
+    t = check_float(t, "t", low=0.0, low_open=True)
+    return float(min(1.0, 2.0 * np.exp(-2.0 * M * t * t)))
