@@ -69,7 +69,7 @@ import numpy as np
 import pandas as pd
 
 from .estimators import DEFAULT_METHOD, METHODS
-from .popularity import POPULARITY_METHODS
+from .estimators import POPULARITY_METHODS
 
 __all__ = ["main", "build_parser"]
 
@@ -136,7 +136,7 @@ def _add_common(p, compare=False):
     p.add_argument("--confidence-level", "--ci", dest="ci", type=float, default=0.95,
                    help="confidence level of the intervals (default 0.95; --ci is the old spelling)")
     p.add_argument("--n-boot", type=int, default=None,
-                   help="bootstrap replicates (default 1000; 200 with popularity-sampled negatives)")
+                   help="bootstrap replicates (default 1000)")
     p.add_argument("--seed", type=_nonneg_int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--quiet", "-q", action="store_true",
                    help="no progress bar (shown on stderr when it is a terminal)")
@@ -364,21 +364,21 @@ def _is_popularity(args):
     return False
 
 
-def _n_boot(args, popularity):
-    return args.n_boot if args.n_boot is not None else (200 if popularity else 1000)
+def _n_boot(args, popularity=False):
+    return args.n_boot if args.n_boot is not None else 1000
 
 
 def _cmd_estimate_popularity(args):
-    from .popularity import estimate_popularity
+    from .correct import estimate
 
     logs = _popularity_logs(args)
     if args.model is not None:
         if args.model not in logs:
             raise _CLIError(f"--model must be one of {list(logs)}; got {args.model!r}")
         logs = {args.model: logs[args.model]}
-    out = estimate_popularity(logs, args.metric or ("recall@10", "ndcg@10"), method=args.method or "pop_mle",
-                              confidence_level=args.ci, n_boot=_n_boot(args, True), rng=args.seed,
-                              progress=_progress_on(args))
+    out = estimate(logs, None, None, args.metric or ("recall@10", "ndcg@10"), method=args.method,
+                   confidence_level=args.ci, n_boot=_n_boot(args, True), rng=args.seed,
+                   progress=_progress_on(args))
     if len(logs) == 1 and args.format == "table":
         out = out.drop(columns="model")
     _write(out, args.format, args.output)
@@ -412,7 +412,7 @@ def _cmd_estimate(args):
                 raise _CLIError("--n-items is required (the counts table has no n_items column)")
             t = estimate(sr[m], **common)
             Nmax, nmin = max(Nmax, int(sr[m].n_items.max())), min(nmin, int(sr[m].sizes.min()))
-            t.insert(0, "model", m)
+            t["model"] = m
             tables.append(t)
     else:
         all_models = sr.models
@@ -421,7 +421,7 @@ def _cmd_estimate(args):
             items = _n_items(sr, m, args.n_items)
             t = estimate(r, items, n, sample_sizes=s, **common)
             Nmax, nmin = max(Nmax, int(np.max(items))), min(nmin, int(n if s is None else s.min()))
-            t.insert(0, "model", m)
+            t["model"] = m
             tables.append(t)
     out = pd.concat(tables, ignore_index=True)
     if len(all_models) == 1 and args.format == "table":
@@ -441,14 +441,12 @@ def _cmd_compare(args):
     from .correct import compare
 
     if _is_popularity(args):
-        from .popularity import compare_popularity
-
         logs = _popularity_logs(args)
         if len(logs) < 2:
             raise _CLIError(f"compare needs a 'model' column with at least 2 models; got {list(logs)}")
-        out = compare_popularity(logs, args.metric or ("recall@10", "ndcg@10"), method=args.method or "pop_mle",
-                                 confidence_level=args.ci, n_boot=_n_boot(args, True), rng=args.seed, alpha=args.alpha,
-                                 adjust=args.adjust, progress=_progress_on(args))
+        out = compare(logs, None, None, args.metric or ("recall@10", "ndcg@10"), method=args.method,
+                      confidence_level=args.ci, n_boot=_n_boot(args, True), rng=args.seed, alpha=args.alpha,
+                      adjust=args.adjust, progress=_progress_on(args))
         if args.format == "table":
             out = out[["metric", "model_a", "model_b", "estimate_a", "estimate_b", "difference",
                        "ci_low", "ci_high", "pvalue", "pvalue_adjusted", "decision"]]
@@ -544,7 +542,8 @@ def _cmd_negatives(args):
         return
     _need_n_items(args)
     out = sample_negatives(users["user"].to_numpy(), args.n_items, args.sample_size, exclude=excl,
-                           held_out=held, replace=args.replace, rng=args.seed)
+                           held_out=held, scheme="binomial" if args.replace else "hypergeometric",
+                           rng=args.seed)
     if args.output:
         out.to_csv(args.output, index=False)
     else:

@@ -10,9 +10,17 @@ models on the same users:
 * :func:`estimate` -- one tidy table: naive sampled metric, corrected
   estimate, bootstrap CI, for every requested metric;
 * :func:`compare` -- pairwise differences of corrected metrics between
-  models with paired bootstrap CIs and Holm-adjusted decisions;
-* :class:`RankCounts`, :func:`rank_counts`, :func:`bootstrap_counts` -- the
-  sufficient statistic and its multinomial bootstrap.
+  models with paired bootstrap CIs and Holm-adjusted decisions.
+
+Both take every input kind the library reads -- per-user sampled ranks, a
+counts table or :class:`~sampling_lib.counts.RankCounts`, per-user sample
+sizes and item counts, popularity-sampled scores tables or
+:class:`~sampling_lib.popularity.PopularityLog` -- and return one table
+schema whatever the input (:data:`ESTIMATE_COLUMNS`, :data:`COMPARE_COLUMNS`:
+a column that does not apply holds a documented value). The sufficient
+statistic and its bootstrap are :mod:`sampling_lib.counts`; every estimator
+(popularity ones included) comes from the registry
+(:func:`sampling_lib.estimators.get_estimator`).
 
 Readers of rank and score tables are in :mod:`sampling_lib.io`, tie rules and
 ranks from scores in :mod:`sampling_lib.ranking`, a fixed negatives file in
@@ -56,14 +64,34 @@ from scipy import sparse
 
 from ._validation import check_confidence_level, check_float, check_int, check_ranks, check_scheme
 from .counts import RankCounts, bootstrap_loop, check_items, counts_from_frame, rank_counts
-from .estimators import DEFAULT_METHOD, estimator_spec, get_estimator
+from .estimators import DEFAULT_METHOD, METHODS, POPULARITY_METHODS, estimator_spec, get_estimator
+from .popularity import WITHOUT_REPLACEMENT, as_logs, is_popularity_input
 from .metrics import metric_matrix, metric_values, parse_metrics
 
 __all__ = ["estimate", "compare"]
 
+#: The columns of :func:`estimate`'s table, for every input (ranks, counts, scores, popularity).
+#: Not applicable: ``sensitivity_low/high`` NaN for estimators without alternative tunings,
+#: ``bound_low/high`` NaN unless the input is popularity-sampled with item weights, ``N`` / ``n``
+#: <NA> when they vary per user, the ``*_ci_*`` and ``se`` columns NaN when ``n_boot=0``.
+ESTIMATE_COLUMNS = (
+    "model", "metric", "K", "naive", "naive_ci_low", "naive_ci_high", "estimate", "se", "ci_low",
+    "ci_high", "method", "users", "N", "n", "confidence_level", "n_boot", "sensitivity_low",
+    "sensitivity_high", "bound_low", "bound_high", "below_resolution", "clipped",
+)
+#: The columns of :func:`compare`'s table, for every input. ``users`` is -1 when unpaired models
+#: have different numbers of users.
+COMPARE_COLUMNS = (
+    "metric", "K", "model_a", "model_b", "estimate_a", "estimate_b", "difference", "se", "statistic",
+    "pvalue", "pvalue_adjusted", "reject", "decision", "ci_low", "ci_high", "ci_level", "n_comparisons",
+    "adjust", "alpha", "method", "users", "n_boot", "paired", "below_resolution",
+)
+
 #: The metric matrix on ranks 1..min(N, max K) only (True), or on every rank 1..N (False:
 #: the reference path of the tests and benchmarks/bench_scale.py; memory grows with N).
 _METRIC_HEAD = True
+#: The estimator of popularity-sampled input when ``method`` is None.
+POPULARITY_DEFAULT = "pop_mle"
 
 
 # ----------------------------------------------------------------------------
@@ -71,27 +99,54 @@ _METRIC_HEAD = True
 # ----------------------------------------------------------------------------
 
 
-def _naive_matrix(parsed, stat):
+def _naive_matrix(parsed, sizes, ranks):
     """Per-cell sampled-metric values F(r) on the cell's own sample size: (C, m)."""
-    out = np.empty((stat.ranks.size, len(parsed)))
-    for ns in stat.size_values:
-        sel = stat.sizes == ns
-        out[sel] = np.stack([metric_values(full, int(ns))[stat.ranks[sel] - 1]
+    out = np.empty((ranks.size, len(parsed)))
+    for ns in np.unique(sizes):
+        sel = sizes == ns
+        out[sel] = np.stack([metric_values(full, int(ns))[ranks[sel] - 1]
                              for full, _, _ in parsed], axis=1)
     return out
+
+
+def _cells_of(stat):
+    """(sample sizes, sampled ranks, user counts) per cell; a popularity log has one cell per user."""
+    if isinstance(stat, RankCounts):
+        return stat.sizes, stat.ranks, stat.counts
+    return stat.sizes, stat.x + 1, np.ones(stat.M, dtype=np.int64)
+
+
+def _n_items_of(stat):
+    """Item counts N_u of the cells (RankCounts) or users (PopularityLog)."""
+    return stat.n_items if isinstance(stat, RankCounts) else stat.N_u
 
 
 # ----------------------------------------------------------------------------
 # estimators on the sufficient statistic
 # ----------------------------------------------------------------------------
-def _check_method(method, stat):
+def _check_method(method, stat, refit_prior=True):
+    """The registered estimator for ``stat`` (the default of its input kind when None)."""
+    if not isinstance(stat, RankCounts):
+        spec = estimator_spec(POPULARITY_DEFAULT if method is None else method)
+        if spec.input != "popularity":
+            raise ValueError(f"method must be one of {list(POPULARITY_METHODS)} for popularity-sampled input; "
+                             f"got {spec.name!r} (an estimator of sampled ranks among uniform negatives)")
+        if refit_prior is False:
+            raise ValueError("refit_prior=False keeps a fitted prior fixed; the popularity estimators have none")
+        return spec.name
     varying = stat.size_values.size > 1
     if method is None:
         method = "adaptive_mle" if varying else DEFAULT_METHOD
     spec = estimator_spec(method)
+    if spec.input != "ranks":
+        raise ValueError(f"method must be one of {list(METHODS)} for sampled ranks; got {spec.name!r} (an "
+                         "estimator of popularity-sampled negatives: a scores table with item weights or q)")
     if varying and not spec.varying_sizes:
         raise ValueError(f"method={method!r} needs one common sample size; the sample sizes vary "
                          f"({stat.size_values[:5].tolist()}...): use method='adaptive_mle'")
+    if refit_prior is False and spec.prior is None:
+        raise ValueError(f"refit_prior=False keeps a fitted prior fixed; method={spec.name!r} has none "
+                         f"(the estimators with one: {[m for m in METHODS if estimator_spec(m).prior]})")
     return spec.name
 
 
@@ -139,7 +194,9 @@ def _is_counts_table(x):
 
 
 def _stat_of(sampled_ranks, N, n, sample_sizes):
-    """(RankCounts with per-cell item counts, max N) from ranks, a counts table or a RankCounts."""
+    """(RankCounts with per-cell item counts, max N, model name) from ranks, a counts table or a
+    RankCounts (the name of a counts table's one model, else "model")."""
+    name = "model"
     if isinstance(sampled_ranks, pd.DataFrame):
         if not _is_counts_table(sampled_ranks):
             raise TypeError("a DataFrame passed as sampled_ranks must be a counts table with columns "
@@ -151,7 +208,7 @@ def _stat_of(sampled_ranks, N, n, sample_sizes):
         if len(d) > 1:
             raise ValueError(f"the counts table holds {len(d)} models {list(d)[:5]}; estimate one "
                              "model's rows at a time (or use compare)")
-        stat = next(iter(d.values()))
+        name, stat = next(iter(d.items()))
     elif isinstance(sampled_ranks, RankCounts):
         stat = sampled_ranks
         if sample_sizes is not None or (n is not None and np.any(stat.sizes != n)):
@@ -169,7 +226,61 @@ def _stat_of(sampled_ranks, N, n, sample_sizes):
     if stat.n_items is None:
         raise ValueError("N (the number of items) is required: pass N or give the counts table an "
                          "'n_items' column")
-    return stat, int(stat.n_items.max())
+    return stat, int(stat.n_items.max()), name
+
+
+def _inputs(data, N, n, sample_sizes, item_weights, exclude, scheme):
+    """{model: statistic} of any input: a RankCounts with item counts (ranks, counts), or a
+    PopularityLog per model (popularity-sampled scores, logs). Options that do not apply raise."""
+    if item_weights is not None or is_popularity_input(data):
+        for name, v in (("N", N), ("n", n), ("sample_sizes", sample_sizes)):
+            if v is not None:
+                raise ValueError(f"{name} does not apply to popularity-sampled input: each user's N_u is counted "
+                                 "from the item weights and the user's excluded items (or read from the "
+                                 "n_candidates column), and n_u from the logged negatives")
+        if check_scheme(scheme) != "binomial":
+            raise ValueError(WITHOUT_REPLACEMENT)
+        return as_logs(data, item_weights, exclude)
+    if exclude is not None:
+        raise ValueError("exclude applies to popularity-sampled input only (with item_weights, or a scores "
+                         "table with the logged q); these are sampled ranks")
+    from .io import SampledRanks
+
+    if isinstance(data, SampledRanks):
+        if sample_sizes is not None:
+            raise ValueError("sample_sizes cannot be combined with SampledRanks (they carry their own)")
+        out = {}
+        for m in data.models:
+            r, s = data.for_model(m)
+            it = data.items_for_model(m)
+            Nm = N.get(m) if isinstance(N, dict) else N
+            if it is not None and Nm is not None and (np.ndim(Nm) != 0 or np.any(it != Nm)):
+                raise ValueError(f"N={Nm} disagrees with the n_items column of model {m!r}")
+            out[m] = _stat_of(r, it if it is not None else Nm, None if s is not None else n, s)[0]
+        return out
+    stat, _, name = _stat_of(data, N, n, sample_sizes)
+    return {name: stat}
+
+
+def _resolution(stat, fit=None):
+    """The rank w below which a top-K metric is inside the first sampled bin (K < w: below resolution).
+
+    Sampled ranks: w = (N - 1)/(n - 1) with the largest N_u and the smallest n_u
+    (KDD20 Sec 2.2: global ranks R < w almost always give sampled rank 1).
+    Popularity-sampled negatives: the first bin holds the candidates with
+    q-mass above below about 1/(n - 1), i.e. w = (N - 1) rho(1/(n - 1)) with the
+    rank-mass curve rho (:func:`sampling_lib.estimators.rank_mass_curve`; the
+    identity, hence the uniform w, without logged negatives).
+    """
+    sizes = stat.sizes
+    N = int(_n_items_of(stat).max())
+    n_min = int(sizes.min())
+    if isinstance(stat, RankCounts):
+        return (N - 1) / (n_min - 1)
+    from .estimators import rank_mass_curve
+
+    rho = rank_mass_curve(stat).rho_of(1.0 / (n_min - 1)) if stat.has_draws else 1.0 / (n_min - 1)
+    return (N - 1) * float(rho)
 
 
 def _check_ci(ci, name="confidence_level"):
@@ -197,12 +308,17 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
 
     Parameters
     ----------
-    sampled_ranks : array_like of int, shape (M,), counts table or RankCounts
-        Sampled ranks in 1..n (1 = the held-out item scored highest); or the
+    sampled_ranks : array_like of int, shape (M,), counts table, RankCounts, SampledRanks, or popularity input
+        Sampled ranks in 1..n (1 = the held-out item scored highest); the
+        output of a reader of :mod:`sampling_lib.io` (:class:`~sampling_lib.io.SampledRanks`:
+        one or more models, e.g. from a scores table or a TREC run, with their
+        per-user sample sizes and item counts when the file has them); or the
         sufficient statistic: a counts table (DataFrame with columns ``rank,
         count`` [+ ``sample_size``, ``n_items``], one model; see
-        :func:`counts_from_frame`) or a :class:`RankCounts`. Counts and the
-        per-user ranks they count give identical tables (same ``rng``).
+        :func:`sampling_lib.counts.counts_from_frame`) or a
+        :class:`~sampling_lib.counts.RankCounts`. Counts and the per-user
+        ranks they count give identical tables (same ``rng``). Or
+        popularity-sampled input (see ``item_weights``).
     N : int or array_like of int, shape (M,)
         Number of candidates of the global ranking: one int, or per-user
         counts N_u (the user's held-out item is ranked among its own N_u
@@ -244,7 +360,8 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
         ``{"tol": 1e-8, "max_iter": 10000, "accelerate": "squarem"}`` for a
         converged MLE).
     refit_prior : bool, default True, keyword-only
-        For bv_mle, bv_mes, mn_mle, mn_mes: re-fit the prior on every bootstrap
+        For bv_mle, bv_mes, mn_mle, mn_mes (``False`` raises for the other
+        estimators, which have no fitted prior): re-fit the prior on every bootstrap
         replicate (one EM or MES fit and one n x n solve per replicate).
         ``False`` keeps the prior fixed at the full-sample fit, which makes a
         replicate one matrix product but ignores the prior's own sampling
@@ -259,33 +376,40 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
         **Popularity-sampled negatives** (RecBole ``popN``): when
         ``item_weights`` is given, or the first argument is a
         :class:`sampling_lib.popularity.PopularityLog` (a dict of them) or a
-        scores table with the logged ``q`` column, the call is
-        :func:`sampling_lib.popularity.estimate_popularity`. The first
-        argument is then the scores table ``user, item, score, label[, model]``
-        (DataFrame or path), ``exclude`` the users' history (``user, item``),
-        ``method`` one of :data:`sampling_lib.popularity.POPULARITY_METHODS`
-        (default "pop_mle"), ``options`` the EM options (``tol``,
-        ``max_iter``); ``scheme`` must be "binomial"; ``N``, ``n``,
-        ``sample_sizes`` and ``refit_prior`` are not used. The table gains
-        the no-log bounds ``bound_low, bound_high``.
+        scores table with the logged ``q`` column, the input is
+        popularity-sampled: the first argument is then the scores table
+        ``user, item, score, label[, model]`` (DataFrame or path) read with
+        :func:`sampling_lib.popularity.popularity_logs_from_table`,
+        ``exclude`` the users' history (``user, item``), ``method`` one of
+        :data:`sampling_lib.estimators.POPULARITY_METHODS` (default
+        "pop_mle"), ``options`` their options (``tol``, ``max_iter``,
+        ``grid_size``). ``N``, ``n`` and ``sample_sizes`` do not apply (each
+        user's N_u and n_u come from the data) and raise, as do
+        ``scheme="hypergeometric"`` (without replacement is not supported)
+        and ``refit_prior=False``. ``exclude`` without popularity input raises.
 
     Returns
     -------
     pandas.DataFrame
-        One row per metric: ``metric, K, naive, naive_ci_low, naive_ci_high,
-        estimate, se, ci_low, ci_high, method, users, N, n, confidence_level,
-        n_boot, sensitivity_low, sensitivity_high, below_resolution, clipped``
-        (``N`` and ``n`` are -1 when they vary per user).
-        ``naive`` is the metric computed on the sampled ranks as if they were
-        global ranks (what most papers report); ``estimate`` the corrected
-        global metric; ``se`` the bootstrap standard deviation;
-        ``sensitivity_low/high`` the range of the estimate under the
-        estimator's alternative tuning (the default's prior-sensitivity band,
-        NaN for estimators without one); ``below_resolution`` is True when
-        K < (N - 1)/(n - 1) (smallest n and largest N when they vary): the metric lies
-        inside the first sampled bin and is an extrapolation (see Notes);
-        ``clipped`` is True when the estimator's value fell outside the
-        metric's range and was clipped into it (see Notes).
+        The columns :data:`ESTIMATE_COLUMNS`, whatever the input, one row per
+        (model, metric): ``model`` ("model" unless the input names its models,
+        e.g. a popularity table with a ``model`` column), ``metric, K``,
+        ``naive`` (the metric computed on the sampled ranks as if they were
+        global ranks, what most papers report) with its bootstrap interval
+        ``naive_ci_low, naive_ci_high``, ``estimate`` (the corrected global
+        metric), ``se`` (the bootstrap standard deviation), ``ci_low,
+        ci_high``, ``method, users``, ``N`` and ``n`` (nullable integers:
+        <NA> when they vary per user), ``confidence_level, n_boot``,
+        ``sensitivity_low/high`` (the range of the estimate under the
+        estimator's alternative tuning: the default's prior-sensitivity band;
+        NaN for estimators without one), ``bound_low/high`` (popularity input
+        with item weights: the metric's bounds from the sampled ranks and the
+        weights alone, :func:`sampling_lib.estimators.popularity_bounds`;
+        NaN otherwise), ``below_resolution`` (K < w, the metric lies inside
+        the first sampled bin and is an extrapolation; w = (N - 1)/(n - 1)
+        with the largest N_u and smallest n_u, see Notes) and ``clipped``
+        (the estimator's value fell outside the metric's range and was
+        clipped into it, see Notes).
 
     Notes
     -----
@@ -395,33 +519,41 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
     >>> bool(t.ci_low[0] <= t.estimate[0] <= t.ci_high[0])
     True
     """
-    from .popularity import estimate_popularity, is_popularity_input  # lazy: the popularity seam
-
-    if item_weights is not None or is_popularity_input(sampled_ranks):
-        return estimate_popularity(sampled_ranks, metrics, method=method or "pop_mle",
-                                   confidence_level=confidence_level, n_boot=n_boot, rng=rng,
-                                   item_weights=item_weights, exclude=exclude,
-                                   replace=check_scheme(scheme) == "binomial", progress=progress,
-                                   **(options or {}))
-    stat, N = _stat_of(sampled_ranks, N, n, sample_sizes)
+    stats = _inputs(sampled_ranks, N, n, sample_sizes, item_weights, exclude, scheme)
     scheme = check_scheme(scheme)
-    method = _check_method(method, stat)
     ci = _check_ci(confidence_level)
     n_boot = check_int(n_boot, "n_boot", low=0)
     parsed = parse_metrics(metrics)
+    methods = {m: _check_method(method, st, refit_prior) for m, st in stats.items()}
     rng = np.random.default_rng(rng)
+    tables = [_estimate_one(m, st, methods[m], parsed, scheme, options, refit_prior, ci, n_boot, rng, progress)
+              for m, st in stats.items()]
+    return pd.concat(tables, ignore_index=True)
 
+
+def _common_or_na(values, rows):
+    """A nullable-integer column of ``rows`` rows: the value when every user shares it, else <NA>."""
+    u = np.unique(values)
+    return pd.array([int(u[0]) if u.size == 1 else pd.NA] * rows, dtype="Int64")
+
+
+def _estimate_one(model, stat, method, parsed, scheme, options, refit_prior, ci, n_boot, rng, progress):
+    """The rows of one model's statistic (see :func:`estimate`)."""
+    items = _n_items_of(stat)
+    N = int(items.max())
     F, _ = _metric_head(parsed, N)       # ranks 1..min(N, max K): memory independent of N
     F_range = _metric_range(F, N)
-    Fn = _naive_matrix(parsed, stat)
-    M = stat.M
-    naive = (stat.counts @ Fn) / M
+    sizes, ranks, counts = _cells_of(stat)
+    Fn = _naive_matrix(parsed, sizes, ranks)
+    M = int(counts.sum())
+    naive = (counts @ Fn) / M
     fit = _fit(method, stat, N, parsed, scheme, options, refit_prior, F)
     est, clipped = _clip_to_range(fit.estimate, F_range)
-    lo = hi = np.full(len(parsed), np.nan)
-    nlo = nhi = se = np.full(len(parsed), np.nan)
+    m = len(parsed)
+    lo = hi = np.full(m, np.nan)
+    nlo = nhi = se = np.full(m, np.nan)
     if n_boot > 0:
-        p = stat.counts / M
+        p = counts / M
 
         def draw(k, g):
             return g.multinomial(M, p, size=k)
@@ -434,27 +566,27 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
         eb = _clip_to_range(np.concatenate([o[1] for o in outs]), F_range)[0]
         lo, hi = _percentile(eb, ci)
         nlo, nhi = _percentile(nb, ci)
-        se = eb.std(axis=0, ddof=1) if n_boot > 1 else np.full(len(parsed), np.nan)
+        se = eb.std(axis=0, ddof=1) if n_boot > 1 else np.full(m, np.nan)
         for k in range(len(fit.alternatives)):
             # the alternative tunings, on the same bootstrap draws: the interval is the
             # union of their percentile intervals (see Notes, "What the interval covers")
             a_lo, a_hi = _percentile(_clip_to_range(np.concatenate([o[2][k] for o in outs]), F_range)[0], ci)
             lo, hi = np.minimum(lo, a_lo), np.maximum(hi, a_hi)
-    band_lo = band_hi = np.full(len(parsed), np.nan)
+    band_lo = band_hi = np.full(m, np.nan)
     if fit.band is not None:
         # prior-sensitivity band: the range of the alternatives' point estimates
         band_lo, band_hi = fit.band
         if n_boot > 0:
             lo = np.minimum(lo, np.minimum(band_lo, est))
             hi = np.maximum(hi, np.maximum(band_hi, est))
-    sizes = stat.size_values
-    items = stat.item_values
-    n_min = int(sizes.min())
-    resolution = (N - 1) / (n_min - 1)
+    b_lo = b_hi = np.full(m, np.nan)
+    if fit.bounds is not None:
+        b_lo, b_hi = fit.bound_estimates
     Ks = np.array([p[2] for p in parsed])
     return pd.DataFrame({
+        "model": model,
         "metric": [p[0] for p in parsed],
-        "K": [p[2] for p in parsed],
+        "K": Ks,
         "naive": naive,
         "naive_ci_low": nlo,
         "naive_ci_high": nhi,
@@ -464,15 +596,17 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
         "ci_high": hi,
         "method": method,
         "users": M,
-        "N": int(items[0]) if items.size == 1 else -1,
-        "n": int(sizes[0]) if sizes.size == 1 else -1,
+        "N": _common_or_na(items, m),
+        "n": _common_or_na(sizes, m),
         "confidence_level": ci,
         "n_boot": n_boot,
         "sensitivity_low": band_lo,
         "sensitivity_high": band_hi,
-        "below_resolution": Ks < resolution,
+        "bound_low": b_lo,
+        "bound_high": b_hi,
+        "below_resolution": Ks < _resolution(stat),
         "clipped": clipped,
-    })
+    }, columns=list(ESTIMATE_COLUMNS))
 
 
 def _clip_to_range(values, F_range):
@@ -548,6 +682,19 @@ def _as_model_dict(ranks, sample_sizes, N):
     return d
 
 
+def _check_same_users(logs):
+    """Popularity logs of a paired comparison list the same users in the same order."""
+    names = list(logs)
+    Ms = {m: lg.M for m, lg in logs.items()}
+    if len(set(Ms.values())) != 1:
+        raise ValueError(f"compare needs the same users (same length and order) for every model; got {Ms}")
+    ref = logs[names[0]].users
+    for m, lg in logs.items():
+        if ref is not None and lg.users is not None and not np.array_equal(np.asarray(ref), np.asarray(lg.users)):
+            raise ValueError(f"compare needs the same users in the same order; model {m!r} differs from "
+                             f"{names[0]!r}")
+
+
 def _as_counts_dict(ranks, N, n, sample_sizes):
     """{model: RankCounts} of a counts table or a dict of RankCounts, or None."""
     if _is_counts_table(ranks):
@@ -596,8 +743,9 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
     n, metrics, method, confidence_level, n_boot, rng, sample_sizes, scheme, options, refit_prior, progress
         As :func:`estimate` (``sample_sizes`` may be a dict per model).
     item_weights, exclude : optional, keyword-only
-        Popularity-sampled negatives: as :func:`estimate`, the call is
-        :func:`sampling_lib.popularity.compare_popularity`.
+        Popularity-sampled negatives, as :func:`estimate` (a scores table with
+        a ``model`` column or a dict of logs of the same users in the same
+        order; default method "pop_mle").
     alpha : float in (0, 1), keyword-only
         Family-wise error rate of the decisions (family = all model pairs, per metric).
     adjust : {"holm", "bonferroni", "none"}, keyword-only
@@ -613,11 +761,14 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
     Returns
     -------
     pandas.DataFrame
-        One row per (metric, pair): ``metric, K, model_a, model_b, estimate_a,
-        estimate_b, difference, se, statistic, pvalue, pvalue_adjusted, reject,
-        decision, ci_low, ci_high, ci_level, n_comparisons, adjust, alpha,
-        method, users, n_boot, paired`` (``users`` is -1 when unpaired models
-        have different numbers of users).
+        The columns :data:`COMPARE_COLUMNS`, whatever the input, one row per
+        (metric, pair): ``metric, K, model_a, model_b, estimate_a,
+        estimate_b, difference, se, statistic, pvalue, pvalue_adjusted,
+        reject, decision, ci_low, ci_high, ci_level, n_comparisons, adjust,
+        alpha, method, users, n_boot, paired, below_resolution`` (``users`` is
+        -1 when unpaired models have different numbers of users;
+        ``below_resolution`` is True when the metric is below resolution for
+        either model, as in :func:`estimate`).
 
     Notes
     -----
@@ -651,21 +802,25 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
           A       B    A > B
     """
     from .inference import ADJUSTMENTS, bootstrap_pairwise_rows
-    from .popularity import compare_popularity, is_popularity_input  # lazy: the popularity seam
-
+    stats_, cell_of_user = {}, {}
     if item_weights is not None or is_popularity_input(ranks):
-        return compare_popularity(ranks, metrics, method=method or "pop_mle", confidence_level=confidence_level,
-                                  n_boot=n_boot, rng=rng, alpha=alpha, adjust=adjust, item_weights=item_weights,
-                                  exclude=exclude, replace=check_scheme(scheme) == "binomial",
-                                  progress=progress, **(options or {}))
-    cd = _as_counts_dict(ranks, N, n, sample_sizes)
-    if cd is not None:
-        if paired:
-            raise ValueError("paired=True needs per-user ranks (the same users for every model); "
-                             "counts carry no pairing")
-        paired = False
-    else:
+        stats_ = _inputs(ranks, N, n, sample_sizes, item_weights, exclude, scheme)
+        _check_same_users(stats_)
+        cell_of_user = {m: np.arange(lg.M) for m, lg in stats_.items()}    # a log: one cell per user
         paired = True if paired is None else bool(paired)
+    else:
+        if exclude is not None:
+            raise ValueError("exclude applies to popularity-sampled input only (with item_weights, or a "
+                             "scores table with the logged q); these are sampled ranks")
+        cd = _as_counts_dict(ranks, N, n, sample_sizes)
+        if cd is not None:
+            if paired:
+                raise ValueError("paired=True needs per-user ranks (the same users for every model); "
+                                 "counts carry no pairing")
+            paired = False
+            stats_ = cd
+        else:
+            paired = True if paired is None else bool(paired)
     ci = _check_ci(confidence_level)
     n_boot = check_int(n_boot, "n_boot", low=2)
     alpha = check_float(alpha, "alpha", 0.0, 1.0, low_open=True, high_open=True)
@@ -674,28 +829,27 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
     scheme = check_scheme(scheme)
     parsed = parse_metrics(metrics)
     rng = np.random.default_rng(rng)
-    stats_, cell_of_user = {}, {}
-    if cd is not None:
-        stats_ = cd
-    else:
+    if not stats_:
         for m, (r, s, Nm) in _as_model_dict(ranks, sample_sizes, N).items():
             rr = check_ranks(r, np.iinfo(np.int64).max, name=f"ranks[{m!r}]")
             stats_[m], cell_of_user[m] = rank_counts(rr, n, sample_sizes=s, n_items=Nm, return_inverse=True)
+    if len(stats_) < 2:
+        raise ValueError(f"compare needs at least 2 models; got {list(stats_)}")
     names = list(stats_)
-    Nmax = max(int(st.n_items.max()) for st in stats_.values())
+    Nmax = max(int(_n_items_of(st).max()) for st in stats_.values())
     F, _ = _metric_head(parsed, Nmax)    # ranks 1..min(Nmax, max K): memory independent of N
     F_range = _metric_range(F, Nmax)
     fits = {}
     meth = None
     for m in names:
         st = stats_[m]
-        mm = _check_method(method, st)
+        mm = _check_method(method, st, refit_prior)
         if meth is not None and mm != meth:
             raise ValueError(f"models need the same method; got {meth!r} and {mm!r} "
                              "(pass method='adaptive_mle' when sample sizes vary)")
         meth = mm
         # weights on 1..N_m (replicates use the metric on 1..N_m, a prefix of F)
-        fits[m] = _fit(meth, st, int(st.n_items.max()), parsed, scheme, options, refit_prior, F)
+        fits[m] = _fit(meth, st, int(_n_items_of(st).max()), parsed, scheme, options, refit_prior, F)
     point = {m: fits[m].estimate for m in names}
     for m in names:
         flag = _clip_to_range(point[m], F_range)[1]
@@ -715,7 +869,7 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
         M = int(tcount.sum())
         T = tuples.shape[0]
         maps = {m: sparse.csr_matrix((np.ones(T), (np.arange(T), tuples[:, col[m]])),
-                                     shape=(T, stats_[m].ranks.size))
+                                     shape=(T, _cells_of(stats_[m])[2].size))
                 for m in names}
         p = tcount / M
 
@@ -727,7 +881,7 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
         users = M
     else:
         Ms = {m: stats_[m].M for m in names}
-        ps = {m: stats_[m].counts / Ms[m] for m in names}
+        ps = {m: _cells_of(stats_[m])[2] / Ms[m] for m in names}
 
         def draw(k, g):     # one draw per model, in sorted-name order (order-free intervals)
             return {m: g.multinomial(Ms[m], ps[m], size=k) for m in sorted(names)}
@@ -742,7 +896,7 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
     rows = bootstrap_pairwise_rows(parsed, {m: point[m] for m in names}, boot, ci, adjust=adjust,
                                    alpha=alpha, extra={"method": meth, "users": users,
                                                        "n_boot": n_boot, "paired": paired})
-    cols = ["metric", "K", "model_a", "model_b", "estimate_a", "estimate_b", "difference", "se",
-            "statistic", "pvalue", "pvalue_adjusted", "reject", "decision", "ci_low", "ci_high",
-            "ci_level", "n_comparisons", "adjust", "alpha", "method", "users", "n_boot", "paired"]
-    return pd.DataFrame(rows)[cols]
+    out = pd.DataFrame(rows)
+    w = {m: _resolution(stats_[m]) for m in names}
+    out["below_resolution"] = [K < max(w[a], w[b]) for K, a, b in zip(out.K, out.model_a, out.model_b)]
+    return out[list(COMPARE_COLUMNS)]

@@ -662,8 +662,7 @@ def bootstrap_pairwise_rows(metrics, point, boot, confidence_level, *, adjust, a
     replicate differences at the level ``confidence_level`` (``1 - (1 -
     confidence_level) / k`` for k pairs under an adjustment); then
     :func:`decide` over the k pairs of the metric. The one helper behind
-    :func:`sampling_lib.correct.compare` and
-    :func:`sampling_lib.popularity.compare_popularity`.
+    :func:`sampling_lib.correct.compare` (every input kind).
 
     Parameters
     ----------

@@ -117,20 +117,16 @@ References
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy import sparse, special, stats
+from scipy import sparse
 
-from ._validation import check_columns, check_confidence_level, check_float, check_int, check_int_column
-from .estimators import EMResult, mixture_em
+from ._validation import check_columns, check_float, check_int, check_int_column
 from .io import read_table
-from .metrics import metric_values, parse_metrics
 
 __all__ = [
-    "POPULARITY_METHODS",
     "popularity_weights",
     "check_item_weights",
     "read_item_weights",
@@ -142,25 +138,17 @@ __all__ = [
     "popularity_truth",
     "simulate_popularity_log",
     "simulate_popularity_ranks",
-    "horvitz_thompson",
     "RankMassCurve",
-    "rank_mass_curve",
     "exact_rank_mass_curve",
     "mass_rank_bounds",
     "user_mass_rank_bounds",
     "bernstein_tolerance",
-    "PopularityFit",
-    "popularity_fit",
-    "popularity_bounds",
-    "estimate_popularity",
-    "compare_popularity",
     "is_popularity_input",
+    "as_logs",
 ]
 
-#: Estimators of :func:`estimate_popularity`.
-POPULARITY_METHODS = ("pop_mle", "ht", "uniform")
 _TIES = ("pessimistic", "optimistic")
-_WITHOUT_REPLACEMENT = (
+WITHOUT_REPLACEMENT = (
     "popularity-sampled negatives drawn without replacement (aprec-style successive sampling) "
     "are not supported: their inclusion probabilities are not (n-1) q_j and the number of "
     "negatives above the held-out item is not Binomial(n-1, Q_u); draw them with replacement "
@@ -512,9 +500,9 @@ class PopularityLog:
     users : ndarray or None
         User ids.
     item_weights : ndarray or None
-        Weights over item positions (for :func:`popularity_bounds`).
+        Weights over item positions (for :func:`sampling_lib.estimators.popularity_bounds`).
     excluded : scipy.sparse.csr_matrix or None
-        Users x items: history and held-out item (for :func:`popularity_bounds`).
+        Users x items: history and held-out item (for :func:`sampling_lib.estimators.popularity_bounds`).
     """
 
     x: np.ndarray
@@ -593,7 +581,7 @@ def popularity_log(pos_scores, neg_scores, neg_q, n_candidates, *, ties="pessimi
         A negative with a score equal to the held-out item's counts as above
         ("pessimistic", the library's default) or below.
     users, item_weights, excluded : optional, keyword-only
-        Stored in the log (:func:`popularity_bounds` needs the last two).
+        Stored in the log (:func:`sampling_lib.estimators.popularity_bounds` needs the last two).
 
     Examples
     --------
@@ -657,7 +645,7 @@ def popularity_logs_from_table(table, item_weights=None, *, exclude=None, ties="
     ``q`` column (as written by :func:`sample_popularity_negatives`, with
     ``n_candidates``) or are computed from ``item_weights`` and the user's
     ``exclude`` set (eq 1); with weights, the logs also carry what
-    :func:`popularity_bounds` needs.
+    :func:`sampling_lib.estimators.popularity_bounds` needs.
 
     Raises
     ------
@@ -671,7 +659,7 @@ def popularity_logs_from_table(table, item_weights=None, *, exclude=None, ties="
     -------
     dict {model: PopularityLog}
         Every model's log lists the same users in the same order when the
-        models share their users (checked by :func:`compare_popularity`).
+        models share their users (checked by :func:`sampling_lib.compare`).
 
     Examples
     --------
@@ -699,7 +687,7 @@ def popularity_logs_from_table(table, item_weights=None, *, exclude=None, ties="
         rep = df[replace_col].to_numpy()[label.to_numpy() == 0]
         rep = pd.Series(rep).dropna().astype(str).str.strip().str.lower()
         if rep.isin(["false", "0", "0.0", "no"]).any():
-            raise ValueError(_WITHOUT_REPLACEMENT)
+            raise ValueError(WITHOUT_REPLACEMENT)
     model = df[model_col].astype(str).to_numpy() if model_col in df.columns else np.full(len(df), "model")
     work = pd.DataFrame({"model": model, "user": df[user_col].to_numpy(), "item": df[item_col].to_numpy(),
                          "score": score.to_numpy(float), "label": label.to_numpy(),
@@ -909,7 +897,7 @@ def simulate_popularity_log(scorer, train, test_items, item_weights, n, *, repla
     q (eq 1; history = ``train`` excluded) and the held-out item is ranked
     among them with the model's scores: what a logged ``popN`` evaluation
     records. The returned log carries the item weights and exclusions, so
-    :func:`popularity_bounds` applies.
+    :func:`sampling_lib.estimators.popularity_bounds` applies.
 
     Returns
     -------
@@ -958,7 +946,6 @@ def simulate_popularity_ranks(scorer, train, test_items, item_weights, n, *, siz
     """
     ties = _check_ties(ties)
     size = check_int(size, "size", low=1)
-    xs, hs = [], []
     cur = None
     for s, e, rep, ts, neg, q, nc, M, w, E in _sim_blocks(scorer, train, test_items, item_weights, n,
                                                            replace, ties, rng, block_size, size):
@@ -971,29 +958,14 @@ def simulate_popularity_ranks(scorer, train, test_items, item_weights, n, *, siz
 
 
 # ----------------------------------------------------------------------------
-# Horvitz-Thompson and the rank-mass curve
+# the rank-mass curve (its estimation from the logs: sampling_lib.estimators.rank_mass_curve)
 # ----------------------------------------------------------------------------
-def _need_draws(log, what):
+def check_draws(log, what):
     if not isinstance(log, PopularityLog):
         raise TypeError(f"log must be a PopularityLog; got {type(log).__name__}")
     if not log.has_draws:
         raise ValueError(f"{what} needs the logged negatives (their q and whether they beat the held-out "
                          "item); this log has only the sampled ranks")
-
-
-def horvitz_thompson(log):
-    """A_hat_u = 1/(n_u - 1) sum_k 1[j_k above] / q_{j_k} (eq 4): unbiased for R_u - 1.
-
-    Examples
-    --------
-    >>> log = popularity_log([0.5], [[0.7, 0.1, 0.6, 0.2]], [[0.1, 0.5, 0.4, 0.5]], [9])
-    >>> float(horvitz_thompson(log)[0])            # (1/0.1 + 1/0.4) / 4
-    3.125
-    """
-    _need_draws(log, "the Horvitz-Thompson estimate")
-    contrib = np.where(log.draw_above, 1.0 / log.draw_q, 0.0)
-    tot = np.bincount(log.draw_user, weights=contrib, minlength=log.M)
-    return tot / (log.sizes - 1)
 
 
 @dataclass(frozen=True)
@@ -1033,77 +1005,10 @@ class RankMassCurve:
         return np.interp(np.asarray(rho, float), self.rho, self.mass)
 
 
-def _mass_grid(size):
+def mass_grid(size):
+    """The grid of Q in [0, 1] of the rank-mass curves: uniform and geometric parts (denser near 0)."""
     g = np.concatenate([np.linspace(0.0, 1.0, size), np.geomspace(1e-7, 1.0, size)])
     return np.unique(np.concatenate([[0.0], g, [1.0]]))
-
-
-class _CurveTerms:
-    """What eq 5 needs from a log, computed once: the (size, position) group of every
-    draw, its psi (user-normalised) and the posterior CDFs of the groups on the Q grid.
-    A user-weighted curve (bootstrap) is then one bincount and one matrix product."""
-
-    def __init__(self, log, grid_size):
-        u = log.draw_user
-        nu = log.sizes[u]
-        self.user = u
-        self.psi = 1.0 / (log.n_candidates[u] * log.draw_q) / (nu - 1)   # each user's draws sum to ~1
-        base = int(nu.max()) + 1
-        key = nu.astype(np.int64) * base + log.draw_position
-        uk, self.group = np.unique(key, return_inverse=True)
-        sizes, xpos = uk // base, uk % base
-        self.mass = _mass_grid(grid_size)
-        self.cdf = special.betainc((xpos + 1.0)[:, None], (sizes - 1.0 - xpos)[:, None], self.mass[None, :])
-        self.draws = int(u.size)
-
-    def curve(self, user_weight=None):
-        psi = self.psi if user_weight is None else self.psi * user_weight[self.user]
-        rho = np.bincount(self.group, weights=psi, minlength=self.cdf.shape[0]) @ self.cdf
-        if not rho[-1] > 0:
-            raise ValueError("the logged negatives carry no weight (every user has weight 0)")
-        rho = np.maximum.accumulate(np.clip(rho / rho[-1], 0.0, 1.0))
-        return RankMassCurve(self.mass, rho, self.draws)
-
-
-def rank_mass_curve(log, *, grid_size=1025, user_weight=None):
-    """Estimate the pooled rank-mass curve rho(Q) from logged negatives (module docstring, eq 5).
-
-    Each logged negative k of user u contributes psi_k = 1/((N_u - 1) q_k)
-    (scaled by 1/(n_u - 1) so every user weighs the same) spread over the
-    posterior of its mass position, Beta(x_k + 1, n_u - 1 - x_k), where x_k
-    is the number of the user's other negatives ranked above it. The curve is
-    normalised to rho(1) = 1 (a ratio of HT estimates). It is the average of
-    the users' curves at the resolution of the sample (mass positions are
-    known to about sqrt(Q / n)).
-
-    Parameters
-    ----------
-    log : PopularityLog
-        With logged negatives.
-    grid_size : int, keyword-only
-        Points of the uniform and of the geometric part of the Q grid.
-    user_weight : array_like, shape (M,), optional, keyword-only
-        Weights of the users (bootstrap multiplicities).
-
-    Returns
-    -------
-    RankMassCurve
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> S = rng.random((50, 40))
-    >>> log = simulate_popularity_log(S, None, np.zeros(50, int), np.ones(40), 10, rng=1)
-    >>> c = rank_mass_curve(log)                    # uniform weights: the identity
-    >>> float(np.max(np.abs(c.rho - c.mass))) < 1e-12
-    True
-    """
-    _need_draws(log, "the rank-mass curve")
-    grid_size = check_int(grid_size, "grid_size", low=3)
-    uw = None if user_weight is None else np.asarray(user_weight, float)
-    if uw is not None and (uw.shape != (log.M,) or np.any(~(uw >= 0))):
-        raise ValueError(f"user_weight must be {log.M} nonnegative numbers; got shape {uw.shape}")
-    return _CurveTerms(log, grid_size).curve(uw)
 
 
 def exact_rank_mass_curve(scorer, train, test_items, item_weights, *, grid_size=1025, block_size=None):
@@ -1112,7 +1017,7 @@ def exact_rank_mass_curve(scorer, train, test_items, item_weights, *, grid_size=
     For user u the candidates are ordered by score (descending; equal scores
     by item index) and rho_u is the piecewise-linear curve through the points
     (mass of the first k candidates, k / (N_u - 1)), k = 0..N_u - 1: the
-    exact version of what :func:`rank_mass_curve` estimates from the logged
+    exact version of what :func:`sampling_lib.estimators.rank_mass_curve` estimates from the logged
     negatives. A held-out item with q-mass Q_u above it has
     R_u - 1 = (N_u - 1) rho_u(Q_u) (with the pessimistic tie rule).
 
@@ -1128,7 +1033,7 @@ def exact_rank_mass_curve(scorer, train, test_items, item_weights, *, grid_size=
     [0.1875, 0.375, 1.0]
     """
     M, N, t, w, E, total, n_cand = _prepare_scores(scorer, train, test_items, item_weights)
-    mass = _mass_grid(check_int(grid_size, "grid_size", low=3))
+    mass = mass_grid(check_int(grid_size, "grid_size", low=3))
     rho = np.zeros(mass.size)
     for s, e, S in _score_blocks(scorer, M, block_size):
         cand = np.broadcast_to(w > 0, S.shape).copy()
@@ -1244,277 +1149,8 @@ def bernstein_tolerance(variance, bound, pvalue=1e-4):
 
 
 # ----------------------------------------------------------------------------
-# EM on the rho grid
+# popularity input of sampling_lib.estimate / compare
 # ----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class PopularityFit:
-    """A fitted rank distribution under popularity sampling.
-
-    Attributes
-    ----------
-    pmf : ndarray, shape (N,)
-        Estimated P(R), R = 1..N (N = max_u N_u): the metric estimate is
-        ``pmf @ F(1..N)``.
-    method : str
-        ``"pop_mle"``, ``"uniform"`` or ``"ht"``.
-    grid_pmf : ndarray or None
-        EM mixing weights over rho = a/(N - 1), a = 0..N-1 (None for "ht").
-    curve : RankMassCurve or None
-    em : EMResult or None
-        EM diagnostics (log-likelihood trace, iterations, gap).
-    """
-
-    pmf: np.ndarray
-    method: str
-    grid_pmf: np.ndarray | None
-    curve: RankMassCurve | None
-    em: EMResult | None
-
-
-def _binom_log_pmf(x, m, p):
-    """log Binomial(x; m, p) for x (k,) against p (G,): shape (G, k)."""
-    x = np.asarray(x, float)[None, :]
-    m = np.asarray(m, float)[None, :]
-    p = np.asarray(p, float)[:, None]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lc = -np.log1p(m) - special.betaln(x + 1.0, m - x + 1.0)
-        return lc + special.xlogy(x, p) + special.xlog1py(m - x, -p)
-
-
-def _cells(log):
-    """Unique (n_u, x_u) cells: their sizes and x, and the cell of every user."""
-    base = int(log.sizes.max()) + 1
-    key = log.sizes.astype(np.int64) * base + log.x
-    uk, inv = np.unique(key, return_inverse=True)
-    return uk // base, uk % base, inv
-
-
-def _em_on_grid(cell_sizes, cell_x, counts, G_of_grid, tol, max_iter, accelerate):
-    L = np.exp(_binom_log_pmf(cell_x, cell_sizes - 1, G_of_grid))
-    res = mixture_em(L, counts, tol=tol, max_iter=max_iter, accelerate=accelerate)
-    return res, L
-
-
-class _Estimator:
-    """One log prepared for repeated fits (the full sample and bootstrap replicates).
-
-    ``pmf(weight)`` returns the :class:`PopularityFit` for user weights
-    ``weight`` (None = every user once); the data-only parts (cells, the
-    curve's posterior CDFs, the rank maps) are computed once.
-    """
-
-    def __init__(self, log, method, curve=None, tol=None, max_iter=100, accelerate=None, grid_size=1025):
-        if not isinstance(log, PopularityLog):
-            raise TypeError(f"log must be a PopularityLog; got {type(log).__name__}")
-        if method not in POPULARITY_METHODS:
-            raise ValueError(f"method must be one of {list(POPULARITY_METHODS)}; got {method!r}")
-        self.opts = (tol, max_iter, accelerate)      # checked by mixture_em (sampling_lib.estimators)
-        self.log, self.method, self.N = log, method, log.N
-        if method == "ht":
-            _need_draws(log, "method='ht'")
-            self.R_ht = np.clip(np.rint(1.0 + horvitz_thompson(log)), 1, log.N_u).astype(np.int64)
-            return
-        if self.N < 2:
-            raise ValueError(f"every user has a single candidate position (max N_u = {self.N}); "
-                             "nothing to estimate")
-        self.terms = None
-        self.curve = None
-        if method == "uniform":
-            self.curve = RankMassCurve.uniform()
-        elif curve is not None:
-            if not isinstance(curve, RankMassCurve):
-                raise TypeError(f"curve must be a RankMassCurve; got {type(curve).__name__}")
-            self.curve = curve
-        else:
-            _need_draws(log, "method='pop_mle' (the rank-mass curve)")
-            self.terms = _CurveTerms(log, check_int(grid_size, "grid_size", low=3))
-        self.rho = np.arange(self.N) / (self.N - 1)
-        self.sizes, self.xs, self.user_cell = _cells(log)
-        self.nc_vals, self.nc_inv = np.unique(log.n_candidates, return_inverse=True)
-        self.rank_of = [1 + np.rint(self.rho * nc).astype(np.int64) for nc in self.nc_vals]
-        self.L_fixed = None if self.curve is None else \
-            np.exp(_binom_log_pmf(self.xs, self.sizes - 1, self.curve.mass_of(self.rho)))
-
-    def fit(self, weight=None):
-        log = self.log
-        w = np.ones(log.M) if weight is None else np.asarray(weight, float)
-        if self.method == "ht":
-            return PopularityFit(np.bincount(self.R_ht - 1, weights=w, minlength=self.N) / w.sum(),
-                                 "ht", None, None, None)
-        curve, L = self.curve, self.L_fixed
-        if curve is None:
-            curve = self.terms.curve(None if weight is None else w)
-            L = np.exp(_binom_log_pmf(self.xs, self.sizes - 1, curve.mass_of(self.rho)))
-        counts = np.bincount(self.user_cell, weights=w, minlength=self.sizes.size)
-        tol, max_iter, accelerate = self.opts
-        res = mixture_em(L, counts, tol=tol, max_iter=max_iter, accelerate=accelerate)
-        # posterior of rho for every (cell, N_u) group of users, mapped to R = 1 + round(rho (N_u - 1))
-        post = res.pmf[:, None] * L
-        post /= post.sum(axis=0, keepdims=True)
-        C = sparse.csr_matrix((w, (self.user_cell, self.nc_inv)), shape=(L.shape[1], self.nc_vals.size))
-        V = np.asarray((C.T @ post.T).T)
-        pmf = np.zeros(self.N)
-        for j, R in enumerate(self.rank_of):
-            pmf += np.bincount(R - 1, weights=V[:, j], minlength=self.N)
-        return PopularityFit(pmf / w.sum(), self.method, res.pmf, curve, res)
-
-
-def popularity_fit(log, method="pop_mle", *, curve=None, tol=None, max_iter=100, accelerate=None,
-                   grid_size=1025):
-    """Estimate the rank distribution P(R) from a popularity-sampled evaluation.
-
-    Parameters
-    ----------
-    log : PopularityLog
-    method : {"pop_mle", "uniform", "ht"}
-        ``"pop_mle"``: EM with the rank-mass curve estimated from the logged
-        negatives (or ``curve``), each user's rank averaged over its
-        posterior (module docstring); ``"uniform"``: the same pretending the
-        negatives were uniform (identity curve; needs no logs); ``"ht"``: the
-        distribution of the rounded Horvitz-Thompson ranks 1 + A_hat_u
-        (eq 4), clipped to 1..N_u.
-    curve : RankMassCurve, optional, keyword-only
-        A known curve for ``"pop_mle"`` (default: :func:`rank_mass_curve` of the log).
-    tol, max_iter, accelerate : keyword-only
-        EM stopping rule as :func:`sampling_lib.estimators.mle_fit`: by
-        default exactly 100 EM steps from the uniform distribution on the
-        grid (the papers' MLE protocol, AAAI21 eq 21).
-    grid_size : int, keyword-only
-        For :func:`rank_mass_curve`.
-
-    Returns
-    -------
-    PopularityFit
-
-    References
-    ----------
-    AAAI21 eqs 18-21 (the mixture and its EM, here with the kernel
-    Binomial(x; n - 1, G(rho))); module docstring eqs 3-5.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> S = rng.random((200, 60))
-    >>> log = simulate_popularity_log(S, None, np.zeros(200, int), np.arange(1.0, 61), 10, rng=1)
-    >>> fit = popularity_fit(log)
-    >>> fit.pmf.shape, round(float(fit.pmf.sum()), 12), fit.em.n_iter
-    ((60,), 1.0, 100)
-    """
-    return _Estimator(log, method, curve, tol, max_iter, accelerate, grid_size).fit()
-
-
-def popularity_bounds(log, *, tol=None, max_iter=100):
-    """Bounds on P(R) from the sampled ranks and the item weights alone (no logs).
-
-    The distribution of Q_u is fitted by EM (identity curve on the grid of
-    Q), each user's posterior over Q is mapped to the extreme ranks
-    1 + k_min(Q) (most popular candidates first) and 1 + k_max(Q) (least
-    popular first) of :func:`mass_rank_bounds` for the user's own candidates.
-    For a metric F nonincreasing in R, ``upper @ F`` and ``lower @ F`` bound
-    the metric of every ranking compatible with the fitted Q-distribution.
-
-    Returns
-    -------
-    lower, upper : ndarray, shape (N,)
-        Rank distributions giving the lower (largest ranks) and upper
-        (smallest ranks) metric bounds.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> S = rng.random((100, 30))
-    >>> log = simulate_popularity_log(S, None, np.zeros(100, int), np.arange(1.0, 31), 8, rng=1)
-    >>> lo, hi = popularity_bounds(log)
-    >>> F = metric_values("recall@5", 30)
-    >>> bool(lo @ F <= hi @ F)
-    True
-    """
-    if not isinstance(log, PopularityLog):
-        raise TypeError(f"log must be a PopularityLog; got {type(log).__name__}")
-    if log.item_weights is None or log.excluded is None:
-        raise ValueError("popularity_bounds needs the item weights and each user's excluded items "
-                         "(give item_weights when reading the scores table)")
-    N = log.N
-    grid = np.arange(N) / (N - 1)
-    sizes, xs, user_cell = _cells(log)
-    counts = np.bincount(user_cell, minlength=sizes.size).astype(float)
-    res, L = _em_on_grid(sizes, xs, counts, grid, tol, max_iter, None)
-    post = res.pmf[:, None] * L
-    post /= post.sum(axis=0, keepdims=True)
-    w = log.item_weights
-    order = np.argsort(-w, kind="stable")
-    ws = w[order]
-    E = sparse.csr_matrix(log.excluded)[:, order]
-    lower = np.zeros(N)
-    upper = np.zeros(N)
-    for u in range(log.M):
-        keep = ws > 0
-        keep[E.indices[E.indptr[u]:E.indptr[u + 1]]] = False
-        cq = ws[keep]
-        cq = cq / cq.sum()
-        kmin, kmax = mass_rank_bounds(cq, grid)
-        p = post[:, user_cell[u]]
-        upper += np.bincount(kmin, weights=p, minlength=N)
-        lower += np.bincount(kmax, weights=p, minlength=N)
-    return lower / log.M, upper / log.M
-
-
-# ----------------------------------------------------------------------------
-# practitioner API
-# ----------------------------------------------------------------------------
-def _naive_values(log, parsed):
-    out = np.empty((log.M, len(parsed)))
-    for ns in np.unique(log.sizes):
-        sel = log.sizes == ns
-        for j, (full, _, _) in enumerate(parsed):
-            out[sel, j] = metric_values(full, int(ns))[log.x[sel]]
-    return out
-
-
-def _replicate_weights(M, n_boot, rng):
-    return rng.multinomial(M, np.full(M, 1.0 / M), size=n_boot).astype(float)
-
-
-_BOOT_CHUNK = 64      # replicates drawn / processed per block (fixed: the result depends on rng only)
-
-
-def _bootstrap(M, n_boot, rng, work, progress, desc):
-    """``work(W)`` on the user-weight replicates W (Multinomial(M, 1/M) rows), in fixed-size chunks."""
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=n_boot, desc=desc, file=sys.stderr, leave=False)
-    outs = []
-    try:
-        for a in range(0, n_boot, _BOOT_CHUNK):
-            k = min(_BOOT_CHUNK, n_boot - a)
-            outs.append(work(_replicate_weights(M, k, rng)))
-            if bar is not None:
-                bar.update(k)
-    finally:
-        if bar is not None:
-            bar.close()
-    return outs
-
-
-def _percentile(samples, level):
-    """Two-sided percentile bootstrap interval at ``level`` (Efron and Tibshirani 1993, ch. 13)."""
-    from .inference import percentile_interval
-
-    return percentile_interval(samples, level)
-
-
-def _check_log_for(method, log):
-    if not isinstance(log, PopularityLog):
-        raise TypeError(f"log must be a PopularityLog; got {type(log).__name__}")
-    if method not in POPULARITY_METHODS:
-        raise ValueError(f"method must be one of {list(POPULARITY_METHODS)}; got {method!r}")
-    if method in ("pop_mle", "ht") and not log.has_draws:
-        raise ValueError(f"method={method!r} needs the logged negatives; without them only "
-                         "method='uniform' (and the bounds) can be computed")
-
-
 def is_popularity_input(data):
     """Whether ``data`` is a popularity-sampled evaluation that needs no item weights.
 
@@ -1522,7 +1158,7 @@ def is_popularity_input(data):
     DataFrame with ``item, label`` and the logged draw probabilities ``q``
     (as written by :func:`sample_popularity_negatives`). This is how
     :func:`sampling_lib.correct.estimate` and :func:`~sampling_lib.correct.compare`
-    decide to dispatch to :func:`estimate_popularity` / :func:`compare_popularity`
+    decide that the input is popularity-sampled (estimators ``pop_mle``, ``ht``, ``uniform``)
     when no ``item_weights`` are given.
 
     Examples
@@ -1539,7 +1175,7 @@ def is_popularity_input(data):
     return isinstance(data, pd.DataFrame) and {"q", "label", "item"} <= set(data.columns)
 
 
-def _as_logs(data, item_weights, exclude, ties):
+def as_logs(data, item_weights=None, exclude=None, ties="pessimistic"):
     """{model: PopularityLog} from a log, a dict of logs, or a scores table (DataFrame or path)."""
     if isinstance(data, PopularityLog):
         return {"model": data}
@@ -1549,197 +1185,3 @@ def _as_logs(data, item_weights, exclude, ties):
             raise TypeError(f"a dict of logs must map model names to PopularityLog; {bad[0]!r} does not")
         return {str(k): v for k, v in data.items()}
     return popularity_logs_from_table(data, item_weights, exclude=exclude, ties=ties)
-
-
-def estimate_popularity(log, metrics=("recall@10", "ndcg@10"), *, method="pop_mle", confidence_level=0.95,
-                        n_boot=200, rng=None, bounds=True, tol=None, max_iter=100, replace=True,
-                        progress=False, item_weights=None, exclude=None, ties="pessimistic"):
-    """Corrected global metrics from a popularity-sampled evaluation, with bootstrap CIs.
-
-    Parameters
-    ----------
-    log : PopularityLog, dict {model: PopularityLog}, DataFrame or path
-        A log (from :func:`simulate_popularity_log` or
-        :func:`popularity_logs_from_table`), several, or a long scores table
-        ``user, item, score, label[, model][, q, n_candidates]`` read with
-        ``item_weights``, ``exclude`` and ``ties`` by
-        :func:`popularity_logs_from_table`; with several models the result
-        has a leading ``model`` column.
-    metrics : str or sequence of str
-        As :func:`sampling_lib.correct.estimate`.
-    method : {"pop_mle", "ht", "uniform"}, keyword-only
-        See :func:`popularity_fit`; default ``"pop_mle"``.
-    confidence_level : float in (0, 1), keyword-only
-        Level of the two-sided percentile bootstrap interval.
-    n_boot : int, keyword-only
-        Users resampled with replacement; the curve and the EM are refitted
-        on every replicate. 0 skips the bootstrap.
-    rng : None, int or Generator, keyword-only
-    bounds : bool, keyword-only
-        Add the no-log bounds of :func:`popularity_bounds` (when the log
-        carries the item weights), else NaN.
-    tol, max_iter : keyword-only
-        EM stopping rule (:func:`popularity_fit`).
-    replace : bool, keyword-only
-        The negatives were drawn with replacement; False raises ValueError
-        (not supported, see the module docstring).
-    progress : bool, keyword-only
-        tqdm progress bar during the bootstrap.
-    item_weights, exclude, ties : keyword-only
-        For a scores table (:func:`popularity_logs_from_table`).
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per metric (and model) with the columns of :func:`sampling_lib.correct.estimate`
-        (``naive`` is the popularity-sampled metric) plus ``bound_low`` and
-        ``bound_high``.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> S = rng.random((300, 80))
-    >>> log = simulate_popularity_log(S, None, np.zeros(300, int), np.arange(1.0, 81), 20, rng=1)
-    >>> t = estimate_popularity(log, "recall@10", n_boot=20, rng=0)
-    >>> t[["metric", "method", "users", "N", "n"]].to_dict("records")
-    [{'metric': 'recall@10', 'method': 'pop_mle', 'users': 300, 'N': 80, 'n': 20}]
-    >>> bool(t.bound_low[0] <= t.bound_high[0])
-    True
-    """
-    if replace is not True:
-        raise ValueError(_WITHOUT_REPLACEMENT)
-    if not isinstance(log, PopularityLog):
-        logs = _as_logs(log, item_weights, exclude, ties)
-        rng = np.random.default_rng(rng)
-        tables = []
-        for m, lg in logs.items():
-            t = estimate_popularity(lg, metrics, method=method, confidence_level=confidence_level, n_boot=n_boot,
-                                    rng=rng, bounds=bounds, tol=tol, max_iter=max_iter, progress=progress)
-            t.insert(0, "model", m)
-            tables.append(t)
-        return pd.concat(tables, ignore_index=True)
-    _check_log_for(method, log)
-    ci = check_confidence_level(confidence_level)
-    n_boot = check_int(n_boot, "n_boot", low=0)
-    parsed = parse_metrics(metrics)
-    rng = np.random.default_rng(rng)
-    N, M = log.N, log.M
-    F = np.stack([metric_values(full, N) for full, _, _ in parsed], axis=1)
-    Fn = _naive_values(log, parsed)
-    naive = Fn.mean(axis=0)
-    model = _Estimator(log, method, None, tol, max_iter)
-    est = model.fit().pmf @ F
-    lo = hi = nlo = nhi = se = np.full(len(parsed), np.nan)
-    if n_boot > 0:
-        def work(Wb):
-            e = np.stack([model.fit(wb).pmf @ F for wb in Wb])
-            return (Wb @ Fn) / M, e
-
-        outs = _bootstrap(M, n_boot, rng, work, progress, f"bootstrap {method}")
-        nb = np.concatenate([o[0] for o in outs])
-        eb = np.concatenate([o[1] for o in outs])
-        lo, hi = _percentile(eb, ci)
-        nlo, nhi = _percentile(nb, ci)
-        se = eb.std(axis=0, ddof=1) if n_boot > 1 else np.full(len(parsed), np.nan)
-    blo = bhi = np.full(len(parsed), np.nan)
-    if bounds and log.item_weights is not None and log.excluded is not None:
-        pl, pu = popularity_bounds(log, tol=tol, max_iter=max_iter)
-        blo, bhi = pl @ F, pu @ F
-    sizes = np.unique(log.sizes)
-    return pd.DataFrame({
-        "metric": [p[0] for p in parsed],
-        "K": [p[2] for p in parsed],
-        "naive": naive,
-        "naive_ci_low": nlo,
-        "naive_ci_high": nhi,
-        "estimate": est,
-        "se": se,
-        "ci_low": lo,
-        "ci_high": hi,
-        "bound_low": blo,
-        "bound_high": bhi,
-        "method": method,
-        "users": M,
-        "N": N,
-        "n": int(sizes[0]) if sizes.size == 1 else -1,
-        "confidence_level": ci,
-        "n_boot": n_boot,
-    })
-
-
-def compare_popularity(logs, metrics=("recall@10", "ndcg@10"), *, method="pop_mle", confidence_level=0.95,
-                       n_boot=200, rng=None, alpha=0.05, adjust="holm", tol=None, max_iter=100,
-                       replace=True, progress=False, item_weights=None, exclude=None, ties="pessimistic"):
-    """Pairwise differences of corrected metrics of models evaluated on the same users.
-
-    The users are resampled jointly (paired bootstrap) and every model is
-    re-estimated on each replicate (:func:`estimate_popularity`); each pair
-    gets a bootstrap standard error, a z-test p-value and a multiplicity
-    adjusted decision, as :func:`sampling_lib.correct.compare`.
-
-    Parameters
-    ----------
-    logs : dict {model: PopularityLog}, DataFrame or path
-        Logs of the same users in the same order (user ids, when stored, must
-        agree), or a long scores table with a ``model`` column.
-    metrics, method, confidence_level, n_boot, rng, tol, max_iter, replace, progress, item_weights, exclude, ties
-        As :func:`estimate_popularity`.
-    alpha : float in (0, 1), keyword-only
-    adjust : {"holm", "bonferroni", "none"}, keyword-only
-
-    Returns
-    -------
-    pandas.DataFrame
-        The columns of :func:`sampling_lib.correct.compare`.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> S = rng.random((200, 50))
-    >>> logs = {m: simulate_popularity_log(S + b * np.arange(50)[::-1] / 50, None, np.zeros(200, int),
-    ...                                    np.arange(1.0, 51), 10, rng=1) for m, b in [("A", 0), ("B", 2)]}
-    >>> d = compare_popularity(logs, "recall@10", n_boot=30, rng=0)
-    >>> d[["model_a", "model_b", "decision"]].to_dict("records")
-    [{'model_a': 'A', 'model_b': 'B', 'decision': 'A < B'}]
-    """
-    from .inference import ADJUSTMENTS, bootstrap_pairwise_rows
-
-    if replace is not True:
-        raise ValueError(_WITHOUT_REPLACEMENT)
-    logs = _as_logs(logs, item_weights, exclude, ties)
-    if len(logs) < 2:
-        raise ValueError(f"compare needs at least 2 models; got {list(logs)}")
-    names = [str(k) for k in logs]
-    L = list(logs.values())
-    for m, lg in zip(names, L):
-        _check_log_for(method, lg)
-    Ms = {m: lg.M for m, lg in zip(names, L)}
-    if len(set(Ms.values())) != 1:
-        raise ValueError(f"compare needs the same users (same length and order) for every model; got {Ms}")
-    ref = L[0].users
-    for m, lg in zip(names, L):
-        if ref is not None and lg.users is not None and not np.array_equal(np.asarray(ref), np.asarray(lg.users)):
-            raise ValueError(f"compare needs the same users in the same order; model {m!r} differs from "
-                             f"{names[0]!r}")
-    ci = check_confidence_level(confidence_level)
-    n_boot = check_int(n_boot, "n_boot", low=2)
-    if adjust not in ADJUSTMENTS:
-        raise ValueError(f"adjust must be one of {ADJUSTMENTS}; got {adjust!r}")
-    parsed = parse_metrics(metrics)
-    rng = np.random.default_rng(rng)
-    M = L[0].M
-    Fs = {m: np.stack([metric_values(full, lg.N) for full, _, _ in parsed], axis=1) for m, lg in zip(names, L)}
-    models = {m: _Estimator(lg, method, None, tol, max_iter) for m, lg in zip(names, L)}
-    point = {m: models[m].fit().pmf @ Fs[m] for m in names}
-
-    def work(Wb):
-        return {m: np.stack([models[m].fit(wb).pmf @ Fs[m] for wb in Wb]) for m in names}
-
-    outs = _bootstrap(M, n_boot, rng, work, progress, f"paired bootstrap {method}")
-    boot = {m: np.concatenate([o[m] for o in outs]) for m in names}
-    rows = bootstrap_pairwise_rows(parsed, {m: point[m] for m in names}, boot, ci, adjust=adjust,
-                                   alpha=alpha, extra={"method": method, "users": M, "n_boot": n_boot})
-    cols = ["metric", "K", "model_a", "model_b", "estimate_a", "estimate_b", "difference", "se",
-            "statistic", "pvalue", "pvalue_adjusted", "reject", "decision", "ci_low", "ci_high",
-            "ci_level", "n_comparisons", "adjust", "alpha", "method", "users", "n_boot"]
-    return pd.DataFrame(rows)[cols]

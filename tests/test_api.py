@@ -7,13 +7,14 @@ import sampling_lib
 
 MODULES = ["metrics", "kernels", "sampling", "rankdist", "estimators", "mapping", "user_sampling", "inference",
            "random_baseline", "data", "recommenders", "experiments", "correct", "reporting", "cli",
-           "ranking", "io", "studies", "testing", "exceptions", "popularity"]
+           "ranking", "io", "studies", "testing", "exceptions", "popularity", "counts"]
 
 # names fixed by ../shared/DESIGN.md and the issues (public API: keep them)
 REQUIRED = {
     "kernels": ["binomial", "hypergeometric"],
     "mapping": ["linear", "bound", "beta", "uniform", "fit_beta_a", "oracle"],
-    "estimators": ["mle", "wmle", "mes", "bv", "cls", "mn", "adaptive_mle"],
+    "estimators": ["mle", "wmle", "mes", "bv", "cls", "mn", "adaptive_mle", "horvitz_thompson", "popularity_fit",
+                   "rank_mass_curve", "popularity_bounds", "mixture_em"],
     "random_baseline": ["expected_ap_wor", "var_ap_wor", "expected_ap_wr", "var_ap_wr"],
     "data": ["load_ratings", "leave_one_out"],
     "user_sampling": ["sample_size_proportion", "sample_size_difference", "hoeffding_sample_size"],
@@ -24,8 +25,9 @@ REQUIRED = {
     "testing": ["enumerate_ap_wor", "enumerate_ap_wr", "var_ap_wor_paper"],
     "io": ["ranks_from_table", "ranks_from_score_table", "read_table"],
     "ranking": ["ranks_from_scores", "apply_ties"],
-    "popularity": ["sample_popularity_negatives", "estimate_popularity", "compare_popularity",
-                   "popularity_logs_from_table", "horvitz_thompson"],
+    "popularity": ["sample_popularity_negatives", "popularity_logs_from_table", "PopularityLog",
+                   "mass_rank_bounds"],
+    "counts": ["RankCounts", "rank_counts", "counts_from_frame", "cells", "bootstrap_counts", "bootstrap_loop"],
 }
 
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sampling_lib import estimators as E
-from sampling_lib.correct import compare, estimate
+from sampling_lib.correct import ESTIMATE_COLUMNS, compare, estimate
 from sampling_lib.counts import bootstrap_counts, rank_counts
 from sampling_lib.estimators import DEFAULT_METHOD, METHODS
 from sampling_lib.io import SampledRanks, ranks_from_score_table, ranks_from_table
@@ -100,8 +100,9 @@ def test_bootstrap_counts_is_multinomial():
 # ----------------------------------------------------------------------------
 def test_estimate_table_layout(ranks):
     t = estimate(ranks, N, n, METRICS, n_boot=30, rng=0)
-    assert list(t.columns[:10]) == ["metric", "K", "naive", "naive_ci_low", "naive_ci_high",
+    assert list(t.columns[:11]) == ["model", "metric", "K", "naive", "naive_ci_low", "naive_ci_high",
                                     "estimate", "se", "ci_low", "ci_high", "method"]
+    assert tuple(t.columns) == ESTIMATE_COLUMNS and (t.model == "model").all()
     assert t.metric.tolist() == METRICS and t.K.tolist() == [10, 10, 20]
     assert (t.method == DEFAULT_METHOD).all() and (t.users == M).all()
     assert np.all(t.ci_low <= t.ci_high)

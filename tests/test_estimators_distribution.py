@@ -486,3 +486,15 @@ def test_em_core_batch_rejects_bad_weights():
         em_core_batch(kernel(10, 4), np.ones((2, 3)))
     with pytest.raises(ValueError, match="positive sum"):
         em_core_batch(kernel(10, 4), np.zeros((1, 4)))
+
+
+def test_convergence_warning_advice_fits_the_solver():
+    """The EM warning advises SQUAREM only when it was off (issue 25: it advised it with SQUAREM on)."""
+    r = np.r_[np.ones(30, int), np.arange(1, 21)]
+    with pytest.warns(ConvergenceWarning, match="use accelerate='squarem'"):
+        mle_fit(r, 500, 20, tol=1e-12, max_iter=3)
+    with pytest.warns(ConvergenceWarning) as rec:
+        mle_fit(r, 500, 20, tol=1e-12, max_iter=3, accelerate="squarem")
+    msg = str(rec[0].message)
+    assert "loosen tol" in msg and "squarem" not in msg
+    assert rec[0].filename == __file__           # the warning points at the caller's line

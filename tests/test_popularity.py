@@ -13,7 +13,9 @@ import pytest
 import scipy.sparse as sp
 from scipy import stats
 
+from sampling_lib import estimators as PE
 from sampling_lib import popularity as pop
+from sampling_lib.correct import compare, estimate
 from sampling_lib.estimators import mle
 from sampling_lib.metrics import metric_values
 
@@ -222,7 +224,7 @@ def test_log_from_scores_matches_brute_force_and_the_table_path():
         assert lw.x[u] == np.sum(s >= S[u, test[u]])
         pos = [np.sum(s > s[k]) + np.sum(s[:k] == s[k]) for k in range(s.size)]
         assert lw.draw_position[sel].tolist() == pos
-    ht = pop.horvitz_thompson(lw)
+    ht = PE.horvitz_thompson(lw)
     for u in range(30):
         sel = lw.draw_user == u
         assert ht[u] == pytest.approx(np.sum(lw.draw_above[sel] / lw.draw_q[sel]) / 6, rel=1e-12)
@@ -234,9 +236,9 @@ def test_log_from_scores_matches_brute_force_and_the_table_path():
 def test_curve_is_the_identity_under_uniform_sampling_and_monotone_otherwise():
     S, train, test, w = _scores_case(M=80, N=40, seed=9, ties=True)
     flat = pop.simulate_popularity_log(S, train, test, np.ones(40), 12, rng=1)
-    c = pop.rank_mass_curve(flat)
+    c = PE.rank_mass_curve(flat)
     assert np.max(np.abs(c.rho - c.mass)) < 1e-12
-    skew = pop.rank_mass_curve(pop.simulate_popularity_log(S, train, test, w, 12, rng=1))
+    skew = PE.rank_mass_curve(pop.simulate_popularity_log(S, train, test, w, 12, rng=1))
     assert skew.rho[0] == 0.0 and skew.rho[-1] == 1.0 and np.all(np.diff(skew.rho) >= 0)
     assert np.allclose(skew.mass_of(skew.rho_of(skew.mass[::50])), skew.mass[::50], atol=1e-9)
 
@@ -247,7 +249,7 @@ def test_uniform_method_equals_the_library_mle():
     N, n, M = 60, 8, 500
     S = rng.random((M, N))
     log = pop.simulate_popularity_log(S, None, rng.integers(0, N, M), np.arange(1.0, N + 1), n, rng=11)
-    fit = pop.popularity_fit(log, "uniform")
+    fit = PE.popularity_fit(log, "uniform")
     assert np.allclose(fit.pmf, mle(log.sampled_ranks, N, n, max_iter=101), rtol=1e-9, atol=1e-14)
     assert np.all(np.diff(fit.em.loglik_trace) >= -1e-9)      # EM never decreases the likelihood
 
@@ -255,7 +257,7 @@ def test_uniform_method_equals_the_library_mle():
 def test_pop_mle_by_brute_force_on_a_tiny_case():
     S, train, test, w = _scores_case(M=12, N=9, seed=12)
     log = pop.simulate_popularity_log(S, train, test, w, 4, rng=13)
-    fit = pop.popularity_fit(log, "pop_mle", max_iter=7)
+    fit = PE.popularity_fit(log, "pop_mle", max_iter=7)
     N = log.N
     G = fit.curve.mass_of(np.arange(N) / (N - 1))
     lik = np.array([[stats.binom.pmf(log.x[u], log.sizes[u] - 1, G[a]) for a in range(N)]
@@ -274,8 +276,8 @@ def test_pop_mle_by_brute_force_on_a_tiny_case():
         for a in range(N):
             pmf[int(np.rint(a / (N - 1) * log.n_candidates[u]))] += post[a] / log.M
     assert np.allclose(fit.pmf, pmf, rtol=1e-10, atol=1e-15)
-    ht = pop.popularity_fit(log, "ht").pmf
-    R = np.clip(np.rint(1 + pop.horvitz_thompson(log)), 1, log.n_candidates + 1).astype(int)
+    ht = PE.popularity_fit(log, "ht").pmf
+    R = np.clip(np.rint(1 + PE.horvitz_thompson(log)), 1, log.n_candidates + 1).astype(int)
     assert np.allclose(ht, np.bincount(R - 1, minlength=N) / log.M)
 
 
@@ -302,7 +304,7 @@ def test_mass_rank_bounds_against_all_subsets():
 def test_bounds_order_and_truth_within_exact_bounds():
     S, train, test, w = _scores_case(M=80, N=30, seed=15)
     log = pop.simulate_popularity_log(S, train, test, w, 10, rng=16)
-    lo, hi = pop.popularity_bounds(log)
+    lo, hi = PE.popularity_bounds(log)
     for m in ("recall@5", "ndcg@10", "ap@3"):
         F = metric_values(m, log.N)
         assert lo @ F <= hi @ F + 1e-12
@@ -329,32 +331,32 @@ def test_bernstein_tolerance_solves_the_inequality(variance, bound, p):
 def test_estimate_and_compare_popularity():
     S, train, test, w = _scores_case(M=150, N=40, seed=17)
     log = pop.simulate_popularity_log(S, train, test, w, 10, rng=18)
-    t = pop.estimate_popularity(log, ["recall@5", "ndcg@5"], n_boot=30, rng=0)
+    t = estimate(log, None, None, ["recall@5", "ndcg@5"], n_boot=30, rng=0)
     assert list(t.metric) == ["recall@5", "ndcg@5"]
     assert (t.ci_low <= t.estimate).all() and (t.estimate <= t.ci_high).all()
     assert (t.bound_low <= t.bound_high).all() and (t.se > 0).all()
-    t2 = pop.estimate_popularity(log, ["recall@5", "ndcg@5"], n_boot=30, rng=0)
+    t2 = estimate(log, None, None, ["recall@5", "ndcg@5"], n_boot=30, rng=0)
     pd.testing.assert_frame_equal(t, t2)                         # same seed, same table
     naive = np.mean(log.x < 5)
     assert t.naive[0] == pytest.approx(naive)
-    for m in pop.POPULARITY_METHODS:
-        e = pop.estimate_popularity(log, "recall@5", method=m, n_boot=0)
+    for m in PE.POPULARITY_METHODS:
+        e = estimate(log, None, None, "recall@5", method=m, n_boot=0)
         F = metric_values("recall@5", log.N)
-        assert e.estimate[0] == pytest.approx(pop.popularity_fit(log, m).pmf @ F, rel=1e-12)
+        assert e.estimate[0] == pytest.approx(PE.popularity_fit(log, m).pmf @ F, rel=1e-12)
     with pytest.raises(ValueError, match="without replacement"):
-        pop.estimate_popularity(log, replace=False)
+        estimate(log, scheme="hypergeometric")
     with pytest.raises(ValueError, match="method must be one of"):
-        pop.estimate_popularity(log, method="mle")
+        estimate(log, method="mle")
     ranks_only = pop.PopularityLog(log.x, log.sizes, log.n_candidates)
     with pytest.raises(ValueError, match="needs the logged negatives"):
-        pop.estimate_popularity(ranks_only, method="pop_mle")
-    assert np.isnan(pop.estimate_popularity(ranks_only, method="uniform", n_boot=0).bound_low[0])
+        estimate(ranks_only, method="pop_mle")
+    assert np.isnan(estimate(ranks_only, method="uniform", n_boot=0).bound_low[0])
     logs = {"A": log, "B": pop.simulate_popularity_log(S[:, ::-1].copy(), train, test, w, 10, rng=19)}
-    d = pop.compare_popularity(logs, "recall@5", n_boot=20, rng=0)
+    d = compare(logs, None, None, "recall@5", n_boot=20, rng=0)
     assert d.shape[0] == 1 and d.model_a[0] == "A"
     short = pop.PopularityLog(log.x[:10], log.sizes[:10], log.n_candidates[:10])
     with pytest.raises(ValueError, match="same users"):
-        pop.compare_popularity({"A": ranks_only, "B": short}, method="uniform", n_boot=5)
+        compare({"A": ranks_only, "B": short}, method="uniform", n_boot=5)
 
 
 # ----------------------------------------------------------------------------
@@ -459,23 +461,25 @@ def test_cli_popularity_errors(pop_files, capsys):
 
 
 def test_estimate_and_compare_dispatch_to_the_popularity_estimators():
-    """correct.estimate / compare with a log (or item weights) are estimate_popularity / compare_popularity."""
-    from sampling_lib.correct import compare, estimate
-
+    """correct.estimate / compare with a log (or a dict of logs) run the popularity estimators of the registry."""
     S, train, test, w = _scores_case(M=120, N=30, seed=23)
     log = pop.simulate_popularity_log(S, train, test, w, 8, rng=24)
     a = estimate(log, None, metrics=["recall@5", "ndcg@5"], n_boot=10, rng=0, options={"max_iter": 7},
                  confidence_level=0.9)
-    b = pop.estimate_popularity(log, ["recall@5", "ndcg@5"], n_boot=10, rng=0, max_iter=7, confidence_level=0.9)
+    b = estimate({"model": log}, metrics=["recall@5", "ndcg@5"], n_boot=10, rng=0, options={"max_iter": 7},
+                 confidence_level=0.9)
     pd.testing.assert_frame_equal(a, b)
+    pmf = PE.popularity_fit(log, "pop_mle", max_iter=7).pmf
+    direct = [pmf @ metric_values(m, log.N) for m in ("recall@5", "ndcg@5")]
+    assert a.estimate.tolist() == pytest.approx(direct, rel=1e-12)
     assert (a.confidence_level == 0.9).all() and (a.method == "pop_mle").all()
     assert estimate(log, None, metrics="recall@5", method="ht", n_boot=0).estimate[0] == pytest.approx(
-        pop.popularity_fit(log, "ht").pmf @ metric_values("recall@5", log.N), rel=1e-12)
+        PE.popularity_fit(log, "ht").pmf @ metric_values("recall@5", log.N), rel=1e-12)
     with pytest.raises(ValueError, match="without replacement"):
         estimate(log, None, scheme="hypergeometric")
     logs = {"A": log, "B": pop.simulate_popularity_log(S[:, ::-1].copy(), train, test, w, 8, rng=25)}
     pd.testing.assert_frame_equal(compare(logs, None, metrics="recall@5", n_boot=10, rng=0),
-                                  pop.compare_popularity(logs, "recall@5", n_boot=10, rng=0))
+                                  compare(logs, metrics="recall@5", n_boot=10, rng=0, paired=True))
     assert not pop.is_popularity_input(np.array([1, 2, 3])) and pop.is_popularity_input(logs)
 
 

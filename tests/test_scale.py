@@ -48,7 +48,7 @@ def _same(a, b, cols):
         np.testing.assert_allclose(a[c].to_numpy(float), b[c].to_numpy(float), rtol=1e-12,
                                    atol=1e-15, equal_nan=True, err_msg=c)
     for c in set(a.columns) - set(cols):
-        assert a[c].tolist() == b[c].tolist(), c
+        pd.testing.assert_series_equal(a[c], b[c], obj=c)
 
 
 def test_metrics_are_top_k():

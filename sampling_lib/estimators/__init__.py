@@ -14,7 +14,10 @@ length-N vector ``w`` such that the estimate of any metric F is ``w @ F(1..N)``.
 - linear metric estimators (``_linear``): ``w`` is a weight vector that may have
   negative entries (BV, MN, CLS; TORS24 eqs 7-10, 28, 37-42);
 - the log-spline empirical-Bayes estimator (``_logspline``, the default): ``w``
-  is the users' average posterior over R under a smooth fitted prior (Efron 2016).
+  is the users' average posterior over R under a smooth fitted prior (Efron 2016);
+- popularity-sampled negatives (``_popularity``): Horvitz-Thompson, the
+  rank-mass curve and ``pop_mle`` / ``ht`` / ``uniform`` (registered with
+  ``input="popularity"``).
 
 Rules (DESIGN.md): a family module imports kernels, counts, ``_em``,
 ``_linalg`` and ``_results``, and nothing private of another family module; the
@@ -31,16 +34,21 @@ from ._logspline import (DEFAULT_KNOT_SPACING, DEFAULT_PENALTY, SENSITIVITY_FACT
 from ._mes import mes, mes_fit, mes_objective
 from ._mle import (adaptive_mle, adaptive_mle_fit, mixture_loglik, mle, mle_fit, wmle, wmle_fit,
                    wmle_weights)
-from ._registry import (BOOTSTRAP_KINDS, DEFAULT_METHOD, METHODS, PERUSER_METHODS, Estimator, EstimatorSpec,
-                        build_estimators, estimator_spec, fit_estimators, get_estimator, register)
+from ._popularity import (PopularityFit, horvitz_thompson, popularity_bounds, popularity_fit,
+                          rank_mass_curve)
+from ._registry import (BOOTSTRAP_KINDS, DEFAULT_METHOD, INPUTS, METHODS, PERUSER_METHODS, POPULARITY_METHODS,
+                        Estimator, EstimatorSpec, build_estimators, estimator_spec, fit_estimators, get_estimator,
+                        register)
 from ._results import EMResult, MESResult
 
 __all__ = [
     # registry and bootstrap
     "METHODS",
+    "POPULARITY_METHODS",
     "PERUSER_METHODS",
     "DEFAULT_METHOD",
     "BOOTSTRAP_KINDS",
+    "INPUTS",
     "EstimatorSpec",
     "Estimator",
     "register",
@@ -99,4 +107,10 @@ __all__ = [
     "SENSITIVITY_FACTOR",
     "logspline_cells_fit",
     "logspline_cells_replicates",
+    # popularity-sampled negatives
+    "horvitz_thompson",
+    "rank_mass_curve",
+    "PopularityFit",
+    "popularity_fit",
+    "popularity_bounds",
 ]

@@ -73,6 +73,8 @@ class FittedEstimator:
     band: tuple | None = None
     #: the fitted alternatives (:class:`FittedEstimator` each; empty when none)
     alternatives: list = field(default_factory=list)
+    #: (lower, upper) weight vectors of the estimator's assumption-free bounds, or None
+    bounds: tuple | None = None
     _ops: list | None = field(default=None, repr=False)
     _outer: np.ndarray | None = field(default=None, repr=False)
     _mes_outer: np.ndarray | None = field(default=None, repr=False)
@@ -94,6 +96,12 @@ class FittedEstimator:
     def estimate(self):
         """Point estimates ``weights[:H] @ F`` (length m; H = rows of F)."""
         return weights_head(self.weights, self.F.shape[0]) @ self.F
+
+    @property
+    def bound_estimates(self):
+        """(low, high) metric values of :attr:`bounds` (length m each)."""
+        H = self.F.shape[0]
+        return tuple(weights_head(b, H) @ self.F for b in self.bounds)
 
     def replicates(self, Cb):
         """Estimates (B, m) for bootstrap count vectors ``Cb`` (B, number of cells)."""

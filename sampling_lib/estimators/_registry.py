@@ -91,12 +91,15 @@ from ._linear import (bv, bv_sampled_metric, cls, cls_fit, cls_replicates, linea
                       sampled_pmf)
 from ._mes import mes, mes_replicates
 from ._mle import adaptive_mle, mle, wmle, wmle_weights
+from . import _popularity
 
 __all__ = [
     "METHODS",
+    "POPULARITY_METHODS",
     "PERUSER_METHODS",
     "DEFAULT_METHOD",
     "BOOTSTRAP_KINDS",
+    "INPUTS",
     "EstimatorSpec",
     "Estimator",
     "register",
@@ -110,6 +113,8 @@ __all__ = [
 BOOTSTRAP_KINDS = ("em", "linear", "refit", "batched")
 
 _COMMON_OPTIONS = ("scheme",)
+#: What a registered estimator consumes (``EstimatorSpec.input``).
+INPUTS = ("ranks", "popularity")
 
 
 @dataclass(frozen=True)
@@ -162,6 +167,15 @@ class EstimatorSpec:
         (N_u, n_u, r) and their user counts, without the per-user arrays
         (memory O(cells), not O(users): a counts table of 10^8 users); used by
         :meth:`Estimator.fit_counts` when given.
+    input : {"ranks", "popularity"}
+        What the estimator consumes: sampled ranks among uniform negatives
+        (:class:`sampling_lib.counts.RankCounts`), or a popularity-sampled
+        evaluation (:class:`sampling_lib.popularity.PopularityLog`: ``fit_state(log,
+        **options)`` and ``replicates`` over per-user bootstrap weights).
+    bounds : callable, optional
+        ``bounds(data, **options) -> (lower, upper)`` weight vectors whose
+        metrics bound the estimand without the estimator's assumptions (the
+        popularity estimators' no-log bounds), or None.
     linear_kind : {"bv", "mn"}, optional
         ``"linear"`` only: which Gram matrix the batched replicates with a
         refitted prior solve (TORS24 eqs 9-10 or 42).
@@ -190,8 +204,12 @@ class EstimatorSpec:
     alternatives: Callable | None = None
     fit_cells: Callable | None = None
     linear_kind: str | None = None
+    input: str = "ranks"
+    bounds: Callable | None = None
 
     def __post_init__(self):
+        if self.input not in INPUTS:
+            raise ValueError(f"input must be one of {INPUTS}; got {self.input!r}")
         if self.bootstrap not in BOOTSTRAP_KINDS:
             raise ValueError(f"bootstrap must be one of {BOOTSTRAP_KINDS}; got {self.bootstrap!r}")
         if self.bootstrap == "linear" and self.sampled_metric is None:
@@ -341,7 +359,7 @@ class Estimator:
             return None
         return self._prior(sampled_ranks, N, n, cache=cache)
 
-    def __call__(self, sampled_ranks, N, n, *, prior=None, cache=None):
+    def __call__(self, sampled_ranks, N=None, n=None, *, prior=None, cache=None):
         """The weight vector w (length N) on per-user sampled ranks.
 
         ``prior`` (keyword-only) replaces the fitted prior of a ``*_mle`` /
@@ -350,6 +368,11 @@ class Estimator:
         MLE and the MLE prior of BV_MLE and MN_MLE): pass a fresh dict per
         sample, as :func:`fit_estimators` does.
         """
+        if self.spec.input == "popularity":
+            if N is not None or n is not None or prior is not None:
+                raise ValueError(f"estimator {self.name!r} takes a PopularityLog alone: N, n and prior do not "
+                                 "apply (each user's N_u and n_u are in the log)")
+            return np.asarray(self.spec.fit_state(sampled_ranks, **self.options)[0], dtype=float)
         key = self.cache_key() if (cache is not None and prior is None) else None
         if key is not None and key in cache:
             return cache[key]
@@ -384,6 +407,15 @@ class Estimator:
         """
         F = np.asarray(F, dtype=float)
         prior = state = None
+        if self.spec.input == "popularity":
+            _check_F(F, counts.N)
+            w, state = self.spec.fit_state(counts, **self.options)
+            bounds = None if self.spec.bounds is None else self.spec.bounds(counts, **self.options)
+            return FittedEstimator(self, counts, counts.N, F, np.asarray(w, dtype=float), None, None, True,
+                                   state, bounds=bounds)
+        if counts.__class__.__name__ == "PopularityLog":
+            raise ValueError(f"estimator {self.name!r} takes sampled ranks; popularity-sampled input needs one "
+                             f"of {list(POPULARITY_METHODS)}")
         if self.spec.fit_cells is not None:
             # on the cells directly: nothing of length M (users) or N (items) is formed
             if counts.n_items is None:
@@ -690,11 +722,22 @@ register(EstimatorSpec("logspline", _logspline.fit_weights, ("penalty", "knot_sp
                                f"(default; interval over penalties x/÷ {_logspline.SENSITIVITY_FACTOR:g})",
                        references="Efron (2016) g-modeling; AAAI21 eq 18; notebook 10"))
 
-#: Every registered estimator name, in registration order.
-METHODS = tuple(_REGISTRY)
+_POP_OPTIONS = ("tol", "max_iter", "grid_size")
+for _name, _summary in (("pop_mle", "popularity-sampled negatives: EM with the rank-mass curve learnt from the logs"),
+                        ("ht", "popularity-sampled negatives: Horvitz-Thompson plug-in of each user's rank"),
+                        ("uniform", "popularity-sampled negatives treated as uniform (biased; for comparison)")):
+    register(EstimatorSpec(_name, _popularity.registry_fit(_name), _POP_OPTIONS, "batched", input="popularity",
+                           fit_state=_popularity.registry_fit(_name), replicates=_popularity.registry_replicates,
+                           bounds=_popularity.registry_bounds, summary=_summary,
+                           references="sampling_lib.popularity eqs 1-5; AAAI21 eqs 18-21; Horvitz-Thompson (1952)"))
+
+#: Registered estimators of sampled ranks among uniform negatives (``input="ranks"``), in registration order.
+METHODS = tuple(k for k, v in _REGISTRY.items() if v.input == "ranks")
+#: Registered estimators of popularity-sampled negatives (``input="popularity"``).
+POPULARITY_METHODS = tuple(k for k, v in _REGISTRY.items() if v.input == "popularity")
 #: Registered estimators with a per-user likelihood in N_u (``spec.varying_items``); the
 #: others accept per-user N too, fitted per group of N_u (``Estimator._groups``).
-PERUSER_METHODS = tuple(k for k, v in _REGISTRY.items() if v.varying_items)
+PERUSER_METHODS = tuple(k for k in METHODS if _REGISTRY[k].varying_items)
 #: Default estimator of :func:`sampling_lib.correct.estimate`: the log-spline empirical
 #: Bayes estimator, chosen by the real-data accuracy panel (notebook 10; see
 #: :func:`sampling_lib.correct.estimate`, "Choice of the default").
