@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sampling_lib import studies
+from sampling_lib import experiments, studies
 from sampling_lib.correct import estimate
 from sampling_lib.estimators import DEFAULT_METHOD
 from sampling_lib.rankdist import draw_global_ranks, synthetic_models
@@ -46,10 +46,11 @@ def panel_part(quick, out, parts=("panel", "coverage")):
     sources = [("ml-100k", ml, 1), ("lastfm-2k (>=5 users/item)", lf, 5), ("lastfm-2k", lf, 1)]
     small, large = {}, {}
     for label, path, mu in sources:
-        models = None
+        models = studies.PANEL_MODELS
         if label == "lastfm-2k":   # item-KNN with 10 neighbours takes ~40 s on 17,632 items
             models = {k: v for k, v in studies.PANEL_MODELS.items() if k != "itemknn-10"}
-        ranks, N, info = studies.rank_populations(path, models, min_item_users=mu, rng=10)
+        ranks, N, info = experiments.global_ranks_from_data(path, models, min_item_users=mu, rng=10,
+                                                            max_dense_items=6000, keep_models=False)
         tgt = large if N > 10_000 else small
         tgt.update({(label, m): (R, N) for m, R in ranks.items()})
         print(f"{label}: N = {N}, M = {info['M']}, skipped {info['skipped']}", flush=True)

@@ -40,6 +40,7 @@ __all__ = [
     "DEFAULT_MODEL_PARAMS",
     "DEFAULT_SYNTHETIC",
     "fit_models",
+    "seed_sequence",
     "global_ranks_from_data",
     "Population",
     "rank_population",
@@ -65,12 +66,18 @@ DEFAULT_SYNTHETIC = {"n_users": 2000, "n_items": 1000, "n_factors": 8,
                      "mean_interactions": 30.0, "popularity_skew": 1.0, "signal": 6.0}
 
 
-def _seed_sequence(rng):
-    """The ``numpy.random.SeedSequence`` behind the ``rng`` argument of this module.
+def seed_sequence(rng):
+    """The ``numpy.random.SeedSequence`` behind the ``rng`` argument of the pipelines and studies.
 
-    An int >= 0 gives ``SeedSequence(rng)`` (the documented, reproducible layout);
-    a SeedSequence is used as is; a Generator gives a fresh sequence seeded by one
-    draw from it; None gives fresh OS entropy.
+    An int >= 0 gives ``SeedSequence(rng)`` (the documented, reproducible layout:
+    sub-stream k is ``SeedSequence([rng, k])``); a SeedSequence is used as is; a
+    Generator gives a fresh sequence seeded by one draw from it; None gives
+    fresh OS entropy. Anything else is a TypeError naming ``rng``.
+
+    Examples
+    --------
+    >>> seed_sequence(3).entropy, seed_sequence(np.random.SeedSequence(5)).entropy
+    (3, 5)
     """
     if isinstance(rng, np.random.SeedSequence):
         return rng
@@ -92,9 +99,10 @@ EXPERIMENT_COLUMNS = ["repeat", "model", "scheme", "n", "estimator", "metric", "
 def fit_models(train, models=DEFAULT_MODELS, *, model_params=None, rng=0) -> dict:
     """Fit the named recommenders on a training matrix; returns ``{name: model}``.
 
-    ``model_params`` maps a model name to keyword overrides of
-    :data:`DEFAULT_MODEL_PARAMS`; ALS gets its random stream from ``rng`` (an int seed, a
-    SeedSequence or a Generator).
+    ``models`` as :func:`global_ranks_from_data` (names, or a mapping label ->
+    (name, params)); ``model_params`` maps a model name to keyword overrides of
+    :data:`DEFAULT_MODEL_PARAMS`; ALS gets its random stream from ``rng`` (an
+    int seed, a SeedSequence or a Generator; sub-stream 1).
 
     Examples
     --------
@@ -103,46 +111,75 @@ def fit_models(train, models=DEFAULT_MODELS, *, model_params=None, rng=0) -> dic
     >>> sorted(fit_models(split.train, ("popularity", "ease")))
     ['ease', 'popularity']
     """
-    model_params = dict(model_params or {})
-    unknown = set(model_params) - set(models)
+    seq = seed_sequence(rng)
+    return {label: _fit_one(name, params, train, seq)
+            for label, (name, params) in _settings(models, model_params).items()}
+
+
+def _fit_one(name, params, train, seq):
+    """One recommender fitted on ``train`` (ALS seeded by sub-stream 1 of ``seq`` unless given)."""
+    params = dict(params)
+    if str(name).lower() == "als":
+        params.setdefault("rng", np.random.default_rng(_child(seq, 1)))
+    return make_recommender(name, **params).fit(train)
+
+
+def _settings(models, model_params):
+    """{label: (recommender name, constructor params)} of ``models`` (names or a mapping)."""
+    if isinstance(models, str):
+        models = (models,)
+    if isinstance(models, Mapping):
+        if model_params:
+            raise ValueError("model_params applies to models given by name; a mapping label -> (name, params) "
+                             "carries its own params")
+        out = {}
+        for label, v in models.items():
+            if not (isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], str) and isinstance(v[1], Mapping)):
+                raise TypeError(f"models[{label!r}] must be a (recommender name, params) pair; got {v!r}")
+            out[str(label)] = (v[0], dict(v[1]))
+        return out
+    models = tuple(models)
+    mp = dict(model_params or {})
+    unknown = set(mp) - set(models)
     if unknown:
-        raise ValueError(f"model_params has models not in models={tuple(models)}: {sorted(unknown)}")
-    out = {}
-    for name in models:
-        params = dict(DEFAULT_MODEL_PARAMS.get(str(name).lower(), {}))
-        params.update(model_params.get(name, {}))
-        if str(name).lower() == "als":
-            params.setdefault("rng", np.random.default_rng(_child(_seed_sequence(rng), 1)))
-        out[name] = make_recommender(name, **params).fit(train)
-    return out
+        raise ValueError(f"model_params has models not in models={models}: {sorted(unknown)}")
+    return {m: (m, {**DEFAULT_MODEL_PARAMS.get(str(m).lower(), {}), **mp.get(m, {})}) for m in models}
 
 
-def global_ranks_from_data(data_path=None, models: Sequence[str] = DEFAULT_MODELS, *, rng=0, seed=None,
+def global_ranks_from_data(data_path=None, models: Sequence[str] | Mapping = DEFAULT_MODELS, *, rng=0,
                            model_params: Mapping | None = None, synthetic: Mapping | None = None,
-                           min_interactions: int = 2, train_last: bool = True,
+                           min_interactions: int = 2, min_item_users: int = 1, train_last: bool = True,
                            ties: str = "pessimistic", block_size: int | None = None,
-                           keep_models: bool = True):
-    """Global ranks of real recommenders: load -> leave-one-out -> fit -> rank.
+                           keep_models: bool = True, max_dense_items: int | None = None,
+                           progress: bool = False):
+    """Global ranks of real recommenders: load -> leave-one-out -> fit -> rank (the one pipeline).
 
     Parameters
     ----------
-    data_path : str, Path or None
-        A ratings file for :func:`sampling_lib.data.load_ratings`; ``None`` uses
+    data_path : str, Path, Ratings or None
+        A ratings file for :func:`sampling_lib.data.load_ratings`, a loaded
+        :class:`~sampling_lib.data.Ratings`, or ``None`` for
         :func:`sampling_lib.data.synthetic_ratings` with :data:`DEFAULT_SYNTHETIC`
         (2000 users x 1000 items, seeded by ``rng``; a few seconds).
-    models : sequence of str
-        Any of ``"popularity"``, ``"itemknn"``, ``"ease"``, ``"als"``.
+    models : sequence of str, or mapping label -> (name, params)
+        Recommenders by name (``"popularity"``, ``"itemknn"``, ``"ease"``,
+        ``"als"``; each with :data:`DEFAULT_MODEL_PARAMS`, overridden by
+        ``model_params``), or labelled settings whose params are passed to
+        the recommender as given (over its own defaults), e.g.
+        :data:`sampling_lib.studies.PANEL_MODELS`.
     rng : int, SeedSequence or Generator, default 0, keyword-only
         Seeds the synthetic data, the split, random tie-breaking and the ALS
-        initialisation (one sub-stream each).
-    seed : int, optional, keyword-only
-        The former name of ``rng`` (an int seed), kept because notebook 11 passes it.
+        initialisation (sub-streams 0, 3, 2 and 1 of one ``SeedSequence``).
     model_params : mapping, optional
-        ``{model: {param: value}}`` overrides of :data:`DEFAULT_MODEL_PARAMS`.
+        ``{model: {param: value}}`` overrides of :data:`DEFAULT_MODEL_PARAMS`
+        (models given by name only).
     synthetic : mapping, optional
-        Overrides of :data:`DEFAULT_SYNTHETIC` (ignored when ``data_path`` is given).
+        Overrides of :data:`DEFAULT_SYNTHETIC` (an error when ``data_path`` is given).
     min_interactions : int, default 2
         Users with fewer interactions are dropped by the leave-one-out split.
+    min_item_users : int, default 1
+        Keep only items with at least this many users before the split
+        (:func:`sampling_lib.data.filter_items`).
     train_last : bool, default True
         The convention of the candidate set: training items ranked after all
         other items, so R_u is the rank among the user's N_u = N - |history_u|
@@ -152,6 +189,11 @@ def global_ranks_from_data(data_path=None, models: Sequence[str] = DEFAULT_MODEL
     block_size : int, optional
     keep_models : bool, default True
         Put the fitted models in ``info["fitted"]`` (needed for score-based sampling).
+    max_dense_items : int, optional
+        Skip EASE settings (listed in ``info["skipped"]``) when the catalogue
+        has more items (EASE inverts an items x items matrix).
+    progress : bool, default False
+        Print one line per fitted model.
 
     Returns
     -------
@@ -162,15 +204,17 @@ def global_ranks_from_data(data_path=None, models: Sequence[str] = DEFAULT_MODEL
     info : dict
         ``dataset`` (name), ``source``, ``stats`` (KDD20 Table 4 style one-row
         DataFrame), ``split`` (the :class:`~sampling_lib.data.LeaveOneOutSplit`),
-        ``summary`` (split summary), ``M`` (users evaluated), ``fit_seconds`` and
-        ``rank_seconds`` per model, ``model_params``, ``fitted`` (models, if kept),
-        ``train_last``, ``ties``, ``rng``, ``n_candidates`` (per-user N_u of the
-        convention, :func:`sampling_lib.recommenders.n_candidates`: the item
-        counts to pass as ``N`` with ranks among non-history items), ``skipped``
-        (``{model: reason}``: a model whose item x item matrix would exceed
-        the per-array memory limit is skipped with a ``RuntimeWarning`` instead of
-        exhausting memory; item-KNN and EASE above about 16,000 items by default,
-        see ``SAMPLING_LIB_MAX_ARRAY_BYTES``). The ranks hold the models fitted.
+        ``summary`` (split summary), ``M`` (users evaluated), ``fit_seconds``,
+        ``rank_seconds`` and ``seconds`` (their sum) per model,
+        ``model_params``, ``fitted`` (models, if kept), ``train_last``,
+        ``ties``, ``rng``, ``n_items_history`` (per-user training items),
+        ``n_candidates`` (per-user N_u of the convention,
+        :func:`sampling_lib.recommenders.n_candidates`: the item counts to pass
+        as ``N`` with ranks among non-history items), ``skipped``
+        (``{model: reason}``: a model over ``max_dense_items``, or whose item x
+        item matrix would exceed the per-array memory limit, is skipped with a
+        ``RuntimeWarning`` instead of exhausting memory; item-KNN and EASE above
+        about 16,000 items by default, see ``SAMPLING_LIB_MAX_ARRAY_BYTES``).
 
     References
     ----------
@@ -183,13 +227,11 @@ def global_ranks_from_data(data_path=None, models: Sequence[str] = DEFAULT_MODEL
     >>> N, ranks["popularity"].shape, bool(ranks["popularity"].min() >= 1)
     (100, (200,), True)
     """
-    if seed is not None:
-        rng = check_int(seed, "seed", low=0)
-    seq = _seed_sequence(rng)
-    if isinstance(models, str):
-        models = (models,)
-    models = tuple(models)
-    if not models:
+    from .data import Ratings, filter_items
+
+    seq = seed_sequence(rng)
+    settings = _settings(models, model_params)
+    if not settings:
         raise ValueError("models must name at least one recommender")
     if data_path is None:
         params = dict(DEFAULT_SYNTHETIC)
@@ -202,32 +244,44 @@ def global_ranks_from_data(data_path=None, models: Sequence[str] = DEFAULT_MODEL
         ratings = synthetic_ratings(**params, rng=_child(seq, 0))
         name = "synthetic"
     else:
-        ratings = load_ratings(data_path)
-        p = Path(data_path)
-        name = p.parent.name if p.name in ("u.data", "ratings.dat", "ratings.csv") else p.stem
+        if synthetic:
+            raise ValueError("synthetic applies to the synthetic data (data_path=None) only")
+        if isinstance(data_path, Ratings):
+            ratings = data_path
+            name = Path(str(ratings.source)).stem or "ratings"
+        else:
+            ratings = load_ratings(data_path)
+            p = Path(data_path)
+            name = p.parent.name if p.name in ("u.data", "ratings.dat", "ratings.csv") else p.stem
+    min_item_users = check_int(min_item_users, "min_item_users", low=1)
+    if min_item_users > 1:
+        ratings = filter_items(ratings, min_item_users)
     split = leave_one_out(ratings, min_interactions=min_interactions,
                           rng=np.random.default_rng(_child(seq, 3)))
-    fit_seconds, rank_seconds, ranks = {}, {}, {}
-    fitted = {}
-    mp = dict(model_params or {})
-    skipped = {}
-    for m in models:
+    N = int(split.n_items)
+    fit_seconds, rank_seconds, ranks, fitted, skipped = {}, {}, {}, {}, {}
+    for label, (mname, params) in settings.items():
+        if max_dense_items is not None and str(mname).lower() == "ease" and N > max_dense_items:
+            skipped[label] = f"EASE on {N} items > max_dense_items={max_dense_items}"
+            continue
         t0 = time.perf_counter()
         try:
-            model = fit_models(split.train, (m,), model_params={m: mp[m]} if m in mp else None,
-                               rng=seq)[m]
+            model = _fit_one(mname, params, split.train, seq)
         except MemoryLimitError as exc:   # an item x item model on a large catalogue: skip it, say so
-            skipped[m] = str(exc)
-            warnings.warn(f"model {m!r} skipped: {exc}", RuntimeWarning, stacklevel=2)
+            skipped[label] = str(exc)
+            warnings.warn(f"model {label!r} skipped: {exc}", RuntimeWarning, stacklevel=2)
             continue
-        fit_seconds[m] = time.perf_counter() - t0
+        fit_seconds[label] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        ranks[m] = global_ranks(model, split.train, split.test_items, train_last=train_last,
-                                ties=ties, block_size=block_size,
-                                rng=np.random.default_rng(_child(seq, 2)))
-        rank_seconds[m] = time.perf_counter() - t0
+        ranks[label] = global_ranks(model, split.train, split.test_items, train_last=train_last,
+                                    ties=ties, block_size=block_size,
+                                    rng=np.random.default_rng(_child(seq, 2)))
+        rank_seconds[label] = time.perf_counter() - t0
         if keep_models:
-            fitted[m] = model
+            fitted[label] = model
+        if progress:
+            print(f"  {label}: {fit_seconds[label] + rank_seconds[label]:.1f} s", flush=True)
+    hist = np.asarray(split.train.sum(axis=1)).ravel().astype(np.int64)
     info = {
         "dataset": name,
         "source": ratings.source,
@@ -235,21 +289,22 @@ def global_ranks_from_data(data_path=None, models: Sequence[str] = DEFAULT_MODEL
         "split": split,
         "summary": dict(split.summary),
         "M": int(split.n_users),
-        "N": int(split.n_items),
+        "N": N,
         "fit_seconds": fit_seconds,
         "rank_seconds": rank_seconds,
-        "model_params": {m: (fitted[m].get_params() if m in fitted else mp.get(m, {})) for m in models},
+        "seconds": {m: fit_seconds[m] + rank_seconds[m] for m in ranks},
+        "model_params": {m: (fitted[m].get_params() if m in fitted else settings[m][1]) for m in settings},
         "fitted": fitted,
         "train_last": train_last,
         "ties": ties,
         "rng": rng if isinstance(rng, (int, np.integer)) else repr(rng),
+        "n_items_history": hist,
         "n_candidates": n_candidates(split.train, train_last=train_last),
         "skipped": skipped,
     }
     if not ranks:
-        raise MemoryLimitError(f"every model was skipped on {name} (N={split.n_items} items): "
-                               + "; ".join(skipped.values()))
-    return ranks, int(split.n_items), info
+        raise MemoryLimitError(f"every model was skipped on {name} (N={N} items): " + "; ".join(skipped.values()))
+    return ranks, N, info
 
 
 @dataclass(frozen=True)
@@ -474,7 +529,7 @@ def run_experiment(global_ranks: Mapping[str, np.ndarray], N: int, estimators, *
 
     N = check_n_items(N)
     repeats = check_int(repeats, "repeats", low=1)
-    seq = _seed_sequence(rng)
+    seq = seed_sequence(rng)
     if not isinstance(global_ranks, Mapping) or not global_ranks:
         raise TypeError("global_ranks must be a non-empty mapping model -> ranks")
     if isinstance(N, int):
@@ -547,7 +602,7 @@ def experiment_samples(global_ranks: Mapping[str, np.ndarray], N: int, *, scheme
     N = check_int(N, "N", low=2)
     ranks = {m: check_ranks(r, N, name=f"global_ranks[{m!r}]") for m, r in global_ranks.items()}
     sizes = [check_N_n(N, n)[1] for n in np.atleast_1d(sample_sizes).tolist()]
-    seqs = _seed_sequence(rng).spawn(check_int(repeats, "repeats", low=1))
+    seqs = seed_sequence(rng).spawn(check_int(repeats, "repeats", low=1))
     return {(rep, sname, n, m): r for rep, seq in enumerate(seqs)
             for sname, n, m, r in _repeat_samples(seq, ranks, N, _scheme_items(schemes), sizes)}
 
@@ -585,7 +640,7 @@ def score_sampling_experiment(fitted: Mapping, split, n_values: Sequence[int], k
     repeats = check_int(repeats, "repeats", low=1)
     ks = np.asarray(ks, dtype=np.int64)
     cells = [(m, n, sc) for m in fitted for n in n_values for sc in schemes]
-    seqs = _seed_sequence(rng).spawn(len(cells))
+    seqs = seed_sequence(rng).spawn(len(cells))
     frames = []
     for (m, n, sc), sq in zip(cells, seqs):
         n = check_int(n, "n", low=2)

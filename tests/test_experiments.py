@@ -26,10 +26,8 @@ def test_global_ranks_from_data_synthetic_contract():
     assert isinstance(info["stats"], pd.DataFrame)
     # deterministic in the seed
     ranks2, _, _ = global_ranks_from_data(None, synthetic=SMALL, rng=3)
-    ranks3, _, _ = global_ranks_from_data(None, synthetic=SMALL, seed=3)   # the former name (notebook 11)
     for m in ranks:
         np.testing.assert_array_equal(ranks[m], ranks2[m])
-        np.testing.assert_array_equal(ranks[m], ranks3[m])
 
 
 def test_global_ranks_from_data_default_is_fast_and_non_uniform():

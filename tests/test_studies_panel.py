@@ -1,9 +1,10 @@
-"""Tests of the real-data accuracy panel (studies.rank_populations ... interval_coverage)."""
+"""Tests of the real-data accuracy panel (PANEL_MODELS through experiments.global_ranks_from_data ... interval_coverage)."""
 import numpy as np
 import pandas as pd
 import pytest
 
 from sampling_lib import studies
+from sampling_lib.experiments import global_ranks_from_data
 from sampling_lib.kernels import kernel
 from sampling_lib.metrics import metric_values
 
@@ -70,11 +71,11 @@ def test_panel_summary_means_over_evaluations():
     assert t.loc["x", "evaluations"] == 2
 
 
-def test_rank_populations_synthetic_and_interval_coverage():
-    ranks, N, info = studies.rank_populations(None, {"pop": ("popularity", {}),
-                                                     "ease": ("ease", {"lam": 100.0})},
-                                              max_dense_items=10)
-    assert list(ranks) == ["pop"] and info["skipped"] == ["ease"]       # EASE skipped: N > 10
+def test_panel_settings_through_the_one_pipeline_and_interval_coverage():
+    ranks, N, info = global_ranks_from_data(None, {"pop": ("popularity", {}),
+                                                   "ease": ("ease", {"lam": 100.0})},
+                                            max_dense_items=10)
+    assert list(ranks) == ["pop"] and list(info["skipped"]) == ["ease"]    # EASE skipped: N > 10
     R = ranks["pop"]
     assert R.min() >= 1 and R.max() <= N and R.size == info["M"]
     assert np.all(R <= N - info["n_items_history"])       # training items are ranked last
@@ -85,18 +86,18 @@ def test_rank_populations_synthetic_and_interval_coverage():
     assert row.covered == (row.ci_low <= row.truth <= row.ci_high)
 
 
-def test_rank_populations_takes_rng_like_the_other_studies():
+def test_the_pipeline_takes_rng_like_the_studies():
     models = {"pop": ("popularity", {})}
-    a, N, _ = studies.rank_populations(None, models, rng=3)
-    b, _, _ = studies.rank_populations(None, models, rng=3)
+    a, N, _ = global_ranks_from_data(None, models, rng=3)
+    b, _, _ = global_ranks_from_data(None, models, rng=3)
     np.testing.assert_array_equal(a["pop"], b["pop"])
-    c, _, _ = studies.rank_populations(None, models, rng=np.random.default_rng(3))
+    c, _, _ = global_ranks_from_data(None, models, rng=np.random.default_rng(3))
     assert c["pop"].shape == a["pop"].shape and c["pop"].max() <= N
     for bad in (True, 1.5, "3"):
         with pytest.raises(TypeError, match="rng"):
-            studies.rank_populations(None, models, rng=bad)
+            global_ranks_from_data(None, models, rng=bad)
     with pytest.raises(ValueError, match="rng"):
-        studies.rank_populations(None, models, rng=-1)
+        global_ranks_from_data(None, models, rng=-1)
 
 
 def test_user_counts_above_the_population_mean_all_users_once():
@@ -114,10 +115,10 @@ def test_user_counts_above_the_population_mean_all_users_once():
         studies.accuracy_panel(pops, ("mle",), sample_sizes=(300, 400), draws=1)
 
 
-def test_rank_populations_skips_a_model_over_the_memory_limit(monkeypatch):
+def test_the_pipeline_skips_a_model_over_the_memory_limit(monkeypatch):
     # the limit below item-KNN's similarity bound (min(sum_u |I_u|^2, N^2) x 12 bytes) but above the rest
     monkeypatch.setenv("SAMPLING_LIB_MAX_ARRAY_BYTES", str(4 * 1024**2))
     models = {"pop": ("popularity", {}), "knn": ("itemknn", {})}
     with pytest.warns(RuntimeWarning, match="'knn' skipped.*per array"):
-        ranks, N, info = studies.rank_populations(None, models, rng=0)
-    assert list(ranks) == ["pop"] and info["skipped"] == ["knn"]
+        ranks, N, info = global_ranks_from_data(None, models, rng=0)
+    assert list(ranks) == ["pop"] and list(info["skipped"]) == ["knn"]

@@ -1,0 +1,126 @@
+"""Simulation studies the notebooks report, as tested library functions.
+
+Each function repeats a known-truth experiment and returns a tidy table (or
+a small dict), so a notebook only calls it, checks it and plots it:
+
+* sampled-metric correction (:mod:`sampling_lib.correct`):
+  :func:`simulate_coverage` (bootstrap interval coverage of
+  :func:`~sampling_lib.correct.estimate`), :func:`simulate_accuracy` (point
+  errors of several estimators), :func:`simulate_paired_difference`
+  (calibration of :func:`~sampling_lib.correct.compare`), :func:`coverage_summary`;
+* accuracy on real rank distributions (notebook 10):
+  :data:`PANEL_MODELS` (recommender settings for
+  :func:`sampling_lib.experiments.global_ranks_from_data`, the one data-to-ranks pipeline), :func:`oracle_weights` (the floor: posterior mean under the true
+  P(R)), :func:`accuracy_panel` (every estimator's Recall/NDCG@1..K_max
+  against the users' true metric over n, M and draws), :func:`panel_summary`
+  (mean relative error, resolved / below resolution), :func:`interval_coverage`
+  (coverage of :func:`~sampling_lib.correct.estimate`'s intervals);
+* user sampling (:mod:`sampling_lib.user_sampling`, :mod:`sampling_lib.inference`,
+  TORS24 Sec 7):
+  :func:`simulate_proportion_coverage`, :func:`simulate_difference_coverage`,
+  :func:`simulate_ztest_rejections`, :func:`simulate_familywise_error`,
+  :func:`proportion_coverage_table`, :func:`user_sampling_tails`,
+  :func:`user_sampling_errors` (notebook 06);
+* estimating from your sampled ranks: :func:`relative_rmse`,
+  :func:`coverage_study` (notebook 09);
+* the other notebooks' studies: the sampled hit ratio and the Sampling Theorem (:func:`shr_moments`,
+  :func:`shr_tail_frequencies`, :func:`expected_shr_gaps`; notebook 01), the
+  mapping functions (:func:`beta_map_accuracy`, ...; notebook 02), the rank
+  distribution (:func:`rank_distribution_study`, :func:`mle_consistency`, ...;
+  notebook 03), estimators over repeated samplings
+  (:func:`metric_estimator_study`, :func:`winner_counts`, ...; notebooks 03-05),
+  AP@k under random rankings (:func:`ap_scenarios`, ...; notebook 07) and
+  sampled hit ratios from real scores (:func:`score_sampling_summary`, ...;
+  notebook 08).
+
+The functions live in topic modules of this package (``correction``,
+``users``, ``panel``, ``sampled_hit_ratio``, ``mapping_functions``,
+``rank_distribution``, ``metric_estimators``, ``random_baseline``,
+``real_data``); every public name is listed below and importable from here.
+Randomness only through ``rng`` (a seed or a numpy Generator).
+
+References
+----------
+.. [TORS24] Li, Jin, Liu, Ren, Gao, Liu. On Item-Sampling Evaluation for
+   Recommender System. ACM TORS 2024, Secs 7-8 (eqs 46-52).
+.. [Efron93] Efron, Tibshirani. An Introduction to the Bootstrap (1993), ch. 13.
+.. [KDD20] Li, Jin, Gao, Liu. On Sampling Top-K Recommendation Evaluation.
+   KDD 2020 (Sec 2.1: leave-one-out, global rank R_u).
+.. [AAAI21] Jin, Li, Mudrak, Gao, Liu. On Estimating Recommendation Evaluation
+   Metrics under Sampling. AAAI 2021 (eq 18: the mixture model behind the oracle).
+"""
+from .correction import (simulate_coverage, simulate_accuracy, simulate_paired_difference,
+                         coverage_summary, relative_rmse, coverage_study)
+from .users import (simulate_proportion_coverage, simulate_difference_coverage,
+                    simulate_ztest_rejections, simulate_familywise_error, proportion_coverage_table,
+                    user_sampling_tails, user_sampling_errors)
+from .panel import (oracle_weights, accuracy_panel, panel_summary, interval_coverage,
+                    n_items_comparison, PANEL_MODELS, PANEL_METHODS)
+from .sampled_hit_ratio import (simulate_shr, shr_moments, shr_tail_frequencies, expected_shr_gaps)
+from .mapping_functions import (beta_map_accuracy, beta_map_steps, beta_map_differences,
+                                beta_map_monotonicity, max_position_difference)
+from .rank_distribution import (mle_mse_identifiable, mle_consistency, RANK_DISTRIBUTION_ESTIMATORS,
+                                rank_distribution_study, mes_solver_check)
+from .metric_estimators import (winner_counts, metric_curves, average_relative_error,
+                                metric_estimator_study, simulate_mse_bound, mn_bv_growth, mean_sd)
+from .random_baseline import (ap_enumeration_check, ap_monte_carlo, ap_scenarios)
+from .real_data import (sampled_rank_as_global, expected_shr, score_sampling_summary)
+
+__all__ = [
+    # correction
+    "simulate_coverage",
+    "simulate_accuracy",
+    "simulate_paired_difference",
+    "coverage_summary",
+    "relative_rmse",
+    "coverage_study",
+    # users
+    "simulate_proportion_coverage",
+    "simulate_difference_coverage",
+    "simulate_ztest_rejections",
+    "simulate_familywise_error",
+    "proportion_coverage_table",
+    "user_sampling_tails",
+    "user_sampling_errors",
+    # panel
+    "oracle_weights",
+    "accuracy_panel",
+    "panel_summary",
+    "interval_coverage",
+    "n_items_comparison",
+    "PANEL_MODELS",
+    "PANEL_METHODS",
+    # sampled_hit_ratio
+    "simulate_shr",
+    "shr_moments",
+    "shr_tail_frequencies",
+    "expected_shr_gaps",
+    # mapping_functions
+    "beta_map_accuracy",
+    "beta_map_steps",
+    "beta_map_differences",
+    "beta_map_monotonicity",
+    "max_position_difference",
+    # rank_distribution
+    "mle_mse_identifiable",
+    "mle_consistency",
+    "RANK_DISTRIBUTION_ESTIMATORS",
+    "rank_distribution_study",
+    "mes_solver_check",
+    # metric_estimators
+    "winner_counts",
+    "metric_curves",
+    "average_relative_error",
+    "metric_estimator_study",
+    "simulate_mse_bound",
+    "mn_bv_growth",
+    "mean_sd",
+    # random_baseline
+    "ap_enumeration_check",
+    "ap_monte_carlo",
+    "ap_scenarios",
+    # real_data
+    "sampled_rank_as_global",
+    "expected_shr",
+    "score_sampling_summary",
+]
