@@ -353,15 +353,15 @@ def sampling_efficiency(sampled_ranks, sample_sizes, n0=None, n_max=None, *, N=N
     return SamplingEfficiency(ladder, entering, finished, cost.astype(float), capped, N)
 
 
-def sample_negatives(users, N, n, *, exclude=None, held_out=None, replace=False, rng=None):
+def sample_negatives(users, N, n, *, exclude=None, held_out=None, scheme="hypergeometric", rng=None):
     """A fixed set of n - 1 sampled negatives per user (same items for every model).
 
     Items are integer ids 0..N-1. For each user (in the given order) n - 1
     negatives are drawn uniformly from the items that are neither the user's
     held-out item nor in the user's ``exclude`` set (e.g. training items),
-    without replacement by default (then evaluate with
-    ``scheme="hypergeometric"``; with ``replace=True`` the papers' binomial
-    kernel is exact). Deterministic for a given ``rng`` seed.
+    without replacement by default (``scheme="hypergeometric"``: evaluate with
+    the same scheme; ``scheme="binomial"`` draws with replacement, for which the
+    papers' binomial kernel is exact). Deterministic for a given ``rng`` seed.
 
     Parameters
     ----------
@@ -374,8 +374,9 @@ def sample_negatives(users, N, n, *, exclude=None, held_out=None, replace=False,
     exclude : DataFrame with columns user, item, or dict {user: items}, optional
     held_out : array_like, optional
         Held-out item of each user (aligned with ``users``), never a negative.
-    replace : bool
-        Sample with replacement (duplicates possible).
+    scheme : {"hypergeometric", "binomial"}, keyword-only
+        Without replacement (distinct negatives, default) or with replacement
+        (duplicates possible).
     rng : None, int or Generator, keyword-only
 
     Returns
@@ -398,6 +399,7 @@ def sample_negatives(users, N, n, *, exclude=None, held_out=None, replace=False,
     ((6, 2), [3, 3])
     """
     N, n = check_N_n(N, n)
+    replace = check_scheme(scheme) == "binomial"
     users = pd.Index(pd.Series(users).to_numpy())
     if users.size == 0:
         raise ValueError("users must be non-empty")

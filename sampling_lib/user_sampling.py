@@ -59,7 +59,7 @@ import math
 import numpy as np
 from scipy import special, stats
 
-from ._validation import check_confidence_level, check_float, check_int, check_probability
+from ._validation import check_confidence_level, check_float, check_int, check_probability, check_scheme
 from .inference import (check_alternative, finite_population_factor, n_comparisons, proportion_confint,
                         z_critical)
 from .metrics import metric_values, parse_metric
@@ -477,11 +477,11 @@ def sample_users(M, m, *, rng=None):
     return np.sort(rng.choice(M, size=m, replace=False))
 
 
-def user_sampled_metric(global_ranks, m, metric, Ks, *, repeats=1, replace=False, rng=None):
+def user_sampled_metric(global_ranks, m, metric, Ks, *, repeats=1, scheme="hypergeometric", rng=None):
     """User-sampled estimates of a metric at several cutoffs.
 
     For each repeat, m of the M users are drawn (without replacement by default;
-    ``replace=True`` draws i.i.d. users, a bootstrap-style sample) and the metric
+    ``scheme="binomial"`` draws i.i.d. users, a bootstrap-style sample) and the metric
     at each K is the mean of F_K(R_u) over them (TORS24 Sec 7, "unbiased average
     estimation" of Tables 8-9).
 
@@ -494,8 +494,8 @@ def user_sampled_metric(global_ranks, m, metric, Ks, *, repeats=1, replace=False
         Metric name without cutoff (``'recall'``, ``'ndcg'``, ``'ap'``, ...).
     Ks : int or sequence of int >= 1
     repeats : int, keyword-only
-    replace : bool, keyword-only
-        Draw users with replacement (then m may exceed M).
+    scheme : {"hypergeometric", "binomial"}, keyword-only
+        Draw users without (default) or with replacement (then m may exceed M).
     rng : seed or Generator, keyword-only
 
     Returns
@@ -513,6 +513,7 @@ def user_sampled_metric(global_ranks, m, metric, Ks, *, repeats=1, replace=False
         raise ValueError("global_ranks must be a non-empty 1-D integer array of ranks >= 1")
     M = R.size
     m = check_int(m, "m", low=1)
+    replace = check_scheme(scheme) == "binomial"
     if m > M and not replace:
         raise ValueError(f"m must lie in 1..M={M}; got m={m}")
     repeats = check_int(repeats, "repeats", low=1)
@@ -530,10 +531,10 @@ def user_sampled_metric(global_ranks, m, metric, Ks, *, repeats=1, replace=False
     return H @ F / m
 
 
-def expected_abs_error_proportion(M, successes, m, *, replace=False):
+def expected_abs_error_proportion(M, successes, m, *, scheme="hypergeometric"):
     """Exact ``E|Q/m - Q_pop/M|`` for a proportion estimated from m of M users
-    drawn without replacement (Q ~ Hypergeometric(M, successes, m)), or with
-    replacement when ``replace=True`` (Q ~ Binomial(m, successes/M)).
+    drawn without replacement (``scheme="hypergeometric"``: Q ~ Hypergeometric(M,
+    successes, m)), or with replacement (``"binomial"``: Q ~ Binomial(m, successes/M)).
 
     Vectorized over ``successes``. Used to predict the relative errors of
     user-sampled Recall@K (TORS24 Table 8) exactly.
@@ -545,6 +546,7 @@ def expected_abs_error_proportion(M, successes, m, *, replace=False):
     """
     M = check_int(M, "M", low=1)
     m = check_int(m, "m", low=1)
+    replace = check_scheme(scheme) == "binomial"
     if m > M and not replace:
         raise ValueError(f"m must lie in 1..M={M}; got m={m}")
     S = np.atleast_1d(np.asarray(successes))
@@ -573,11 +575,11 @@ def _lchoose(n, k):
     return special.gammaln(n + 1.0) - special.gammaln(k + 1.0) - special.gammaln(n - k + 1.0)
 
 
-def predicted_relative_error(global_ranks, m, metric, Ks, *, replace=False):
+def predicted_relative_error(global_ranks, m, metric, Ks, *, scheme="hypergeometric"):
     """Expected relative error ``E|T_hat_K - T_K| / T_K`` of a user-sampled metric.
 
     m of the M users are drawn without replacement (as :func:`user_sampled_metric`;
-    ``replace=True``: with replacement, no finite-population factor).
+    ``scheme="binomial"``: with replacement, no finite-population factor).
     For 0/1 metrics (recall / hit ratio) the expectation is exact
     (:func:`expected_abs_error_proportion`); for other metrics (NDCG, AP) it is the
     normal approximation ``sqrt(2/pi) sd_K sqrt((M - m)/((M - 1) m)) / T_K`` with
@@ -603,6 +605,7 @@ def predicted_relative_error(global_ranks, m, metric, Ks, *, replace=False):
         raise ValueError("global_ranks must be a non-empty 1-D integer array of ranks >= 1")
     M = R.size
     m = check_int(m, "m", low=1)
+    replace = check_scheme(scheme) == "binomial"
     if m > M and not replace:
         raise ValueError(f"m must lie in 1..M={M}; got m={m}")
     Ks = np.array([check_int(k, "K", low=1) for k in np.atleast_1d(np.asarray(Ks))])
@@ -615,7 +618,7 @@ def predicted_relative_error(global_ranks, m, metric, Ks, *, replace=False):
     with np.errstate(divide="ignore", invalid="ignore"):
         if binary:
             hits = np.rint(counts @ F).astype(int)
-            err = expected_abs_error_proportion(M, hits, m, replace=replace)
+            err = expected_abs_error_proportion(M, hits, m, scheme=scheme)
         else:
             var = np.maximum(counts @ F ** 2 / M - mean ** 2, 0.0)
             fpc = 1.0 if replace else finite_population_factor(m, M)

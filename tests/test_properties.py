@@ -167,7 +167,8 @@ def test_sample_negatives_never_returns_held_out_or_excluded(N, n_users, replace
     excl = {u: g.choice(N, size=data.draw(st.integers(0, N // 2)), replace=False) for u in users}
     avail = [N - len(set(excl[u]) | {held[i]}) for i, u in enumerate(users)]
     assume(min(avail) >= (1 if replace else n - 1))
-    neg = sample_negatives(users, N, n, exclude=excl, held_out=held, replace=replace, rng=seed)
+    neg = sample_negatives(users, N, n, exclude=excl, held_out=held, rng=seed,
+                           scheme="binomial" if replace else "hypergeometric")
     assert neg.groupby("user", sort=False).size().tolist() == [n - 1] * n_users
     for i, u in enumerate(users):
         items = neg.loc[neg.user == u, "item"].to_numpy()

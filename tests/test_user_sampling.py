@@ -556,17 +556,17 @@ def test_relative_error_with_replacement():
     rng = np.random.default_rng(8)
     R = rng.geometric(0.05, size=3000)
     Ks = [2, 10]
-    pred = us.predicted_relative_error(R, 2000, "recall", Ks, replace=True)
+    pred = us.predicted_relative_error(R, 2000, "recall", Ks, scheme="binomial")
     pred_wor = us.predicted_relative_error(R, 2000, "recall", Ks)
     assert np.all(pred > 1.5 * pred_wor)  # fpc sqrt(1000/2999) ~ 0.58
-    est = us.user_sampled_metric(R, 2000, "recall", Ks, repeats=3000, replace=True, rng=9)
+    est = us.user_sampled_metric(R, 2000, "recall", Ks, repeats=3000, scheme="binomial", rng=9)
     truth = np.array([metric_from_ranks(R, "recall", K) for K in Ks])
     rel = np.abs(est - truth) / truth
     se = rel.std(axis=0, ddof=1) / math.sqrt(rel.shape[0])
     assert np.all(np.abs(rel.mean(axis=0) - pred) < 4 * se)
     # hand: M=4, 2 successes, m=2 with replacement: Q ~ Bin(2, 1/2) -> E|Q/2 - 1/2| = 1/4
-    assert us.expected_abs_error_proportion(4, 2, 2, replace=True) == pytest.approx(0.25)
-    assert us.user_sampled_metric(R, 5000, "recall", Ks, replace=True, rng=1).shape == (1, 2)
+    assert us.expected_abs_error_proportion(4, 2, 2, scheme="binomial") == pytest.approx(0.25)
+    assert us.user_sampled_metric(R, 5000, "recall", Ks, scheme="binomial", rng=1).shape == (1, 2)
 
 
 def test_simulate_difference_coverage():
