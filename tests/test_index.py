@@ -9,6 +9,7 @@ package; the test skips when no browser is installed) opens the page from
 ``file://`` and checks that every link resolves and that there is no console
 error.
 """
+import html
 import json
 import re
 import shutil
@@ -157,7 +158,7 @@ def test_discrepancies_with_the_papers_have_their_own_section(report):
     d = reporting.read_discrepancies(REPO / "notebooks" / "discrepancies.csv")
     assert len(d) >= 5
     for paper in d.paper:
-        assert reporting.html.escape(paper) in section
+        assert html.escape(paper) in section
     assert "f(k;a) <em>increases</em> with a" in section
 
 

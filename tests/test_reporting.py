@@ -188,7 +188,7 @@ def test_exchange_swaps_two_folders(tmp_path):
     b.mkdir()
     (a / "new").touch()
     (b / "old").touch()
-    if not reporting._exchange(a, b):
+    if not reporting.folders.exchange(a, b):
         pytest.skip("renameat2(RENAME_EXCHANGE) not supported here (two-rename fallback)")
     assert [p.name for p in b.iterdir()] == ["new"] and [p.name for p in a.iterdir()] == ["old"]
 
@@ -261,7 +261,7 @@ def test_ledger_records_the_tolerance_scale():
     (None, None, ""),
 ])
 def test_values_are_shown_to_meaningful_digits(value, scale, shown):
-    assert reporting._fmt_value(value, scale) == shown
+    assert reporting.index.format_value(value, scale) == shown
 
 
 def test_runner_starts_the_longest_notebooks_first(tmp_path):
@@ -275,5 +275,5 @@ def test_runner_starts_the_longest_notebooks_first(tmp_path):
     (prev / "05_e.ipynb").write_text("not json")
     jobs = [(f"nbs/{n}", f"tmp/{n}", {}, None) for n in ["01_a.ipynb", "02_b.ipynb", "03_c.ipynb", "04_d.ipynb",
                                                           "05_e.ipynb"]]
-    order = [a[0] for a in reporting._longest_first(jobs, prev)]
+    order = [a[0] for a in reporting.runner.longest_first(jobs, prev)]
     assert order == ["nbs/03_c.ipynb", "nbs/04_d.ipynb", "nbs/05_e.ipynb", "nbs/02_b.ipynb", "nbs/01_a.ipynb"]
