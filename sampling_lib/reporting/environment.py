@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 __all__ = [
-    "REPO_ROOT", "LOCK_FILE", "KEY_PACKAGES", "BLAS_THREAD_VARS", "project_root", "environment_info",
+    "REPO_ROOT", "LOCK_FILE", "KEY_PACKAGES", "SOURCES", "BLAS_THREAD_VARS", "project_root", "environment_info",
     "commit_label", "environment_summary", "lock_pins", "normalize_name", "limit_blas_threads",
 ]
 
@@ -37,13 +37,27 @@ def _git(root, *args):
         return None
 
 
+#: What the results are made of: a change elsewhere (README, tests, reports/ itself) does not make a
+#: report "dirty", nor does a commit that touches nothing else make it "behind".
+SOURCES = ("sampling_lib", "notebooks", "pyproject.toml", "requirements-lock.txt")
+
+
 def _git_state(root):
-    """(commit, dirty): the full commit hash (or "unknown") and whether the work tree has changes."""
+    """The code's commit, HEAD, and the uncommitted changes to :data:`SOURCES`.
+
+    Returns ``(commit, head, changed)``: ``commit`` is the last commit that
+    changed the sources (the commit whose checkout gives the code that ran;
+    "unknown" outside a git checkout), ``head`` the checked-out commit, and
+    ``changed`` the source files that differ from it (modified, added or
+    untracked), or None when git cannot tell.
+    """
     head = _git(root, "rev-parse", "HEAD")
     if head is None:
-        return "unknown", None
-    status = _git(root, "status", "--porcelain")
-    return head.strip(), (None if status is None else bool(status.strip()))
+        return "unknown", "unknown", None
+    commit = _git(root, "log", "-1", "--format=%H", "HEAD", "--", *SOURCES)
+    status = _git(root, "--no-optional-locks", "status", "--porcelain", "--untracked-files=all", "--", *SOURCES)
+    changed = None if status is None else [line[3:] for line in status.splitlines() if line.strip()]
+    return (commit or head).strip(), head.strip(), changed
 
 
 def _blas():
@@ -87,8 +101,11 @@ def environment_info(root=None):
 
     Python, platform, CPU model and count (and the CPUs this process may use),
     the BLAS that numpy and scipy were built with, the BLAS thread variables,
-    the versions of the key packages, the git commit with a dirty flag, and
-    whether the installed packages match ``requirements-lock.txt``.
+    the versions of the key packages, the code's git commit (``commit``: the
+    last commit that changed :data:`SOURCES`; ``head``: the checked-out
+    commit; ``dirty``: whether the sources had uncommitted changes, listed in
+    ``changed_sources``), and whether the installed packages match
+    ``requirements-lock.txt``.
     """
     from importlib import metadata
 
@@ -99,7 +116,7 @@ def environment_info(root=None):
             pkgs[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             pkgs[name] = "not installed"
-    commit, dirty = _git_state(root)
+    commit, head, changed = _git_state(root)
     try:
         affinity = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
@@ -114,7 +131,10 @@ def environment_info(root=None):
         lock["matches"], lock["differs"] = not differs, differs
     return {
         "commit": commit,
-        "dirty": dirty,
+        "head": head,
+        "sources": list(SOURCES),
+        "dirty": None if changed is None else bool(changed),
+        "changed_sources": (changed or [])[:20],
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),
         "platform": platform.platform(),
@@ -129,9 +149,10 @@ def environment_info(root=None):
 
 
 def commit_label(env):
+    """The code's commit, short, with "(uncommitted changes)" when the sources differed from it."""
     c = env.get("commit") or "unknown"
     short = c[:12] if c != "unknown" else c
-    return short + ("+dirty" if env.get("dirty") else "")
+    return short + (" (uncommitted changes)" if env.get("dirty") else "")
 
 
 def environment_summary(env):

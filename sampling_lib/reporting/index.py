@@ -89,7 +89,7 @@ td.txt{font-size:0.92em;min-width:7em}
 #filters{position:sticky;top:0;background:#fff;padding:6px 0;border-bottom:1px solid #ddd;z-index:1}
 #filters input[type=search]{width:22em}
 .note{color:#555;font-size:0.9em}
-tr.hidden{display:none}
+tr.hidden,div.group.hidden{display:none}
 h2,h3,tr{scroll-margin-top:3em}
 """
 
@@ -109,6 +109,13 @@ _INDEX_JS = """
       r.className = show ? 'rec' : 'rec hidden';
       if (show) { n++; }
     }
+    // a group (a paper's heading, note and table) whose rows the filter hid all is hidden too
+    var filtering = q || notOk.checked;
+    var groups = document.querySelectorAll('div.group');
+    for (var j = 0; j < groups.length; j++) {
+      var left = groups[j].querySelectorAll('tr.rec:not(.hidden)').length;
+      groups[j].className = (filtering && !left) ? 'group hidden' : 'group';
+    }
     count.textContent = n + ' of ' + rows.length + ' rows shown';
   }
   box.addEventListener('input', apply);
@@ -116,6 +123,26 @@ _INDEX_JS = """
   apply();
 })();
 """
+
+
+def _commit_html(env):
+    """The environment table's commit row: the code's commit, HEAD if later, the uncommitted changes."""
+    esc = html.escape
+    out = f"<code>{esc(str(env.get('commit')))}</code>"
+    sources = ", ".join(f"{s}/" if "." not in s else s for s in env.get("sources") or [])
+    if sources:
+        out += f" (the last commit that changed the sources: {esc(sources)}"
+        head = env.get("head")
+        if head and head != env.get("commit"):
+            out += f"; checked out: <code>{esc(str(head))}</code>, which changed none of them"
+        out += ")"
+    if env.get("dirty"):
+        changed = env.get("changed_sources") or []
+        out += (" <span class='fail'>with uncommitted changes to the sources</span>"
+                + (f": {esc(', '.join(changed))}" if changed else ""))
+    elif env.get("dirty") is False:
+        out += "; no uncommitted changes to the sources"
+    return out
 
 
 def index_html(df, runs, mode, env, discrepancies=None, generated=None):
@@ -166,9 +193,7 @@ def index_html(df, runs, mode, env, discrepancies=None, generated=None):
         lock_s = (f"<span class='fail'>differs from <code>{esc(lock['file'])}</code></span>: "
                   + esc(", ".join(lock["differs"])))
     rows_env = [
-        ("commit", f"<code>{esc(env['commit'])}</code>" + (" (work tree with uncommitted changes)"
-                                                          if env.get("dirty") else
-                                                          " (clean work tree)" if env.get("dirty") is False else "")),
+        ("commit", _commit_html(env)),
         ("python", esc(f"{env['python']} ({env['implementation']})")),
         ("platform", esc(env["platform"])),
         ("CPU", esc(f"{env['cpu']}; {env['cpu_count']} CPUs, {env['cpus_usable']} usable")),
@@ -252,12 +277,14 @@ def index_html(df, runs, mode, env, discrepancies=None, generated=None):
     add("<h2 id='claims'>Claims by paper</h2>")
     for paper in papers:
         g = claims[claims["paper"] == paper]
+        add("<div class='group'>")
         add(f"<h3 id='paper-{esc(paper)}'>{esc(paper)}: {esc(PAPERS.get(paper, 'other sources'))}</h3>")
         if len(g):
             add(f"<p class='note'>{int(g['passed'].sum())} of {len(g)} claims pass.</p>")
             p.extend(record_rows(g, "claim"))
         else:
             add("<p class='note'>No claims (observations only).</p>")
+        add("</div>")
 
     add("<h2 id='observations'>Observations (about the data at hand; never fail the run)</h2>")
     if len(obs):
@@ -266,8 +293,9 @@ def index_html(df, runs, mode, env, discrepancies=None, generated=None):
         for paper in papers:
             g = obs[obs["paper"] == paper]
             if len(g):
-                add(f"<h3>{esc(paper)}</h3>")
+                add(f"<div class='group'><h3>{esc(paper)}</h3>")
                 p.extend(record_rows(g, "observation"))
+                add("</div>")
     else:
         add("<p class='note'>No observations recorded.</p>")
 

@@ -19,7 +19,7 @@ from .environment import commit_label, environment_summary, project_root
 
 __all__ = [
     "CLAIMS_MIME", "PAPERS", "KINDS", "LEDGER_COLUMNS", "Claim", "CheckOutcome", "ClaimLedger", "ClaimsFailed",
-    "claims_from_notebook", "ledger_frame", "read_ledger", "read_discrepancies", "finite_scalar",
+    "claims_from_notebook", "claims_from_node", "ledger_frame", "read_ledger", "read_discrepancies", "finite_scalar",
 ]
 
 
@@ -317,7 +317,11 @@ def claims_from_notebook(path):
     """
     import nbformat
 
-    nb = nbformat.read(str(path), as_version=4)
+    return claims_from_node(nbformat.read(str(path), as_version=4))
+
+
+def claims_from_node(nb):
+    """:func:`claims_from_notebook` for a notebook already read (an ``nbformat`` node)."""
     cell_ids = {c.get("execution_count"): c.get("id", "") for c in nb.cells
                 if c.cell_type == "code" and c.get("execution_count") is not None}
     out = []

@@ -5,11 +5,10 @@ import contextlib
 import signal
 import sys
 import threading
-from pathlib import Path
 
 __all__ = [
-    "RunInterrupted", "skip_iri_parser", "worker_init", "call_in_thread", "signals_raise", "signals_ignored",
-    "stop_processes", "children_pids",
+    "RunInterrupted", "SignalGuard", "skip_iri_parser", "worker_init", "announce_start", "call_in_thread",
+    "signals_raise", "signals_ignored", "stop_processes", "children_pids",
 ]
 
 
@@ -27,13 +26,31 @@ def skip_iri_parser():
     sys.modules.setdefault("rfc3987_syntax", None)
 
 
-def worker_init():
+#: In a pool worker: where it announces each notebook it starts (set by :func:`worker_init`).
+_started = None
+
+
+def worker_init(started=None):
+    """Initialise a pool worker: skip the IRI parser, leave Ctrl-C to the parent, keep ``started``.
+
+    ``started`` is a multiprocessing queue: :func:`announce_start` puts each
+    notebook's name on it when the worker starts that notebook, so that the
+    parent can say which notebooks are running.
+    """
+    global _started
     skip_iri_parser()
     # Ctrl-C reaches the whole process group: the parent alone decides and stops the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _started = started
 
 
-def call_in_thread(fn, *args):
+def announce_start(name):
+    """Tell the parent (through :func:`worker_init`'s queue) that this worker starts notebook ``name``."""
+    if _started is not None:
+        _started.put(name)
+
+
+def call_in_thread(fn, *args, **kwargs):
     """Call ``fn`` in a helper thread while this thread waits (interruptibly) for it.
 
     nbclient (under papermill) installs its own SIGINT/SIGTERM handlers while
@@ -46,7 +63,7 @@ def call_in_thread(fn, *args):
 
     def target():
         try:
-            box["result"] = fn(*args)
+            box["result"] = fn(*args, **kwargs)
         except BaseException as exc:  # handed to the waiting thread
             box["error"] = exc
 
@@ -60,29 +77,59 @@ def call_in_thread(fn, *args):
 
 
 class RunInterrupted(KeyboardInterrupt):
-    """SIGTERM or SIGINT received while the runner was executing notebooks."""
+    """SIGTERM or SIGINT received while the runner was executing notebooks.
 
-    def __init__(self, signum):
+    ``installed`` is True when the signal came after the new report was put in
+    place (the runner then finished its clean-up before stopping).
+    """
+
+    def __init__(self, signum, installed=False):
         self.signum = int(signum)
+        self.installed = bool(installed)
         super().__init__(f"interrupted by {signal.Signals(self.signum).name}")
+
+
+class SignalGuard:
+    """What :func:`signals_raise` yields: :meth:`defer` holds a signal back until the block ends."""
+
+    def __init__(self):
+        self.deferred = False
+        self.received = None
+        self.installed = False
+
+    def defer(self):
+        """From now on a SIGTERM/SIGINT is remembered and raised when the block ends, not at once."""
+        self.deferred = True
+
+    def handler(self, signum, frame):
+        if self.deferred:
+            self.received = signum
+            return
+        raise RunInterrupted(signum)
 
 
 @contextlib.contextmanager
 def signals_raise():
-    """Turn SIGTERM/SIGINT into :class:`RunInterrupted` (main thread only) for the block."""
+    """Turn SIGTERM/SIGINT into :class:`RunInterrupted` (main thread only) for the block.
+
+    Yields a :class:`SignalGuard`. After ``guard.defer()`` (the runner calls it
+    just before it puts the new report in place) a signal no longer interrupts:
+    it is raised as ``RunInterrupted(signum, installed=guard.installed)`` when
+    the block ends, so the swap and the clean-up are never cut in half and the
+    message can say whether the report was replaced.
+    """
+    guard = SignalGuard()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield guard
         return
-
-    def handler(signum, frame):
-        raise RunInterrupted(signum)
-
-    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
+    old = {s: signal.signal(s, guard.handler) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
-        yield
+        yield guard
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+    if guard.received is not None:
+        raise RunInterrupted(guard.received, installed=guard.installed)
 
 
 @contextlib.contextmanager
@@ -103,7 +150,9 @@ def stop_processes(roots, grace=3.0):
 
     The roots are frozen first (SIGSTOP) so that no worker starts a new kernel
     while we look; then every descendant gets SIGTERM, the roots SIGKILL, and
-    whatever is still alive after ``grace`` seconds SIGKILL.
+    whatever is still alive after ``grace`` seconds SIGKILL. (The kernels'
+    connection files and sockets are in the runner's kernel folder, which the
+    runner removes afterwards.)
     """
     import psutil
 
@@ -121,14 +170,6 @@ def stop_processes(roots, grace=3.0):
             family.extend(p.children(recursive=True))
         except psutil.Error:
             pass
-    leftovers = []  # kernel connection files (``ipykernel_launcher -f FILE``) that their manager would remove
-    for q in procs + family:
-        with contextlib.suppress(psutil.Error, ValueError, IndexError):
-            cmd = q.cmdline()
-            if any("ipykernel" in part for part in cmd) and "-f" in cmd:
-                f = Path(cmd[cmd.index("-f") + 1])
-                if f.suffix == ".json":
-                    leftovers.append(f)
     for q in family:
         with contextlib.suppress(psutil.Error):
             q.terminate()
@@ -142,9 +183,6 @@ def stop_processes(roots, grace=3.0):
         with contextlib.suppress(psutil.Error):
             q.kill()
     psutil.wait_procs(alive, timeout=grace)
-    for f in leftovers:
-        with contextlib.suppress(OSError):
-            f.unlink()
     return len(everyone)
 
 
@@ -159,5 +197,3 @@ def children_pids():
     except Exception:  # pragma: no cover
         return set()
 
-
-# --------------------------------------------------------------------------- the ledger files
