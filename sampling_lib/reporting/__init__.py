@@ -48,8 +48,17 @@ notebook succeeded replaces the output folder; otherwise it exits non-zero
 naming the failed notebooks and claims, keeps the previous reports intact and
 leaves the failed run in ``.reports-failed/`` for inspection.
 
-Safety of the output folder:
+Safety of the output folder (:mod:`~sampling_lib.reporting.folders`):
 
+* **only the runner's folders**: every folder the runner writes holds a
+  marker file, ``.sampling-lab-report``, listing the files it put there. The
+  output folder must be new, empty, or such a report folder with nothing
+  added; anything else (a file, the repository root, a folder with the user's
+  files, a mount point) is refused before a notebook runs, with one line and
+  nothing changed. A symbolic link is followed only to a report folder (that
+  folder is written; the link stays). The previous report is removed by
+  deleting the files its marker lists; ``--only`` carries over only the other
+  notebooks' marked files. The failed-run folder obeys the same rules;
 * **lock**: a runner holds an exclusive ``flock`` on ``.<out>.lock`` beside
   the output folder for the whole run; a second runner into the same folder
   stops at once with :class:`ReportsLocked`;
@@ -59,16 +68,24 @@ Safety of the output folder:
   supported (other systems or file systems) it falls back to two renames
   through a backup folder with a unique name (``mkdtemp``) that it created
   itself, leaving a window of two system calls. A user's own ``<out>.old``
-  (or any other folder) is never touched;
+  (or any other folder) is never touched. If the swap fails all the same,
+  the complete run is kept in the failed-run folder and the message says so;
 * **permissions**: the report folder gets the usual ``0777 & ~umask`` mode,
   not ``mkdtemp``'s 0700;
 * **signals**: on SIGTERM or SIGINT (Ctrl-C) the runner freezes its pool
   workers, stops them and every kernel they started, then removes the
   temporary folder, and exits with status 128 + signal number without a
-  traceback; the previous reports stay in place.
+  traceback; the previous reports stay in place. From just before the swap a
+  signal waits until the new report is in place and the old one removed.
+
+Kernels (:mod:`~sampling_lib.reporting.kernel`) talk to the runner over IPC,
+with their connection files and sockets in a 0700 folder of the runner's,
+and listen on no TCP port. The rendered notebooks load MathJax from a file
+beside them (:mod:`~sampling_lib.reporting.rendering`), so they read offline.
 
 ``python -m sampling_lib run --claim ID`` re-executes only the notebook that
-holds claim ``ID`` (looked up in ``reports/claims.csv``) with its default
+holds claim ``ID`` (looked up in ``reports/claims.csv``; the notebook is
+found by name in ``notebooks/``, never by a path) with its default
 parameters (or ``--smoke``), prints the claim's fresh row next to the
 recorded one, and exits non-zero when the claim fails. It does not modify the
 report folder.
