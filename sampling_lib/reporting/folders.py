@@ -151,9 +151,10 @@ def check_report_folder(path, what="--out"):
         if listed is None:
             entries = sorted(os.listdir(folder))
             if entries:
+                todo = "give a new or empty folder" if what == "--out" else "move it away"
                 raise ReportFolderError(
                     f"{what} {given} is not empty and is not a report folder (no {MARKER} file): it holds "
-                    f"{_preview(entries)}; the runner only replaces folders it wrote: give a new or empty folder")
+                    f"{_preview(entries)}; the runner only replaces folders it wrote: {todo}")
         else:
             foreign = _foreign_entries(folder, listed)
             if foreign:

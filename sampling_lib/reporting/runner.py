@@ -389,8 +389,13 @@ def run_claim(claim_id, *, smoke=False, reports_dir=None, notebooks_dir=None, on
     limit_blas_threads()
     log(f"claim {claim_id}: running {src.name} with {'smoke' if smoke else 'default'} parameters"
         + (f" {json.dumps(params, sort_keys=True)}" if params else "") + " ...")
-    with signals_raise(), tempfile.TemporaryDirectory(prefix=".claim-") as tmp:
-        run = _execute_all([(str(src), str(Path(tmp) / src.name), params, timeout)], 1, lambda m: None)[0]
+    kernels = Path(tempfile.mkdtemp(prefix="sampling-lab-kernels-"))   # 0700: connection file, IPC sockets
+    try:
+        with signals_raise(), tempfile.TemporaryDirectory(prefix=".claim-") as tmp:
+            job = NotebookJob(str(src), str(Path(tmp) / src.name), params, timeout, str(kernels))
+            run = _execute_all([job], 1, lambda m: None)[0]
+    finally:
+        remove_tree(kernels)
     fresh = next((c for c in run.claims if c["claim_id"] == claim_id), None)
     log(f"recorded in {ledger_path} ({recorded['run'] or '?'} parameters, commit {recorded['commit']}):")
     log("  " + _describe(recorded, recorded.get("scale") or None).replace("\n", "\n  "))
