@@ -8,11 +8,11 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 # The test processes skip rfc3987_syntax as the report runner's processes do
-# (sampling_lib.reporting._skip_iri_parser: jsonschema would build an IRI parser nbformat never uses,
+# (sampling_lib.reporting.processes.skip_iri_parser: jsonschema would build an IRI parser nbformat never uses,
 # ~3 s per process; issue 18). Importing sampling_lib.reporting imports neither nbformat nor jsonschema.
-from sampling_lib.reporting import _skip_iri_parser  # noqa: E402
+from sampling_lib.reporting.processes import skip_iri_parser  # noqa: E402
 
-_skip_iri_parser()
+skip_iri_parser()
 
 import pytest  # noqa: E402
 from hypothesis import settings  # noqa: E402

@@ -18,7 +18,7 @@ def _conda_names():
     names = set()
     text = (REPO / "environment.yml").read_text().split("dependencies:", 1)[1]
     for line in text.splitlines():
-        m = re.match(r"^\s{2}- ([A-Za-z0-9_.\-]+)", line)
+        m = re.match(r"^\s+- ([A-Za-z0-9][A-Za-z0-9_.\-]*)", line)   # conda entries and the pip: list
         if m:
             names.add(m.group(1).lower())
     return names - {"python", "pip"}

@@ -9,6 +9,7 @@ package; the test skips when no browser is installed) opens the page from
 ``file://`` and checks that every link resolves and that there is no console
 error.
 """
+import html
 import json
 import re
 import shutil
@@ -43,7 +44,8 @@ def report(tmp_path_factory):
     shutil.copy(REPO / "notebooks" / "discrepancies.csv", nbdir / "discrepancies.csv")
     _write(nbdir / "01_math.ipynb", [
         new_code_cell("x = 0.1\nn_draws = 1000", metadata={"tags": ["parameters"]}),
-        new_markdown_cell("# Exact identities"),
+        new_markdown_cell("# Exact identities\n\nThe global rank $R_u$ of user $u$, and\n"
+                          "$$\\sum_{k=1}^{n} f(k) = \\frac{N}{n}$$"),
         new_code_cell("import numpy as np\nfrom sampling_lib.reporting import ClaimLedger\n"
                       "ledger = ClaimLedger('01_math')"),
         new_code_cell("ledger.check_close('KDD20-eq4-sum', 'KDD20 eq 4', 'the closed form equals the *sum*',\n"
@@ -152,12 +154,29 @@ def test_index_shows_the_command_per_claim_and_the_environment(report):
 
 
 @pytest.mark.notebooks
+def test_notebook_html_references_no_remote_script(report):
+    # issue 27: MathJax came from a CDN, so offline a reader saw raw $R_u$; now a file beside the HTML
+    out = report["out"]
+    for page in sorted(out.glob("[0-9][0-9]_*.html")):
+        text = page.read_text(encoding="utf-8")
+        srcs = re.findall(r"<(?:script|link|img|iframe)\b[^>]*?\b(?:src|href)\s*=\s*[\"']([^\"']+)", text)
+        remote = [u for u in srcs if re.match(r"(?i)(https?:)?//", u)]
+        assert remote == [], f"{page.name} loads {remote}"
+        inline = " ".join(re.findall(r"<script\b[^>]*>(.*?)</script>", text, flags=re.S))
+        assert not re.search(r"(?i)https?://", inline), f"{page.name}: a script fetches a remote URL"
+        assert f'<script src="{reporting.rendering.MATHJAX_FILE}"></script>' in text
+    mathjax = out / reporting.rendering.MATHJAX_FILE
+    assert mathjax.stat().st_size > 1_000_000 and "MathJax" in mathjax.read_text(encoding="utf-8")[:100_000]
+    assert reporting.rendering.MATHJAX_FILE in reporting.folders.read_marker(out)   # part of the report
+
+
+@pytest.mark.notebooks
 def test_discrepancies_with_the_papers_have_their_own_section(report):
     section = report["html"].split("id='discrepancies'", 1)[1]
     d = reporting.read_discrepancies(REPO / "notebooks" / "discrepancies.csv")
     assert len(d) >= 5
     for paper in d.paper:
-        assert reporting.html.escape(paper) in section
+        assert html.escape(paper) in section
     assert "f(k;a) <em>increases</em> with a" in section
 
 
@@ -294,6 +313,12 @@ def test_index_in_headless_chromium(report, browser):
                          " b.dispatchEvent(new Event('input')); return document.getElementById('shown')"
                          ".textContent; })()")
     assert shown == "1 of 6 rows shown"
+    # no table is left with its header alone: the groups the filter emptied are hidden
+    visible = cdp.evaluate("Array.from(document.querySelectorAll('table')).filter(t => t.offsetParent !== null"
+                           " && t.querySelector('tr.rec') && !t.querySelector('tr.rec:not(.hidden)')).length")
+    assert visible == 0
+    assert cdp.evaluate("Array.from(document.querySelectorAll('div.group')).filter(g => g.offsetParent !== null)"
+                        ".map(g => g.querySelector('h3').textContent)") == ["TORS24"]   # the observation's
     shown = cdp.evaluate("(() => { const b = document.getElementById('filter'); b.value = '';"
                          " b.dispatchEvent(new Event('input')); const c = document.getElementById('notok');"
                          " c.checked = true; c.dispatchEvent(new Event('change'));"
@@ -329,6 +354,21 @@ def test_index_in_headless_chromium(report, browser):
     cdp.wait_for("Page.loadEventFired")
     frag = unquote(urlparse(cell_link).fragment)
     assert cdp.evaluate(f"document.getElementById({json.dumps(frag)}) !== null")
+
+    # the notebook typesets its math offline (MathJax from the file beside it; nothing fetched remotely)
+    cdp.call("Network.enable")
+    cdp.call("Network.emulateNetworkConditions", offline=True, latency=0, downloadThroughput=-1,
+             uploadThroughput=-1)
+    cdp.events.clear()
+    cdp.call("Page.navigate", url=(out / "01_math.html").as_uri())
+    cdp.wait_for("Page.loadEventFired")
+    end = time.monotonic() + 30
+    while time.monotonic() < end and cdp.evaluate("document.querySelectorAll('mjx-container').length") < 3:
+        time.sleep(0.2)
+    assert cdp.evaluate("document.querySelectorAll('mjx-container').length") == 3   # $R_u$, $u$ and the sum
+    assert "$R_u$" not in cdp.evaluate("document.body.innerText")
+    urls = [e["params"]["request"]["url"] for e in cdp.events if e.get("method") == "Network.requestWillBeSent"]
+    assert urls and all(u.startswith(("file:", "data:")) for u in urls), urls
 
 
 # --------------------------------------------------------------------------- one command per claim
@@ -369,9 +409,9 @@ def test_unknown_or_ambiguous_claim_is_a_clear_error(tmp_path, capsys):
     pd.DataFrame({"notebook": ["01_a", "02_b", "02_b"], "claim_id": ["same", "same", "KDD20-eq4-mc"],
                   "source": "KDD20 eq 4", "description": "d", "measured": 1, "expected": 1, "tolerance": "",
                   "passed": True}).to_csv(out / "claims.csv", index=False)
-    assert reporting.main(["run", "--claim", "KDD20-eq4-m", "--out", str(out)]) == 1
+    assert reporting.main(["run", "--claim", "KDD20-eq4-m", "--out", str(out)]) == 2   # refused input: 2
     assert "claim 'KDD20-eq4-m' is not in the ledger; close matches: KDD20-eq4-mc" in capsys.readouterr().err
-    assert reporting.main(["run", "--claim", "same", "--out", str(out)]) == 1
+    assert reporting.main(["run", "--claim", "same", "--out", str(out)]) == 2
     assert "recorded by several notebooks (01_a, 02_b); add --only NN" in capsys.readouterr().err
-    assert reporting.main(["run", "--claim", "x", "--out", str(tmp_path / "none")]) == 1
+    assert reporting.main(["run", "--claim", "x", "--out", str(tmp_path / "none")]) == 2
     assert "no claims ledger at" in capsys.readouterr().err

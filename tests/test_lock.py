@@ -18,7 +18,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from conftest import REPO
-from sampling_lib.reporting import _lock_pins, _norm
+from sampling_lib.reporting.environment import lock_pins as _lock_pins, normalize_name as _norm
 
 LOCK = REPO / "requirements-lock.txt"
 

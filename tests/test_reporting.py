@@ -18,6 +18,10 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from sampling_lib import reporting
 from sampling_lib.reporting import ClaimLedger, ClaimsFailed, ReportsLocked, run_notebooks
+from sampling_lib.reporting.folders import write_marker
+
+# how a kernel's command line reads: the runner's own launcher, or ipykernel's
+KERNEL_MODULES = ("sampling_lib.reporting.kernel", "ipykernel")
 
 
 def _nb(path, passes, observation_holds=False):
@@ -45,7 +49,7 @@ def _kernels_left():
     left = []
     for p in psutil.Process().children(recursive=True):
         try:
-            if any("ipykernel" in part for part in p.cmdline()) or p.status() == psutil.STATUS_ZOMBIE:
+            if any(k in part for part in p.cmdline() for k in KERNEL_MODULES) or p.status() == psutil.STATUS_ZOMBIE:
                 left.append((p.pid, p.status()))
         except psutil.NoSuchProcess:
             pass
@@ -71,12 +75,12 @@ def test_runner_replaces_reports_only_on_success(tmp_path):
     assert set(claims.run) == {"smoke"}
     html = (out / "index.html").read_text()
     assert "01_good.html" in html and (out / "01_good.html").exists()
-    (out / "sentinel.txt").write_text("previous good report")
+    before = {f.name: f.read_bytes() for f in out.iterdir()}
 
     _nb(nbdir / "02_bad.ipynb", False)
     runs = run_notebooks(out, notebooks_dir=nbdir, only="02", failed_dir=tmp_path / "failed", log=logs.append)
     assert [r.ok for r in runs] == [False]
-    assert (out / "sentinel.txt").read_text() == "previous good report"   # untouched
+    assert {f.name: f.read_bytes() for f in out.iterdir()} == before      # untouched
     assert any("02_bad" in m and "c2" in m for m in logs)                  # names notebook and claim
     assert (tmp_path / "failed" / "02_bad.ipynb").exists()
 
@@ -105,6 +109,7 @@ def safety_run(tmp_path_factory):
     out = root / "reports"
     out.mkdir()
     (out / "index.html").write_text("previous report")
+    write_marker(out, ["index.html"])        # a report folder the runner wrote
     user_old = root / "reports.old"
     user_old.mkdir()
     (user_old / "keep").write_text("the user's own folder")
@@ -171,6 +176,7 @@ def test_second_runner_into_the_same_folder_is_refused(tmp_path):
     out = tmp_path / "reports"
     out.mkdir()
     (out / "index.html").write_text("first runner's report")
+    write_marker(out, ["index.html"])
     lock = tmp_path / ".reports.lock"
     with open(lock, "w") as f:               # the first runner holds the lock (and wrote its pid)
         fcntl.flock(f, fcntl.LOCK_EX)
@@ -188,7 +194,7 @@ def test_exchange_swaps_two_folders(tmp_path):
     b.mkdir()
     (a / "new").touch()
     (b / "old").touch()
-    if not reporting._exchange(a, b):
+    if not reporting.folders.exchange(a, b):
         pytest.skip("renameat2(RENAME_EXCHANGE) not supported here (two-rename fallback)")
     assert [p.name for p in b.iterdir()] == ["new"] and [p.name for p in a.iterdir()] == ["old"]
 
@@ -261,7 +267,7 @@ def test_ledger_records_the_tolerance_scale():
     (None, None, ""),
 ])
 def test_values_are_shown_to_meaningful_digits(value, scale, shown):
-    assert reporting._fmt_value(value, scale) == shown
+    assert reporting.index.format_value(value, scale) == shown
 
 
 def test_runner_starts_the_longest_notebooks_first(tmp_path):
@@ -275,5 +281,45 @@ def test_runner_starts_the_longest_notebooks_first(tmp_path):
     (prev / "05_e.ipynb").write_text("not json")
     jobs = [(f"nbs/{n}", f"tmp/{n}", {}, None) for n in ["01_a.ipynb", "02_b.ipynb", "03_c.ipynb", "04_d.ipynb",
                                                           "05_e.ipynb"]]
-    order = [a[0] for a in reporting._longest_first(jobs, prev)]
+    order = [a[0] for a in reporting.runner.longest_first(jobs, prev)]
     assert order == ["nbs/03_c.ipynb", "nbs/04_d.ipynb", "nbs/05_e.ipynb", "nbs/02_b.ipynb", "nbs/01_a.ipynb"]
+
+
+# --------------------------------------------------------------------------- the commit a report names
+
+
+def test_report_names_the_code_commit_and_uncommitted_changes_only_of_the_sources(tmp_path):
+    # issue 27: the committed report said "from commit ...+dirty", behind HEAD: reports/ itself (the previous
+    # run, not yet committed) and README edits made the tree dirty, and commits of reports or README moved HEAD
+    import subprocess
+
+    from sampling_lib.reporting.environment import commit_label, environment_info
+
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    git("config", "user.email", "t@example.org")
+    git("config", "user.name", "t")
+    for f, text in [("sampling_lib/x.py", "x = 1\n"), ("notebooks/01_a.ipynb", "{}\n"), ("README.md", "r\n"),
+                    ("reports/claims.csv", "a\n")]:
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f).write_text(text)
+    git("add", "-A")
+    git("commit", "-q", "-m", "code")
+    code = git("rev-parse", "HEAD")
+    (tmp_path / "reports" / "claims.csv").write_text("a new report\n")   # the previous run, uncommitted
+    (tmp_path / "README.md").write_text("edited\n")
+    (tmp_path / "notes.txt").write_text("untracked, not a source\n")
+    env = environment_info(tmp_path)
+    assert (env["commit"], env["dirty"], env["changed_sources"]) == (code, False, [])
+    assert commit_label(env) == code[:12]
+    git("add", "reports", "README.md")
+    git("commit", "-q", "-m", "reports and README")                      # HEAD moves, the code does not
+    env = environment_info(tmp_path)
+    assert env["commit"] == code and env["head"] == git("rev-parse", "HEAD") != code
+    (tmp_path / "sampling_lib" / "x.py").write_text("x = 2\n")
+    (tmp_path / "notebooks" / "02_new.ipynb").write_text("{}\n")
+    env = environment_info(tmp_path)
+    assert env["dirty"] is True and sorted(env["changed_sources"]) == ["notebooks/02_new.ipynb", "sampling_lib/x.py"]
+    assert commit_label(env) == f"{code[:12]} (uncommitted changes)"

@@ -7,6 +7,8 @@ The cases run side by side to keep the suite fast (starting spawn workers
 and kernels is the slow part): SIGTERM and Ctrl-C with ``--jobs 2``, and
 Ctrl-C with ``--jobs 1`` (the kernel then runs under the runner itself,
 where papermill's nbclient would otherwise take over the signal handlers).
+Files and folders of the user's beside the report folder (one named like the
+runner's temporary folders) must come out of it untouched (issue 26).
 """
 import os
 import signal
@@ -18,6 +20,9 @@ import uuid
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
+
+from sampling_lib.reporting.folders import write_marker
+from test_runner_safety import _snapshot
 
 psutil = pytest.importorskip("psutil")
 
@@ -45,7 +50,7 @@ def _sleeping_notebooks(nbdir):
 def _kernels(pid):
     try:
         return [p for p in psutil.Process(pid).children(recursive=True)
-                if any("ipykernel" in part for part in p.cmdline())]
+                if any(k in part for part in p.cmdline() for k in ("sampling_lib.reporting.kernel", "ipykernel"))]
     except psutil.Error:
         return []
 
@@ -64,12 +69,18 @@ def _alive_with_token(token):
 def test_sigterm_and_ctrl_c_stop_workers_and_kernels_then_clean_up(tmp_path):
     nbdir = tmp_path / "nbs"
     _sleeping_notebooks(nbdir)
-    runners = {}
+    runners, user_files = {}, {}
     for sig, jobs in ((signal.SIGTERM, 2), (signal.SIGINT, 2), (signal.SIGINT, 1)):
         root = tmp_path / f"{sig.name}-{jobs}"
         out = root / "reports"
         out.mkdir(parents=True)
         (out / "index.html").write_text("previous report")
+        write_marker(out, ["index.html"])   # a report folder the runner wrote
+        for name in ("reports.old", ".reports-tmp-mine", "data"):   # the user's files around it
+            (root / name).mkdir()
+            (root / name / "keep").write_text(name)
+        (root / "notes.txt").write_text("mine")
+        user_files[root] = _snapshot(root, skip=("reports", ".reports.lock"))
         token = uuid.uuid4().hex      # inherited by every descendant: finds them even when re-parented
         env = dict(os.environ, SAMPLING_LAB_TEST_TOKEN=token, OPENBLAS_NUM_THREADS="1")
         proc = subprocess.Popen(
@@ -96,8 +107,9 @@ def test_sigterm_and_ctrl_c_stop_workers_and_kernels_then_clean_up(tmp_path):
         assert proc.returncode == 128 + sig, (proc.returncode, stderr[-2000:])
         assert "Traceback" not in stderr, stderr[-3000:]
         assert f"interrupted by {sig.name}" in stderr
-        assert not list(root.glob(".reports-tmp-*")), "temporary folder left behind"
+        assert [p.name for p in root.glob(".reports-tmp-*")] == [".reports-tmp-mine"], "temporary folder left"
         assert (out / "index.html").read_text() == "previous report"
+        assert _snapshot(root, skip=("reports", ".reports.lock")) == user_files[root]   # nothing of the user's moved
     time.sleep(3)   # the old runner's orphaned workers started a new kernel ~18 s later; none may remain
     for (sig, jobs), (proc, root, out, token) in runners.items():
         assert _alive_with_token(token) == [], f"{sig.name} --jobs {jobs}: processes left running"

@@ -1,0 +1,199 @@
+"""The runner's processes: pool workers, kernels, signals, and stopping them all."""
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import threading
+
+__all__ = [
+    "RunInterrupted", "SignalGuard", "skip_iri_parser", "worker_init", "announce_start", "call_in_thread",
+    "signals_raise", "signals_ignored", "stop_processes", "children_pids",
+]
+
+
+def skip_iri_parser():
+    """The runner's processes do not import ``rfc3987_syntax``.
+
+    nbformat (under papermill and nbconvert) imports jsonschema, whose format
+    checker imports rfc3987_syntax when it is installed (jupyterlab pulls it
+    in) and builds an Earley parser for RFC 3987 IRIs at import: about 3 s per
+    process, ten times the rest of nbformat's import. nbformat validates
+    without a format checker, so the parser is never used; the runner's own
+    processes (the ``run`` command and its workers, not the notebooks'
+    kernels) skip it. Issue 18.
+    """
+    sys.modules.setdefault("rfc3987_syntax", None)
+
+
+#: In a pool worker: where it announces each notebook it starts (set by :func:`worker_init`).
+_started = None
+
+
+def worker_init(started=None):
+    """Initialise a pool worker: skip the IRI parser, leave Ctrl-C to the parent, keep ``started``.
+
+    ``started`` is a multiprocessing queue: :func:`announce_start` puts each
+    notebook's name on it when the worker starts that notebook, so that the
+    parent can say which notebooks are running.
+    """
+    global _started
+    skip_iri_parser()
+    # Ctrl-C reaches the whole process group: the parent alone decides and stops the workers.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _started = started
+
+
+def announce_start(name):
+    """Tell the parent (through :func:`worker_init`'s queue) that this worker starts notebook ``name``."""
+    if _started is not None:
+        _started.put(name)
+
+
+def call_in_thread(fn, *args, **kwargs):
+    """Call ``fn`` in a helper thread while this thread waits (interruptibly) for it.
+
+    nbclient (under papermill) installs its own SIGINT/SIGTERM handlers while
+    it executes, when it runs in the main thread: they would shut the kernel
+    down behind the runner's back and let it go on with the next notebook.
+    Python lets only the main thread install handlers, so from a helper
+    thread the runner's handlers (or the worker's SIGINT ignore) stay in charge.
+    """
+    box = {}
+
+    def target():
+        try:
+            box["result"] = fn(*args, **kwargs)
+        except BaseException as exc:  # handed to the waiting thread
+            box["error"] = exc
+
+    t = threading.Thread(target=target, name=f"sampling-lab-{getattr(fn, '__name__', 'job')}", daemon=True)
+    t.start()
+    while t.is_alive():
+        t.join(0.2)   # a signal interrupts the wait: its handler runs here, in the main thread
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """SIGTERM or SIGINT received while the runner was executing notebooks.
+
+    ``installed`` is True when the signal came after the new report was put in
+    place (the runner then finished its clean-up before stopping).
+    """
+
+    def __init__(self, signum, installed=False):
+        self.signum = int(signum)
+        self.installed = bool(installed)
+        super().__init__(f"interrupted by {signal.Signals(self.signum).name}")
+
+
+class SignalGuard:
+    """What :func:`signals_raise` yields: :meth:`defer` holds a signal back until the block ends."""
+
+    def __init__(self):
+        self.deferred = False
+        self.received = None
+        self.installed = False
+
+    def defer(self):
+        """From now on a SIGTERM/SIGINT is remembered and raised when the block ends, not at once."""
+        self.deferred = True
+
+    def handler(self, signum, frame):
+        if self.deferred:
+            self.received = signum
+            return
+        raise RunInterrupted(signum)
+
+
+@contextlib.contextmanager
+def signals_raise():
+    """Turn SIGTERM/SIGINT into :class:`RunInterrupted` (main thread only) for the block.
+
+    Yields a :class:`SignalGuard`. After ``guard.defer()`` (the runner calls it
+    just before it puts the new report in place) a signal no longer interrupts:
+    it is raised as ``RunInterrupted(signum, installed=guard.installed)`` when
+    the block ends, so the swap and the clean-up are never cut in half and the
+    message can say whether the report was replaced.
+    """
+    guard = SignalGuard()
+    if threading.current_thread() is not threading.main_thread():
+        yield guard
+        return
+    old = {s: signal.signal(s, guard.handler) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield guard
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    if guard.received is not None:
+        raise RunInterrupted(guard.received, installed=guard.installed)
+
+
+@contextlib.contextmanager
+def signals_ignored():
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def stop_processes(roots, grace=3.0):
+    """Stop ``roots`` (pool workers or kernels) and all their descendants; return how many were stopped.
+
+    The roots are frozen first (SIGSTOP) so that no worker starts a new kernel
+    while we look; then every descendant gets SIGTERM, the roots SIGKILL, and
+    whatever is still alive after ``grace`` seconds SIGKILL. (The kernels'
+    connection files and sockets are in the runner's kernel folder, which the
+    runner removes afterwards.)
+    """
+    import psutil
+
+    procs = []
+    for pid in roots:
+        try:
+            p = psutil.Process(pid)
+            p.suspend()
+            procs.append(p)
+        except psutil.Error:
+            pass
+    family = []
+    for p in procs:
+        try:
+            family.extend(p.children(recursive=True))
+        except psutil.Error:
+            pass
+    for q in family:
+        with contextlib.suppress(psutil.Error):
+            q.terminate()
+            q.resume()
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    everyone = procs + family
+    _, alive = psutil.wait_procs(everyone, timeout=grace)
+    for q in alive:
+        with contextlib.suppress(psutil.Error):
+            q.kill()
+    psutil.wait_procs(alive, timeout=grace)
+    return len(everyone)
+
+
+def children_pids():
+    """Direct children of this process, except multiprocessing's resource tracker (it must outlive the pool)."""
+    try:
+        import psutil
+        from multiprocessing import resource_tracker
+
+        tracker = getattr(resource_tracker._resource_tracker, "_pid", None)
+        return {p.pid for p in psutil.Process().children()} - {tracker}
+    except Exception:  # pragma: no cover
+        return set()
+
