@@ -63,9 +63,10 @@ import pandas as pd
 from scipy import sparse
 
 from ._validation import check_confidence_level, check_float, check_int, check_ranks, check_scheme
-from .counts import RankCounts, bootstrap_loop, check_items, counts_from_frame, rank_counts
+from .counts import (RankCounts, as_counts, bootstrap_loop, counts_from_frame, is_counts_table, rank_counts,
+                     statistics)
 from .estimators import DEFAULT_METHOD, METHODS, POPULARITY_METHODS, estimator_spec, get_estimator
-from .popularity import WITHOUT_REPLACEMENT, as_logs, is_popularity_input
+from .popularity import is_popularity_input
 from .metrics import metric_matrix, metric_values, parse_metrics
 
 __all__ = ["estimate", "compare"]
@@ -187,79 +188,6 @@ def _fit(method, stat, N, parsed, scheme, options, refit_prior, F):
         opts.setdefault(spec.horizon_option, min(N, max(K for _, _, K in parsed)))
     est = get_estimator(method, scheme=scheme, **opts)
     return est.fit_counts(stat, N, F[:N], refit_prior=refit_prior)
-
-
-def _is_counts_table(x):
-    return isinstance(x, pd.DataFrame) and {"rank", "count"} <= set(x.columns)
-
-
-def _stat_of(sampled_ranks, N, n, sample_sizes):
-    """(RankCounts with per-cell item counts, max N, model name) from ranks, a counts table or a
-    RankCounts (the name of a counts table's one model, else "model")."""
-    name = "model"
-    if isinstance(sampled_ranks, pd.DataFrame):
-        if not _is_counts_table(sampled_ranks):
-            raise TypeError("a DataFrame passed as sampled_ranks must be a counts table with columns "
-                            f"'rank' and 'count'; got columns {list(sampled_ranks.columns)}")
-        if sample_sizes is not None:
-            raise ValueError("sample_sizes cannot be combined with a counts table (use its "
-                             "'sample_size' column)")
-        d = counts_from_frame(sampled_ranks, n=n, N=N)
-        if len(d) > 1:
-            raise ValueError(f"the counts table holds {len(d)} models {list(d)[:5]}; estimate one "
-                             "model's rows at a time (or use compare)")
-        name, stat = next(iter(d.items()))
-    elif isinstance(sampled_ranks, RankCounts):
-        stat = sampled_ranks
-        if sample_sizes is not None or (n is not None and np.any(stat.sizes != n)):
-            raise ValueError("n / sample_sizes disagree with the RankCounts' sample sizes")
-        if stat.n_items is None and N is not None:
-            stat = RankCounts(stat.sizes, stat.ranks, stat.counts,
-                              check_items(N, stat.ranks.size, stat.sizes))
-        elif stat.n_items is not None and N is not None and (
-                np.ndim(N) != 0 or np.any(stat.n_items != check_int(N, "N", low=2))):
-            raise ValueError("N disagrees with the item counts stored in the RankCounts")
-    else:
-        if N is None:
-            raise ValueError("N (the number of items, an int or one count per user) is required")
-        stat = rank_counts(sampled_ranks, n, sample_sizes=sample_sizes, n_items=N)
-    if stat.n_items is None:
-        raise ValueError("N (the number of items) is required: pass N or give the counts table an "
-                         "'n_items' column")
-    return stat, int(stat.n_items.max()), name
-
-
-def _inputs(data, N, n, sample_sizes, item_weights, exclude, scheme):
-    """{model: statistic} of any input: a RankCounts with item counts (ranks, counts), or a
-    PopularityLog per model (popularity-sampled scores, logs). Options that do not apply raise."""
-    if item_weights is not None or is_popularity_input(data):
-        for name, v in (("N", N), ("n", n), ("sample_sizes", sample_sizes)):
-            if v is not None:
-                raise ValueError(f"{name} does not apply to popularity-sampled input: each user's N_u is counted "
-                                 "from the item weights and the user's excluded items (or read from the "
-                                 "n_candidates column), and n_u from the logged negatives")
-        if check_scheme(scheme) != "binomial":
-            raise ValueError(WITHOUT_REPLACEMENT)
-        return as_logs(data, item_weights, exclude)
-    if exclude is not None:
-        raise ValueError("exclude applies to popularity-sampled input only (with item_weights, or a scores "
-                         "table with the logged q); these are sampled ranks")
-    from .io import SampledRanks
-
-    if isinstance(data, SampledRanks):
-        if sample_sizes is not None:
-            raise ValueError("sample_sizes cannot be combined with SampledRanks (they carry their own)")
-        out = {}
-        for m in data.models:
-            r, s = data.for_model(m)
-            it = data.items_for_model(m)
-            Nm = N.get(m) if isinstance(N, dict) else N
-            if it is not None and Nm is not None and (np.ndim(Nm) != 0 or np.any(it != Nm)):
-                raise ValueError(f"N={Nm} disagrees with the n_items column of model {m!r}")
-            out[m] = _stat_of(r, it if it is not None else Nm, None if s is not None else n, s)[0]
-        return out
-    stat, _, name = _stat_of(data, N, n, sample_sizes)
-    return {name: stat}
 
 
 def _resolution(stat, fit=None):
@@ -519,7 +447,7 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
     >>> bool(t.ci_low[0] <= t.estimate[0] <= t.ci_high[0])
     True
     """
-    stats = _inputs(sampled_ranks, N, n, sample_sizes, item_weights, exclude, scheme)
+    stats = statistics(sampled_ranks, N, n, sample_sizes, item_weights, exclude, scheme)
     scheme = check_scheme(scheme)
     ci = _check_ci(confidence_level)
     n_boot = check_int(n_boot, "n_boot", low=0)
@@ -697,7 +625,7 @@ def _check_same_users(logs):
 
 def _as_counts_dict(ranks, N, n, sample_sizes):
     """{model: RankCounts} of a counts table or a dict of RankCounts, or None."""
-    if _is_counts_table(ranks):
+    if is_counts_table(ranks):
         if sample_sizes is not None:
             raise ValueError("sample_sizes cannot be combined with a counts table (use its "
                              "'sample_size' column)")
@@ -712,7 +640,7 @@ def _as_counts_dict(ranks, N, n, sample_sizes):
         return None
     out = {}
     for k, st in d.items():
-        out[k] = _stat_of(st, N.get(k) if isinstance(N, dict) else N, n, None)[0]
+        out[k] = as_counts(st, N.get(k) if isinstance(N, dict) else N, n, None)[0]
     if len(out) < 2:
         raise ValueError(f"compare needs at least 2 models; got {len(out)}")
     return out
@@ -804,7 +732,7 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
     from .inference import ADJUSTMENTS, bootstrap_pairwise_rows
     stats_, cell_of_user = {}, {}
     if item_weights is not None or is_popularity_input(ranks):
-        stats_ = _inputs(ranks, N, n, sample_sizes, item_weights, exclude, scheme)
+        stats_ = statistics(ranks, N, n, sample_sizes, item_weights, exclude, scheme)
         _check_same_users(stats_)
         cell_of_user = {m: np.arange(lg.M) for m, lg in stats_.items()}    # a log: one cell per user
         paired = True if paired is None else bool(paired)

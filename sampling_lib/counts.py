@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ._validation import (check_columns, check_int, check_int_column, check_n_items, check_N_n,
-                          check_ranks)
+                          check_ranks, check_scheme)
 
 __all__ = [
     "RankCounts",
@@ -39,6 +39,9 @@ __all__ = [
     "counts_from_frame",
     "cells",
     "check_items",
+    "is_counts_table",
+    "as_counts",
+    "statistics",
     "check_sampled",
     "bootstrap_counts",
     "bootstrap_loop",
@@ -352,6 +355,99 @@ def counts_from_frame(table, *, n=None, N=None, rank_col="rank", count_col="coun
     return out
 
 
+# ----------------------------------------------------------------------------
+# the statistic of any input (sampling_lib.correct.estimate / compare)
+# ----------------------------------------------------------------------------
+def is_counts_table(x):
+    """Whether ``x`` is a counts table (a DataFrame with ``rank`` and ``count`` columns)."""
+    return isinstance(x, pd.DataFrame) and {"rank", "count"} <= set(x.columns)
+
+
+def as_counts(sampled_ranks, N=None, n=None, sample_sizes=None):
+    """(RankCounts with per-cell item counts, max N, model name) of one model's sampled ranks.
+
+    ``sampled_ranks`` is per-user ranks (with ``N``, ``n`` or ``sample_sizes``),
+    a one-model counts table (:func:`counts_from_frame`) or a
+    :class:`RankCounts`; the name is that of the counts table's model, else
+    "model". Options that contradict the data raise.
+    """
+    name = "model"
+    if isinstance(sampled_ranks, pd.DataFrame):
+        if not is_counts_table(sampled_ranks):
+            raise TypeError("a DataFrame passed as sampled_ranks must be a counts table with columns "
+                            f"'rank' and 'count'; got columns {list(sampled_ranks.columns)}")
+        if sample_sizes is not None:
+            raise ValueError("sample_sizes cannot be combined with a counts table (use its "
+                             "'sample_size' column)")
+        d = counts_from_frame(sampled_ranks, n=n, N=N)
+        if len(d) > 1:
+            raise ValueError(f"the counts table holds {len(d)} models {list(d)[:5]}; estimate one "
+                             "model's rows at a time (or use compare)")
+        name, stat = next(iter(d.items()))
+    elif isinstance(sampled_ranks, RankCounts):
+        stat = sampled_ranks
+        if sample_sizes is not None or (n is not None and np.any(stat.sizes != n)):
+            raise ValueError("n / sample_sizes disagree with the RankCounts' sample sizes")
+        if stat.n_items is None and N is not None:
+            stat = RankCounts(stat.sizes, stat.ranks, stat.counts,
+                              check_items(N, stat.ranks.size, stat.sizes))
+        elif stat.n_items is not None and N is not None and (
+                np.ndim(N) != 0 or np.any(stat.n_items != check_int(N, "N", low=2))):
+            raise ValueError("N disagrees with the item counts stored in the RankCounts")
+    else:
+        if N is None:
+            raise ValueError("N (the number of items, an int or one count per user) is required")
+        stat = rank_counts(sampled_ranks, n, sample_sizes=sample_sizes, n_items=N)
+    if stat.n_items is None:
+        raise ValueError("N (the number of items) is required: pass N or give the counts table an "
+                         "'n_items' column")
+    return stat, int(stat.n_items.max()), name
+
+
+def statistics(data, N=None, n=None, sample_sizes=None, item_weights=None, exclude=None, scheme="binomial"):
+    """{model: statistic} of any input of :func:`sampling_lib.correct.estimate`.
+
+    Sampled ranks, a counts table, a :class:`RankCounts` or a
+    :class:`sampling_lib.io.SampledRanks` give a :class:`RankCounts` with
+    item counts per model; popularity-sampled input (``item_weights``, a
+    :class:`~sampling_lib.popularity.PopularityLog` or a dict of them, or a
+    scores table with the logged ``q``) gives a PopularityLog per model (its
+    users are the cells). Options that do not apply raise.
+    """
+    from .io import SampledRanks
+    from .popularity import WITHOUT_REPLACEMENT, as_logs, is_popularity_input
+
+    if item_weights is not None or is_popularity_input(data):
+        for name, v in (("N", N), ("n", n), ("sample_sizes", sample_sizes)):
+            if v is not None:
+                raise ValueError(f"{name} does not apply to popularity-sampled input: each user's N_u is counted "
+                                 "from the item weights and the user's excluded items (or read from the "
+                                 "n_candidates column), and n_u from the logged negatives")
+        if check_scheme(scheme) != "binomial":
+            raise ValueError(WITHOUT_REPLACEMENT)
+        return as_logs(data, item_weights, exclude)
+    if exclude is not None:
+        raise ValueError("exclude applies to popularity-sampled input only (with item_weights, or a scores "
+                         "table with the logged q); these are sampled ranks")
+    if isinstance(data, SampledRanks):
+        if sample_sizes is not None:
+            raise ValueError("sample_sizes cannot be combined with SampledRanks (they carry their own)")
+        out = {}
+        for m in data.models:
+            r, s = data.for_model(m)
+            it = data.items_for_model(m)
+            Nm = N.get(m) if isinstance(N, dict) else N
+            if it is not None and Nm is not None and (np.ndim(Nm) != 0 or np.any(it != Nm)):
+                raise ValueError(f"N={Nm} disagrees with the n_items column of model {m!r}")
+            out[m] = as_counts(r, it if it is not None else Nm, None if s is not None else n, s)[0]
+        return out
+    stat, _, name = as_counts(data, N, n, sample_sizes)
+    return {name: stat}
+
+
+# ----------------------------------------------------------------------------
+# the bootstrap
+# ----------------------------------------------------------------------------
 def bootstrap_counts(counts, n_boot, *, rng=None):
     """Bootstrap replicates of a count vector: rows of Multinomial(M, counts / M).
 

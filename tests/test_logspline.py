@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sampling_lib.estimators import _logspline as L
+from sampling_lib.estimators import _logspline_boot as LB
 from sampling_lib.exceptions import ConvergenceWarning
 from sampling_lib.kernels import kernel
 from sampling_lib.metrics import metric_values
@@ -90,7 +91,7 @@ def test_batched_bootstrap_refit_equals_single_fit():
     cnt = np.bincount(r - 1, minlength=n)
     cb = np.random.default_rng(0).multinomial(r.size, cnt / r.size, size=3)
     F = np.stack([metric_values("recall@10", N), metric_values("ndcg@10", N)], axis=1)
-    eb, _ = L.logspline_bootstrap(cb, N, n, fit.beta, F=F)
+    eb, _ = LB.logspline_bootstrap(cb, N, n, fit.beta, F=F)
     for b in range(3):
         single = L.logspline(np.repeat(np.arange(1, n + 1), cb[b]), N, n) @ F
         np.testing.assert_allclose(eb[b], single, rtol=1e-3)  # Newton decrement 1e-6: ~1e-4 relative
@@ -107,7 +108,7 @@ def test_quasi_newton_bootstrap_equals_full_refits_at_every_alternative_penalty(
     cnt = np.bincount(r - 1, minlength=n)
     cb = np.random.default_rng(1).multinomial(r.size, cnt / r.size, size=12)
     F = np.stack([metric_values("recall@5", N), metric_values("ndcg@20", N)], axis=1)
-    eb, beta = L.logspline_bootstrap(cb, N, n, fit.beta, penalty=penalty, F=F)
+    eb, beta = LB.logspline_bootstrap(cb, N, n, fit.beta, penalty=penalty, F=F)
     for b in range(cb.shape[0]):
         single = L.logspline_fit(np.repeat(np.arange(1, n + 1), cb[b]), N, n, penalty=penalty)
         np.testing.assert_allclose(eb[b], single.weights @ F, rtol=1e-3)
@@ -127,15 +128,15 @@ def test_bootstrap_replicates_reach_their_refit_optimum_at_ten_million_users():
     for _ in range(10):    # users' ranks R ~ Beta(0.3, 3) on 1..N, sampled ranks binomial (n - 1 negatives)
         R = np.minimum(N, np.ceil(N * rng.beta(0.3, 3, size=M // 10)))
         c += np.bincount(rng.binomial(n - 1, (R - 1) / (N - 1)), minlength=n)
-    _, _, c, grid, K, P, _, _ = L._setup_counts(c, N, n, "binomial", penalty, L.DEFAULT_KNOT_SPACING, L._HEAD)
-    fit_beta = L._newton(c, K, grid, P, np.zeros(grid.B.shape[1]))[0]
+    _, _, c, grid, K, P, _, _ = L._setup_counts(c, N, n, "binomial", penalty, L.DEFAULT_KNOT_SPACING, L.EXACT_RANKS)
+    fit_beta = L.newton(c, K, grid, P, np.zeros(grid.B.shape[1]))[0]
     cb = rng.multinomial(M, c / M, size=100).astype(float)
     F = metric_values("recall@10", 10)[:, None]
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        _, beta = L._bootstrap_core(cb, K, grid, P, fit_beta, F, 50, 1e-6)
-    f_boot = L._objective(beta, cb, K, grid, P)[0]
-    f_refit = np.array([L._newton(cb[b], K, grid, P, np.zeros(grid.B.shape[1]))[1] for b in range(cb.shape[0])])
+        _, beta = LB.bootstrap_core(cb, K, grid, P, fit_beta, F, 50, 1e-6)
+    f_boot = L.objective(beta, cb, K, grid, P)[0]
+    f_refit = np.array([L.newton(cb[b], K, grid, P, np.zeros(grid.B.shape[1]))[1] for b in range(cb.shape[0])])
     assert np.all(f_boot - f_refit <= 0.01), np.max(f_boot - f_refit)
 
 
@@ -147,14 +148,14 @@ def test_quasi_newton_alone_converges_every_replicate():
     fit = L.logspline_fit(r, N, n, penalty=7.0)
     c = np.bincount(r - 1, minlength=n).astype(float)
     cb = np.random.default_rng(2).multinomial(r.size, c / r.size, size=30).astype(float)
-    _, _, _, grid, K, P, _, _ = L._setup_counts(c, N, n, "binomial", 7.0, L.DEFAULT_KNOT_SPACING, L._HEAD)
+    _, _, _, grid, K, P, _, _ = L._setup_counts(c, N, n, "binomial", 7.0, L.DEFAULT_KNOT_SPACING, L.EXACT_RANKS)
     beta = np.broadcast_to(fit.beta, (30, fit.beta.size)).copy()
-    f, g, q = L._objective(beta, cb, K, grid, P)
-    H = L._hessian(fit.beta, cb.mean(axis=0), K, grid, P)
-    rest = L._quasi_newton(np.arange(30), H, beta, f, g, q, cb, K, grid, P, 1e-6, 50)
+    f, g, q = L.objective(beta, cb, K, grid, P)
+    H = L.hessian(fit.beta, cb.mean(axis=0), K, grid, P)
+    rest = LB.quasi_newton(np.arange(30), H, beta, f, g, q, cb, K, grid, P, 1e-6, 50)
     assert rest.size == 0
-    grad = L._gradient(beta, cb, K, grid, P, g, q)
-    f0, _, _ = L._objective(np.broadcast_to(fit.beta, beta.shape), cb, K, grid, P)
+    grad = L.gradient(beta, cb, K, grid, P, g, q)
+    f0, _, _ = L.objective(np.broadcast_to(fit.beta, beta.shape), cb, K, grid, P)
     assert np.all(f <= f0) and np.max(np.abs(grad)) < 1e-2
 
 
@@ -193,8 +194,8 @@ def test_two_item_samples_bootstrap_without_singular_information():
     assert np.isfinite(t[["estimate", "ci_low", "ci_high"]].to_numpy()).all()
     assert (t.ci_low <= t.estimate).all() and (t.estimate <= t.ci_high).all()
     H = np.array([[1.0, 0.0], [0.0, 0.0]])
-    np.testing.assert_allclose(L._solve_psd(H, np.array([1.0, 0.0])), [1.0, 0.0])
-    np.testing.assert_allclose(L._solve_psd(np.stack([np.eye(2) * 2, H]), np.ones((2, 2)))[0], [0.5, 0.5])
+    np.testing.assert_allclose(L.solve_psd(H, np.array([1.0, 0.0])), [1.0, 0.0])
+    np.testing.assert_allclose(L.solve_psd(np.stack([np.eye(2) * 2, H]), np.ones((2, 2)))[0], [0.5, 0.5])
 
 
 def test_newton_iteration_limit_is_judged_by_the_newton_decrement(monkeypatch):
@@ -206,17 +207,17 @@ def test_newton_iteration_limit_is_judged_by_the_newton_decrement(monkeypatch):
     N, n = 3000, 50
     _, _, r = _ranks(N, n, 2000, 9)
     c = np.bincount(r - 1, minlength=n).astype(float)
-    _, _, c, grid, K, P, _, _ = L._setup_counts(c, N, n, "binomial", 70.0, L.DEFAULT_KNOT_SPACING, L._HEAD)
+    _, _, c, grid, K, P, _, _ = L._setup_counts(c, N, n, "binomial", 70.0, L.DEFAULT_KNOT_SPACING, L.EXACT_RANKS)
     zero = np.zeros(grid.B.shape[1])
-    assert not L._newton(c, K, grid, P, zero, max_iter=1)[5]            # one step from the flat prior
-    beta = L._newton(c, K, grid, P, zero)[0]
+    assert not L.newton(c, K, grid, P, zero, max_iter=1)[5]            # one step from the flat prior
+    beta = L.newton(c, K, grid, P, zero)[0]
     # from the optimum, with a gradient tolerance that cannot be met: one step, then the curvature is
     # taken once more (the decrement at the last point) and the fit is judged converged
     calls = []
-    _, _, _, _, it, conv = L._newton(c, K, grid, P, beta, max_iter=1, tol=0.0,
-                                     info=lambda *a: calls.append(1) or L._fisher(*a))
+    _, _, _, _, it, conv = L.newton(c, K, grid, P, beta, max_iter=1, tol=0.0,
+                                     info=lambda *a: calls.append(1) or L.fisher(*a))
     assert it == 1 and conv and len(calls) == 2
-    monkeypatch.setattr(L, "_newton", functools.partial(L._newton, max_iter=1))
+    monkeypatch.setattr(L, "newton", functools.partial(L.newton, max_iter=1))
     with pytest.warns(ConvergenceWarning, match="did not converge"):
         fit = L.logspline_fit(r, N, n)
     assert not fit.converged

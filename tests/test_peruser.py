@@ -190,10 +190,10 @@ def test_logspline_cells_match_the_per_user_likelihood():
     np.testing.assert_allclose(fit.weights, post / r.size, atol=1e-12)
     # stationarity of the penalized per-user likelihood in the spline coefficients
     cells = L._user_cells(r, Nu, 8)
-    c, grid, K, P, _, _ = L._cells_setup(*cells, "binomial", L.DEFAULT_PENALTY, L.DEFAULT_KNOT_SPACING,
+    c, grid, K, P, _, _ = L.cells_setup(*cells, "binomial", L.DEFAULT_PENALTY, L.DEFAULT_KNOT_SPACING,
                                          Nmax)
-    f, g, q = L._objective(fit.beta, c, K, grid, P)
-    assert np.max(np.abs(L._gradient(fit.beta, c, K, grid, P, g, q))) < 1e-6 * r.size
+    f, g, q = L.objective(fit.beta, c, K, grid, P)
+    assert np.max(np.abs(L.gradient(fit.beta, c, K, grid, P, g, q))) < 1e-6 * r.size
 
 
 # ----------------------------------------------------------------------------

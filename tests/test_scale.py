@@ -18,6 +18,7 @@ from sampling_lib import counts as C
 from sampling_lib.correct import compare, estimate
 from sampling_lib.estimators import DEFAULT_METHOD, METHODS, get_estimator
 from sampling_lib.estimators import _logspline as L
+from sampling_lib.estimators import _logspline_boot as LB
 from sampling_lib.metrics import METRICS as METRIC_FUNCS
 from sampling_lib.metrics import metric_matrix, parse_metrics
 
@@ -135,13 +136,13 @@ def test_grid_weights_head_is_prefix_of_full(exact_ranks):
 
 
 def test_cell_metric_head_equals_padded():
-    grid = L._rank_grid(5000, n, L.DEFAULT_KNOT_SPACING, 4)
+    grid = L.spline_grid(5000, n, L.DEFAULT_KNOT_SPACING, 4)
     parsed = parse_metrics(["recall@7", "ndcg@30", "ap@3"])
-    full = L._cell_metric(metric_matrix(parsed, 5000), grid)
+    full = LB.cell_metric(metric_matrix(parsed, 5000), grid)
     for H in (30, 31, 257, 5000):          # H >= max K = 30: F is 0 beyond H
-        np.testing.assert_array_equal(L._cell_metric(metric_matrix(parsed, 5000)[:H], grid), full)
+        np.testing.assert_array_equal(LB.cell_metric(metric_matrix(parsed, 5000)[:H], grid), full)
     with pytest.raises(ValueError, match="at most N=5000 rows; got 5001"):
-        L._cell_metric(np.zeros((5001, 1)), grid)
+        LB.cell_metric(np.zeros((5001, 1)), grid)
 
 
 def test_fit_counts_checks_F():

@@ -29,8 +29,8 @@ from ._linear import (CLSFit, MSEBound, bv, bv_from_pmf, bv_rank_pmf, bv_sampled
                       exact_mse, linear_on_grid, linear_on_grid_batch, mn, mn_from_pmf, mn_sampled_metric,
                       mn_sampled_metric_lstsq, mse_bound, multinomial_linear_var, sampled_pmf)
 from ._logspline import (DEFAULT_KNOT_SPACING, DEFAULT_PENALTY, SENSITIVITY_FACTOR, GridWeights, LogsplineResult,
-                         logspline, logspline_bootstrap, logspline_cells_fit, logspline_cells_replicates,
-                         logspline_fit, logspline_replicates, logspline_sensitivity)
+                         logspline, logspline_cells_fit, logspline_fit, logspline_sensitivity)
+from ._logspline_boot import logspline_bootstrap, logspline_cells_replicates, logspline_replicates
 from ._mes import mes, mes_fit, mes_objective
 from ._mle import (adaptive_mle, adaptive_mle_fit, mixture_loglik, mle, mle_fit, wmle, wmle_fit,
                    wmle_weights)

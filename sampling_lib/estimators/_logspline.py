@@ -71,12 +71,9 @@ __all__ = [
     "logspline",
     "DEFAULT_PENALTY",
     "DEFAULT_KNOT_SPACING",
-    "logspline_bootstrap",
-    "logspline_replicates",
     "logspline_sensitivity",
     "SENSITIVITY_FACTOR",
     "logspline_cells_fit",
-    "logspline_cells_replicates",
 ]
 
 #: Default second-difference penalty (see :func:`logspline_fit`, "Choice of the defaults").
@@ -86,11 +83,11 @@ DEFAULT_KNOT_SPACING = 0.4
 #: The prior-sensitivity band of :func:`logspline_sensitivity` refits with the
 #: penalty divided and multiplied by this factor.
 SENSITIVITY_FACTOR = 10.0
-_HEAD = 256            # exact global ranks 1..head on the grid
+#: Global ranks 1..EXACT_RANKS are grid cells of their own (the default of ``exact_ranks``).
+EXACT_RANKS = 256
 _BIN_LOG_WIDTH = 0.05  # max bin width in log R beyond the head
 _BIN_ANGLE = 0.05      # max bin width in arcsin(sqrt(p)) units times sqrt(n - 1)
 _RIDGE = 1e-8          # fixes the flat direction (softmax is shift invariant)
-_MAX_STEP = 1.0        # largest change of one spline coefficient per batched Newton step
 _DEGREE = 3
 
 
@@ -105,10 +102,10 @@ class _Grid:
     N: int
 
 
-def _rank_grid(N, n, knot_spacing, head=None, scheme="binomial"):
+def spline_grid(N, n, knot_spacing, head=None, scheme="binomial"):
     """Compressed grid of global ranks (:func:`sampling_lib.kernels.rank_grid` with TV
     tolerance ``_BIN_ANGLE`` and log-width ``_BIN_LOG_WIDTH``) and the spline basis on it."""
-    head = min(N, _HEAD if head is None else head)
+    head = min(N, EXACT_RANKS if head is None else head)
     rg = rank_grid(N, n, scheme=scheme, tol=_BIN_ANGLE, exact_ranks=head, log_width=_BIN_LOG_WIDTH)
     lo, hi = rg.lo, rg.hi
     mid = (lo + hi) // 2
@@ -123,21 +120,21 @@ def _rank_grid(N, n, knot_spacing, head=None, scheme="binomial"):
 
 
 @lru_cache(maxsize=16)
-def _grid_and_kernel(N, n, knot_spacing, exact_ranks, scheme):
+def grid_and_kernel(N, n, knot_spacing, exact_ranks, scheme):
     """(grid, kernel on the grid) for one (N, n), built once: the bootstrap calls it per chunk of
     replicates and per alternative penalty. The kernel is returned read-only."""
-    grid = _rank_grid(N, n, knot_spacing, exact_ranks, scheme)
-    K = _kernel_on_grid(grid, N, n, scheme)
+    grid = spline_grid(N, n, knot_spacing, exact_ranks, scheme)
+    K = kernel_on_grid(grid, N, n, scheme)
     K.setflags(write=False)
     return grid, K
 
 
-def _kernel_on_grid(grid, N, n, scheme):
+def kernel_on_grid(grid, N, n, scheme):
     """P(r | R = mid) for every grid cell, shape (G, n)."""
     return np.exp(log_kernel_rows(N, n, grid.mid, scheme))
 
 
-def _penalty_matrix(df, lam):
+def penalty_matrix(df, lam):
     D = np.diff(np.eye(df), 2, axis=0)
     one = np.ones((1, df)) / df
     return 2.0 * lam * (D.T @ D) + 2.0 * _RIDGE * (one.T @ one)
@@ -151,7 +148,7 @@ def _prior(beta, grid):
     return g / g.sum(axis=-1, keepdims=True)
 
 
-def _objective(beta, c, K, grid, P):
+def objective(beta, c, K, grid, P):
     """Penalized negative log-likelihood, gradient pieces; batched over rows of c."""
     g = _prior(beta, grid)
     q = g @ K
@@ -161,14 +158,14 @@ def _objective(beta, c, K, grid, P):
     return -ll + pen, g, q
 
 
-def _gradient(beta, c, K, grid, P, g, q):
+def gradient(beta, c, K, grid, P, g, q):
     M = c.sum(axis=-1, keepdims=True)
     ratio = np.divide(c, q, out=np.zeros_like(c), where=c > 0)
     rho = g * (ratio @ K.T)                      # posterior expected counts per cell
     return -((rho - M * g) @ grid.B) + beta @ P
 
 
-def _fisher(beta, c, K, grid, P):
+def fisher(beta, c, K, grid, P):
     """Expected information M J^T diag(1/q) J + P of one fit (df, df)."""
     g = _prior(beta, grid)
     q = g @ K
@@ -179,11 +176,11 @@ def _fisher(beta, c, K, grid, P):
     return M * (Jq[ok].T / q[ok]) @ Jq[ok] + P
 
 
-def _solve_psd(H, g):
+def solve_psd(H, g):
     """Solve H x = g for symmetric positive semi-definite H (one (df, df) or a batch (b, df, df),
     g of shape (df,) or (b, df)) by LU; a numerically singular H (e.g. n = 2: the information
     has rank 1 and the penalty leaves the linear direction of beta free) is solved with its
-    eigenvalues floored at 1e-8 of the largest, as :func:`_hessian` does."""
+    eigenvalues floored at 1e-8 of the largest, as :func:`hessian` does."""
     try:
         return np.linalg.solve(H, g[..., None])[..., 0]
     except np.linalg.LinAlgError:
@@ -192,15 +189,15 @@ def _solve_psd(H, g):
         return np.einsum("...ij,...j->...i", V, np.einsum("...ji,...j->...i", V, g) / w)
 
 
-def _hessian(beta, c, K, grid, P):
+def hessian(beta, c, K, grid, P):
     """Observed Hessian of the penalized objective at ``beta`` (central differences of the
     analytic gradient), symmetrised; positive definite at a minimum."""
     df = beta.size
     h = 1e-5 * np.maximum(1.0, np.abs(beta))
     E = np.diag(h)
     pts = np.concatenate([beta + E, beta - E])
-    _, g, q = _objective(pts, np.broadcast_to(c, (2 * df, c.size)), K, grid, P)
-    G = _gradient(pts, np.broadcast_to(c, (2 * df, c.size)), K, grid, P, g, q)
+    _, g, q = objective(pts, np.broadcast_to(c, (2 * df, c.size)), K, grid, P)
+    G = gradient(pts, np.broadcast_to(c, (2 * df, c.size)), K, grid, P, g, q)
     H = (G[:df] - G[df:]) / (2.0 * h[:, None])
     H = 0.5 * (H + H.T)
     w, V = np.linalg.eigh(H)
@@ -328,27 +325,27 @@ class LogsplineResult:
         return self.prior_grid.full()
 
 
-def _newton(c, K, grid, P, beta0, max_iter=200, tol=1e-8, info=None):
+def newton(c, K, grid, P, beta0, max_iter=200, tol=1e-8, info=None):
     """Newton / Fisher scoring; ``info`` is the curvature (default the expected information
-    :func:`_fisher`, which needs every sampled rank of one (N, n) as a column of K; cells of
-    several (N_u, n_u) use the observed Hessian :func:`_hessian`)."""
-    info = _fisher if info is None else info
+    :func:`fisher`, which needs every sampled rank of one (N, n) as a column of K; cells of
+    several (N_u, n_u) use the observed Hessian :func:`hessian`)."""
+    info = fisher if info is None else info
     beta = beta0.copy()
-    f, g, q = _objective(beta, c, K, grid, P)
+    f, g, q = objective(beta, c, K, grid, P)
     it = 0
     converged = False
     for it in range(1, max_iter + 1):
-        grad = _gradient(beta, c, K, grid, P, g, q)
+        grad = gradient(beta, c, K, grid, P, g, q)
         if np.max(np.abs(grad)) <= tol * max(1.0, c.sum()):
             converged = True
             it -= 1
             break
         H = info(beta, c, K, grid, P)
-        step = _solve_psd(H, grad)
+        step = solve_psd(H, grad)
         t = 1.0
         while True:
             nb = beta - t * step
-            nf, ng, nq = _objective(nb, c, K, grid, P)
+            nf, ng, nq = objective(nb, c, K, grid, P)
             if np.isfinite(nf) and nf <= f + 1e-4 * t * (grad @ -step):
                 break
             t *= 0.5
@@ -363,12 +360,12 @@ def _newton(c, K, grid, P, beta0, max_iter=200, tol=1e-8, info=None):
         # max_iter steps without meeting the gradient tolerance (Fisher scoring converges linearly
         # along weakly identified directions): converged if the Newton decrement is below the
         # bootstrap's tolerance 1e-6, i.e. within about 5e-7 of the optimum in log-likelihood
-        grad = _gradient(beta, c, K, grid, P, g, q)
-        converged = float(grad @ _solve_psd(info(beta, c, K, grid, P), grad)) <= 1e-6
+        grad = gradient(beta, c, K, grid, P, g, q)
+        converged = float(grad @ solve_psd(info(beta, c, K, grid, P), grad)) <= 1e-6
     return beta, f, g, q, it, converged
 
 
-def _posterior_cells(c, K, g, q):
+def posterior_cells(c, K, g, q):
     """Posterior-mean cell weights (1/M) sum_r c_r g P(r|.) / q_r; batched over rows of c."""
     M = c.sum(axis=-1, keepdims=True)
     ratio = np.divide(c, q * M, out=np.zeros_like(c), where=c > 0)
@@ -419,13 +416,13 @@ def _setup(sampled_ranks, N, n, scheme, penalty, knot_spacing, exact_ranks):
 
 def _setup_counts(c, N, n, scheme, penalty, knot_spacing, exact_ranks):
     """:func:`_setup` from the counts c (length n) of the sampled ranks."""
-    grid, K = _grid_and_kernel(int(N), int(n), float(knot_spacing), int(exact_ranks), scheme)
-    P = _penalty_matrix(grid.B.shape[1], penalty)
+    grid, K = grid_and_kernel(int(N), int(n), float(knot_spacing), int(exact_ranks), scheme)
+    P = penalty_matrix(grid.B.shape[1], penalty)
     return N, n, c, grid, K, P, penalty, knot_spacing
 
 
 def logspline_fit(sampled_ranks, N, n, *, scheme="binomial", penalty=DEFAULT_PENALTY,
-                  knot_spacing=DEFAULT_KNOT_SPACING, exact_ranks=_HEAD):
+                  knot_spacing=DEFAULT_KNOT_SPACING, exact_ranks=EXACT_RANKS):
     """Empirical-Bayes fit of a smooth log-spline prior and posterior-mean weights.
 
     Parameters
@@ -503,11 +500,11 @@ def logspline_fit(sampled_ranks, N, n, *, scheme="binomial", penalty=DEFAULT_PEN
 def _fit_from(c, K, grid, P, penalty, knot_spacing, info=None, beta0=None):
     """Newton fit, posterior-mean weights and the result, from counts c and kernel K (G, len(c))."""
     beta0 = np.zeros(grid.B.shape[1]) if beta0 is None else beta0
-    beta, f, g, q, it, conv = _newton(c, K, grid, P, beta0, info=info)
+    beta, f, g, q, it, conv = newton(c, K, grid, P, beta0, info=info)
     if not conv:
         warnings.warn(f"log-spline fit: Newton did not converge in {it} iterations; the estimate is kept "
                       "(LogsplineResult.converged is False)", ConvergenceWarning, stacklevel=3)
-    cell_w = _posterior_cells(c, K, g, q)
+    cell_w = posterior_cells(c, K, g, q)
     ll = float(np.sum(c[c > 0] * np.log(q[c > 0])))
     # weights and prior stay on the grid (expanded to length N only when asked for)
     return LogsplineResult(beta=beta, loglik=ll, n_iter=int(it), converged=bool(conv),
@@ -517,7 +514,7 @@ def _fit_from(c, K, grid, P, penalty, knot_spacing, info=None, beta0=None):
 
 
 def logspline(sampled_ranks, N, n, *, scheme="binomial", penalty=DEFAULT_PENALTY,
-              knot_spacing=DEFAULT_KNOT_SPACING, exact_ranks=_HEAD):
+              knot_spacing=DEFAULT_KNOT_SPACING, exact_ranks=EXACT_RANKS):
     """Posterior-mean weights under a fitted log-spline prior (see :func:`logspline_fit`).
 
     Returns
@@ -536,196 +533,8 @@ def logspline(sampled_ranks, N, n, *, scheme="binomial", penalty=DEFAULT_PENALTY
                          knot_spacing=knot_spacing, exact_ranks=exact_ranks).weights
 
 
-def logspline_bootstrap(counts_b, N, n, fit_beta, *, scheme="binomial", penalty=DEFAULT_PENALTY,
-                        knot_spacing=DEFAULT_KNOT_SPACING, exact_ranks=_HEAD, F=None, max_iter=50,
-                        tol=1e-6):
-    """Refit the prior on bootstrap count vectors, batched; metric estimates (B, m).
-
-    Each replicate runs quasi-Newton steps from the full-sample coefficients
-    (:func:`_quasi_newton`: BFGS started from the full-sample Hessian, one
-    inverse-Hessian approximation per replicate, per-replicate backtracking)
-    until its Newton decrement (about twice the distance to the optimum of the
-    penalized log-likelihood) is below ``tol``, for at most ``max_iter``
-    steps. Replicates that stall or reach ``max_iter`` restart from the
-    full-sample coefficients with batched Fisher scoring, each with its own
-    expected information, and any left after that run their own Newton fit
-    (:func:`logspline_fit`'s solver, warm-started); a replicate that still does
-    not converge is kept and counted in a ConvergenceWarning. Then
-    it forms the posterior-mean estimate of every column of ``F`` (restricted
-    to the grid cells: ranks 1..head are exact). The replicates agree with
-    independent full refits within rtol 1e-3 (tests, penalties 7 to 700);
-    about 3e-5 was measured at N = M = 10^4.
-
-    References
-    ----------
-    Nocedal and Wright (2006), Numerical Optimization, 2nd ed., Sec 6.1 (BFGS).
-    """
-    grid, K = _grid_and_kernel(int(N), int(n), float(knot_spacing), int(exact_ranks), scheme)
-    P = _penalty_matrix(grid.B.shape[1], penalty)
-    return _bootstrap_core(counts_b, K, grid, P, fit_beta, F, max_iter, tol)
-
-
-def _bootstrap_core(counts_b, K, grid, P, fit_beta, F, max_iter, tol, info=None):
-    """The batched refit of :func:`logspline_bootstrap` on counts (B, C) and kernel K (G, C)."""
-    c = np.asarray(counts_b, dtype=float)
-    beta = np.broadcast_to(fit_beta, (c.shape[0], fit_beta.size)).copy()
-    H = (_hessian if info is None else info)(fit_beta, c.mean(axis=0), K, grid, P)
-    f, g, q = _objective(beta, c, K, grid, P)
-    # replicates the quasi-Newton iteration did not converge: their own curvature
-    rest = _quasi_newton(np.arange(c.shape[0]), H, beta, f, g, q, c, K, grid, P, tol, max_iter)
-    if rest.size:
-        # ... restarted from the full-sample fit: where BFGS stopped (stalled, or still moving along
-        # directions only the penalty constrains) Fisher scoring converged slowly or not at all
-        # (M = 5 x 10^7, penalty 7: 136 iterations on average and 70% converged from there, against
-        # 39 and 100% from the full-sample fit)
-        beta[rest] = fit_beta
-        f[rest], g[rest], q[rest] = _objective(beta[rest], c[rest], K, grid, P)
-    if rest.size and info is None:
-        # one (N, n): batched Fisher scoring, each replicate with its own expected information
-        rest = _fisher_batched(rest, beta, f, g, q, c, K, grid, P, tol)
-    failed = []
-    for i in rest:
-        beta[i], f[i], g[i], q[i], _, conv = _newton(c[i], K, grid, P, beta[i], info=info)
-        if not conv:
-            failed.append(int(i))
-    if failed:
-        warnings.warn(f"log-spline bootstrap: {len(failed)} of {c.shape[0]} replicates did not converge "
-                      "(Newton iteration limit); their estimates are kept", ConvergenceWarning, stacklevel=3)
-    cell_w = _posterior_cells(c, K, g, q)
-    Fc = _cell_metric(F, grid)
-    return cell_w @ Fc, beta
-
-
-def _quasi_newton(idx, H, beta, f, g, q, c, K, grid, P, tol, max_iter):
-    """Batched quasi-Newton (BFGS) descent of the replicates ``idx``, in place.
-
-    Every replicate starts from the shared curvature ``H`` (the full-sample
-    Hessian; replicates are close to the full-sample fit) and updates its own
-    inverse-Hessian approximation from its gradients (BFGS; Nocedal and
-    Wright (2006), eq 6.17), which costs O(df^2) per replicate and step
-    instead of the O(G n df) of a Fisher information. A replicate stops when
-    its Newton decrement grad' H_b^-1 grad (about twice the distance to the
-    optimum, in log-likelihood units) is below ``tol``; steps are capped at
-    ``_MAX_STEP`` per coefficient and backtracked per replicate. An update
-    whose curvature y's is not positive is skipped (the objective need not be
-    convex in beta), so every H_b^-1 stays positive definite.
-    """
-    act = np.asarray(idx)
-    stalled = []
-    Hinv = np.broadcast_to(np.linalg.solve(H, np.eye(H.shape[0])), (act.size,) + H.shape).copy()
-    grad = _gradient(beta[act], c[act], K, grid, P, g[act], q[act])
-    for _ in range(max_iter):
-        step = np.einsum("bij,bj->bi", Hinv, grad)
-        keep = np.einsum("ij,ij->i", grad, step) > tol
-        act, step, grad, Hinv = act[keep], step[keep], grad[keep], Hinv[keep]
-        if act.size == 0:
-            break
-        # trust region: at most _MAX_STEP per coefficient (log-scale of the prior)
-        step *= np.minimum(1.0, _MAX_STEP / np.max(np.abs(step), axis=1))[:, None]
-        old = beta[act]
-        good = _backtrack(act, step, beta, f, g, q, c, K, grid, P, halvings=30)
-        # a replicate with no decrease along the step has stalled: not converged
-        stalled.append(act[~good])
-        act, grad, Hinv, old = act[good], grad[good], Hinv[good], old[good]
-        if act.size == 0:
-            break
-        new_grad = _gradient(beta[act], c[act], K, grid, P, g[act], q[act])
-        s, y = beta[act] - old, new_grad - grad
-        ys = np.einsum("ij,ij->i", y, s)
-        ok = ys > 1e-12 * np.sqrt(np.einsum("ij,ij->i", y, y) * np.einsum("ij,ij->i", s, s))
-        if ok.any():
-            Hi, s_, y_ = Hinv[ok], s[ok], y[ok]
-            rho = 1.0 / ys[ok]
-            Hy = np.einsum("bij,bj->bi", Hi, y_)
-            coef = (rho * rho * np.einsum("ij,ij->i", y_, Hy) + rho)[:, None, None]
-            Hinv[ok] = (Hi - rho[:, None, None] * (s_[:, :, None] * Hy[:, None, :]
-                                                 + Hy[:, :, None] * s_[:, None, :])
-                        + coef * s_[:, :, None] * s_[:, None, :])
-        grad = new_grad
-    return np.sort(np.concatenate([act] + stalled))
-
-
-def _fisher_batched(idx, beta, f, g, q, c, K, grid, P, tol, max_iter=50):
-    """Fisher scoring on the replicates ``idx`` at once (in place), each with its own
-    expected information M J' diag(1/q) J + P (:func:`_fisher`), backtracking per replicate;
-    stops a replicate when its Newton decrement is below ``tol``. Returns the replicates
-    that did not converge (iteration limit or no decrease along the step)."""
-    act = np.asarray(idx)
-    failed = []
-    for _ in range(max_iter):
-        if act.size == 0:
-            break
-        ca, ga, qa = c[act], g[act], q[act]
-        grad = _gradient(beta[act], ca, K, grid, P, ga, qa)
-        Bbar = ga @ grid.B                                        # (b, df)
-        Jq = np.matmul(K.T, ga[:, :, None] * grid.B) - qa[:, :, None] * Bbar[:, None, :]
-        inv_q = np.divide(1.0, qa, out=np.zeros_like(qa), where=qa > 0)
-        H = np.matmul(np.swapaxes(Jq, 1, 2), (ca.sum(axis=1, keepdims=True) * inv_q)[:, :, None] * Jq) + P
-        step = _solve_psd(H, grad)
-        dec = np.einsum("ij,ij->i", grad, step)
-        keep = dec > tol
-        act, step, dec = act[keep], step[keep], dec[keep]
-        if act.size == 0:
-            break
-        good = _backtrack(act, step, beta, f, g, q, c, K, grid, P, halvings=40, armijo=1e-4 * dec)
-        failed.append(act[~good])      # no decrease along the step: left to the caller; the others go on
-        act = act[good]
-    return np.sort(np.concatenate([act] + failed))
-
-
-def _backtrack(act, step, beta, f, g, q, c, K, grid, P, *, halvings, armijo=0.0):
-    """Per-replicate step halving for the replicates ``act`` along ``-step``: accept the
-    first step length t with objective <= f - t * armijo (relative slack 1e-12); updates
-    beta, f, g, q in place and returns the mask of replicates that accepted a step. Each
-    halving evaluates only the replicates still without an accepted step."""
-    armijo = np.broadcast_to(np.asarray(armijo, dtype=float), act.shape)
-    t = np.ones(act.size)
-    good = np.zeros(act.size, dtype=bool)
-    pend = np.arange(act.size)
-    for _ in range(halvings):
-        i = act[pend]
-        nb = beta[i] - t[pend, None] * step[pend]
-        nf, ng, nq = _objective(nb, c[i], K, grid, P)
-        ok = np.isfinite(nf) & (nf <= f[i] + 1e-12 * np.abs(f[i]) - t[pend] * armijo[pend])
-        j = i[ok]
-        beta[j], f[j], g[j], q[j] = nb[ok], nf[ok], ng[ok], nq[ok]
-        good[pend[ok]] = True
-        pend = pend[~ok]
-        if pend.size == 0:
-            break
-        t[pend] *= 0.5
-    return good
-
-
-def _cell_metric(F, grid):
-    """Average of F over each grid cell, (G, m) -- exact on the head cells.
-
-    ``F`` may hold only ranks 1..H (H <= N rows) of a metric that is 0 beyond
-    H (a top-K metric, K <= H): cells starting after H get 0 and the cell
-    straddling H sums its ranks up to H, so no length-N array is formed (the
-    result equals that of F padded with zeros to N).
-    """
-    F = np.asarray(F, dtype=float)
-    width = grid.hi - grid.lo + 1
-    H = F.shape[0]
-    if H > grid.N:
-        raise ValueError(f"F must have at most N={grid.N} rows; got {H}")
-    nc = int(np.searchsorted(grid.lo, H, side="right"))   # cells with lo <= H
-    out = np.zeros((grid.lo.size,) + F.shape[1:])
-    out[:nc] = np.add.reduceat(F, grid.lo[:nc] - 1, axis=0) / width[:nc].reshape((-1,) + (1,) * (F.ndim - 1))
-    return out
-
-
-def logspline_replicates(counts_b, N, n, beta, F, *, scheme="binomial", penalty=DEFAULT_PENALTY,
-                         knot_spacing=DEFAULT_KNOT_SPACING, exact_ranks=_HEAD):
-    """Bootstrap replicates (B, m) of the metrics ``F`` (the registry's batched bootstrap)."""
-    est, _ = logspline_bootstrap(counts_b, N, n, beta, scheme=scheme, penalty=penalty,
-                                 knot_spacing=knot_spacing, exact_ranks=exact_ranks, F=F)
-    return est
-
-
 def logspline_sensitivity(sampled_ranks, N, n, *, scheme="binomial", penalty=DEFAULT_PENALTY,
-                          knot_spacing=DEFAULT_KNOT_SPACING, exact_ranks=_HEAD):
+                          knot_spacing=DEFAULT_KNOT_SPACING, exact_ranks=EXACT_RANKS):
     """Weights under the penalty divided and multiplied by :data:`SENSITIVITY_FACTOR`.
 
     The data cannot tell these priors apart where a metric is below
@@ -767,13 +576,13 @@ def _user_cells(sampled_ranks, N, n):
     return st.n_items, st.sizes, st.ranks, st.counts
 
 
-def _hessian_cells(beta, c, K, grid, P):
+def hessian_cells(beta, c, K, grid, P):
     """Analytic observed Hessian of the penalized objective for any likelihood columns.
 
     With g = softmax(eta), eta = B beta + log w, q_c = g . K_c, a = sum_c c_c K_c / q_c,
     v = g (a - M) and J = B^T (g (K - q)) (df x C):
     -d2 ll / dbeta2 = J diag(c / q^2) J^T - B^T (diag(v) - v g^T - g v^T) B; plus the penalty P.
-    Eigenvalues are floored as in :func:`_hessian` (positive definite).
+    Eigenvalues are floored as in :func:`hessian` (positive definite).
     """
     g = _prior(beta, grid)
     q = g @ K
@@ -789,7 +598,7 @@ def _hessian_cells(beta, c, K, grid, P):
     return (V * np.maximum(w, floor)) @ V.T
 
 
-def _cells_setup(n_items, sizes, ranks, counts, scheme, penalty, knot_spacing, exact_ranks):
+def cells_setup(n_items, sizes, ranks, counts, scheme, penalty, knot_spacing, exact_ranks):
     scheme = check_scheme(scheme)
     exact_ranks = check_int(exact_ranks, "exact_ranks", low=1)
     penalty = check_float(penalty, "penalty", low=0.0)
@@ -803,14 +612,14 @@ def _cells_setup(n_items, sizes, ranks, counts, scheme, penalty, knot_spacing, e
                          f"{Nc.shape}, {nc.shape}, {rc.shape}, {c.shape}")
     if nc.min() < 2 or np.any(nc > Nc) or rc.min() < 1 or np.any(rc > nc) or np.any(c < 0):
         raise ValueError("cells must satisfy N_u >= n_u >= 2, 1 <= r <= n_u and count >= 0")
-    grid = _rank_grid(int(Nc.max()), int(nc.max()), knot_spacing, exact_ranks, scheme)
+    grid = spline_grid(int(Nc.max()), int(nc.max()), knot_spacing, exact_ranks, scheme)
     K = cell_kernel(grid.mid, Nc, nc, rc, scheme)
-    P = _penalty_matrix(grid.B.shape[1], penalty)
+    P = penalty_matrix(grid.B.shape[1], penalty)
     return c, grid, K, P, penalty, knot_spacing
 
 
 def _counts_fit(n_items, sizes, ranks, counts, *, scheme="binomial", penalty=DEFAULT_PENALTY,
-                knot_spacing=DEFAULT_KNOT_SPACING, exact_ranks=_HEAD):
+                knot_spacing=DEFAULT_KNOT_SPACING, exact_ranks=EXACT_RANKS):
     """:func:`logspline_fit` of the users counted in cells (N_u, n_u, r): the same result as
     the fit on the per-user arrays the cells count, without forming them (memory O(cells),
     not O(users); issue 18). One N and one n take the one-(N, n) path, else
@@ -833,7 +642,7 @@ def _counts_fit(n_items, sizes, ranks, counts, *, scheme="binomial", penalty=DEF
 
 
 def counts_fit_state(n_items, sizes, ranks, counts, *, scheme="binomial", penalty=DEFAULT_PENALTY,
-                      knot_spacing=DEFAULT_KNOT_SPACING, exact_ranks=_HEAD):
+                      knot_spacing=DEFAULT_KNOT_SPACING, exact_ranks=EXACT_RANKS):
     """(weights as lazy :class:`GridWeights`, state) on cells (the registry's ``fit_cells``)."""
     fit = _counts_fit(n_items, sizes, ranks, counts, scheme=scheme, penalty=penalty,
                       knot_spacing=knot_spacing, exact_ranks=exact_ranks)
@@ -842,7 +651,7 @@ def counts_fit_state(n_items, sizes, ranks, counts, *, scheme="binomial", penalt
 
 def logspline_cells_fit(n_items, sizes, ranks, counts, *, scheme="binomial",
                         penalty=DEFAULT_PENALTY, knot_spacing=DEFAULT_KNOT_SPACING,
-                        exact_ranks=_HEAD):
+                        exact_ranks=EXACT_RANKS):
     """:func:`logspline_fit` on cells (N_u, n_u, r) with user counts (the blocks-style entry).
 
     Every cell c is a column of the likelihood with kernel
@@ -869,7 +678,7 @@ def logspline_cells_fit(n_items, sizes, ranks, counts, *, scheme="binomial",
     >>> fit.weights.shape, round(float(fit.weights.sum()), 12)
     ((1000,), 1.0)
     """
-    c, grid, K, P, penalty, knot_spacing = _cells_setup(n_items, sizes, ranks, counts, scheme,
+    c, grid, K, P, penalty, knot_spacing = cells_setup(n_items, sizes, ranks, counts, scheme,
                                                         penalty, knot_spacing, exact_ranks)
     beta0 = None
     nc = np.asarray(sizes, dtype=np.int64)
@@ -878,20 +687,9 @@ def logspline_cells_fit(n_items, sizes, ranks, counts, *, scheme="binomial",
         # the item counts move the optimum little, so a few Newton steps remain
         rc = np.asarray(ranks, dtype=np.int64)
         c1 = np.bincount(rc - 1, weights=c, minlength=int(nc[0]))
-        K1 = _kernel_on_grid(grid, grid.N, int(nc[0]), scheme)
-        beta0 = _newton(c1, K1, grid, P, np.zeros(grid.B.shape[1]))[0]
-    return _fit_from(c, K, grid, P, penalty, knot_spacing, info=_hessian_cells, beta0=beta0)
-
-
-def logspline_cells_replicates(counts_b, n_items, sizes, ranks, beta, F, *, scheme="binomial",
-                               penalty=DEFAULT_PENALTY, knot_spacing=DEFAULT_KNOT_SPACING,
-                               exact_ranks=_HEAD, max_iter=50, tol=1e-6):
-    """Bootstrap replicates (B, m) on cells: :func:`logspline_bootstrap` for count vectors (B, C)."""
-    cb = np.asarray(counts_b, dtype=float)
-    c, grid, K, P, _, _ = _cells_setup(n_items, sizes, ranks, cb.mean(axis=0), scheme, penalty,
-                                       knot_spacing, exact_ranks)
-    est, _ = _bootstrap_core(cb, K, grid, P, beta, F, max_iter, tol, info=_hessian_cells)
-    return est
+        K1 = kernel_on_grid(grid, grid.N, int(nc[0]), scheme)
+        beta0 = newton(c1, K1, grid, P, np.zeros(grid.B.shape[1]))[0]
+    return _fit_from(c, K, grid, P, penalty, knot_spacing, info=hessian_cells, beta0=beta0)
 
 
 # ----------------------------------------------------------------------------
@@ -906,20 +704,6 @@ def fit_state(r, N, n, *, scheme, **o):
     """The registry's ``fit_state``: lazy weights (only ranks 1..H are expanded) and the coefficients."""
     fit = logspline_fit(r, N, n, scheme=scheme, **o)
     return fit.weights_grid, fit.beta
-
-
-def counts_replicates(fitted, Cb):
-    """The registry's ``replicates``: refits of the prior on bootstrap counts Cb (B, cells), (B, m)."""
-    st, est = fitted.counts, fitted.estimator
-    if (st.n_items is not None and np.unique(st.n_items).size > 1) or st.size_values.size > 1:
-        items = st.n_items if st.n_items is not None else np.full(st.ranks.size, fitted.N)
-        return logspline_cells_replicates(Cb, items, st.sizes, st.ranks, fitted.state, fitted.F,
-                                          scheme=est.scheme, **est.options)
-    n = int(st.size_values[0])
-    counts = np.zeros((Cb.shape[0], n))
-    counts[:, st.ranks - 1] = Cb
-    return logspline_replicates(counts, fitted.N, n, fitted.state, fitted.F, scheme=est.scheme,
-                                **est.options)
 
 
 def alternatives(options):

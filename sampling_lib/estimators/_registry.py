@@ -85,7 +85,7 @@ import numpy as np
 from .._validation import check_array_size, check_int, check_n_items, check_scheme
 from ..exceptions import EstimatorOptionError
 from ..kernels import DEFAULT_GRID_TOL, DEFAULT_N_ITEMS_TOL, em_grid, n_items_bins
-from . import _logspline
+from . import _logspline, _logspline_boot
 from ._bootstrap import FittedEstimator
 from ._linear import (bv, bv_sampled_metric, cls, cls_fit, cls_replicates, linear_on_grid, mn, mn_sampled_metric,
                       sampled_pmf)
@@ -715,7 +715,7 @@ register(EstimatorSpec("adaptive_mle", _fit_adaptive, _EM_OPTIONS + _GRID, "em",
 
 
 register(EstimatorSpec("logspline", _logspline.fit_weights, ("penalty", "knot_spacing", "exact_ranks"),
-                       "batched", fit_state=_logspline.fit_state, replicates=_logspline.counts_replicates,
+                       "batched", fit_state=_logspline.fit_state, replicates=_logspline_boot.counts_replicates,
                        alternatives=_logspline.alternatives, fit_cells=_logspline.counts_fit_state,
                        varying_items=True, varying_sizes=True,
                        summary="empirical Bayes: smooth log-spline prior on log R, posterior mean "
