@@ -136,15 +136,19 @@ def _check_method(method, stat, refit_prior=True):
             raise ValueError("refit_prior=False keeps a fitted prior fixed; the popularity estimators have none")
         return spec.name
     varying = stat.size_values.size > 1
-    if method is None:
-        method = "adaptive_mle" if varying else DEFAULT_METHOD
-    spec = estimator_spec(method)
+    full = bool(np.any(stat.sizes == stat.n_items))
+    spec = estimator_spec(DEFAULT_METHOD if method is None else method)
     if spec.input != "ranks":
         raise ValueError(f"method must be one of {list(METHODS)} for sampled ranks; got {spec.name!r} (an "
                          "estimator of popularity-sampled negatives: a scores table with item weights or q)")
     if varying and not spec.varying_sizes:
-        raise ValueError(f"method={method!r} needs one common sample size; the sample sizes vary "
-                         f"({stat.size_values[:5].tolist()}...): use method='adaptive_mle'")
+        able = [m for m in METHODS if estimator_spec(m).varying_sizes]
+        raise ValueError(f"method={spec.name!r} needs one common sample size; the sample sizes vary "
+                         f"({stat.size_values[:5].tolist()}...); the methods that take per-user sizes: {able}")
+    if full and not spec.full_ranking:
+        able = [m for m in METHODS if estimator_spec(m).full_ranking]
+        raise ValueError(f"method={spec.name!r} cannot take users ranked in full (sample_size = n_items: "
+                         f"{int(stat.counts[stat.sizes == stat.n_items].sum())} users); use one of {able}")
     if refit_prior is False and spec.prior is None:
         raise ValueError(f"refit_prior=False keeps a fitted prior fixed; method={spec.name!r} has none "
                          f"(the estimators with one: {[m for m in METHODS if estimator_spec(m).prior]})")
@@ -193,8 +197,11 @@ def _fit(method, stat, N, parsed, scheme, options, refit_prior, F):
 def _resolution(stat, fit=None):
     """The rank w below which a top-K metric is inside the first sampled bin (K < w: below resolution).
 
-    Sampled ranks: w = (N - 1)/(n - 1) with the largest N_u and the smallest n_u
-    (KDD20 Sec 2.2: global ranks R < w almost always give sampled rank 1).
+    Sampled ranks: w = (N - 1)/(n - 1) with the largest N_u and the smallest
+    n_u of the users at sampled rank 1 (KDD20 Sec 2.2: global ranks R < w
+    almost always give sampled rank 1; in a nested design these users got the
+    largest sets). With users ranked in full (n_u = N_u) the top of P(R) is
+    observed, not extrapolated: w = 1.
     Popularity-sampled negatives: the first bin holds the candidates with
     q-mass above below about 1/(n - 1), i.e. w = (N - 1) rho(1/(n - 1)) with the
     rank-mass curve rho (:func:`sampling_lib.estimators.rank_mass_curve`; the
@@ -202,9 +209,13 @@ def _resolution(stat, fit=None):
     """
     sizes = stat.sizes
     N = int(_n_items_of(stat).max())
-    n_min = int(sizes.min())
     if isinstance(stat, RankCounts):
-        return (N - 1) / (n_min - 1)
+        sampled = stat.sizes < stat.n_items
+        if not sampled.all():
+            return 1.0          # users ranked in full show the shape of P(R) at the top
+        top = stat.ranks == 1   # users whose R the sampled ranks cannot place within the first bin
+        return (N - 1) / (int(sizes[top].min() if top.any() else sizes.min()) - 1)
+    n_min = int(sizes.min())
     from .estimators import rank_mass_curve
 
     rho = rank_mass_curve(stat).rho_of(1.0 / (n_min - 1)) if stat.has_draws else 1.0 / (n_min - 1)
@@ -268,8 +279,11 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
         prior, KR20, TORS24 eqs 8-10), "mn", "mn_mle", "mn_mes" (multinomial
         estimator, TORS24 eq 42), "cls" (KR20, TORS24 eq 7), "adaptive_mle"
         (users with different sample sizes, TORS24 eq 43); every name of
-        :data:`sampling_lib.estimators.METHODS`. Default: "adaptive_mle" when
-        the sample sizes vary, else :data:`sampling_lib.estimators.DEFAULT_METHOD`.
+        :data:`sampling_lib.estimators.METHODS`. Default
+        :data:`sampling_lib.estimators.DEFAULT_METHOD` ("logspline"), whatever
+        the sample sizes: it takes per-user sample sizes (nested and adaptive
+        designs) and users ranked in full; a method that cannot take them
+        raises and names those that can (no method is switched silently).
     confidence_level : float in (0, 1), default 0.95, keyword-only
         Level of the two-sided percentile bootstrap interval.
     n_boot : int, default 1000, keyword-only
@@ -277,7 +291,11 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
     rng : None, int or numpy.random.Generator, keyword-only
         Randomness of the bootstrap; an int seed makes the table reproducible.
     sample_sizes : array_like of int, shape (M,), optional, keyword-only
-        Per-user sample sizes (adaptive sampling, TORS24 Algorithm 1).
+        Per-user sample sizes n_u (adaptive sampling, TORS24 Algorithm 1; a
+        second stage for some users, :mod:`sampling_lib.design`): each user's
+        final set size and rank are all the estimator needs (the design is
+        ignorable, see :func:`sampling_lib.estimators.logspline_fit`). A user
+        with n_u = N_u was ranked in full.
     scheme : {"binomial", "hypergeometric"}, keyword-only
         Negatives drawn with replacement (the papers' model, binomial kernel)
         or without (distinct negatives, e.g. :func:`sampling_lib.sampling.sample_negatives`). For

@@ -155,8 +155,11 @@ def test_adaptive_point_and_bootstrap(ranks):
     pmf = synthetic_models(N)["mixture"]
     R = draw_global_ranks(pmf, M, rng=5)
     r, s = adaptive_sample_ranks(R, N, 10, 80, rng=6)
-    t = estimate(r, N, metrics=METRICS, sample_sizes=s, n_boot=10, rng=1)
-    assert (t.method == "adaptive_mle").all() and (t.n == -1).all()
+    # issue 29: varying sizes no longer switch the method silently; the default takes them
+    d = estimate(r, N, metrics=METRICS, sample_sizes=s, n_boot=0)
+    assert (d.method == DEFAULT_METHOD).all() and d.n.isna().all() and (d.N == N).all()
+    t = estimate(r, N, metrics=METRICS, sample_sizes=s, method="adaptive_mle", n_boot=10, rng=1)
+    assert (t.method == "adaptive_mle").all() and t.n.isna().all()
     assert np.allclose(t.estimate, E.adaptive_mle(r, s, N) @ _F(), rtol=1e-10)
     c = rank_counts(r, sample_sizes=s)
     Cb = np.random.default_rng(1).multinomial(M, c.counts / M, size=10)

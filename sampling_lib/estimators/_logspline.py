@@ -460,9 +460,31 @@ def logspline_fit(sampled_ranks, N, n, *, scheme="binomial", penalty=DEFAULT_PEN
     :func:`sampling_lib.estimators.mle_fit`): the prior g lives on 1..max N_u
     and the likelihood has one column per cell (N_u, n_u, r):
     q_c = sum_R g(R) P(r_c | R; N_c, n_c) 1[R <= N_c], computed at the grid
-    points (the rank grid is that of max N_u and max n_u; a grid cell
-    straddling N_c counts when its representative rank is <= N_c, exact with
-    ``exact_ranks`` >= max N_u). See :func:`logspline_cells_fit`.
+    points (the rank grid is that of max N_u and the sampled users' max n_u;
+    a grid cell straddling N_c counts when its representative rank is <= N_c,
+    exact with ``exact_ranks`` >= max N_u). See :func:`logspline_cells_fit`.
+
+    *Users ranked in full* (n_u = N_u, whatever the scheme: every candidate
+    was scored): the sampled rank is the global rank, and the cell's
+    likelihood is the point mass P(R = r_u) = g(r_u)
+    (:func:`full_ranking_columns`).
+
+    *Nested (multi-stage) designs* -- adaptive sampling (TORS24 Algorithm 1),
+    a second stage for the users whose first-stage rank is <= t, any ladder:
+    items are *added* to the user's sample set and whether to add is decided
+    from the ranks observed so far. With replacement, the stage counts x_j of
+    sampled items above the held-out item are independent Binomial(b_j, p),
+    p = (R - 1)/(N - 1), so the probability of a user's whole path is
+    prod_j C(b_j, x_j) p^x (1 - p)^(n - 1 - x) with x = r - 1 the final count
+    and n the final size: C(n - 1, x) p^x (1 - p)^(n - 1 - x) times
+    prod_j C(b_j, x_j) / C(n - 1, x), a factor free of R. Without
+    replacement the stages are successive draws without replacement from the
+    N - 1 other items and the same factorisation holds with the
+    hypergeometric kernel (the multivariate hypergeometric law of (x_j) given
+    x is free of R). The stopping rule only looks at the x_j, so it adds a
+    factor free of R too. Hence the likelihood of P(R) is the per-user kernel
+    at the *final* (n_u, r_u) -- the design is ignorable and the estimator
+    needs only each user's final sample size and rank.
 
     **Choice of the defaults** (penalty 70, knot spacing 0.4 in log R): chosen
     on the real-data accuracy panel (:func:`sampling_lib.studies.accuracy_panel`,
@@ -486,7 +508,7 @@ def logspline_fit(sampled_ranks, N, n, *, scheme="binomial", penalty=DEFAULT_PEN
     >>> bool(fit.converged), round(float(fit.weights.sum()), 12)
     (True, 1.0)
     """
-    if np.ndim(N) != 0 or np.ndim(n) != 0:
+    if np.ndim(N) != 0 or np.ndim(n) != 0 or (np.ndim(N) == 0 and np.ndim(n) == 0 and N == n):
         cells = _user_cells(sampled_ranks, N, n)
         if cells is not None:
             return logspline_cells_fit(*cells, scheme=scheme, penalty=penalty,
@@ -569,7 +591,7 @@ def _user_cells(sampled_ranks, N, n):
     if sizes.shape != r.shape:
         raise ValueError(f"n must be an int or one sample size per user ({r.size}); got shape "
                          f"{sizes.shape}")
-    if isinstance(items, int) and np.unique(sizes).size == 1:
+    if isinstance(items, int) and np.unique(sizes).size == 1 and sizes[0] < items:
         return None
     items = np.full(r.size, items, dtype=np.int64) if isinstance(items, int) else items
     st = cells(r, sizes, items)
@@ -612,10 +634,28 @@ def cells_setup(n_items, sizes, ranks, counts, scheme, penalty, knot_spacing, ex
                          f"{Nc.shape}, {nc.shape}, {rc.shape}, {c.shape}")
     if nc.min() < 2 or np.any(nc > Nc) or rc.min() < 1 or np.any(rc > nc) or np.any(c < 0):
         raise ValueError("cells must satisfy N_u >= n_u >= 2, 1 <= r <= n_u and count >= 0")
-    grid = spline_grid(int(Nc.max()), int(nc.max()), knot_spacing, exact_ranks, scheme)
+    full = nc == Nc
+    # the grid's bins are cut for the sampled users' largest n (a ranked-in-full user's
+    # kernel is a point mass, which needs no bin narrower than the prior's own resolution)
+    n_grid = int(nc[~full].max()) if (~full).any() else 2
+    grid = spline_grid(int(Nc.max()), n_grid, knot_spacing, exact_ranks, scheme)
     K = cell_kernel(grid.mid, Nc, nc, rc, scheme)
+    if full.any():
+        K[:, full] = full_ranking_columns(grid, rc[full])
     P = penalty_matrix(grid.B.shape[1], penalty)
     return c, grid, K, P, penalty, knot_spacing
+
+
+def full_ranking_columns(grid, ranks):
+    """Likelihood columns (G, k) of users ranked in full: their global rank R = r is observed.
+
+    P(R = r | g) = g(bin of r) / width(bin) on the grid (the prior's mass
+    spread evenly over the bin's ranks; exact for r <= ``exact_ranks``).
+    """
+    col = np.searchsorted(grid.hi, np.asarray(ranks, dtype=np.int64))
+    out = np.zeros((grid.lo.size, col.size))
+    out[col, np.arange(col.size)] = np.exp(-grid.logw[col])
+    return out
 
 
 def _counts_fit(n_items, sizes, ranks, counts, *, scheme="binomial", penalty=DEFAULT_PENALTY,
@@ -626,7 +666,7 @@ def _counts_fit(n_items, sizes, ranks, counts, *, scheme="binomial", penalty=DEF
     :func:`logspline_cells_fit` (as :func:`logspline_fit` does)."""
     Nc = np.asarray(n_items, dtype=np.int64)
     nc = np.asarray(sizes, dtype=np.int64)
-    if np.unique(Nc).size == 1 and np.unique(nc).size == 1:
+    if np.unique(Nc).size == 1 and np.unique(nc).size == 1 and nc[0] < Nc[0]:
         N, n = check_N_n(int(Nc[0]), int(nc[0]))
         exact_ranks = check_int(exact_ranks, "exact_ranks", low=1)
         scheme = check_scheme(scheme)
@@ -682,7 +722,7 @@ def logspline_cells_fit(n_items, sizes, ranks, counts, *, scheme="binomial",
                                                         penalty, knot_spacing, exact_ranks)
     beta0 = None
     nc = np.asarray(sizes, dtype=np.int64)
-    if np.unique(nc).size == 1:
+    if np.unique(nc).size == 1 and not np.any(nc == np.asarray(n_items)):
         # warm start: the fit with one N (= max N_u, same grid and basis) on the pooled ranks;
         # the item counts move the optimum little, so a few Newton steps remain
         rc = np.asarray(ranks, dtype=np.int64)

@@ -172,6 +172,9 @@ class EstimatorSpec:
         (:class:`sampling_lib.counts.RankCounts`), or a popularity-sampled
         evaluation (:class:`sampling_lib.popularity.PopularityLog`: ``fit_state(log,
         **options)`` and ``replicates`` over per-user bootstrap weights).
+    full_ranking : bool
+        Takes users ranked in full (cells with n_u = N_u: the sampled rank is
+        the global rank, whatever the scheme).
     bounds : callable, optional
         ``bounds(data, **options) -> (lower, upper)`` weight vectors whose
         metrics bound the estimand without the estimator's assumptions (the
@@ -206,6 +209,7 @@ class EstimatorSpec:
     linear_kind: str | None = None
     input: str = "ranks"
     bounds: Callable | None = None
+    full_ranking: bool = False
 
     def __post_init__(self):
         if self.input not in INPUTS:
@@ -717,7 +721,7 @@ register(EstimatorSpec("adaptive_mle", _fit_adaptive, _EM_OPTIONS + _GRID, "em",
 register(EstimatorSpec("logspline", _logspline.fit_weights, ("penalty", "knot_spacing", "exact_ranks"),
                        "batched", fit_state=_logspline.fit_state, replicates=_logspline_boot.counts_replicates,
                        alternatives=_logspline.alternatives, fit_cells=_logspline.counts_fit_state,
-                       varying_items=True, varying_sizes=True,
+                       varying_items=True, varying_sizes=True, full_ranking=True,
                        summary="empirical Bayes: smooth log-spline prior on log R, posterior mean "
                                f"(default; interval over penalties x/÷ {_logspline.SENSITIVITY_FACTOR:g})",
                        references="Efron (2016) g-modeling; AAAI21 eq 18; notebook 10"))

@@ -1,0 +1,64 @@
+"""The default estimator on per-user sample sizes and users ranked in full (issue 29).
+
+References: the nested-design likelihood in ``sampling_lib.estimators.logspline_fit`` (Notes);
+TORS24 Algorithm 1 and Sec 6.2 (adaptive sampling).
+"""
+import numpy as np
+import pytest
+
+from sampling_lib.correct import estimate
+from sampling_lib.estimators import DEFAULT_METHOD
+from sampling_lib.rankdist import draw_global_ranks, synthetic_models
+from sampling_lib.sampling import adaptive_sample_ranks, sample_ranks
+
+N, M = 3000, 1500
+
+
+@pytest.fixture(scope="module")
+def R():
+    return draw_global_ranks(synthetic_models(N)["beta_a0.35"], M, rng=0)
+
+
+def test_equal_sizes_give_the_single_stage_table(R):
+    """Every n_u equal: the per-user-size call is the single-n call, bit for bit."""
+    r = sample_ranks(R, N, 100, rng=1)
+    a = estimate(r, N, 100, ["recall@10", "ndcg@20"], n_boot=40, rng=2)
+    b = estimate(r, N, None, ["recall@10", "ndcg@20"], sample_sizes=np.full(M, 100), n_boot=40, rng=2)
+    np.testing.assert_array_equal(a.select_dtypes("number").to_numpy(float), b.select_dtypes("number").to_numpy(float))
+
+
+def test_users_ranked_in_full_give_their_exact_metric(R):
+    """n_u = N_u: the sampled rank is the global rank, the estimate the users' own metric (K <= 256)."""
+    for scheme in ("binomial", "hypergeometric"):
+        t = estimate(R, N, None, ["recall@10", "ndcg@10", "recall@50"], sample_sizes=np.full(M, N),
+                     scheme=scheme, n_boot=0)
+        exact = [np.mean(R <= 10), np.mean(np.where(R <= 10, 1 / np.log2(R + 1), 0.0)), np.mean(R <= 50)]
+        np.testing.assert_allclose(t.estimate, exact, rtol=1e-9, atol=1e-12)
+        assert not t.below_resolution.any() and (t.n == N).all()
+
+
+def test_mixed_full_and_sampled_users(R):
+    """A random tenth ranked in full, the rest sampled at n = 30: the default takes both, others refuse."""
+    g = np.random.default_rng(3)
+    full = g.random(M) < 0.1
+    r = np.where(full, R, sample_ranks(R, N, 30, rng=4))
+    sizes = np.where(full, N, 30)
+    t = estimate(r, N, None, ["recall@10"], sample_sizes=sizes, n_boot=0)
+    assert t.method[0] == DEFAULT_METHOD and not t.below_resolution[0]
+    truth = np.mean(R <= 10)
+    # the estimate of the population metric: within 4 standard errors of a full-ranking mean (se of the
+    # 150 exactly ranked users' share, which is what locates the top of P(R) here)
+    se = np.sqrt(truth * (1 - truth) / full.sum())
+    assert abs(t.estimate[0] - truth) < 4 * se
+    with pytest.raises(ValueError, match=r"cannot take users ranked in full .* \['logspline'\]"):
+        estimate(r, N, None, ["recall@10"], sample_sizes=sizes, method="adaptive_mle", n_boot=0)
+
+
+def test_varying_sizes_use_the_default_and_other_methods_say_which_can(R):
+    r, s = adaptive_sample_ranks(R, N, 20, 640, rng=5)
+    t = estimate(r, N, None, ["recall@10"], sample_sizes=s, n_boot=0)
+    assert t.method[0] == DEFAULT_METHOD and t.n.isna().all()
+    # resolution of the users at sampled rank 1: all of them reached n_max = 640
+    assert t.below_resolution[0] == (10 < (N - 1) / (640 - 1))
+    with pytest.raises(ValueError, match=r"needs one common sample size.*\['adaptive_mle', 'logspline'\]"):
+        estimate(r, N, None, ["recall@10"], sample_sizes=s, method="bv", n_boot=0)
