@@ -21,7 +21,7 @@ import pandas as pd
 from ._validation import (check_columns, check_int, check_int_column, check_n_items, check_N_n,
                           check_ranks, check_scheme)
 
-__all__ = ["sample_ranks", "adaptive_sample_ranks", "size_ladder", "adaptive_stop_distribution",
+__all__ = ["sample_ranks", "adaptive_sample_ranks", "sample_design", "size_ladder", "adaptive_stop_distribution",
            "sampling_efficiency", "SamplingEfficiency",
            "sample_negatives"]
 
@@ -144,6 +144,67 @@ def adaptive_sample_ranks(global_ranks, N, n0, n_max, *, scheme="binomial", rng=
         active = (r == 1) & (size < n_max)
     return r, size
 
+
+
+def sample_design(global_ranks, N, design, *, scheme="binomial", rng=None):
+    """Final sampled ranks and set sizes of users evaluated under a :class:`sampling_lib.design.Design`.
+
+    The stages are drawn as a framework would run them: a first stage of
+    ``design.n`` items (held-out item included); then, for
+    ``"threshold"``, ``design.n2`` more items for the users at rank <=
+    ``design.threshold`` (their new rank: the old one plus the added items
+    ranked above); for ``"ladder"``, :func:`adaptive_sample_ranks` to
+    ``design.n_max``; for ``"full_subset"``, a random share
+    ``design.fraction`` of the users ranked in full (set size N_u, rank R_u).
+    Without replacement the added items are drawn from the items not yet in
+    the set.
+
+    Parameters
+    ----------
+    global_ranks : array_like of int, shape (M,)
+    N : int or array_like of int, shape (M,)
+        Items (or per-user N_u).
+    design : Design
+    scheme : {"binomial", "hypergeometric"}, keyword-only
+    rng : keyword-only
+
+    Returns
+    -------
+    sampled_ranks, sample_sizes : ndarray of int64, shape (M,)
+
+    Examples
+    --------
+    >>> from sampling_lib.design import Design
+    >>> r, s = sample_design([1, 2, 900], 1000, Design("threshold", 10, threshold=1, n2=90), rng=0)
+    >>> s.tolist()[:2], int(s[2]) in (10, 100)
+    ([100, 100], True)
+    """
+    from .design import Design
+
+    if not isinstance(design, Design):
+        raise TypeError(f"design must be a sampling_lib.design.Design; got {type(design).__name__}")
+    scheme = check_scheme(scheme)
+    rng = np.random.default_rng(rng)
+    R, NN, n = _items_and_ranks(global_ranks, N, design.n)
+    Nu = np.full(R.size, NN, dtype=np.int64) if isinstance(NN, int) else NN
+    design.check(int(Nu.min()))
+    if design.kind == "ladder":
+        return adaptive_sample_ranks(R, NN, n, design.n_max, scheme=scheme, rng=rng)
+    r = sample_ranks(R, NN, n, scheme=scheme, rng=rng)
+    size = np.full(R.size, n, dtype=np.int64)
+    if design.kind == "threshold":
+        idx = np.flatnonzero(r <= design.threshold)
+        Ri, Ni, ri = R[idx], Nu[idx], r[idx]
+        if scheme == "binomial":
+            above = rng.binomial(design.n2, (Ri - 1) / (Ni - 1))
+        else:   # r - 1 of the n - 1 drawn items rank above, n - r below: draw n2 of the rest
+            above = rng.hypergeometric(Ri - ri, (Ni - Ri) - (n - ri), design.n2)
+        r[idx] = ri + above
+        size[idx] = n + design.n2
+    elif design.kind == "full_subset":
+        full = rng.random(R.size) < design.fraction
+        r[full], size[full] = R[full], Nu[full]
+    return r, size
 
 
 def size_ladder(n0, n_max):

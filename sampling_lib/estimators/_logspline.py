@@ -92,7 +92,7 @@ _DEGREE = 3
 
 
 @dataclass(frozen=True)
-class _Grid:
+class SplineGrid:
     lo: np.ndarray      # first rank of each grid cell (1-based, int64)
     hi: np.ndarray      # last rank of each grid cell
     mid: np.ndarray     # representative rank (int64)
@@ -116,7 +116,7 @@ def spline_grid(N, n, knot_spacing, head=None, scheme="binomial"):
     t = np.r_[[0.0] * _DEGREE, inner, [logN] * _DEGREE]
     x = np.log(0.5 * (lo + hi))
     B = BSpline.design_matrix(np.clip(x, 0.0, logN), t, _DEGREE).toarray()
-    return _Grid(lo=lo, hi=hi, mid=mid.astype(np.int64), logw=np.log(width), B=B, spline_t=t, N=N)
+    return SplineGrid(lo=lo, hi=hi, mid=mid.astype(np.int64), logw=np.log(width), B=B, spline_t=t, N=N)
 
 
 @lru_cache(maxsize=16)
@@ -140,8 +140,8 @@ def penalty_matrix(df, lam):
     return 2.0 * lam * (D.T @ D) + 2.0 * _RIDGE * (one.T @ one)
 
 
-def _prior(beta, grid):
-    """Cell masses g (rows sum to 1) for coefficients beta of shape (..., df)."""
+def prior_masses(beta, grid):
+    """Prior masses g of the grid cells (rows sum to 1) for coefficients beta of shape (..., df)."""
     eta = beta @ grid.B.T + grid.logw
     eta = eta - eta.max(axis=-1, keepdims=True)
     g = np.exp(eta)
@@ -150,7 +150,7 @@ def _prior(beta, grid):
 
 def objective(beta, c, K, grid, P):
     """Penalized negative log-likelihood, gradient pieces; batched over rows of c."""
-    g = _prior(beta, grid)
+    g = prior_masses(beta, grid)
     q = g @ K
     with np.errstate(divide="ignore"):
         ll = np.sum(np.where(c > 0, c * np.log(np.where(c > 0, q, 1.0)), 0.0), axis=-1)
@@ -167,7 +167,7 @@ def gradient(beta, c, K, grid, P, g, q):
 
 def fisher(beta, c, K, grid, P):
     """Expected information M J^T diag(1/q) J + P of one fit (df, df)."""
-    g = _prior(beta, grid)
+    g = prior_masses(beta, grid)
     q = g @ K
     Bbar = g @ grid.B
     Jq = K.T @ (g[:, None] * grid.B) - np.outer(q, Bbar)   # (n, df) dq/dbeta
@@ -606,7 +606,7 @@ def hessian_cells(beta, c, K, grid, P):
     -d2 ll / dbeta2 = J diag(c / q^2) J^T - B^T (diag(v) - v g^T - g v^T) B; plus the penalty P.
     Eigenvalues are floored as in :func:`hessian` (positive definite).
     """
-    g = _prior(beta, grid)
+    g = prior_masses(beta, grid)
     q = g @ K
     ok = c > 0
     Kc, qc, cc = K[:, ok], q[ok], c[ok]

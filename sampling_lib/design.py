@@ -1,0 +1,558 @@
+"""Planning a sampled evaluation: designs, their cost, and the precision they buy.
+
+Below resolution (K < w = (N - 1)/(n - 1)) a single sampled set cannot place
+the held-out item inside the first sampled bin, and every top-K estimate is an
+extrapolation. A *nested design* adds items to the sets of the users who need
+them, decided from the ranks seen so far:
+
+* ``single`` -- every user gets a set of n items (held-out item included);
+* ``threshold`` -- a first stage of n items, then ``n2`` more items for the
+  users whose first-stage rank is <= ``threshold`` (a second stage);
+* ``ladder`` -- adaptive sampling (TORS24 Algorithm 1): start at n, double
+  the set while the held-out item is ranked first, up to ``n_max``;
+* ``full_subset`` -- a random ``fraction`` of the users ranked in full, the
+  others at n.
+
+The likelihood of such a design is the per-user kernel at the final (n_u,
+r_u) (:func:`sampling_lib.estimators.logspline_fit`, Notes), so the default
+estimator takes the merged ranks directly. :func:`predict` gives, for a prior
+P(R) (fitted to a pilot), the expected scoring cost and the variance of the
+default estimator by the delta method (the influence function of the
+posterior-mean estimate with the penalized log-spline prior refitted); the
+*precision ratio* is the predicted interval width over full ranking's own
+(sqrt of Var(T_hat) / (Var_P(F) / M)). :func:`plan` scores a family of
+candidate designs and picks the cheapest that meets a target.
+
+References
+----------
+.. [TORS24] Li, Jin, Liu, Ren, Gao, Liu. On Item-Sampling Evaluation for
+   Recommender System. ACM TORS 2024, Sec 6 (Algorithm 1, eq 44: cost).
+.. [KDD20] Li, Jin, Gao, Liu. On Sampling Top-K Recommendation Evaluation.
+   KDD 2020, Sec 2.2 (the kernels).
+.. [vdV98] van der Vaart. Asymptotic Statistics (1998), ch. 5 and 20 (M-estimators,
+   the delta method and influence functions).
+.. [Efron16] Efron. Empirical Bayes deconvolution estimates. Biometrika 103(1), 2016.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import special, stats
+
+from ._validation import check_float, check_int, check_scheme
+from .metrics import metric_matrix, parse_metrics
+
+__all__ = ["DESIGN_KINDS", "Design", "design_law", "predict", "plan", "PlanResult"]
+
+#: The kinds of :class:`Design`.
+DESIGN_KINDS = ("single", "threshold", "ladder", "full_subset")
+
+_EXACT_R = 64          # sampled ranks 1.._EXACT_R are cells of their own in the predictions
+_R_LOG_WIDTH = 0.05    # beyond, cells of at most this width in log r
+
+
+@dataclass(frozen=True)
+class Design:
+    """A sampled-evaluation design (module docstring).
+
+    Attributes
+    ----------
+    kind : {"single", "threshold", "ladder", "full_subset"}
+    n : int
+        First-stage set size, held-out item included (the size, for "single").
+    threshold : int
+        "threshold": users with first-stage rank <= threshold get the second stage.
+    n2 : int
+        "threshold": items added in the second stage.
+    n_max : int
+        "ladder": the largest set size (sizes n, 2n, 4n, ..., n_max).
+    fraction : float
+        "full_subset": share of the users ranked in full (the others at n).
+
+    Examples
+    --------
+    >>> Design("threshold", 100, threshold=1, n2=900).describe()
+    'stage 2: +900 items for the users at rank <= 1 of 100'
+    """
+
+    kind: str
+    n: int
+    threshold: int = 1
+    n2: int = 0
+    n_max: int = 0
+    fraction: float = 0.0
+
+    def __post_init__(self):
+        if self.kind not in DESIGN_KINDS:
+            raise ValueError(f"kind must be one of {DESIGN_KINDS}; got {self.kind!r}")
+        check_int(self.n, "n", low=2)
+        if self.kind == "threshold":
+            check_int(self.threshold, "threshold", low=1, high=self.n)
+            check_int(self.n2, "n2", low=1)
+        if self.kind == "ladder":
+            check_int(self.n_max, "n_max", low=self.n)
+        if self.kind == "full_subset":
+            check_float(self.fraction, "fraction", 0.0, 1.0, low_open=True)
+
+    def check(self, N):
+        """Raise unless every set fits in N items."""
+        N = check_int(N, "N", low=2)
+        top = {"single": self.n, "threshold": self.n + self.n2, "ladder": self.n_max,
+               "full_subset": self.n}[self.kind]
+        if top > N:
+            raise ValueError(f"the design's largest set ({top} items) exceeds N={N}")
+        return N
+
+    def describe(self):
+        """One line for tables."""
+        if self.kind == "single":
+            return f"single n = {self.n}"
+        if self.kind == "threshold":
+            return f"stage 2: +{self.n2} items for the users at rank <= {self.threshold} of {self.n}"
+        if self.kind == "ladder":
+            return f"ladder {self.n} -> {self.n_max} (double while at rank 1)"
+        return f"{self.fraction:.0%} of users ranked in full, the others at n = {self.n}"
+
+
+# ----------------------------------------------------------------------------
+# the law of the final (n_u, r_u) of a design
+# ----------------------------------------------------------------------------
+def _r_bins(lo, hi):
+    """Cells of sampled ranks lo..hi: exact up to _EXACT_R, then of width <= _R_LOG_WIDTH in log r."""
+    lo, hi = int(lo), int(hi)
+    if hi < lo:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    cut = min(hi, max(lo - 1, _EXACT_R))
+    a = np.arange(lo, cut + 1, dtype=np.int64)
+    if cut >= hi:
+        return a, a.copy()
+    k = int(np.ceil(np.log(hi / cut) / _R_LOG_WIDTH))
+    e = np.unique(np.floor(cut * np.exp(np.linspace(0.0, np.log(hi / cut), k + 1))).astype(np.int64))
+    starts = np.unique(np.r_[cut + 1, e[(e > cut + 1) & (e <= hi)]])
+    ends = np.r_[starts[1:] - 1, hi]
+    return np.r_[a, starts], np.r_[a, ends]
+
+
+def _count_cdf(x, m, R, N, done, scheme):
+    """P(X <= x) for X = items above the held-out item among m new draws (G, k).
+
+    Binomial: X ~ Binomial(m, (R - 1)/(N - 1)). Hypergeometric: ``done`` items
+    already drawn, all ranked below (R - 1 above and N - R - done below remain).
+    """
+    x = np.asarray(x, dtype=float)[None, :]
+    R = np.asarray(R, dtype=float)[:, None]
+    if scheme == "binomial":
+        return stats.binom.cdf(x, m, (R - 1.0) / (N - 1.0))
+    good, bad = np.maximum(R - 1.0, 0.0), np.maximum((N - R) - done, 0.0)
+    # impossible states (fewer items left than drawn) have probability 0 upstream: any finite value
+    m_eff = np.minimum(m, good + bad)
+    return np.nan_to_num(stats.hypergeom.cdf(x, good + bad, good, m_eff), nan=0.0)
+
+
+def _binned_counts(m, R, N, done, scheme, offset=0):
+    """P(offset + X in each r-cell) for X ~ items above among m draws: (cells lo, hi, (G, k))."""
+    lo, hi = _r_bins(offset + 1, offset + m + 1)
+    up = _count_cdf(hi - 1 - offset, m, R, N, done, scheme)
+    down = _count_cdf(lo - 2 - offset, m, R, N, done, scheme)
+    return lo, hi, np.clip(up - down, 0.0, 1.0)
+
+
+def _log_survive(R, N, drawn, scheme):
+    """log P(the first ``drawn`` sampled items all rank below the held-out item | R) (G,)."""
+    R = np.asarray(R, dtype=float)
+    if scheme == "binomial":
+        with np.errstate(divide="ignore"):
+            return drawn * np.log1p(-(R - 1.0) / (N - 1.0))
+    # C(N - R, drawn) / C(N - 1, drawn)
+    out = (special.gammaln(N - R + 1.0) - special.gammaln(N - R - drawn + 1.0)
+           - special.gammaln(N * 1.0) + special.gammaln(N - drawn * 1.0))
+    return np.where(N - R >= drawn, out, -np.inf)
+
+
+def design_law(design, N, R, scheme="binomial"):
+    """P(final cell d | R) of a design: the rows R (global ranks) by the cells of (n_u, r_u).
+
+    Parameters
+    ----------
+    design : Design
+    N : int
+        Number of items (N_u of every user).
+    R : array_like of int
+        Global ranks (e.g. the representative ranks of a grid).
+    scheme : {"binomial", "hypergeometric"}
+
+    Returns
+    -------
+    sizes : ndarray of int, shape (C,)
+        Final set size of each cell (N for users ranked in full).
+    r_lo, r_hi : ndarray of int, shape (C,)
+        The sampled ranks the cell holds (one rank below 65, a range beyond).
+    D : ndarray, shape (len(R), C)
+        P(the user ends in the cell | R); rows sum to 1.
+
+    Notes
+    -----
+    The stages are simulated exactly by :func:`sampling_lib.sampling.sample_design`;
+    a test checks that the cell frequencies of simulated users match ``D``.
+
+    Examples
+    --------
+    >>> s, lo, hi, D = design_law(Design("ladder", 10, n_max=40), 1000, [1, 30, 500])
+    >>> bool(np.allclose(D.sum(axis=1), 1)), sorted(set(s.tolist()))
+    (True, [10, 20, 40])
+    """
+    N = design.check(N)
+    scheme = check_scheme(scheme)
+    R = np.asarray(R, dtype=np.int64)
+    cells = []
+
+    def add(size, lo, hi, P):
+        cells.append((np.full(lo.size, size, dtype=np.int64), lo, hi, P))
+
+    n = design.n
+    if design.kind in ("single", "full_subset"):
+        lo, hi, P = _binned_counts(n - 1, R, N, 0, scheme)
+        share = 1.0 - design.fraction if design.kind == "full_subset" else 1.0
+        add(n, lo, hi, share * P)
+        if design.kind == "full_subset":
+            ur = np.unique(R)
+            add(N, ur, ur, design.fraction * (R[:, None] == ur[None, :]).astype(float))
+    elif design.kind == "threshold":
+        t = design.threshold
+        lo, hi, P = _binned_counts(n - 1, R, N, 0, scheme)
+        stop = lo > t                                   # exact cells: lo == hi for r <= 64
+        add(n, lo[stop], hi[stop], P[:, stop])
+        # continued users: final r = r1 + x2 with r1 <= t, x2 among n2 new draws
+        lo2, hi2 = _r_bins(1, t + design.n2)
+        P2 = np.zeros((R.size, lo2.size))
+        for r1 in range(1, t + 1):
+            p1 = P[:, np.flatnonzero(lo == r1)[0]] if r1 <= n else np.zeros(R.size)
+            done = n - 1 - (r1 - 1)                      # below among the first n - 1 draws
+            if scheme == "hypergeometric":
+                cdf = lambda x: _count_cdf(x, design.n2, R - (r1 - 1), N - (r1 - 1), done, scheme)  # noqa: E731
+            else:
+                cdf = lambda x: _count_cdf(x, design.n2, R, N, 0, scheme)  # noqa: E731
+            P2 += p1[:, None] * np.clip(cdf(hi2 - r1) - cdf(lo2 - r1 - 1), 0.0, 1.0)
+        add(n + design.n2, lo2, hi2, P2)
+    else:   # ladder
+        from .sampling import size_ladder
+
+        sizes = size_ladder(n, design.n_max)
+        lo, hi, P = _binned_counts(n - 1, R, N, 0, scheme)
+        last = sizes.size == 1
+        keep = np.ones(lo.size, bool) if last else lo > 1
+        add(n, lo[keep], hi[keep], P[:, keep])
+        for j in range(1, sizes.size):
+            prev, cur = int(sizes[j - 1]), int(sizes[j])
+            reach = np.exp(_log_survive(R, N, prev - 1, scheme))          # r = 1 at size prev
+            lo, hi, Pj = _binned_counts(cur - prev, R, N, prev - 1, scheme)
+            keep = np.ones(lo.size, bool) if j == sizes.size - 1 else lo > 1
+            add(cur, lo[keep], hi[keep], reach[:, None] * Pj[:, keep])
+    s, lo, hi, D = (np.concatenate([c[k] for c in cells], axis=-1 if k == 3 else 0) for k in range(4))
+    return s, lo, hi, D
+
+
+def _cost(design, N, g, R, scheme):
+    """Expected items scored per user (held-out included) under the rank masses g on rows R."""
+    n = design.n
+    if design.kind == "single":
+        return float(n)
+    if design.kind == "full_subset":
+        return float((1.0 - design.fraction) * n + design.fraction * N)
+    if design.kind == "threshold":
+        p_cont = _count_cdf([design.threshold - 1], n - 1, R, N, 0, scheme)[:, 0]
+        return float(n + design.n2 * (g @ p_cont))
+    from .sampling import size_ladder
+
+    sizes = size_ladder(n, design.n_max)
+    cost = float(n)
+    for j in range(1, sizes.size):
+        reach = np.exp(_log_survive(R, N, int(sizes[j - 1]) - 1, scheme))
+        cost += (int(sizes[j]) - int(sizes[j - 1])) * float(g @ reach)
+    return cost
+
+
+# ----------------------------------------------------------------------------
+# prediction: cost and the variance of the default estimator
+# ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Prior:
+    """A log-spline prior on its grid: masses g, basis B, penalty P, the metrics on the cells."""
+
+    N: int
+    n: int
+    grid: object
+    beta: np.ndarray
+    g: np.ndarray
+    P: np.ndarray
+
+    @classmethod
+    def from_fit(cls, fit, N, n, scheme):
+        from .estimators._logspline import penalty_matrix, prior_masses, spline_grid
+
+        grid = spline_grid(int(N), int(n), fit.knot_spacing, None, scheme)
+        return cls(int(N), int(n), grid, fit.beta, prior_masses(fit.beta, grid),
+                   penalty_matrix(grid.B.shape[1], fit.penalty))
+
+
+def _metric_cells(parsed, grid):
+    """Averages of F and F^2 over the grid cells (G, m) each (F = 0 beyond the largest K)."""
+    from .estimators._logspline_boot import cell_metric
+
+    H = min(grid.N, max(K for _, _, K in parsed))
+    F = metric_matrix(parsed, H)
+    return cell_metric(F, grid), cell_metric(F * F, grid)
+
+
+def predict(design, prior, metrics=("recall@10", "ndcg@10"), *, M, confidence_level=0.95, scheme="binomial"):
+    """Expected cost and interval half-width of the default estimator under a design.
+
+    Parameters
+    ----------
+    design : Design
+    prior : LogsplineResult
+        A fitted log-spline prior (e.g. of a pilot's sampled ranks,
+        :func:`sampling_lib.estimators.logspline_fit`) on 1..N, N its length.
+    metrics : str or sequence of str
+    M : int, keyword-only
+        Number of users of the evaluation.
+    confidence_level : float, keyword-only
+    scheme : {"binomial", "hypergeometric"}, keyword-only
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per metric: ``design``, ``metric``, ``value`` (the metric under
+        the prior), ``cost`` (expected items scored per user, held-out item
+        included), ``cost_share`` (cost / N), ``halfwidth`` (predicted half-width
+        of the interval), ``full_halfwidth`` (full ranking's: z sqrt(Var_P(F)/M)),
+        ``ratio`` (their quotient: the precision ratio).
+
+    Notes
+    -----
+    Let d be a user's final cell with P(d | R) from :func:`design_law`,
+    q_d(beta) = sum_R g_beta(R) P(d | R), phi(d) = E[F(R) | d] the posterior
+    mean, s(d) = E[B(R) | d] - E_g[B] the score of the spline coefficients,
+    I = E[s s'] the information per user and Pen the penalty matrix. The
+    estimate T_hat = (1/M) sum_u phi(d_u; beta_hat) with the penalized MLE
+    beta_hat has the influence function
+    phi(d) + A (I + Pen/M)^{-1} s(d), A = E[Cov(F(R), B(R) | d)] = sum_R g F B' -
+    E[phi(d) E[B | d]'] (the derivative of E[phi] in beta), so
+    Var(T_hat) ~ Var_d(phi + A (I + Pen/M)^{-1} s) / M (delta method,
+    [vdV98] ch. 20). With full ranking phi = F and A = 0, so the ratio is 1.
+
+    References
+    ----------
+    [vdV98] ch. 5, 20; [Efron16]; TORS24 eq 44 (cost of the ladder).
+
+    Examples
+    --------
+    >>> from sampling_lib.estimators import logspline_fit
+    >>> from sampling_lib.rankdist import synthetic_models, draw_global_ranks
+    >>> from sampling_lib.sampling import sample_ranks
+    >>> R = draw_global_ranks(synthetic_models(5000)["beta_a0.35"], 2000, rng=0)
+    >>> fit = logspline_fit(sample_ranks(R, 5000, 50, rng=1), 5000, 50)
+    >>> t = predict(Design("ladder", 50, n_max=1600), fit, "recall@10", M=2000)
+    >>> bool(t.ratio[0] < predict(Design("single", 50), fit, "recall@10", M=2000).ratio[0])
+    True
+    """
+    M = check_int(M, "M", low=1)
+    scheme = check_scheme(scheme)
+    parsed = parse_metrics(metrics)
+    z = stats.norm.ppf(0.5 + 0.5 * check_float(confidence_level, "confidence_level", 0.0, 1.0,
+                                                low_open=True, high_open=True))
+    N = int(prior.weights_grid.N)
+    pr = _Prior.from_fit(prior, N, design.n, scheme)
+    grid, g, B = pr.grid, pr.g, pr.grid.B
+    _, _, _, D = design_law(design, N, grid.mid, scheme)
+    q = g @ D
+    keep = q > 1e-300
+    D, q = D[:, keep], q[keep]
+    post = g[:, None] * D / q[None, :]                 # P(R-cell | d), (G, C)
+    EB = B.T @ post                                    # E[B | d], (df, C)
+    s = EB - (B.T @ g)[:, None]
+    info = (s * q) @ s.T                               # per-user information
+    Fc, F2c = _metric_cells(parsed, grid)              # (G, m)
+    phi = Fc.T @ post                                  # (m, C)
+    A = (g[:, None] * Fc).T @ B - (phi * q) @ EB.T     # (m, df)
+    L = np.linalg.solve((info + pr.P / M).T, A.T).T    # A (I + Pen/M)^{-1}
+    IF = phi + L @ s
+    var = ((IF * IF) @ q - (IF @ q) ** 2) / M
+    value = g @ Fc
+    full_var = (g @ F2c - value ** 2) / M
+    cost = _cost(design, N, g, grid.mid, scheme)
+    hw, fhw = z * np.sqrt(np.maximum(var, 0.0)), z * np.sqrt(np.maximum(full_var, 0.0))
+    return pd.DataFrame({"design": design.describe(), "metric": [p[0] for p in parsed], "value": value,
+                         "cost": cost, "cost_share": cost / N, "halfwidth": hw, "full_halfwidth": fhw,
+                         "ratio": hw / fhw})
+
+
+# ----------------------------------------------------------------------------
+# the planner
+# ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PlanResult:
+    """The candidate designs of :func:`plan`, scored, and the one chosen.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per (design, metric) as :func:`predict`, with ``kind``, ``meets``
+        (the design meets the target for every metric) and ``chosen``.
+    best : Design or None
+        The cheapest design that meets the target (None if none does).
+    prior : LogsplineResult
+        The prior the predictions use (fitted to the pilot).
+    target : str
+        The target, in words.
+    """
+
+    table: pd.DataFrame
+    best: Design | None
+    prior: object
+    target: str
+
+    def designs(self):
+        """One row per design: kind, description, cost, cost_share, the worst ratio, meets, chosen."""
+        t = self.table
+        return (t.groupby(["design", "kind"], sort=False)
+                .agg(cost=("cost", "first"), cost_share=("cost_share", "first"), ratio=("ratio", "max"),
+                     halfwidth=("halfwidth", "max"), meets=("meets", "first"), chosen=("chosen", "first"))
+                .reset_index())
+
+
+def candidate_designs(N, n, *, thresholds=(1, 2, 5), factors=(2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
+                      fractions=(0.05, 0.1, 0.2, 0.3, 0.5)):
+    """The designs :func:`plan` scores, from a first-stage size n (all sets fit in N items).
+
+    Larger single n (n x each factor), a second stage of n2 = n x factor items
+    for the users at rank <= each threshold, the ladder to n x factor, and full
+    ranking of each fraction of the users (the others at n).
+
+    Examples
+    --------
+    >>> [d.describe() for d in candidate_designs(1000, 100, factors=(4,), thresholds=(1,), fractions=(0.1,))]
+    ['single n = 100', 'single n = 400', 'stage 2: +400 items for the users at rank <= 1 of 100', 'ladder 100 -> 400 (double while at rank 1)', '10% of users ranked in full, the others at n = 100']
+    """
+    N = check_int(N, "N", low=2)
+    n = check_int(n, "n", low=2, high=N)
+    out = [Design("single", n)]
+    out += [Design("single", n * f) for f in factors if n * f <= N]
+    out += [Design("threshold", n, threshold=t, n2=n * f) for f in factors for t in thresholds
+            if t < n and n + n * f <= N]
+    out += [Design("ladder", n, n_max=n * f) for f in factors if n * f <= N]
+    out += [Design("full_subset", n, fraction=f) for f in fractions]
+    return out
+
+
+def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10", "ndcg@10"),
+         target_ratio=1.3, target_halfwidth=None, confidence_level=0.95, scheme="binomial",
+         designs=None, rng=0):
+    """Score candidate designs on a pilot and pick the cheapest that meets a target.
+
+    Parameters
+    ----------
+    pilot : array_like of int, optional
+        First-stage sampled ranks (1..n) of the users: the prior is the
+        default estimator's log-spline fitted to them. Without a pilot,
+        ``guess`` is required.
+    N, n : int
+        Items (N_u; the median when users differ) and first-stage set size
+        (held-out item included).
+    M : int, optional, keyword-only
+        Users of the evaluation (default: the pilot's).
+    guess : float or array_like, optional, keyword-only
+        Without a pilot: a guessed Recall@10 (a power law P(R) ~ R^-a on 1..N
+        with that Recall@10), or a pmf on 1..N; a pilot of M users is drawn
+        from it at n (``rng``) and fitted.
+    metrics : str or sequence of str, keyword-only
+    target_ratio : float, default 1.3, keyword-only
+        Largest precision ratio (interval width over full ranking's) for
+        every metric.
+    target_halfwidth : float, optional, keyword-only
+        Largest interval half-width for every metric (instead of the ratio).
+    confidence_level : float, keyword-only
+    scheme : {"binomial", "hypergeometric"}, keyword-only
+    designs : sequence of Design, optional, keyword-only
+        Candidates (default :func:`candidate_designs`).
+    rng : keyword-only
+        Draws the pilot of a ``guess``.
+
+    Returns
+    -------
+    PlanResult
+
+    Examples
+    --------
+    >>> res = plan(None, 20000, 100, M=5000, guess=0.2, metrics="recall@10")
+    >>> res.best.kind in DESIGN_KINDS and bool(res.designs().chosen.sum() == 1)
+    True
+    """
+    from .estimators import logspline_fit
+
+    N = check_int(N, "N", low=2)
+    n = check_int(n, "n", low=2, high=N)
+    scheme = check_scheme(scheme)
+    if pilot is None:
+        if guess is None:
+            raise ValueError("plan needs a pilot (first-stage sampled ranks) or a guess (a Recall@10 or a pmf)")
+        if M is None:
+            raise ValueError("M (the number of users) is required with a guess")
+        pilot = _pilot_from_guess(guess, N, n, check_int(M, "M", low=1), scheme, rng)
+    pilot = np.asarray(pilot)
+    M = pilot.size if M is None else check_int(M, "M", low=1)
+    prior = logspline_fit(pilot, N, n, scheme=scheme)
+    if target_halfwidth is not None:
+        target_halfwidth = check_float(target_halfwidth, "target_halfwidth", low=0.0, low_open=True)
+        target = f"interval half-width <= {target_halfwidth:g}"
+    else:
+        target_ratio = check_float(target_ratio, "target_ratio", low=1.0)
+        target = f"precision ratio <= {target_ratio:g}"
+    cands = list(candidate_designs(N, n) if designs is None else designs)
+    rows = []
+    for d in cands:
+        t = predict(d, prior, metrics, M=M, confidence_level=confidence_level, scheme=scheme)
+        t.insert(1, "kind", d.kind)
+        ok = (t.halfwidth <= target_halfwidth) if target_halfwidth is not None else (t.ratio <= target_ratio)
+        t["meets"] = bool(ok.all())
+        rows.append(t)
+    table = pd.concat(rows, ignore_index=True)
+    per = table.groupby("design", sort=False).agg(cost=("cost", "first"), meets=("meets", "first"))
+    ok = per[per.meets]
+    best = None
+    if len(ok):
+        name = ok.cost.idxmin()
+        best = cands[list(per.index).index(name)]
+    table["chosen"] = table.design == (best.describe() if best is not None else None)
+    return PlanResult(table, best, prior, target)
+
+
+def _pilot_from_guess(guess, N, n, M, scheme, rng):
+    """First-stage sampled ranks of M users drawn from a guessed P(R)."""
+    from .rankdist import draw_global_ranks
+    from .sampling import sample_ranks
+
+    if np.ndim(guess) == 0:
+        r10 = check_float(guess, "guess", 0.0, 1.0, low_open=True, high_open=True)
+        R = np.arange(1, N + 1, dtype=float)
+
+        def recall10(a):
+            w = R ** -a
+            return w[:10].sum() / w.sum()
+
+        lo, hi = 0.0, 20.0
+        if not recall10(lo) <= r10 <= recall10(hi):
+            raise ValueError(f"guess={r10} is not the Recall@10 of a power law on 1..N={N}")
+        for _ in range(100):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if recall10(mid) < r10 else (lo, mid)
+        pmf = R ** -lo
+        pmf /= pmf.sum()
+    else:
+        pmf = np.asarray(guess, dtype=float)
+        if pmf.shape != (N,) or np.any(pmf < 0) or not np.isclose(pmf.sum(), 1.0):
+            raise ValueError(f"guess must be a Recall@10 in (0, 1) or a pmf of length N={N}")
+    g = np.random.default_rng(rng)
+    return sample_ranks(draw_global_ranks(pmf, M, rng=g), N, n, scheme=scheme, rng=g)
