@@ -252,7 +252,7 @@ def _load_ranks(args):
                                        rng=args.seed)
     from .correct import counts_from_frame
 
-    if io._is_parquet(src):
+    if io.is_parquet(src):
         return counts_from_frame(io.counts_table(src), n=args.sample_size, N=args.n_items)
     df = io.read_table(src, "ranks")
     if "rank" in df.columns and "count" in df.columns:
