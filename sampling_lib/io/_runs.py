@@ -3,14 +3,17 @@ from __future__ import annotations
 
 import os
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
-from .._validation import check_columns, show_value
+from .._validation import check_columns, check_int, show_value
 from ..ranking import TIE_RULES
-from ._files import file_error, float_field, text_lines
+from ._files import check_encoding, check_path, file_error, float_field, id_text, not_utf8, text_lines
 
-__all__ = ["read_trec_run", "read_trec_qrels", "read_ranx_json", "ranks_from_run", "CANDIDATES"]
+__all__ = ["read_trec_run", "read_trec_qrels", "read_ranx_json", "ranks_from_run", "CANDIDATES",
+           "RUN_FORMATS"]
 
 
 def read_trec_run(path, *, name=None):
@@ -49,24 +52,32 @@ def read_trec_run(path, *, name=None):
     0   u1   i9    0.9   bpr
     1   u1   i3    0.5   bpr
     """
+    return _trec_run(path, name).drop(columns="line")
+
+
+def _trec_run(path, name=None):
+    """:func:`read_trec_run` plus the ``line`` of each row (for the errors of :func:`ranks_from_run`)."""
     path = os.fspath(path)
-    users, items, scores, tags = [], [], [], []
+    users, items, scores, tags, lines = [], [], [], [], []
     seen = {}
     for k, line in text_lines(path, "run"):
         f = line.split()
         if len(f) != 6:
             raise file_error(path, k, f"a TREC run line has 6 fields 'query Q0 doc rank score "
-                                       f"tag'; got {len(f)}: {show_value(line)}")
+                                      f"tag'; got {len(f)}: {show_value(line)}")
         key = (f[5] if name is None else name, f[0], f[2])
         if key in seen:
             raise file_error(path, k, f"document {show_value(f[2])} of query {show_value(f[0])} "
-                                       f"is listed twice (also line {seen[key]})")
+                                      f"is listed twice (also line {seen[key]})")
         seen[key] = k
         users.append(f[0])
         items.append(f[2])
         scores.append(float_field(f[4], path, k, "the score (field 5)"))
         tags.append(f[5] if name is None else str(name))
-    return pd.DataFrame({"user": users, "item": items, "score": scores, "model": tags})
+        lines.append(k)
+    out = pd.DataFrame({"user": users, "item": items, "score": scores, "model": tags, "line": lines})
+    out.attrs["sampling_lib.run_file"] = path
+    return out
 
 
 def read_trec_qrels(path):
@@ -126,15 +137,29 @@ def read_ranx_json(path, what="run"):
     import json
 
     path = os.fspath(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"{what} file not found: {path}")
+    check_path(path, what)
+    check_encoding(path, what)
+
+    def no_repeats(pairs):
+        keys = [k for k, _ in pairs]
+        if len(set(keys)) < len(keys):
+            k = next(k for k in keys if keys.count(k) > 1)
+            raise _Repeated(k)
+        return dict(pairs)
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            d = json.load(fh)
+        with open(path, encoding="utf-8-sig") as fh:
+            d = json.load(fh, object_pairs_hook=no_repeats)
     except json.JSONDecodeError as exc:
-        raise file_error(path, exc.lineno, f"not valid JSON: {exc.msg}") from None
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{what} file {path} is not UTF-8 text (byte {exc.start})") from None
+        raise file_error(path, exc.lineno, f"not valid JSON ({exc.msg}): a ranx {what} file is the JSON "
+                                           f"that ranx's {what.capitalize()}.save('x.json') writes") from None
+    except UnicodeDecodeError:
+        raise not_utf8(path, what) from None
+    except RecursionError:
+        raise ValueError(f"{what} file {path} nests too deeply to be a ranx {what}") from None
+    except _Repeated as exc:
+        raise ValueError(f"{what} file {path}: the key {show_value(exc.args[0])} appears twice in one "
+                         "mapping (JSON keeps only the last value)") from None
     return _check_nested(d, f"{what} file {path}", what)
 
 
@@ -163,14 +188,33 @@ def _check_nested(d, where, what):
     return out
 
 
-def _run_table(run, name=None):
-    """A run (TREC/ranx file, DataFrame, dict or ranx.Run-like) as ``user, item, score, model``."""
+class _Repeated(Exception):
+    """A key repeated in one JSON object."""
+
+
+#: File formats of a run given by path: TREC lines or ranx's JSON (:func:`ranks_from_run`, ``file_format``).
+RUN_FORMATS = ("trec", "ranx")
+
+
+def _run_table(run, name=None, file_format=None):
+    """A run (TREC/ranx file, DataFrame, dict or ranx.Run-like) as ``user, item, score, model[, line]``.
+
+    The table's ``attrs["sampling_lib.run_file"]`` names the file it was read from.
+    """
     if isinstance(run, pd.DataFrame):
         check_columns(run, ["user", "item", "score"], "the run table")
         t = run.copy()
         if "model" not in t.columns or name is not None:
             t["model"] = "run" if name is None else str(name)
-        return t[["user", "item", "score", "model"]]
+        t = t[["user", "item", "score", "model"]]
+        dup = pd.DataFrame({"m": id_text(t["model"]), "u": id_text(t["user"]),
+                            "i": id_text(t["item"])}).duplicated()
+        if dup.any():
+            i = int(np.flatnonzero(dup.to_numpy())[0])
+            raise ValueError(f"the run table lists item {show_value(t['item'].iloc[i])} of user "
+                             f"{show_value(t['user'].iloc[i])} twice for model "
+                             f"{show_value(t['model'].iloc[i])} (row {i + 1})")
+        return t
     if hasattr(run, "to_dict") and not isinstance(run, dict):          # ranx.Run
         nm = name if name is not None else (getattr(run, "name", None) or "run")
         return _run_table(_check_nested(dict(run.to_dict()), "the run object", "run"), nm)
@@ -181,10 +225,13 @@ def _run_table(run, name=None):
         t["model"] = "run" if name is None else str(name)
         return t
     path = os.fspath(run)
-    if path.lower().endswith(".json"):
+    fmt = file_format if file_format is not None else ("ranx" if path.lower().endswith(".json") else "trec")
+    if fmt == "ranx":
         nm = name if name is not None else os.path.splitext(os.path.basename(path))[0]
-        return _run_table(read_ranx_json(path, "run"), nm)
-    return read_trec_run(path, name=name)
+        t = _run_table(read_ranx_json(path, "run"), nm)
+        t.attrs["sampling_lib.run_file"] = path
+        return t
+    return _trec_run(path, name=name)
 
 
 def _qrels_table(qrels):
@@ -211,7 +258,8 @@ def _qrels_table(qrels):
 CANDIDATES = ("sampled", "full")
 
 
-def ranks_from_run(run, qrels, *, candidates="sampled", ties="pessimistic", name=None, rng=None):
+def ranks_from_run(run, qrels, *, candidates="sampled", ties="pessimistic", name=None, n=None,
+                   file_format=None, rng=None):
     """Per-user ranks of the held-out item from a run and its qrels (TREC, ranx).
 
     Each user (query) must have exactly one relevant item (qrels relevance >
@@ -247,7 +295,16 @@ def ranks_from_run(run, qrels, *, candidates="sampled", ties="pessimistic", name
     ties : {"pessimistic", "optimistic", "random"}, keyword-only
     name : str, optional, keyword-only
         Model name (a single run only); default the TREC tag, the ranx
-        ``Run.name``, the JSON file's stem, or "run".
+        ``Run.name``, the JSON file's stem, or "run". Two runs (files) with
+        the same name are an error: their lines would be merged into one model.
+    n : int, optional, keyword-only
+        With ``candidates="sampled"``: the sample size every user's list must
+        have; a user listing another number of items is an error naming the
+        user, the file and the user's first line. Without ``n`` the sizes may
+        vary by user (adaptive or two-stage designs).
+    file_format : {"trec", "ranx"}, optional, keyword-only
+        How run files are read; default by name (``.json``: ranx, otherwise
+        TREC). Given, a file whose content is not of that format is an error.
     rng : None, int or Generator, keyword-only
         For ``ties="random"``.
 
@@ -262,8 +319,10 @@ def ranks_from_run(run, qrels, *, candidates="sampled", ties="pessimistic", name
     ------
     ValueError
         A user with no or several relevant items, a relevant item missing
-        from the user's list, a user of the qrels missing from the run, or a
-        bad file (naming the file and line).
+        from the user's list, a user of the qrels missing from the run, two
+        runs with one name, a list of another size than ``n``, or a bad file
+        (naming the file and line). Users of the run without a relevant item
+        are left out with a warning.
 
     Examples
     --------
@@ -280,16 +339,36 @@ def ranks_from_run(run, qrels, *, candidates="sampled", ties="pessimistic", name
         raise ValueError(f"candidates must be one of {CANDIDATES}; got {show_value(candidates)}")
     if ties not in TIE_RULES:
         raise ValueError(f"ties must be one of {TIE_RULES}; got {show_value(ties)}")
+    if file_format is not None and file_format not in RUN_FORMATS:
+        raise ValueError(f"file_format must be one of {RUN_FORMATS}; got {show_value(file_format)}")
+    if n is not None:
+        if candidates != "sampled":
+            raise ValueError("n (the sample size) applies to candidates='sampled' only; a full ranking "
+                             "lists all N_u candidates of each user")
+        n = check_int(n, "n", low=2)
     runs = list(run) if isinstance(run, (list, tuple)) else [run]
     if not runs:
         raise ValueError("run must name at least one run")
     if name is not None and len(runs) > 1:
         raise ValueError("name= needs a single run (several runs are named by their tags/files)")
-    R = pd.concat([_run_table(r, name) for r in runs], ignore_index=True)
-    R["user"] = R["user"].astype(str)
-    R["item"] = R["item"].astype(str)
+    tables = [_run_table(r, name, file_format) for r in runs]
+    owner = {}                                      # model -> the run it came from
+    for k, t in enumerate(tables):
+        src = t.attrs.get("sampling_lib.run_file", f"run #{k + 1}")
+        for m in pd.unique(t["model"].astype(str)):
+            if m in owner:
+                raise ValueError(f"{owner[m]} and {src} both hold the run {show_value(m)} (TREC: the tag, "
+                                 "field 6; ranx: the file's name): each model needs its own name, or "
+                                 "their lines would merge into one model")
+            owner[m] = src
+    R = pd.concat(tables, ignore_index=True)
+    if "line" not in R.columns:
+        R["line"] = np.nan
+    R["model"] = R["model"].astype(str)
+    R["user"] = id_text(R["user"])
+    R["item"] = id_text(R["item"])
     Q = _qrels_table(qrels)
-    Q = Q.assign(user=Q["user"].astype(str), item=Q["item"].astype(str))
+    Q = Q.assign(user=id_text(Q["user"]), item=id_text(Q["item"]))
     Q = Q[pd.to_numeric(Q["relevance"], errors="coerce") > 0]
     if Q.empty:
         raise ValueError("qrels hold no relevant item (relevance > 0)")
@@ -302,6 +381,11 @@ def ranks_from_run(run, qrels, *, candidates="sampled", ties="pessimistic", name
     rng = np.random.default_rng(rng)
     out = []
     for model, g in R.groupby("model", sort=False):
+        extra = pd.unique(g.loc[~g["user"].isin(held.index), "user"])
+        if extra.size:
+            warnings.warn(f"run {show_value(model)} ({owner[model]}) lists {extra.size} user(s) without a "
+                          f"relevant item in the qrels, e.g. {show_value(extra[0])}: left out, as "
+                          "trec_eval and ranx do", UserWarning, stacklevel=2)
         g = g[g["user"].isin(held.index)]
         missing = held.index.difference(pd.Index(g["user"].unique()))
         if missing.size:
@@ -322,6 +406,13 @@ def ranks_from_run(run, qrels, *, candidates="sampled", ties="pessimistic", name
         gt = pd.Series(s > ps).groupby(g["user"].to_numpy(), sort=False).sum()
         eq = pd.Series((s == ps) & ~is_pos).groupby(g["user"].to_numpy(), sort=False).sum()
         size = g.groupby("user", sort=False).size()
+        if n is not None and (size != n).any():
+            u = size.index[np.flatnonzero((size != n).to_numpy())[0]]
+            first = g.loc[g["user"] == u, "line"].min()
+            where = owner[model] + ("" if pd.isna(first) else f", line {int(first)}")
+            raise ValueError(f"user {show_value(u)} of run {show_value(model)} lists {int(size[u])} items "
+                             f"({where}), not the sample size n={n} (--sample-size); omit n to use "
+                             "each user's own size")
         users = held.index
         r = apply_ties(gt.reindex(users).to_numpy(np.int64), eq.reindex(users).to_numpy(np.int64),
                        ties, rng)

@@ -8,9 +8,20 @@ import pandas as pd
 
 from .._validation import check_columns, check_int, check_int_column, show_value
 from ..ranking import TIE_RULES, apply_ties
-from ._files import read_table
+from ._files import read_table, row_location, table_source
 
-__all__ = ["SampledRanks", "ranks_from_table", "ranks_from_score_table"]
+__all__ = ["SampledRanks", "ranks_from_table", "ranks_from_score_table", "TABLE_LAYOUTS", "table_layout"]
+
+#: The documented layouts of a table of sampled results: (required columns, optional columns).
+#: A table given to ``sampling-lib estimate`` / ``compare`` must match exactly one of them
+#: (:func:`table_layout`); ``popularity`` is the scores table of popularity-sampled negatives
+#: (:func:`sampling_lib.popularity.popularity_logs_from_table`).
+TABLE_LAYOUTS = {
+    "ranks": (("user", "rank"), ("model", "sample_size", "n_items")),
+    "counts": (("rank", "count"), ("model", "sample_size", "n_items")),
+    "scores": (("user", "score", "label"), ("model", "item", "n_items")),
+    "popularity": (("user", "item", "score", "label"), ("model", "q", "n_candidates", "replace")),
+}
 
 
 @dataclass(frozen=True)
@@ -48,6 +59,73 @@ class SampledRanks:
             return r, None
         return r, self.sample_sizes[model].to_numpy()[keep].astype(np.int64)
 
+    def with_n_items(self, table):
+        """A copy with per-user candidate counts N_u read from a table ``user, n_items[, model]``.
+
+        Without a ``model`` column a user's N_u applies to every model. Ids
+        are compared as text (:func:`sampling_lib.io.id_text`); every user
+        with a rank needs an N_u (an error names the first one without), and
+        N_u must be at least the user's sample size. Users of the table
+        without a rank are not used.
+
+        Examples
+        --------
+        >>> s = ranks_from_table(pd.DataFrame({"user": [1, 2], "rank": [3, 1], "sample_size": [10, 10]}))
+        >>> s.with_n_items(pd.DataFrame({"user": ["1", "2", "3"], "n_items": [50, 60, 70]})
+        ...                ).items_for_model("model").tolist()
+        [50, 60]
+        """
+        from ._files import id_text
+
+        if self.n_items is not None:
+            raise ValueError("these ranks already carry per-user n_items (an n_items column): give N_u once")
+        df = read_table(table, "n_items")
+        check_columns(df, ["user", "n_items"], "the n_items table")
+        extra = [c for c in df.columns if c not in ("user", "n_items", "model")]
+        if extra:
+            raise ValueError(f"the n_items table holds user, n_items[, model]; column(s) {extra} are not read")
+        at = _where(df)
+        _check_not_blank(df, ["user"] + (["model"] if "model" in df.columns else []), "n_items")
+        items = check_int_column(df["n_items"], "n_items", at).to_numpy()
+        if (items < 2).any():
+            i = int(np.flatnonzero(items < 2)[0])
+            raise ValueError(f"column 'n_items' must be >= 2; got {items[i]} in {at(i)}")
+        key = pd.DataFrame({"user": id_text(df["user"])})
+        if "model" in df.columns:
+            key["model"] = id_text(df["model"])
+        dup = key.duplicated()
+        if dup.any():
+            i = int(np.flatnonzero(dup.to_numpy())[0])
+            raise ValueError(f"the n_items table lists user {show_value(key['user'].iloc[i])} twice"
+                             f"{' for one model' if 'model' in key else ''} ({at(i)})")
+        lookup = pd.Series(items, index=pd.MultiIndex.from_frame(key) if "model" in key else
+                           pd.Index(key["user"]))
+        users = id_text(self.ranks.index)
+        cols = {}
+        for m in self.ranks.columns:
+            if "model" in key:                 # the lookup's levels are (user, model)
+                want = pd.MultiIndex.from_arrays([users, np.full(len(users), id_text([m])[0], dtype=object)])
+            else:
+                want = pd.Index(users)
+            got = lookup.reindex(want).to_numpy(dtype=float)
+            has_rank = self.ranks[m].notna().to_numpy()
+            missing = has_rank & np.isnan(got)
+            if missing.any():
+                u = self.ranks.index[np.flatnonzero(missing)[0]]
+                raise ValueError(f"the n_items table has no n_items for user {show_value(u)}"
+                                 f"{f' of model {show_value(m)}' if 'model' in key else ''} "
+                                 f"({int(missing.sum())} users without)")
+            if self.sample_sizes is not None:
+                n_u = self.sample_sizes[m].to_numpy(dtype=float)
+                small = has_rank & (got < n_u)
+                if small.any():
+                    k = int(np.flatnonzero(small)[0])
+                    raise ValueError(f"user {show_value(self.ranks.index[k])} has n_items {int(got[k])} in "
+                                     f"the n_items table, fewer than its sample size {int(n_u[k])}")
+            cols[m] = pd.array(np.where(has_rank, got, np.nan), dtype="Float64").astype("Int64")
+        NI = pd.DataFrame(cols, index=self.ranks.index)
+        return SampledRanks(self.ranks, self.sample_sizes, NI)
+
     def items_for_model(self, model):
         """Per-user candidate counts N_u of one model (users with a rank only), or None."""
         if model not in self.ranks.columns:
@@ -59,14 +137,69 @@ class SampledRanks:
 
 
 
+def _layout_text(name):
+    req, opt = TABLE_LAYOUTS[name]
+    return f"{name} ({', '.join(req)}{''.join(f'[, {c}]' for c in opt)})"
+
+
+def table_layout(table, *, popularity=False):
+    """The documented layout a table's columns match: "ranks", "counts", "scores" or "popularity".
+
+    A layout matches when the table has its required columns and no column
+    outside its required and optional ones (:data:`TABLE_LAYOUTS`). A table
+    that matches none -- e.g. ``user, rank, count``, which could be read as a
+    ranks table (each row one user) or as a counts table (each row ``count``
+    users) -- is an error naming its columns and the layouts, never a guess.
+    ``popularity=True`` (popularity-sampled negatives: item weights given)
+    reads ``user, item, score, label`` as a popularity scores table, which
+    otherwise is a scores table.
+
+    Examples
+    --------
+    >>> table_layout(pd.DataFrame(columns=["user", "model", "rank"]))
+    'ranks'
+    >>> table_layout(pd.DataFrame(columns=["user", "rank", "count"]))
+    Traceback (most recent call last):
+    ...
+    ValueError: the table's columns ['user', 'rank', 'count'] match none of the documented layouts: ranks (user, rank[, model][, sample_size][, n_items]), counts (rank, count[, model][, sample_size][, n_items]), scores (user, score, label[, model][, item][, n_items]) (with 'count' and 'user' both present, a row could be one user or 'count' users)
+    """
+    df = read_table(table, "ranks")
+    cols = [str(c) for c in df.columns]
+    names = ("popularity",) if popularity else ("ranks", "counts", "scores", "popularity")
+    fits = [nm for nm in names if set(TABLE_LAYOUTS[nm][0]) <= set(cols)
+            and set(cols) <= set(TABLE_LAYOUTS[nm][0]) | set(TABLE_LAYOUTS[nm][1])]
+    if fits == ["scores", "popularity"] or fits == ["popularity", "scores"]:
+        fits = ["scores"]
+    if len(fits) == 1:
+        return fits[0]
+    src = table_source(df)
+    where = f"{src}: the columns" if src else "the table's columns"
+    hint = ""
+    if {"user", "count"} <= set(cols):
+        hint = " (with 'count' and 'user' both present, a row could be one user or 'count' users)"
+    elif "q" in cols and not popularity:
+        hint = " (a popularity scores table needs user, item, score, label and q with n_candidates)"
+    shown = [_layout_text(nm) for nm in names if nm != "popularity" or popularity]
+    raise ValueError(f"{where} {cols} match none of the documented layouts: {', '.join(shown)}{hint}")
+
+
 def _check_not_blank(df, cols, what):
-    """A blank id cell is an error (pandas would read it as NaN and str() it into a model 'nan')."""
+    """A blank id cell is an error (it would become a user or model 'nan')."""
     for c in cols:
         v = df[c]
         blank = v.isna() | (v.astype(str).str.strip() == "")
         if blank.any():
             i = int(np.flatnonzero(blank.to_numpy())[0])
-            raise ValueError(f"column {c!r} of the {what} table is blank in row {i + 1}")
+            raise ValueError(f"column {c!r} of the {what} table is blank in {row_location(df, i)}")
+
+
+def _where(df):
+    return lambda i: row_location(df, i)
+
+
+def _first_row(groups, key):
+    """0-based row of the first member of a group of a ``groupby(..., sort=False)``."""
+    return int(groups.indices[key][0])
 
 
 def ranks_from_table(table, *, user_col="user", rank_col="rank", size_col="sample_size",
@@ -77,7 +210,9 @@ def ranks_from_table(table, *, user_col="user", rank_col="rank", size_col="sampl
     ``sample_size`` (per-user n_u), optional ``n_items`` (per-user number of
     candidates N_u, e.g. items - |history_u|) and optional ``model`` (one row
     per user and model). Without a model column all rows are one model named
-    "model".
+    "model". A ``count`` column is refused: that is a counts table (each row
+    ``count`` users; :func:`counts_table`), and reading it as ranks would
+    count each row once.
 
     Parameters
     ----------
@@ -85,7 +220,9 @@ def ranks_from_table(table, *, user_col="user", rank_col="rank", size_col="sampl
     user_col, rank_col, size_col, model_col, items_col : str, keyword-only
         Column names.
     n : int, optional, keyword-only
-        Common sample size: ranks must lie in 1..n (checked here).
+        Common sample size: ranks must lie in 1..n and every ``sample_size``
+        must equal it (a user whose candidate set has another size is an
+        error naming the user and its row / file line).
     N : int, optional, keyword-only
         Common number of items: must agree with the ``n_items`` column when
         both are given.
@@ -104,47 +241,61 @@ def ranks_from_table(table, *, user_col="user", rank_col="rank", size_col="sampl
     """
     df = read_table(table, "ranks")
     check_columns(df, [user_col, rank_col], "the ranks table")
+    if "count" in df.columns:
+        raise ValueError("the ranks table has a 'count' column: a table of rank, count[, ...] rows is a "
+                         "counts table (each row 'count' users; sampling_lib.io.counts_table), not one "
+                         "row per user")
     if len(df) == 0:
         raise ValueError("the ranks table has no rows")
+    at = _where(df)
     _check_not_blank(df, [user_col] + ([model_col] if model_col in df.columns else []), "ranks")
     work = pd.DataFrame({"user": df[user_col].to_numpy(),
-                         "rank": check_int_column(df[rank_col], rank_col).to_numpy()})
+                         "rank": check_int_column(df[rank_col], rank_col, at).to_numpy()})
     work["model"] = df[model_col].astype(str).to_numpy() if model_col in df.columns else "model"
+    if n is not None:
+        n = check_int(n, "n", low=2)
     has_size = size_col in df.columns
     if has_size:
-        work["size"] = check_int_column(df[size_col], size_col).to_numpy()
+        work["size"] = check_int_column(df[size_col], size_col, at).to_numpy()
         if (work["size"] < 2).any():
-            raise ValueError(f"column {size_col!r} must be >= 2; got min {work['size'].min()}")
+            i = int(np.flatnonzero((work["size"] < 2).to_numpy())[0])
+            raise ValueError(f"column {size_col!r} must be >= 2; got {work['size'].iloc[i]} in {at(i)}")
+        if n is not None and (work["size"] != n).any():
+            i = int(np.flatnonzero((work["size"] != n).to_numpy())[0])
+            raise ValueError(f"user {show_value(work['user'].iloc[i])} of model "
+                             f"{show_value(work['model'].iloc[i])} has {size_col} {work['size'].iloc[i]} "
+                             f"in {at(i)}, not the sample size n={n} (--sample-size); omit n to use "
+                             "each user's own size")
     has_items = items_col in df.columns
     if has_items:
-        work["items"] = check_int_column(df[items_col], items_col).to_numpy()
+        work["items"] = check_int_column(df[items_col], items_col, at).to_numpy()
         if (work["items"] < 2).any():
-            raise ValueError(f"column {items_col!r} must be >= 2; got min {work['items'].min()}")
-        if N is not None and (work["items"] != check_int(N, "N", low=2)).any():
-            raise ValueError(f"--n-items N={N} disagrees with column {items_col!r} (values "
-                             f"{np.unique(work['items'])[:5].tolist()}...)")
+            i = int(np.flatnonzero((work["items"] < 2).to_numpy())[0])
+            raise ValueError(f"column {items_col!r} must be >= 2; got {work['items'].iloc[i]} in {at(i)}")
+        if N is not None and np.ndim(N) == 0 and (work["items"] != check_int(N, "N", low=2)).any():
+            i = int(np.flatnonzero((work["items"] != N).to_numpy())[0])
+            raise ValueError(f"--n-items N={N} disagrees with column {items_col!r} ({items_col} "
+                             f"{work['items'].iloc[i]} in {at(i)})")
         nu = work["size"] if has_size else (n if n is not None else None)
         if nu is not None and (work["items"] < nu).any():
             i = int(np.flatnonzero((work["items"] < nu).to_numpy())[0])
-            raise ValueError(f"column {items_col!r} must be >= the sample size; row {i + 1} has "
+            raise ValueError(f"column {items_col!r} must be >= the sample size; {at(i)} has "
                              f"{items_col} {work['items'].iloc[i]}")
     if (work["rank"] < 1).any():
-        raise ValueError(f"column {rank_col!r} must hold ranks >= 1; got min {work['rank'].min()}")
-    if n is not None:
-        n = check_int(n, "n", low=2)
-        if has_size and (work["size"] != n).any():
-            raise ValueError(f"--sample-size n={n} disagrees with column {size_col!r}")
-        if (work["rank"] > n).any():
-            raise ValueError(f"sampled ranks must lie in 1..n={n}; got max {work['rank'].max()}")
+        i = int(np.flatnonzero((work["rank"] < 1).to_numpy())[0])
+        raise ValueError(f"column {rank_col!r} must hold ranks >= 1; got {work['rank'].iloc[i]} in {at(i)}")
+    if n is not None and (work["rank"] > n).any():
+        i = int(np.flatnonzero((work["rank"] > n).to_numpy())[0])
+        raise ValueError(f"sampled ranks must lie in 1..n={n}; got {work['rank'].iloc[i]} in {at(i)}")
     if has_size and (work["rank"] > work["size"]).any():
         i = int(np.flatnonzero((work["rank"] > work["size"]).to_numpy())[0])
-        raise ValueError(f"sampled ranks must lie in 1..sample_size; row {i + 1} has rank "
+        raise ValueError(f"sampled ranks must lie in 1..sample_size; {at(i)} has rank "
                          f"{work['rank'].iloc[i]} > sample_size {work['size'].iloc[i]}")
     dup = work.duplicated(["user", "model"])
     if dup.any():
         i = int(np.flatnonzero(dup.to_numpy())[0])
         raise ValueError(f"each (user, model) must appear once; user {show_value(work['user'].iloc[i])} "
-                         f"of model {show_value(work['model'].iloc[i])} repeats (row {i + 1})")
+                         f"of model {show_value(work['model'].iloc[i])} repeats ({at(i)})")
     order = list(dict.fromkeys(work["model"]))
     users = list(dict.fromkeys(work["user"]))
     R = work.pivot(index="user", columns="model", values="rank").reindex(index=users, columns=order)
@@ -160,18 +311,27 @@ def ranks_from_table(table, *, user_col="user", rank_col="rank", size_col="sampl
 
 
 def ranks_from_score_table(table, *, user_col="user", score_col="score", label_col="label",
-                           model_col="model", ties="pessimistic", rng=None):
+                           model_col="model", items_col="n_items", ties="pessimistic", n=None, rng=None):
     """Sampled ranks from a long table of scores (the layout of a ``uni100`` evaluation).
 
     One row per (user, item[, model]) of the sample set: ``user``, ``score``,
     ``label`` (1 for the held-out item, 0 for a sampled negative), optional
-    ``model``. Each (user, model) group must hold exactly one label-1 row; its
-    sample size n_u is the group's size. Ties as :func:`ranks_from_scores`.
+    ``model`` and optional ``n_items`` (the user's number of candidates N_u,
+    the same on every row of the user). Each (user, model) group must hold
+    exactly one label-1 row; its sample size n_u is the group's size. Ties as
+    :func:`ranks_from_scores`.
+
+    Parameters
+    ----------
+    n : int, optional, keyword-only
+        The sample size every user must have: a user with another number of
+        rows is an error naming the user and its first row / file line
+        (without ``n``, sizes may vary by user: adaptive or two-stage designs).
 
     Returns
     -------
     SampledRanks
-        With ``sample_sizes`` filled in.
+        With ``sample_sizes`` filled in (and ``n_items`` with an ``n_items`` column).
 
     Examples
     --------
@@ -187,15 +347,18 @@ def ranks_from_score_table(table, *, user_col="user", score_col="score", label_c
     check_columns(df, [user_col, score_col, label_col], "the scores table")
     if len(df) == 0:
         raise ValueError("the scores table has no rows")
+    at = _where(df)
     _check_not_blank(df, [user_col] + ([model_col] if model_col in df.columns else []), "scores")
     score = pd.to_numeric(df[score_col], errors="coerce")
     if score.isna().any() or not np.all(np.isfinite(score)):
         i = int(np.flatnonzero((score.isna() | ~np.isfinite(score)).to_numpy())[0])
         raise ValueError(f"column {score_col!r} must hold finite numbers; got "
-                         f"{show_value(df[score_col].iloc[i])} in row {i + 1}")
-    label = check_int_column(df[label_col], label_col)
+                         f"{show_value(df[score_col].iloc[i])} in {at(i)}")
+    label = check_int_column(df[label_col], label_col, at)
     if not label.isin([0, 1]).all():
-        raise ValueError(f"column {label_col!r} must be 0 (negative) or 1 (held-out item)")
+        i = int(np.flatnonzero(~label.isin([0, 1]).to_numpy())[0])
+        raise ValueError(f"column {label_col!r} must be 0 (negative) or 1 (held-out item); got "
+                         f"{label.iloc[i]} in {at(i)}")
     w = pd.DataFrame({"user": df[user_col].to_numpy(), "score": score.to_numpy(float),
                       "label": label.to_numpy(),
                       "model": df[model_col].astype(str).to_numpy() if model_col in df.columns
@@ -205,11 +368,37 @@ def ranks_from_score_table(table, *, user_col="user", score_col="score", label_c
     if (npos != 1).any():
         (m, u), v = next((k, v) for k, v in npos.items() if v != 1)
         raise ValueError(f"each (user, model) needs exactly one held-out row ({label_col}=1); "
-                         f"user {show_value(u)} of model {show_value(m)} has {v}")
+                         f"user {show_value(u)} of model {show_value(m)} has {v} "
+                         f"(first row: {at(_first_row(g, (m, u)))})")
     size = g.size()
     if (size < 2).any():
         (m, u) = next(k for k, v in size.items() if v < 2)
-        raise ValueError(f"user {show_value(u)} of model {show_value(m)} has no negatives")
+        raise ValueError(f"user {show_value(u)} of model {show_value(m)} has no negatives "
+                         f"({at(_first_row(g, (m, u)))})")
+    if n is not None:
+        n = check_int(n, "n", low=2)
+        if (size != n).any():
+            (m, u), v = next((k, v) for k, v in size.items() if v != n)
+            raise ValueError(f"user {show_value(u)} of model {show_value(m)} has {v} candidates (the "
+                             f"held-out item and {v - 1} negatives; first row: {at(_first_row(g, (m, u)))}), "
+                             f"not the sample size n={n} (--sample-size); omit n to use each user's "
+                             "own size")
+    items = None
+    if items_col in df.columns:
+        w["items"] = check_int_column(df[items_col], items_col, at).to_numpy()
+        lo_hi = w.groupby(["model", "user"], sort=False)["items"].agg(["min", "max"])
+        if (lo_hi["min"] != lo_hi["max"]).any():
+            (m, u) = lo_hi.index[np.flatnonzero((lo_hi["min"] != lo_hi["max"]).to_numpy())[0]]
+            raise ValueError(f"column {items_col!r} must hold one N_u per user; user {show_value(u)} of "
+                             f"model {show_value(m)} has {int(lo_hi.loc[(m, u), 'min'])} and "
+                             f"{int(lo_hi.loc[(m, u), 'max'])} (first row: {at(_first_row(g, (m, u)))})")
+        items = lo_hi["min"].reindex(size.index).to_numpy()
+        if (items < size.to_numpy()).any():
+            k = int(np.flatnonzero(items < size.to_numpy())[0])
+            (m, u) = size.index[k]
+            raise ValueError(f"column {items_col!r} must be >= the user's sample size; user "
+                             f"{show_value(u)} of model {show_value(m)} has {items_col} {items[k]} and "
+                             f"{size.iloc[k]} candidates ({at(_first_row(g, (m, u)))})")
     pos = w[w.label == 1].set_index(["model", "user"])["score"]
     neg = w[w.label == 0].join(pos.rename("pos"), on=["model", "user"])
     neg = neg.assign(gt=(neg.score > neg.pos).astype(np.int64),
@@ -221,5 +410,6 @@ def ranks_from_score_table(table, *, user_col="user", score_col="score", label_c
     out = pd.DataFrame({"model": size.index.get_level_values(0),
                         "user": size.index.get_level_values(1),
                         "rank": np.asarray(r), "sample_size": size.to_numpy()})
+    if items is not None:
+        out["n_items"] = items
     return ranks_from_table(out)
-
