@@ -218,7 +218,8 @@ def popularity_weights(interactions, weight_exponent=None, *, n_items=None, item
             blank = ids.isna() | (ids.astype(str).str.strip() == "")
             if blank.any():
                 i = int(np.flatnonzero(blank.to_numpy())[0])
-                raise ValueError(f"column 'item' of the interactions table is blank in {row_location(interactions, i)}")
+                raise ValueError(f"column 'item' of the interactions table is blank in "
+                                 f"{row_location(interactions, i)}")
             ids = ids.to_numpy()
         else:
             ids = np.asarray(interactions).ravel()
@@ -789,7 +790,8 @@ def popularity_logs_from_table(table, item_weights=None, *, exclude=None, ties="
     for c in [user_col, item_col] + ([model_col] if model_col in df.columns else []):
         blank = df[c].isna() | (df[c].astype(str).str.strip() == "")
         if blank.any():
-            raise ValueError(f"column {c!r} of the scores table is blank in {at(int(np.flatnonzero(blank.to_numpy())[0]))}")
+            i = int(np.flatnonzero(blank.to_numpy())[0])
+            raise ValueError(f"column {c!r} of the scores table is blank in {at(i)}")
     score = pd.to_numeric(df[score_col], errors="coerce")
     if score.isna().any() or not np.all(np.isfinite(score)):
         i = int(np.flatnonzero((score.isna() | ~np.isfinite(score)).to_numpy())[0])

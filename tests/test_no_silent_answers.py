@@ -190,14 +190,16 @@ def test_ncf_file_with_held_out_among_negatives_reads_as_ncf_evaluates(tmp_path,
     sc = cand.assign(score=rng.random(len(cand)), n_items=cand["user"].astype(int) + 3000)
     sc[["user", "item", "score", "n_items"]].to_csv(tmp_path / "scores.csv", index=False)
     rc, out, err = cli(["estimate", f, "--input-format", "ncf", "--scores", "scores.csv", "--metric",
-                        "recall@10", "--n-boot", 0, "--format", "csv", "--method", "adaptive_mle"], capsys, tmp_path)
+                        "recall@10", "--n-boot", 0, "--format", "csv", "--method", "adaptive_mle"],
+                       capsys, tmp_path)
     assert rc == 0, err
     assert sum("held-out item among their negatives" in ln for ln in err) == 1, err
     s = sio.ranks_from_negatives(cand, tmp_path / "scores.csv")
     assert s.items_for_model("model").tolist() == list(range(3000, 3040))     # N_u used
     assert s.for_model("model")[1].tolist().count(99) == 3
     # --sample-size 100 is an error naming the first user of 99 candidates and its line
-    line = cli_error(["estimate", f, "--input-format", "ncf", "--scores", "scores.csv", "-n", 100], capsys, tmp_path)
+    line = cli_error(["estimate", f, "--input-format", "ncf", "--scores", "scores.csv", "-n", 100],
+                     capsys, tmp_path)
     assert "user '3' (" in line and "line 4) has 99 candidates" in line and "n=100" in line, line
 
 
