@@ -10,10 +10,12 @@ Subcommands
 
 Popularity-sampled negatives (RecBole ``popN``): give ``--item-weights`` (a
 table ``item, weight``, or an interactions table ``user, item`` whose counts
-raised to ``--weight-alpha`` are the weights) with a scores table that has an
-``item`` column, and ``--exclude`` for the users' history; ``estimate`` and
-``compare`` then use :mod:`sampling_lib.popularity` (``--method`` pop_mle,
-ht or uniform) and ``negatives`` draws popularity negatives with their q.
+raised to ``--weight-exponent`` are the weights; items without an interaction
+weigh 0) with a scores table that has an ``item`` column, and ``--exclude`` for
+the users' history; ``estimate`` and ``compare`` then use
+:mod:`sampling_lib.popularity` (``--method`` pop_mle, ht or uniform) and
+``negatives`` draws popularity negatives with their q (with replacement unless
+``--no-replace``).
 
 Input files of ``estimate`` / ``compare`` (``--input-format``, default: a table,
 or a TREC / ranx run when ``--qrels`` is given):
@@ -27,8 +29,10 @@ or a TREC / ranx run when ``--qrels`` is given):
   ``user, score, label`` [+ ``model``], label 1 for the held-out item and 0
   for each sampled negative. ``n_items`` is the user's number of candidates
   N_u (e.g. items - |history_u|); then ``--n-items`` is not needed (given
-  both, they must agree). ``compare`` on counts uses an unpaired bootstrap
-  (counts carry no pairing of users);
+  both, they must agree). A table must match exactly one of these layouts
+  (no other column): ``user, rank, count`` is an error, not a guess.
+  ``compare`` on counts uses an unpaired bootstrap (counts carry no pairing
+  of users);
 * ``trec``: TREC run file(s) (``query Q0 doc rank score tag``, one model per
   tag) ranking each user's *sampled* candidate set, with ``--qrels`` (TREC
   qrels, one relevant item per user);
@@ -36,8 +40,18 @@ or a TREC / ranx run when ``--qrels`` is given):
   with ``--qrels`` (TREC or ranx JSON);
 * ``ncf``: NCF ``*.test.negative`` file, ``elliot``: Elliot's negatives TSV,
   ``negatives``: the file ``sampling-lib negatives`` writes; each with
-  ``--scores`` (CSV ``user, item, score`` [+ ``model``]) and, where the file
-  does not name the held-out items, ``--held-out`` (CSV ``user, item``).
+  ``--scores`` (CSV ``user, item, score`` [+ ``model``] [+ ``n_items``]) and,
+  where the file does not name the held-out items, ``--held-out`` (CSV
+  ``user, item``). An NCF line that lists its held-out item among its
+  negatives is read as NCF's ``evaluate.py`` scores it (the item once).
+
+Files are UTF-8 (a byte-order mark is dropped); ids (user, item, model) are
+text, compared as text across the files of one call. Per-user N_u: an
+``n_items`` column, or ``--n-items-file`` (CSV ``user, n_items`` [+ ``model``])
+for any input. ``--sample-size`` must be the size of every user's candidate
+set (an error names the first user and line that differ); without it each
+user keeps its own size. An option that does not apply to the input is an
+error, and ``-o`` may not name an input file.
 
 Bad input prints one line ``sampling-lib: error: ...`` on stderr and exits
 with status 1 (2 for a bad command line); never a traceback. A tqdm progress

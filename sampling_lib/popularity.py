@@ -125,7 +125,7 @@ import pandas as pd
 from scipy import sparse
 
 from ._validation import check_columns, check_float, check_int, check_int_column
-from .io import id_text, read_table, row_location, table_source
+from .io import id_text, read_table, row_location, table_name, table_source
 
 __all__ = [
     "popularity_weights",
@@ -275,6 +275,8 @@ def check_item_weights(item_weights, items=None, *, name="item_weights"):
     w = item_weights
     where = None
     if isinstance(w, pd.DataFrame):
+        if table_source(w) is not None:
+            name = f"{name} ({table_source(w)})"
         missing = [c for c in ("item", "weight") if c not in w.columns]
         if missing:
             raise ValueError(f"{name} must have columns ['item', 'weight']; found {list(w.columns)}")
@@ -780,7 +782,7 @@ def popularity_logs_from_table(table, item_weights=None, *, exclude=None, ties="
     """
     ties = _check_ties(ties)
     df = read_table(table, "scores")
-    check_columns(df, [user_col, item_col, score_col, label_col], "the scores table")
+    check_columns(df, [user_col, item_col, score_col, label_col], table_name(df, "scores"))
     if len(df) == 0:
         raise ValueError("the scores table has no rows")
 

@@ -26,7 +26,7 @@ The outputs feed :func:`sampling_lib.correct.estimate` and
 :func:`~sampling_lib.correct.compare`.
 """
 from ._counts import counts_table, is_parquet
-from ._files import ID_COLUMNS, id_text, read_table, row_location, table_source
+from ._files import ID_COLUMNS, id_text, read_table, row_location, table_name, table_source
 from ._negatives import (DUPLICATES, ranks_from_negatives, read_elliot_negatives, read_ncf_negatives,
                          read_negatives)
 from ._runs import CANDIDATES, RUN_FORMATS, ranks_from_run, read_ranx_json, read_trec_qrels, read_trec_run
@@ -36,4 +36,4 @@ __all__ = ["SampledRanks", "read_table", "ranks_from_table", "ranks_from_score_t
            "read_trec_run", "read_trec_qrels", "read_ranx_json", "ranks_from_run", "CANDIDATES",
            "read_ncf_negatives", "read_elliot_negatives", "read_negatives", "ranks_from_negatives",
            "DUPLICATES", "counts_table", "is_parquet", "RUN_FORMATS", "TABLE_LAYOUTS", "table_layout",
-           "ID_COLUMNS", "id_text", "row_location", "table_source"]
+           "ID_COLUMNS", "id_text", "row_location", "table_source", "table_name"]

@@ -26,7 +26,8 @@ import pandas as pd
 
 from .._validation import show_value
 
-__all__ = ["ID_COLUMNS", "SOURCE", "read_table", "row_location", "table_lines", "table_source", "id_text",
+__all__ = ["ID_COLUMNS", "SOURCE", "read_table", "row_location", "table_lines", "table_source", "table_name",
+           "id_text",
            "file_error",
            "text_lines", "float_field", "check_path", "check_encoding", "not_utf8"]
 
@@ -153,6 +154,12 @@ def table_source(table):
     """The file a table was read from by :func:`read_table`, or None (a DataFrame given as is)."""
     src = table.attrs.get(SOURCE) if isinstance(table, pd.DataFrame) else None
     return None if src is None else src[0]
+
+
+def table_name(table, what):
+    """How errors name a table: ``"the <what> file <path>"`` when read from a file, else ``"the <what> table"``."""
+    src = table_source(table)
+    return f"the {what} table" if src is None else f"the {what} file {src}"
 
 
 def row_location(table, i):

@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_columns, check_int, check_int_column, show_value
-from ._files import SOURCE, file_error, id_text, read_table, row_location, table_lines, text_lines
+from ._files import (SOURCE, file_error, id_text, read_table, row_location, table_lines, table_name,
+                     text_lines)
 from ._tables import ranks_from_score_table
 
 __all__ = ["read_ncf_negatives", "read_elliot_negatives", "read_negatives", "ranks_from_negatives",
@@ -87,7 +88,7 @@ def _negatives_lines(path, what, listed_held_out="error"):
 def _id_table(table, cols, what):
     """The id columns of a user table as text (:func:`id_text`); a blank id is an error naming the row."""
     df = read_table(table, what)
-    check_columns(df, list(cols), f"the {what} table")
+    check_columns(df, list(cols), table_name(df, what))
     for c in cols:
         v = df[c]
         blank = v.isna() | (v.astype(str).str.strip() == "")
@@ -245,7 +246,7 @@ def _scores_lookup(scores, cand):
         return pd.DataFrame({"user": cand["user"], "item": cand["item"], "label": cand["label"],
                              "score": v, "model": "model"})
     df = read_table(scores, "scores")
-    check_columns(df, ["user", "item", "score"], "the scores table")
+    check_columns(df, ["user", "item", "score"], table_name(df, "scores"))
     extra = [c for c in df.columns if c not in ("user", "item", "score", "model", "n_items")]
     if extra:
         raise ValueError(f"the scores table holds user, item, score[, model][, n_items]; column(s) "

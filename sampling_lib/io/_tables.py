@@ -8,7 +8,7 @@ import pandas as pd
 
 from .._validation import check_columns, check_int, check_int_column, show_value
 from ..ranking import TIE_RULES, apply_ties
-from ._files import read_table, row_location, table_source
+from ._files import read_table, row_location, table_name, table_source
 
 __all__ = ["SampledRanks", "ranks_from_table", "ranks_from_score_table", "TABLE_LAYOUTS", "table_layout"]
 
@@ -80,7 +80,7 @@ class SampledRanks:
         if self.n_items is not None:
             raise ValueError("these ranks already carry per-user n_items (an n_items column): give N_u once")
         df = read_table(table, "n_items")
-        check_columns(df, ["user", "n_items"], "the n_items table")
+        check_columns(df, ["user", "n_items"], table_name(df, "n_items"))
         extra = [c for c in df.columns if c not in ("user", "n_items", "model")]
         if extra:
             raise ValueError(f"the n_items table holds user, n_items[, model]; column(s) {extra} are not read")
@@ -240,7 +240,7 @@ def ranks_from_table(table, *, user_col="user", rank_col="rank", size_col="sampl
     (['A', 'B'], [3, 2])
     """
     df = read_table(table, "ranks")
-    check_columns(df, [user_col, rank_col], "the ranks table")
+    check_columns(df, [user_col, rank_col], table_name(df, "ranks"))
     if "count" in df.columns:
         raise ValueError("the ranks table has a 'count' column: a table of rank, count[, ...] rows is a "
                          "counts table (each row 'count' users; sampling_lib.io.counts_table), not one "
@@ -344,7 +344,7 @@ def ranks_from_score_table(table, *, user_col="user", score_col="score", label_c
     if ties not in TIE_RULES:
         raise ValueError(f"ties must be one of {TIE_RULES}; got {show_value(ties)}")
     df = read_table(table, "scores")
-    check_columns(df, [user_col, score_col, label_col], "the scores table")
+    check_columns(df, [user_col, score_col, label_col], table_name(df, "scores"))
     if len(df) == 0:
         raise ValueError("the scores table has no rows")
     at = _where(df)
