@@ -272,11 +272,19 @@ def check_item_weights(item_weights, items=None, *, name="item_weights"):
     ...
     ValueError: item_weights must be >= 0; got -2 for item 1
     """
+    src = table_source(item_weights) if isinstance(item_weights, pd.DataFrame) else None
+    try:
+        return _check_item_weights(item_weights, items, name)
+    except ValueError as exc:
+        if src is None or str(exc).startswith(src):
+            raise
+        raise ValueError(f"{src}: {exc}") from None
+
+
+def _check_item_weights(item_weights, items, name):
     w = item_weights
     where = None
     if isinstance(w, pd.DataFrame):
-        if table_source(w) is not None:
-            name = f"{name} ({table_source(w)})"
         missing = [c for c in ("item", "weight") if c not in w.columns]
         if missing:
             raise ValueError(f"{name} must have columns ['item', 'weight']; found {list(w.columns)}")
