@@ -295,7 +295,7 @@ def _load_ranks(args):
         sr = io.ranks_from_negatives(cand, args.scores, duplicates=args.duplicates or "count", ties=ties,
                                      n=n, rng=args.seed)
         return _per_user_items(args, sr)
-    from .correct import counts_from_frame
+    from .counts import counts_from_frame
 
     if io.is_parquet(src):
         return _counts(args, counts_from_frame(io.counts_table(src, n=n, N=args.n_items), n=n, N=args.n_items))

@@ -94,7 +94,7 @@ def counts_table(table, *, what="ranks", n=None, N=None):
     blank ``model``, a rank above its sample size, a model whose counts sum
     past 2**63 - 1 users are errors naming the file and line (the column, for
     Parquet). This is the one ``GROUP BY`` of
-    :func:`sampling_lib.correct.counts_from_frame`.
+    :func:`sampling_lib.counts.counts_from_frame`.
 
     Parameters
     ----------
