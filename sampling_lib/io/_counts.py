@@ -178,7 +178,7 @@ def _parquet_counts(path, what, n, N):
             d = d.assign(_cf=cf, _bad=(cf.isna() | (cf < 0) | (cf != cf.round())).astype("int64"))
             out = d.groupby(keys, dropna=False).agg({"count": "sum", "_cf": "sum", "_bad": "sum"})
         else:
-            out = d.assign(count=1).groupby(keys, dropna=False).agg({"count": "sum"})
+            out = d.assign(count=1).groupby(keys, dropna=False)["count"].sum().to_frame()
         todo = [out]
         if "user" in cols:
             ids = ["user"] + (["model"] if "model" in cols else [])
