@@ -217,7 +217,11 @@ def id_text(values):
     if a.dtype.kind == "f":
         return np.array([_float_id(v) for v in a.tolist()], dtype=object)
     if a.ndim == 1 and pd.api.types.infer_dtype(a, skipna=False) == "string":   # the usual case: fast
-        return pd.Series(a, dtype=object).str.strip().to_numpy(dtype=object)
+        s = pd.Series(a, dtype="str")
+        stripped = s.str.strip()
+        if not (stripped != s).any():
+            return a if a.dtype == object else a.astype(object)
+        return stripped.to_numpy(dtype=object)
     out = np.empty(a.shape, dtype=object)
     for k, v in enumerate(a.tolist()):
         if isinstance(v, float):

@@ -89,13 +89,15 @@ def _id_table(table, cols, what):
     """The id columns of a user table as text (:func:`id_text`); a blank id is an error naming the row."""
     df = read_table(table, what)
     check_columns(df, list(cols), table_name(df, what))
+    ids = {}
     for c in cols:
         v = df[c]
-        blank = v.isna() | (v.astype(str).str.strip() == "")
+        ids[c] = id_text(v)
+        blank = v.isna().to_numpy() | (ids[c] == "")
         if blank.any():
-            i = int(np.flatnonzero(blank.to_numpy())[0])
+            i = int(np.flatnonzero(blank)[0])
             raise ValueError(f"column {c!r} of the {what} table is blank in {row_location(df, i)}")
-    return df, pd.DataFrame({c: id_text(df[c]) for c in cols})
+    return df, pd.DataFrame(ids)
 
 
 def _add_held_out(t, held_out, path):
