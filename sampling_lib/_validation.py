@@ -247,12 +247,14 @@ def check_columns(df, cols, what):
         raise ValueError(f"{what} must have column(s) {missing}; found columns {list(df.columns)}")
 
 
-def check_int_column(s, name):
+def check_int_column(s, name, where=None):
     """A table column as int64, naming the first bad cell (row is 1-based).
 
     A cell is bad when it is blank, not a whole number, or outside the int64
     range; the message repeats the cell as written in the file (cut when
-    long), never a converted value such as -9223372036854775808.
+    long), never a converted value such as -9223372036854775808. ``where``
+    (optional) maps the 0-based row to the text naming it, e.g. a file and
+    its line (:func:`sampling_lib.io.row_location`); default ``"row <i+1>"``.
     """
     import pandas as pd
 
@@ -264,8 +266,8 @@ def check_int_column(s, name):
         cell = s.iloc[i]
         what = "blank" if (cell is None or (isinstance(cell, float) and np.isnan(cell))
                            or (isinstance(cell, str) and not cell.strip())) else show_value(cell)
-        raise ValueError(f"column {name!r} must hold integers (at most 2**63-1); got {what} "
-                         f"in row {i + 1}")
+        loc = f"row {i + 1}" if where is None else where(i)
+        raise ValueError(f"column {name!r} must hold integers (at most 2**63-1); got {what} in {loc}")
     return v.astype(np.int64)
 
 

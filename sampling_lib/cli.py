@@ -10,10 +10,12 @@ Subcommands
 
 Popularity-sampled negatives (RecBole ``popN``): give ``--item-weights`` (a
 table ``item, weight``, or an interactions table ``user, item`` whose counts
-raised to ``--weight-alpha`` are the weights) with a scores table that has an
-``item`` column, and ``--exclude`` for the users' history; ``estimate`` and
-``compare`` then use :mod:`sampling_lib.popularity` (``--method`` pop_mle,
-ht or uniform) and ``negatives`` draws popularity negatives with their q.
+raised to ``--weight-exponent`` are the weights; items without an interaction
+weigh 0) with a scores table that has an ``item`` column, and ``--exclude`` for
+the users' history; ``estimate`` and ``compare`` then use
+:mod:`sampling_lib.popularity` (``--method`` pop_mle, ht or uniform) and
+``negatives`` draws popularity negatives with their q (with replacement unless
+``--no-replace``).
 
 Input files of ``estimate`` / ``compare`` (``--input-format``, default: a table,
 or a TREC / ranx run when ``--qrels`` is given):
@@ -27,8 +29,10 @@ or a TREC / ranx run when ``--qrels`` is given):
   ``user, score, label`` [+ ``model``], label 1 for the held-out item and 0
   for each sampled negative. ``n_items`` is the user's number of candidates
   N_u (e.g. items - |history_u|); then ``--n-items`` is not needed (given
-  both, they must agree). ``compare`` on counts uses an unpaired bootstrap
-  (counts carry no pairing of users);
+  both, they must agree). A table must match exactly one of these layouts
+  (no other column): ``user, rank, count`` is an error, not a guess.
+  ``compare`` on counts uses an unpaired bootstrap (counts carry no pairing
+  of users);
 * ``trec``: TREC run file(s) (``query Q0 doc rank score tag``, one model per
   tag) ranking each user's *sampled* candidate set, with ``--qrels`` (TREC
   qrels, one relevant item per user);
@@ -36,8 +40,18 @@ or a TREC / ranx run when ``--qrels`` is given):
   with ``--qrels`` (TREC or ranx JSON);
 * ``ncf``: NCF ``*.test.negative`` file, ``elliot``: Elliot's negatives TSV,
   ``negatives``: the file ``sampling-lib negatives`` writes; each with
-  ``--scores`` (CSV ``user, item, score`` [+ ``model``]) and, where the file
-  does not name the held-out items, ``--held-out`` (CSV ``user, item``).
+  ``--scores`` (CSV ``user, item, score`` [+ ``model``] [+ ``n_items``]) and,
+  where the file does not name the held-out items, ``--held-out`` (CSV
+  ``user, item``). An NCF line that lists its held-out item among its
+  negatives is read as NCF's ``evaluate.py`` scores it (the item once).
+
+Files are UTF-8 (a byte-order mark is dropped); ids (user, item, model) are
+text, compared as text across the files of one call. Per-user N_u: an
+``n_items`` column, or ``--n-items-file`` (CSV ``user, n_items`` [+ ``model``])
+for any input. ``--sample-size`` must be the size of every user's candidate
+set (an error names the first user and line that differ); without it each
+user keeps its own size. An option that does not apply to the input is an
+error, and ``-o`` may not name an input file.
 
 Bad input prints one line ``sampling-lib: error: ...`` on stderr and exits
 with status 1 (2 for a bad command line); never a traceback. A tqdm progress
@@ -100,6 +114,23 @@ def _nonneg_int(text):
     return v
 
 
+_INT64_MAX = 2**63 - 1
+
+
+def _int_in(low, high=_INT64_MAX):
+    """argparse type: an integer in low..high (the library's counts are int64)."""
+    def parse(text):
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer in {low}..{high}; got {_cut(text)!r}") from None
+        if not low <= v <= high:
+            raise argparse.ArgumentTypeError(f"must be an integer in {low}..{high}; got {_cut(v)}")
+        return v
+    parse.__name__ = "integer"
+    return parse
+
+
 def _add_common(p, compare=False):
     p.add_argument("ranks", metavar="RANKS.csv", nargs="+",
                    help="ranks table (user, rank[, sample_size][, n_items][, model]), counts table "
@@ -116,16 +147,21 @@ def _add_common(p, compare=False):
     p.add_argument("--held-out", default=None, metavar="HELD_OUT.csv",
                    help="CSV user, item: the held-out items when the negatives file does not name "
                         "them (elliot '(user,)' lines, negatives)")
-    p.add_argument("--duplicates", choices=["count", "collapse"], default="count",
-                   help="a negative listed twice: count every draw (default; binomial scheme exact) "
-                        "or keep distinct items (what RecBole/NCF metrics do; then --scheme "
+    p.add_argument("--duplicates", choices=["count", "collapse"], default=None,
+                   help="ncf/elliot/negatives: a negative listed twice: count every draw (default; binomial "
+                        "scheme exact) or keep distinct items (what RecBole/NCF metrics do; then --scheme "
                         "hypergeometric)")
-    p.add_argument("--n-items", "-N", type=int, default=None, metavar="N",
-                   help="number of items N in the global ranking (required unless the file has an n_items "
-                        "column of per-user candidate counts N_u, or --item-weights is given)")
-    p.add_argument("--sample-size", "-n", type=int, default=None, metavar="n",
-                   help="sample-set size n (held-out item + n-1 negatives); omit if the file has "
-                        "a sample_size column or is a scores table")
+    p.add_argument("--n-items", "-N", type=_int_in(2), default=None, metavar="N",
+                   help="number of items N in the global ranking (not needed when the ranks, counts or "
+                        "scores table has an n_items column of per-user candidate counts N_u, with "
+                        "--n-items-file, or with --item-weights)")
+    p.add_argument("--n-items-file", default=None, metavar="N_ITEMS.csv",
+                   help="per-user candidate counts N_u: CSV user, n_items[, model] (any input format "
+                        "except counts tables, which carry N_u in their n_items column)")
+    p.add_argument("--sample-size", "-n", type=_int_in(2), default=None, metavar="n",
+                   help="sample-set size n (held-out item + n-1 negatives): every user must have it (an "
+                        "error names a user with another size); omit it to use each user's own size "
+                        "(the file's sample_size column, or the size of its candidate set)")
     p.add_argument("--metric", "-m", action="append", default=None, metavar="METRIC",
                    help="metric like recall@10, ndcg@10, ap@10, precision@5, mrr@10 "
                         "(repeatable; default recall@10 and ndcg@10)")
@@ -135,15 +171,15 @@ def _add_common(p, compare=False):
                         f"{', '.join(POPULARITY_METHODS)} (default pop_mle)")
     p.add_argument("--confidence-level", "--ci", dest="ci", type=float, default=0.95,
                    help="confidence level of the intervals (default 0.95; --ci is the old spelling)")
-    p.add_argument("--n-boot", type=int, default=None,
+    p.add_argument("--n-boot", type=_int_in(0), default=None,
                    help="bootstrap replicates (default 1000)")
     p.add_argument("--seed", type=_nonneg_int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--quiet", "-q", action="store_true",
                    help="no progress bar (shown on stderr when it is a terminal)")
     p.add_argument("--scheme", choices=["binomial", "hypergeometric"], default="binomial",
                    help="negatives drawn with (binomial, the papers) or without replacement")
-    p.add_argument("--ties", choices=["pessimistic", "optimistic", "random"],
-                   default="pessimistic", help="tie rule for scores tables (default pessimistic)")
+    p.add_argument("--ties", choices=["pessimistic", "optimistic", "random"], default=None,
+                   help="tie rule for scores tables, runs and negatives files (default pessimistic)")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table",
                    help="output format (default table)")
     p.add_argument("--output", "-o", default=None, help="write to this file instead of stdout")
@@ -163,10 +199,10 @@ def _add_common(p, compare=False):
 def _add_weights(p):
     p.add_argument("--item-weights", default=None, metavar="WEIGHTS.csv",
                    help="popularity-sampled negatives: columns item, weight (or user, item interactions: "
-                        "weight = count ^ --weight-alpha)")
-    p.add_argument("--weight-alpha", type=float, default=1.0,
+                        "weight = count ^ --weight-exponent; items without an interaction weigh 0)")
+    p.add_argument("--weight-exponent", "--weight-alpha", dest="weight_exponent", type=float, default=None,
                    help="exponent of the counts when --item-weights is an interactions table (default 1, "
-                        "RecBole popN)")
+                        "RecBole popN's alpha; --weight-alpha is the old spelling)")
 
 
 def build_parser():
@@ -188,19 +224,21 @@ def build_parser():
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.add_argument("--output", "-o", default=None)
     p = sub.add_parser("negatives", help="a fixed negatives file (same sampled items for all models)")
-    p.add_argument("--n-items", "-N", type=int, default=None, metavar="N",
-                   help="number of items; item ids are 0..N-1 (not used with --item-weights: the items are "
+    p.add_argument("--n-items", "-N", type=_int_in(2), default=None, metavar="N",
+                   help="number of items; item ids are 0..N-1 (refused with --item-weights: the items are "
                         "those of the weights)")
     p.add_argument("--users", required=True, metavar="USERS.csv",
                    help="column user [, item = the held-out item, never sampled]")
-    p.add_argument("--sample-size", "-n", type=int, required=True, metavar="n",
+    p.add_argument("--sample-size", "-n", type=_int_in(2), required=True, metavar="n",
                    help="sample-set size n: n-1 negatives per user")
     p.add_argument("--seed", type=_nonneg_int, required=True)
     p.add_argument("--exclude", default=None, metavar="TRAIN.csv",
                    help="columns user, item: items never sampled for that user")
-    p.add_argument("--replace", action="store_true",
-                   help="sample with replacement (binomial scheme; default: distinct negatives, "
-                        "then use --scheme hypergeometric when estimating)")
+    p.add_argument("--replace", action=argparse.BooleanOptionalAction, default=None,
+                   help="sample with replacement (binomial scheme) or not (--no-replace: distinct "
+                        "negatives, then --scheme hypergeometric when estimating). Default: distinct "
+                        "uniform negatives; with --item-weights, with replacement (RecBole popN; the "
+                        "popularity estimators need it)")
     p.add_argument("--output", "-o", default=None)
     _add_weights(p)
     p = sub.add_parser("run", help="execute the notebooks into a report folder (make reports)",
@@ -229,18 +267,24 @@ def _input_format(args):
         raise _CLIError(f"--{unused[0].replace('_', '-')} is not used with --input-format {fmt}")
     if fmt not in ("trec", "ranx") and len(args.ranks) > 1:
         raise _CLIError(f"--input-format {fmt} reads one file; got {len(args.ranks)}")
+    if args.duplicates is not None and fmt not in ("ncf", "elliot", "negatives"):
+        raise _CLIError(f"--duplicates applies to negatives files (--input-format ncf, elliot, negatives); "
+                        f"the input is read as {fmt}")
     return fmt
 
 
 def _load_ranks(args):
+    """The sampled ranks of RANKS: SampledRanks, or {model: RankCounts} for a counts table."""
     from . import io
 
     fmt = _input_format(args)
     src = args.ranks[0]
+    ties = args.ties or "pessimistic"
+    n = args.sample_size
     if fmt in ("trec", "ranx"):
-        t = io.ranks_from_run(list(args.ranks), args.qrels, candidates="sampled", ties=args.ties,
-                              rng=args.seed)
-        return io.ranks_from_table(t, n=None)
+        t = io.ranks_from_run(list(args.ranks), args.qrels, candidates="sampled", ties=ties, n=n,
+                              file_format=fmt, rng=args.seed)
+        return _per_user_items(args, io.ranks_from_table(t, n=None))
     if fmt in ("ncf", "elliot", "negatives"):
         if fmt == "ncf":
             cand = io.read_ncf_negatives(src)
@@ -248,21 +292,45 @@ def _load_ranks(args):
             cand = io.read_elliot_negatives(src, held_out=args.held_out)
         else:
             cand = io.read_negatives(src, args.held_out)
-        return io.ranks_from_negatives(cand, args.scores, duplicates=args.duplicates, ties=args.ties,
-                                       rng=args.seed)
-    from .correct import counts_from_frame
+        sr = io.ranks_from_negatives(cand, args.scores, duplicates=args.duplicates or "count", ties=ties,
+                                     n=n, rng=args.seed)
+        return _per_user_items(args, sr)
+    from .counts import counts_from_frame
 
-    if io._is_parquet(src):
-        return counts_from_frame(io.counts_table(src), n=args.sample_size, N=args.n_items)
+    if io.is_parquet(src):
+        return _counts(args, counts_from_frame(io.counts_table(src, n=n, N=args.n_items), n=n, N=args.n_items))
     df = io.read_table(src, "ranks")
-    if "rank" in df.columns and "count" in df.columns:
-        return counts_from_frame(io.counts_table(df), n=args.sample_size, N=args.n_items)
-    if "rank" in df.columns:
-        return io.ranks_from_table(df, n=args.sample_size, N=args.n_items)
-    if {"score", "label"} <= set(df.columns):
-        return io.ranks_from_score_table(df, ties=args.ties, rng=args.seed)
-    raise _CLIError(f"{src} must have a 'rank' column (ranks table) or 'score' and 'label' "
-                    f"columns (scores table); found columns {_cut(str(list(df.columns)))}")
+    layout = io.table_layout(df)
+    if layout == "popularity":
+        raise _CLIError(f"{src} is a popularity scores table (columns {list(df.columns)}): give "
+                        "--item-weights, or q and n_candidates columns")
+    if layout != "scores" and args.ties is not None:
+        raise _CLIError(f"--ties applies to scores (equal scores of the held-out item and a negative); "
+                        f"{src} is a {layout} table")
+    if layout == "counts":
+        return _counts(args, counts_from_frame(io.counts_table(df, n=n, N=args.n_items), n=n, N=args.n_items))
+    if layout == "ranks":
+        return _per_user_items(args, io.ranks_from_table(df, n=n, N=args.n_items))
+    return _per_user_items(args, io.ranks_from_score_table(df, ties=ties, n=n, rng=args.seed))
+
+
+def _counts(args, stats):
+    if args.n_items_file is not None:
+        raise _CLIError("--n-items-file does not apply to a counts table (no users): give N_u in its "
+                        "n_items column")
+    return stats
+
+
+def _per_user_items(args, sr):
+    """Per-user N_u from --n-items-file (CSV user, n_items[, model])."""
+    if args.n_items_file is None:
+        return sr
+    if args.n_items is not None:
+        raise _CLIError("give --n-items or --n-items-file, not both")
+    if sr.n_items is not None:
+        raise _CLIError(f"{args.ranks[0] if args.scores is None else args.scores} has an n_items column "
+                        "already: give N_u once (drop --n-items-file or the column)")
+    return sr.with_n_items(args.n_items_file)
 
 
 def _write(df, fmt, output):
@@ -281,23 +349,33 @@ def _write(df, fmt, output):
 
 
 def _size_arg(sr, model, n):
+    """(ranks, common n or None, per-user sizes or None) of one model; --sample-size must match every user."""
     r, s = sr.for_model(model)
-    if s is not None and np.unique(s).size == 1:
-        if n is not None and int(s[0]) != n:
-            raise _CLIError(f"--sample-size {n} disagrees with the file's sample sizes ({int(s[0])})")
+    if s is None:
+        if n is None:
+            raise _CLIError("--sample-size is required (the ranks table has no sample_size column)")
+        return r, n, None
+    if n is not None and (s != n).any():          # the readers check this first, naming the line
+        users = sr.ranks.index[sr.ranks[model].notna().to_numpy()]
+        k = int(np.flatnonzero(s != n)[0])
+        raise _CLIError(f"user {users[k]!r} of model {model!r} has sample size {int(s[k])}, not "
+                        f"--sample-size {n}; omit --sample-size to use each user's own size")
+    if np.unique(s).size == 1:
         return r, int(s[0]), None
-    if s is None and n is None:
-        raise _CLIError("--sample-size is required (the file has no sample_size column)")
-    return r, (n if s is None else None), s
+    return r, None, s
 
 
 def _n_items(sr, model, N):
-    """The item count of one model: the file's n_items column, else --n-items."""
+    """The item count of one model: per-user N_u (an n_items column, --n-items-file), else --n-items."""
     it = sr.items_for_model(model)
     if it is not None:
+        if N is not None and (it != N).any():
+            raise _CLIError(f"--n-items {N} disagrees with the per-user n_items (values "
+                            f"{np.unique(it)[:5].tolist()}...): give one of them")
         return it
     if N is None:
-        raise _CLIError("--n-items is required (the file has no n_items column)")
+        raise _CLIError("--n-items is required: give -N (one catalogue size), an n_items column (ranks, "
+                        "counts or scores table, or the --scores file) or --n-items-file (per-user N_u)")
     return N
 
 
@@ -309,22 +387,31 @@ def _models(available, wanted):
     return [wanted]
 
 
-def _item_weights(args):
-    """The weights of --item-weights: a weights table, or counts ** --weight-alpha of an interactions table."""
+def _item_weights(args, items=()):
+    """The weights of --item-weights: a weights table, or counts ** --weight-exponent of interactions.
+
+    With an interactions table, the ``items`` (the scores table's items, the
+    users' held-out items) that have no interaction get weight 0: they are
+    never drawn.
+    """
     from .io import read_table
     from .popularity import check_item_weights, popularity_weights
 
     df = read_table(args.item_weights, "item weights")
-    if "weight" in df.columns:
+    cols = set(df.columns)
+    if cols == {"item", "weight"}:
+        if args.weight_exponent is not None:
+            raise _CLIError(f"--weight-exponent applies to an interactions table (user, item); "
+                            f"{args.item_weights} holds weights (item, weight) already")
         return check_item_weights(df)
-    if "item" in df.columns:
-        return popularity_weights(df, args.weight_alpha)
+    if {"user", "item"} <= cols and "weight" not in cols:
+        return popularity_weights(df, args.weight_exponent, items=items)
     raise _CLIError(f"{args.item_weights} must have columns item, weight (weights) or user, item "
                     f"(interactions); found columns {list(df.columns)}")
 
 
 def _popularity_logs(args):
-    from .io import read_table
+    from .io import read_table, table_layout
     from .popularity import popularity_logs_from_table
 
     if args.scheme != "binomial":
@@ -335,17 +422,27 @@ def _popularity_logs(args):
     if len(args.ranks) > 1 or args.input_format not in ("auto", "table") or args.qrels or args.scores:
         raise _CLIError("popularity-sampled negatives read one scores table (--input-format table, "
                         "no --qrels/--scores)")
+    given = [opt for opt, v in (("--n-items", args.n_items), ("--sample-size", args.sample_size),
+                                ("--n-items-file", args.n_items_file), ("--duplicates", args.duplicates),
+                                ("--held-out", args.held_out)) if v is not None]
+    if given:
+        raise _CLIError(f"{given[0]} does not apply to popularity-sampled negatives: each user's candidates "
+                        "N_u and sample size n_u come from the weights and the logged negatives (or the "
+                        "n_candidates column)")
     df = read_table(args.ranks[0], "scores")
-    weights = _item_weights(args) if args.item_weights else None
+    table_layout(df, popularity=True)
+    if args.item_weights is None and args.weight_exponent is not None:
+        raise _CLIError("--weight-exponent needs --item-weights (an interactions table)")
+    weights = _item_weights(args, items=df["item"]) if args.item_weights else None
     excl = read_table(args.exclude, "exclude") if args.exclude else None
-    return popularity_logs_from_table(df, weights, exclude=excl, ties=args.ties)
+    return popularity_logs_from_table(df, weights, exclude=excl, ties=args.ties or "pessimistic")
 
 
 def _header(path):
     """Column names of a CSV/TSV file (first line only); empty when it cannot be read (the reader says why)."""
     try:
         sep = "\t" if str(path).endswith((".tsv", ".tab")) else ","
-        return set(pd.read_csv(path, sep=sep, nrows=0).columns)
+        return set(pd.read_csv(path, sep=sep, nrows=0, encoding="utf-8-sig").columns)
     except (OSError, ValueError):
         return set()
 
@@ -358,10 +455,39 @@ def _is_popularity(args):
         return True
     if args.exclude:
         raise _CLIError("--exclude needs --item-weights (popularity-sampled negatives)")
+    if args.weight_exponent is not None:
+        raise _CLIError("--weight-exponent needs --item-weights (an interactions table)")
     if args.method in POPULARITY_METHODS:
         raise _CLIError(f"--method {args.method} is for popularity-sampled negatives: give --item-weights "
                         "(or a scores table with q and n_candidates columns)")
     return False
+
+
+def _inputs(args):
+    """Every input file of the command line (for the -o check)."""
+    files = list(getattr(args, "ranks", None) or [])
+    for opt in ("qrels", "scores", "held_out", "item_weights", "exclude", "n_items_file", "users"):
+        v = getattr(args, opt, None)
+        if v is not None:
+            files.append(v)
+    return files
+
+
+def _check_output(args):
+    """-o must not name an input file: writing the result there would destroy the input."""
+    import os
+
+    out = getattr(args, "output", None)
+    if not out or not os.path.exists(out):
+        return
+    for f in _inputs(args):
+        try:
+            same = os.path.samefile(out, f)
+        except OSError:
+            same = False
+        if same:
+            raise _CLIError(f"--output {out} is the input file {f}: refusing to overwrite an input; "
+                            "choose another output file")
 
 
 def _n_boot(args, popularity=False):
@@ -397,6 +523,7 @@ def _progress_on(args):
 def _cmd_estimate(args):
     from .correct import estimate
 
+    _check_output(args)
     if _is_popularity(args):
         return _cmd_estimate_popularity(args)
     sr = _load_ranks(args)
@@ -440,6 +567,7 @@ def _cmd_estimate(args):
 def _cmd_compare(args):
     from .correct import compare
 
+    _check_output(args)
     if _is_popularity(args):
         logs = _popularity_logs(args)
         if len(logs) < 2:
@@ -521,33 +649,60 @@ def _cmd_plan(args):
 
 def _cmd_negatives(args):
     from ._validation import check_columns
-    from .io import read_table
+    from .io import id_text, read_table
     from .sampling import sample_negatives
 
+    _check_output(args)
     users = read_table(args.users, "users")
-    check_columns(users, ["user"], "the users file")
+    check_columns(users, ["user"], f"the users file {args.users}")
     excl = None
     if args.exclude is not None:
         excl = read_table(args.exclude, "exclude")
+        check_columns(excl, ["user", "item"], f"the exclude file {args.exclude}")
     held = users["item"].to_numpy() if "item" in users.columns else None
     if args.item_weights:
         from .popularity import sample_popularity_negatives
 
-        out = sample_popularity_negatives(users["user"].to_numpy(), _item_weights(args), args.sample_size,
-                                          held_out=held, exclude=excl, replace=True, rng=args.seed)
-        if args.output:
-            out.to_csv(args.output, index=False)
-        else:
-            out.to_csv(sys.stdout, index=False)
-        return
-    _need_n_items(args)
-    out = sample_negatives(users["user"].to_numpy(), args.n_items, args.sample_size, exclude=excl,
-                           held_out=held, scheme="binomial" if args.replace else "hypergeometric",
-                           rng=args.seed)
+        if args.n_items is not None:
+            raise _CLIError("--n-items does not apply with --item-weights: the items are those of the weights "
+                            "table or of the interactions (items without an interaction weigh 0)")
+        replace = True if args.replace is None else args.replace
+        out = sample_popularity_negatives(users["user"].to_numpy(),
+                                          _item_weights(args, items=() if held is None else held),
+                                          args.sample_size, held_out=held, exclude=excl, replace=replace,
+                                          rng=args.seed)
+    else:
+        if args.weight_exponent is not None:
+            raise _CLIError("--weight-exponent needs --item-weights (an interactions table)")
+        _need_n_items(args)
+        if excl is not None:
+            _report_exclusions(id_text(users["user"]), excl, args.exclude)
+            excl = excl.assign(user=id_text(excl["user"]))
+        out = sample_negatives(id_text(users["user"]), args.n_items, args.sample_size, exclude=excl,
+                               held_out=held, scheme="binomial" if args.replace else "hypergeometric",
+                               rng=args.seed)
     if args.output:
         out.to_csv(args.output, index=False)
     else:
         out.to_csv(sys.stdout, index=False)
+
+
+def _report_exclusions(users, excl, path):
+    """--exclude rows naming no user of --users: an error when none matches, else a warning (ids as text)."""
+    from .io import id_text, row_location
+
+    eu = id_text(excl["user"])
+    blank = pd.Series(eu).str.strip() == ""
+    if blank.any():
+        raise _CLIError(f"column 'user' of {path} is blank in {row_location(excl, int(np.flatnonzero(blank)[0]))}")
+    miss = ~pd.Series(eu, dtype=object).isin(set(users)).to_numpy()
+    if len(eu) and miss.all():
+        raise _CLIError(f"none of the {len(eu)} rows of {path} names a user of --users (e.g. user "
+                        f"{eu[0]!r}); ids are compared as text: check the user ids")
+    if miss.any():
+        warnings.warn(f"{int(miss.sum())} of the {len(eu)} rows of {path} name a user not in --users (e.g. "
+                      f"{eu[np.flatnonzero(miss)[0]]!r}): they exclude nothing (ids compared as text)",
+                      UserWarning, stacklevel=2)
 
 
 _COMMANDS = {"estimate": _cmd_estimate, "compare": _cmd_compare, "plan-users": _cmd_plan,

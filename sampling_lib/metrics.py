@@ -25,6 +25,8 @@ References
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ._validation import check_array_size, check_int, check_ranks, show_value
@@ -206,6 +208,10 @@ def metric_from_pmf(pmf, metric, K=None):
 def parse_metrics(metrics):
     """Parse one metric name or a sequence of them: list of (``"name@K"``, name, K).
 
+    A metric named twice (also under another spelling: ``"Recall@10"``,
+    ``"hr@10"`` and ``"recall@10"`` are one metric) is kept once, in its first
+    place, with a ``UserWarning``: a table of results has one row per metric.
+
     Examples
     --------
     >>> parse_metrics(["recall@10", "ndcg@5"])
@@ -220,9 +226,15 @@ def parse_metrics(metrics):
                         f"got {show_value(metrics)}") from None
     if not metrics:
         raise ValueError("metrics must name at least one metric like 'recall@10'")
-    out = []
+    out, seen = [], {}
     for m in metrics:
         name, K = parse_metric(m)
+        key = (METRICS[name], K)                 # aliases (hr, hit_ratio -> recall) are one metric
+        if key in seen:
+            warnings.warn(f"metrics names {show_value(m)} and {show_value(seen[key])}, the same metric; it "
+                          "is kept once", UserWarning, stacklevel=2)
+            continue
+        seen[key] = m
         out.append((f"{name}@{K}", name, K))
     return out
 

@@ -117,6 +117,7 @@ References
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -124,7 +125,7 @@ import pandas as pd
 from scipy import sparse
 
 from ._validation import check_columns, check_float, check_int, check_int_column
-from .io import read_table
+from .io import id_text, read_table, row_location, table_name, table_source
 
 __all__ = [
     "popularity_weights",
@@ -159,8 +160,8 @@ WITHOUT_REPLACEMENT = (
 # ----------------------------------------------------------------------------
 # item weights
 # ----------------------------------------------------------------------------
-def popularity_weights(interactions, alpha=1.0, *, n_items=None):
-    """Item weights w_j = c_j^alpha from interaction counts c_j.
+def popularity_weights(interactions, weight_exponent=None, *, n_items=None, items=None, alpha=None):
+    """Item weights w_j = c_j^weight_exponent from interaction counts c_j.
 
     Parameters
     ----------
@@ -168,23 +169,42 @@ def popularity_weights(interactions, alpha=1.0, *, n_items=None):
         One entry per interaction (a user x item matrix counts its nonzeros
         per column). RecBole ``popN`` counts the interactions of all phases
         (train + valid + test); pass all of them to reproduce it.
-    alpha : float >= 0
-        Exponent; 0 gives every listed item weight 1 (uniform sampling).
+    weight_exponent : float >= 0, default 1
+        Exponent (RecBole's ``alpha``); 0 gives every listed item weight 1
+        (uniform sampling).
     n_items : int, optional, keyword-only
         With integer ids 0..n_items-1: list every item, including those
-        without interactions (weight 0 for alpha > 0).
+        without interactions (weight 0 for weight_exponent > 0).
+    items : array_like, optional, keyword-only
+        Item ids to list even without an interaction (weight 0 for
+        weight_exponent > 0: an item nobody interacted with is never drawn),
+        e.g. the held-out items and negatives of a scores table. Ids are
+        compared as text (:func:`sampling_lib.io.id_text`).
+    alpha : float, optional, keyword-only
+        Deprecated name of ``weight_exponent`` (DeprecationWarning; removed
+        in the next release).
 
     Returns
     -------
     pandas.Series
-        Weight per item id (index sorted), name ``"weight"``.
+        Weight per item id (index sorted, then the ``items`` without an
+        interaction), name ``"weight"``.
 
     Examples
     --------
-    >>> popularity_weights([0, 0, 0, 0, 2], alpha=0.5, n_items=4).tolist()
+    >>> popularity_weights([0, 0, 0, 0, 2], 0.5, n_items=4).tolist()
     [2.0, 0.0, 1.0, 0.0]
+    >>> popularity_weights(["a", "a", "b"], items=["a", "c"]).to_dict()
+    {'a': 2.0, 'b': 1.0, 'c': 0.0}
     """
-    alpha = check_float(alpha, "alpha", low=0.0)
+    if alpha is not None:
+        warnings.warn("popularity_weights(alpha=...) is deprecated: the exponent is named weight_exponent "
+                      "(alpha will be removed in the next release)", DeprecationWarning, stacklevel=2)
+        if weight_exponent is not None:
+            raise TypeError("give weight_exponent or its deprecated name alpha, not both")
+        weight_exponent = alpha
+    weight_exponent = check_float(1.0 if weight_exponent is None else weight_exponent, "weight_exponent",
+                                  low=0.0)
     if sparse.issparse(interactions):
         X = sparse.csr_matrix(interactions)
         counts = pd.Series(np.diff(X.tocsc().indptr).astype(float))
@@ -194,10 +214,16 @@ def popularity_weights(interactions, alpha=1.0, *, n_items=None):
         if isinstance(interactions, pd.DataFrame):
             if "item" not in interactions.columns:
                 raise ValueError(f"interactions must have an 'item' column; found {list(interactions.columns)}")
-            items = interactions["item"].to_numpy()
+            ids = interactions["item"]
+            blank = ids.isna() | (ids.astype(str).str.strip() == "")
+            if blank.any():
+                i = int(np.flatnonzero(blank.to_numpy())[0])
+                raise ValueError(f"column 'item' of the interactions table is blank in "
+                                 f"{row_location(interactions, i)}")
+            ids = ids.to_numpy()
         else:
-            items = np.asarray(interactions).ravel()
-        counts = pd.Series(items).value_counts().sort_index().astype(float)
+            ids = np.asarray(interactions).ravel()
+        counts = pd.Series(ids).value_counts().sort_index().astype(float)
         if n_items is not None:
             n_items = check_int(n_items, "n_items", low=1)
             idx = pd.Index(counts.index)
@@ -205,7 +231,14 @@ def popularity_weights(interactions, alpha=1.0, *, n_items=None):
                                                                                 and idx.max() < n_items))):
                 raise ValueError(f"with n_items={n_items} the item ids must be integers in 0..{n_items - 1}")
             counts = counts.reindex(np.arange(n_items), fill_value=0.0)
-    w = np.power(counts.to_numpy(float), alpha)
+    if items is not None:
+        have = pd.Index(id_text(counts.index))
+        extra = pd.unique(np.asarray(list(items), dtype=object))
+        extra = extra[~pd.Index(id_text(extra)).isin(have)]
+        if extra.size:
+            add = pd.Series(0.0, index=pd.Index(extra))
+            counts = pd.concat([counts, add]) if len(counts) else add
+    w = np.power(counts.to_numpy(float), weight_exponent)
     out = pd.Series(w, index=counts.index, name="weight")
     out.index.name = "item"
     return check_item_weights(out)
@@ -216,8 +249,14 @@ def check_item_weights(item_weights, items=None, *, name="item_weights"):
 
     Accepts a Series (index = item ids), a dict, a DataFrame with columns
     ``item, weight`` or a 1-D array (ids 0..len-1). Every weight must be a
-    finite number >= 0, not all zero, each item listed once, and every id in
-    ``items`` (e.g. the items of a scores table) must have a weight.
+    finite number >= 0, not all zero, each item listed once (ids compared as
+    text, :func:`sampling_lib.io.id_text`: 1 and "1" are one item), and
+    every id in ``items`` (e.g. the items of a scores table) must have a
+    weight. A positive weight so small against the total that an item's
+    draw probability q_j = w_j / sum(w) is not a normal float (below
+    2.2e-308; its inverse 1/q_j, the Horvitz-Thompson weight, would
+    overflow) is an error naming the item: such an item is never drawn in
+    practice, so give it weight 0.
 
     Raises
     ------
@@ -233,11 +272,28 @@ def check_item_weights(item_weights, items=None, *, name="item_weights"):
     ...
     ValueError: item_weights must be >= 0; got -2 for item 1
     """
+    src = table_source(item_weights) if isinstance(item_weights, pd.DataFrame) else None
+    try:
+        return _check_item_weights(item_weights, items, name)
+    except ValueError as exc:
+        if src is None or str(exc).startswith(src):
+            raise
+        raise ValueError(f"{src}: {exc}") from None
+
+
+def _check_item_weights(item_weights, items, name):
     w = item_weights
+    where = None
     if isinstance(w, pd.DataFrame):
         missing = [c for c in ("item", "weight") if c not in w.columns]
         if missing:
             raise ValueError(f"{name} must have columns ['item', 'weight']; found {list(w.columns)}")
+        where = w
+        ids = w["item"]
+        blank = ids.isna() | (ids.astype(str).str.strip() == "")
+        if blank.any():
+            i = int(np.flatnonzero(blank.to_numpy())[0])
+            raise ValueError(f"{name}: column 'item' is blank in {row_location(w, i)}")
         w = pd.Series(w["weight"].to_numpy(), index=pd.Index(w["item"].to_numpy(), name="item"))
     elif isinstance(w, dict):
         w = pd.Series(w, dtype=object)
@@ -248,25 +304,45 @@ def check_item_weights(item_weights, items=None, *, name="item_weights"):
         w = pd.Series(a)
     if len(w) == 0:
         raise ValueError(f"{name} must not be empty")
-    if w.index.has_duplicates:
-        raise ValueError(f"{name} must list each item once; item {_show(w.index[w.index.duplicated()][0])} repeats")
+    keys = pd.Index(id_text(w.index))
+    if keys.has_duplicates:
+        i = int(np.flatnonzero(keys.duplicated())[0])
+        at = "" if where is None else f" ({row_location(where, i)})"
+        raise ValueError(f"{name} must list each item once; item {_show(w.index[i])} repeats{at}")
     v = pd.to_numeric(w, errors="coerce").astype(float)
     bad = ~np.isfinite(v.to_numpy())
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{name} must be finite numbers; got {_show(w.iloc[i])} for item {_show(w.index[i])}")
+        at = "" if where is None else f" ({row_location(where, i)})"
+        cell = w.iloc[i]
+        shown = "blank" if isinstance(cell, str) and not cell.strip() else _show(cell)
+        raise ValueError(f"{name} must be finite numbers; got {shown} for item {_show(w.index[i])}{at}")
     neg = v.to_numpy() < 0
     if neg.any():
         i = int(np.flatnonzero(neg)[0])
         raise ValueError(f"{name} must be >= 0; got {v.iloc[i]:g} for item {_show(w.index[i])}")
     if not (v.to_numpy() > 0).any():
         raise ValueError(f"{name} must have a positive sum; all {len(v)} weights are 0")
+    with np.errstate(over="ignore"):
+        total = float(v.sum())
+    if not np.isfinite(total):
+        raise ValueError(f"{name} must have a finite sum; these weights overflow (max {v.max():g}): rescale "
+                         "them (only their ratios matter)")
+    tiny = np.finfo(float).tiny
+    small = (v.to_numpy() > 0) & (v.to_numpy() / total < tiny)
+    if small.any():
+        i = int(np.flatnonzero(small)[0])
+        raise ValueError(f"{name}: item {_show(w.index[i])} has weight {v.iloc[i]:g}, so its draw probability "
+                         f"q_j = w_j / sum(w) = {v.iloc[i] / total:g} is not a normal float (smallest "
+                         f"{tiny:g}) and 1/q_j, its Horvitz-Thompson weight, overflows; such an item is "
+                         "never drawn in practice: give it weight 0")
     if items is not None:
-        need = pd.Index(pd.unique(np.asarray(items)))
-        absent = need.difference(v.index)
+        need = pd.Index(pd.unique(id_text(np.asarray(items, dtype=object))))
+        absent = need.difference(keys)
         if absent.size:
             raise ValueError(f"{name} has no weight for {absent.size} item(s) of the scores table, "
-                             f"e.g. {[_show(a) for a in absent[:5]]}")
+                             f"e.g. {[_show(a) for a in absent[:5]]} (ids compared as text; items "
+                             "without interactions: popularity_weights(..., items=...) gives them weight 0)")
     out = pd.Series(v.to_numpy(float), index=w.index, name="weight")
     out.index.name = "item"
     return out
@@ -310,18 +386,28 @@ def _exclusion_matrix(users, exclude, item_index, held_out_pos=None):
             rows.append(X.row[keep].astype(np.int64))
             cols.append(X.col[keep].astype(np.int64))
         else:
+            what = "the exclude table"
             if isinstance(exclude, pd.DataFrame):
                 missing = [c for c in ("user", "item") if c not in exclude.columns]
                 if missing:
                     raise ValueError(f"the exclude table must have columns ['user', 'item']; "
                                      f"found {list(exclude.columns)}")
+                src = table_source(exclude)
+                what = what if src is None else f"the exclude table {src}"
+                for c in ("user", "item"):
+                    blank = exclude[c].isna() | (exclude[c].astype(str).str.strip() == "")
+                    if blank.any():
+                        i = int(np.flatnonzero(blank.to_numpy())[0])
+                        raise ValueError(f"column {c!r} of the exclude table is blank in "
+                                         f"{row_location(exclude, i)}")
                 eu, ei = exclude["user"].to_numpy(), exclude["item"].to_numpy()
             else:
                 pairs = [(u, i) for u, its in dict(exclude).items() for i in its]
                 eu = np.array([p[0] for p in pairs], dtype=object)
                 ei = np.array([p[1] for p in pairs], dtype=object)
-            upos = pd.Index(users).get_indexer(eu)
-            ipos = item_index.get_indexer(ei)
+            upos = pd.Index(id_text(users)).get_indexer(id_text(eu))
+            ipos = pd.Index(id_text(item_index)).get_indexer(id_text(ei))
+            _report_unmatched(what, eu, ei, upos, ipos)
             ok = (upos >= 0) & (ipos >= 0)   # other users, and items without a weight (never candidates)
             rows.append(upos[ok].astype(np.int64))
             cols.append(ipos[ok].astype(np.int64))
@@ -334,6 +420,37 @@ def _exclusion_matrix(users, exclude, item_index, held_out_pos=None):
     E.sum_duplicates()
     E.data[:] = 1.0
     return E
+
+
+def _report_unmatched(what, eu, ei, upos, ipos):
+    """Exclusions whose user or item matches nothing: an error when none matches, else one warning.
+
+    Ids are compared as text (:func:`sampling_lib.io.id_text`). Rows of users
+    without scores (e.g. training users who are not test users) and items
+    without a weight (never drawn) are legitimately unused, but a table none
+    of whose users (or items) matches is an id mismatch, and is refused.
+    """
+    if len(eu) == 0:
+        return
+    nu = upos < 0
+    if nu.all():
+        raise ValueError(f"none of the {len(eu)} rows of {what} names a user of the evaluation (e.g. user "
+                         f"{_show(eu[0])}); ids are compared as text: check the user ids")
+    ni = (ipos < 0) & ~nu
+    if ni[~nu].all():
+        raise ValueError(f"none of the {int((~nu).sum())} rows of {what} of the evaluation's users names an "
+                         f"item with a weight (e.g. item {_show(ei[np.flatnonzero(~nu)[0]])}); ids are "
+                         "compared as text: check the item ids")
+    if nu.any() or ni.any():
+        parts = []
+        if nu.any():
+            parts.append(f"{int(nu.sum())} name a user not in the evaluation "
+                         f"(e.g. {_show(eu[np.flatnonzero(nu)[0]])})")
+        if ni.any():
+            parts.append(f"{int(ni.sum())} an item without a weight, never drawn "
+                         f"(e.g. {_show(ei[np.flatnonzero(ni)[0]])})")
+        warnings.warn(f"{int((nu | ni).sum())} of the {len(eu)} rows of {what} exclude nothing: "
+                      f"{' and '.join(parts)} (ids compared as text)", UserWarning, stacklevel=4)
 
 
 def _candidate_totals(w, E):
@@ -417,7 +534,7 @@ def sample_popularity_negatives(users, item_weights, n, *, held_out=None, exclud
 
     Examples
     --------
-    >>> w = popularity_weights([0, 0, 0, 1, 2, 2, 3], alpha=1.0)
+    >>> w = popularity_weights([0, 0, 0, 1, 2, 2, 3], 1.0)
     >>> neg = sample_popularity_negatives(["a", "b"], w, 4, held_out=[0, 3], rng=0)
     >>> neg.groupby("user").size().tolist(), bool((neg.q > 0).all())
     ([3, 3], True)
@@ -432,14 +549,15 @@ def sample_popularity_negatives(users, item_weights, n, *, held_out=None, exclud
     users = pd.Index(pd.Series(users).to_numpy())
     if users.size == 0:
         raise ValueError("users must be non-empty")
-    if users.has_duplicates:
-        raise ValueError(f"users must be unique; {_show(users[users.duplicated()][0])} repeats")
+    if pd.Index(id_text(users)).has_duplicates:
+        raise ValueError(f"users must be unique; "
+                         f"{_show(users[pd.Index(id_text(users)).duplicated()][0])} repeats")
     hp = None
     if held_out is not None:
         ho = np.asarray(held_out)
         if ho.shape != (users.size,):
             raise ValueError(f"held_out must have one item per user ({users.size}); got shape {ho.shape}")
-        hp = item_index.get_indexer(ho)
+        hp = pd.Index(id_text(item_index)).get_indexer(id_text(ho))
         if np.any(hp < 0):
             raise ValueError(f"item_weights has no weight for held-out item {_show(ho[np.flatnonzero(hp < 0)[0]])}")
     E = _exclusion_matrix(users, exclude, item_index, hp)
@@ -608,8 +726,9 @@ def popularity_log(pos_scores, neg_scores, neg_q, n_candidates, *, ties="pessimi
     if np.any(valid.sum(axis=1) < 1):
         raise ValueError("every user needs at least one negative")
     qv = q[valid]
-    if not np.all(np.isfinite(qv)) or np.any(qv <= 0) or np.any(qv > 1):
-        raise ValueError(f"neg_q must lie in (0, 1] for every logged negative; got min {np.nanmin(qv):g} "
+    if not np.all(np.isfinite(qv)) or np.any(qv < np.finfo(float).tiny) or np.any(qv > 1):
+        raise ValueError(f"neg_q must lie in (0, 1] and be a normal float (at least {np.finfo(float).tiny:g}, "
+                         f"so that 1/q is finite) for every logged negative; got min {np.nanmin(qv):g} "
                          f"and max {np.nanmax(qv):g}")
     nc = np.asarray(n_candidates)
     if nc.shape != pos.shape or not np.all(nc == np.round(nc)) or np.any(nc < 1):
@@ -671,41 +790,54 @@ def popularity_logs_from_table(table, item_weights=None, *, exclude=None, ties="
     """
     ties = _check_ties(ties)
     df = read_table(table, "scores")
-    check_columns(df, [user_col, item_col, score_col, label_col], "the scores table")
+    check_columns(df, [user_col, item_col, score_col, label_col], table_name(df, "scores"))
     if len(df) == 0:
         raise ValueError("the scores table has no rows")
+
+    def at(i):
+        return row_location(df, i)
+
+    for c in [user_col, item_col] + ([model_col] if model_col in df.columns else []):
+        blank = df[c].isna() | (df[c].astype(str).str.strip() == "")
+        if blank.any():
+            i = int(np.flatnonzero(blank.to_numpy())[0])
+            raise ValueError(f"column {c!r} of the scores table is blank in {at(i)}")
     score = pd.to_numeric(df[score_col], errors="coerce")
     if score.isna().any() or not np.all(np.isfinite(score)):
         i = int(np.flatnonzero((score.isna() | ~np.isfinite(score)).to_numpy())[0])
-        raise ValueError(f"column {score_col!r} must hold finite numbers; got {df[score_col].iloc[i]!r} "
-                         f"in row {i + 1}")
-    label = check_int_column(df[label_col], label_col)
+        raise ValueError(f"column {score_col!r} must hold finite numbers; got {_show(df[score_col].iloc[i])} "
+                         f"in {at(i)}")
+    label = check_int_column(df[label_col], label_col, at)
     if not label.isin([0, 1]).all():
-        raise ValueError(f"column {label_col!r} must be 0 (negative) or 1 (held-out item)")
+        i = int(np.flatnonzero(~label.isin([0, 1]).to_numpy())[0])
+        raise ValueError(f"column {label_col!r} must be 0 (negative) or 1 (held-out item); got {label.iloc[i]} "
+                         f"in {at(i)}")
     if replace_col in df.columns:
         # the negatives' rows say how they were drawn (the held-out rows may be empty)
         rep = df[replace_col].to_numpy()[label.to_numpy() == 0]
         rep = pd.Series(rep).dropna().astype(str).str.strip().str.lower()
         if rep.isin(["false", "0", "0.0", "no"]).any():
             raise ValueError(WITHOUT_REPLACEMENT)
-    model = df[model_col].astype(str).to_numpy() if model_col in df.columns else np.full(len(df), "model")
-    work = pd.DataFrame({"model": model, "user": df[user_col].to_numpy(), "item": df[item_col].to_numpy(),
+    model = id_text(df[model_col]) if model_col in df.columns else np.full(len(df), "model", dtype=object)
+    work = pd.DataFrame({"model": model, "user": id_text(df[user_col]), "item": id_text(df[item_col]),
                          "score": score.to_numpy(float), "label": label.to_numpy(),
                          "row": np.arange(len(df))})
-    npos = work.groupby(["model", "user"], sort=False)["label"].agg(["sum", "size"])
+    groups = work.groupby(["model", "user"], sort=False)
+    npos = groups["label"].agg(["sum", "size"])
+    first = groups["row"].min()
     if (npos["sum"] != 1).any():
         (m, u), v = next((k, int(v)) for k, v in npos["sum"].items() if v != 1)
         raise ValueError(f"each (user, model) needs exactly one held-out row ({label_col}=1); "
-                         f"user {u!r} of model {m!r} has {v}")
+                         f"user {_show(u)} of model {_show(m)} has {v} (first row: {at(first[(m, u)])})")
     if (npos["size"] < 2).any():
         (m, u) = next(k for k, v in npos["size"].items() if v < 2)
-        raise ValueError(f"user {u!r} of model {m!r} has no negatives")
+        raise ValueError(f"user {_show(u)} of model {_show(m)} has no negatives ({at(first[(m, u)])})")
     has_q = q_col in df.columns
     users_all = pd.Index(pd.unique(work["user"]))
     w_arr = E = item_index = None
     if item_weights is not None:
         wser = check_item_weights(item_weights, work["item"].to_numpy())
-        w_arr, item_index = wser.to_numpy(float), pd.Index(wser.index)
+        w_arr, item_index = wser.to_numpy(float), pd.Index(id_text(wser.index))
         pos_rows = work[work.label == 1].drop_duplicates("user")
         hp = item_index.get_indexer(pos_rows.set_index("user")["item"].reindex(users_all).to_numpy())
         E = _exclusion_matrix(users_all, exclude, item_index, hp)
@@ -716,12 +848,12 @@ def popularity_logs_from_table(table, item_weights=None, *, exclude=None, ties="
         if np.any(w_arr[ipos] <= 0):
             i = int(np.flatnonzero(w_arr[ipos] <= 0)[0])
             raise ValueError(f"sampled negative {_show(neg['item'].iloc[i])} of user {_show(neg['user'].iloc[i])} has "
-                             f"weight 0 in item_weights: it cannot have been drawn")
+                             f"weight 0 in item_weights: it cannot have been drawn ({at(neg['row'].iloc[i])})")
         hit = np.asarray(E[upos, ipos]).ravel() > 0
         if hit.any():
             i = int(np.flatnonzero(hit)[0])
             raise ValueError(f"sampled negative {_show(neg['item'].iloc[i])} of user {_show(neg['user'].iloc[i])} is "
-                             f"in the user's excluded items (history or held-out item)")
+                             f"in the user's excluded items (history or held-out item; {at(neg['row'].iloc[i])})")
         if not has_q:
             work.loc[neg.index, "q"] = w_arr[ipos] / total[upos]
         if n_candidates_col not in df.columns:
@@ -731,6 +863,13 @@ def popularity_logs_from_table(table, item_weights=None, *, exclude=None, ties="
                          f"items) to compute each negative's draw probability")
     if has_q:
         work["q"] = pd.to_numeric(df[q_col], errors="coerce").to_numpy(float)
+        qn = work.loc[work.label == 0, ["q", "row"]]
+        bad = ~(np.isfinite(qn["q"]) & (qn["q"] >= np.finfo(float).tiny) & (qn["q"] <= 1))
+        if bad.any():
+            i = int(qn["row"].iloc[int(np.flatnonzero(bad.to_numpy())[0])])
+            raise ValueError(f"column {q_col!r} must hold each negative's draw probability, a normal float in "
+                             f"(0, 1] (at least {np.finfo(float).tiny:g}, so that 1/q is finite); got "
+                             f"{_show(df[q_col].iloc[i])} in {at(i)}")
     if n_candidates_col in df.columns:
         # one value per (model, user), on its negatives' rows (the held-out row may be empty)
         nc = pd.Series(pd.to_numeric(df[n_candidates_col], errors="coerce").to_numpy(float))
@@ -739,12 +878,14 @@ def popularity_logs_from_table(table, item_weights=None, *, exclude=None, ties="
         if bad.any():
             m, u = per.index[np.flatnonzero(bad.to_numpy())[0]]
             raise ValueError(f"column {n_candidates_col!r} must hold one integer >= 1 per user; user "
-                             f"{_show(u)} of model {m!r} has {per.loc[(m, u)].tolist()}")
+                             f"{_show(u)} of model {_show(m)} has {per.loc[(m, u)].tolist()} "
+                             f"(first row: {at(first[(m, u)])})")
         work["n_candidates"] = per["min"].reindex(pd.MultiIndex.from_arrays([work["model"], work["user"]])
                                                   ).to_numpy()
     elif "n_candidates" not in work.columns:
         raise ValueError(f"the scores table has no {n_candidates_col!r} column: give item_weights (and the "
                          f"excluded items) to count each user's candidates")
+    _check_draws_fit(work, first, at)
     out = {}
     for m, g in work.groupby("model", sort=False):
         g = g.sort_values("row", kind="stable")
@@ -763,6 +904,32 @@ def popularity_logs_from_table(table, item_weights=None, *, exclude=None, ties="
         out[str(m)] = popularity_log(pos["score"].to_numpy(float), S, Qm, nc, ties=ties,
                                      users=users.to_numpy(), item_weights=w_arr, excluded=exc)
     return out
+
+
+def _check_draws_fit(work, first, at):
+    """The logged negatives of a user must fit its stated candidates: count and probability mass.
+
+    A user's distinct drawn items are distinct candidates, so there are at
+    most n_candidates of them, and their probabilities q_j (eq 1) are those of
+    distinct candidates, so they sum to at most 1.
+    """
+    neg = work[work.label == 0].drop_duplicates(["model", "user", "item"])
+    g = neg.groupby(["model", "user"], sort=False)
+    distinct = g.size()
+    stated = g["n_candidates"].first()
+    over = distinct > stated
+    if over.any():
+        m, u = distinct.index[np.flatnonzero(over.to_numpy())[0]]
+        raise ValueError(f"user {_show(u)} of model {_show(m)} has {int(distinct[(m, u)])} distinct sampled "
+                         f"negatives but n_candidates = {int(stated[(m, u)])} (the items it draws from): the "
+                         f"table is inconsistent (first row: {at(first[(m, u)])})")
+    mass = g["q"].sum()
+    heavy = mass > 1 + 1e-6
+    if heavy.any():
+        m, u = mass.index[np.flatnonzero(heavy.to_numpy())[0]]
+        raise ValueError(f"the draw probabilities q of the distinct negatives of user {_show(u)} of model "
+                         f"{_show(m)} sum to {mass[(m, u)]:.6g} > 1: they cannot be the probabilities of "
+                         f"distinct candidates (first row: {at(first[(m, u)])})")
 
 
 # ----------------------------------------------------------------------------

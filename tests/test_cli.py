@@ -212,12 +212,12 @@ def test_negatives(files, run):
 
 @pytest.mark.parametrize("args, code, match", [
     (["estimate", "missing.csv", "-N", N, "-n", n], 1, "not found"),
-    (["estimate", "nocol.csv", "-N", N, "-n", n], 1, "'rank' column"),
+    (["estimate", "nocol.csv", "-N", N, "-n", n], 1, "match none of the documented layouts"),
     (["estimate", "outside.csv", "-N", N, "-n", n], 1, "1..n=10"),
     (["estimate", "one.csv", "-N", 5, "-n", n], 1, "2..N=5"),
     (["estimate", "nonnum.csv", "-N", N, "-n", n], 1, "integers"),
     (["estimate", "empty.csv", "-N", N, "-n", n], 1, "empty"),
-    (["estimate", "one.csv", "-N", "many", "-n", n], 2, "invalid int"),
+    (["estimate", "one.csv", "-N", "many", "-n", n], 2, "must be an integer in 2..9223372036854775807"),
     (["estimate", "one.csv", "-N", N], 1, "--sample-size is required"),
     (["estimate", "one.csv", "-N", N, "-n", n, "--metric", "hits@x"], 1, "metric"),
     (["estimate", "one.csv", "-N", N, "-n", n, "--method", "magic"], 2, "--method: invalid choice"),  # argparse choices= (METHODS)

@@ -29,8 +29,8 @@ def _cli_error(argv, capsys):
 
 
 @pytest.mark.parametrize("argv, want, not_want", [
-    (["estimate", "frac.csv", "-N", 100, "-n", 10], "got 2.5 in row 1", "np."),
-    (["estimate", "overflow.csv", "-N", 100, "-n", 10], "99999999999999999999 in row 1",
+    (["estimate", "frac.csv", "-N", 100, "-n", 10], "got 2.5 in frac.csv, line 2", "np."),
+    (["estimate", "overflow.csv", "-N", 100, "-n", 10], "99999999999999999999 in overflow.csv, line 2",
      "-9223372036854775808"),
     (["estimate", "ok.csv", "-N", 100, "-n", 10, "--seed", -1], "argument --seed", "non-negative"),
     (["negatives", "-N", 10, "--users", "ok.csv", "-n", 3, "--seed", -1], "argument --seed", None),

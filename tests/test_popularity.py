@@ -94,11 +94,11 @@ def test_sampler_bad_input():
 # bad weights: one clear error
 # ----------------------------------------------------------------------------
 @pytest.mark.parametrize("weights, match", [
-    (pd.DataFrame({"item": [0, 1, 2], "weight": [1.0, -0.5, 2.0]}), "must be >= 0; got -0.5 for item 1"),
+    (pd.DataFrame({"item": [0, 1, 2], "weight": [1.0, -0.5, 2.0]}), "must be >= 0; got -0.5 for item '?1'?"),
     (pd.DataFrame({"item": [0, 1, 2], "weight": [0.0, 0.0, 0.0]}), "positive sum; all 3 weights are 0"),
     (pd.DataFrame({"item": [0, 1], "weight": [1.0, 2.0]}), r"no weight for 1 item\(s\) of the scores table"),
-    (pd.DataFrame({"item": [0, 1, 2], "weight": [1.0, np.nan, 2.0]}), "must be finite numbers; got nan"),
-    (pd.DataFrame({"item": [0, 1, 1, 2], "weight": [1.0, 1.0, 2.0, 2.0]}), "item 1 repeats"),
+    (pd.DataFrame({"item": [0, 1, 2], "weight": [1.0, np.nan, 2.0]}), "must be finite numbers; got (nan|blank) for item '?1'?"),
+    (pd.DataFrame({"item": [0, 1, 1, 2], "weight": [1.0, 1.0, 2.0, 2.0]}), "item '?1'? repeats"),
     (pd.DataFrame({"item": [0, 1, 2], "w": [1.0, 1.0, 2.0]}), r"must have columns \['item', 'weight'\]"),
 ])
 def test_bad_weights_files_raise_one_clear_error(tmp_path, weights, match):
@@ -113,13 +113,13 @@ def test_bad_weights_files_raise_one_clear_error(tmp_path, weights, match):
 
 
 def test_weights_from_counts():
-    w = pop.popularity_weights(pd.DataFrame({"item": ["x", "y", "x", "z", "x"]}), alpha=0.5)
+    w = pop.popularity_weights(pd.DataFrame({"item": ["x", "y", "x", "z", "x"]}), weight_exponent=0.5)
     assert w.to_dict() == pytest.approx({"x": 3 ** 0.5, "y": 1.0, "z": 1.0})
     X = sp.csr_matrix(np.array([[1, 0, 1], [1, 0, 0]]))
-    assert pop.popularity_weights(X, alpha=1.0).tolist() == [2.0, 0.0, 1.0]
-    assert pop.popularity_weights(X, alpha=0.0).tolist() == [1.0, 1.0, 1.0]   # alpha = 0: uniform
-    with pytest.raises(ValueError, match=r"alpha must lie in \[0.0, inf\]; got -1.0"):
-        pop.popularity_weights([0, 1], alpha=-1.0)
+    assert pop.popularity_weights(X, 1.0).tolist() == [2.0, 0.0, 1.0]
+    assert pop.popularity_weights(X, 0.0).tolist() == [1.0, 1.0, 1.0]   # exponent 0: uniform
+    with pytest.raises(ValueError, match=r"weight_exponent must lie in \[0.0, inf\]; got -1.0"):
+        pop.popularity_weights([0, 1], weight_exponent=-1.0)
 
 
 def test_table_rejections():

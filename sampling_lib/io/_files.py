@@ -1,0 +1,266 @@
+"""Text and CSV files: one-line errors naming the file and line (the readers' shared helpers).
+
+Every reader of :mod:`sampling_lib.io` reads its files through :func:`read_table`
+(CSV/TSV) or :func:`text_lines` (TREC, NCF, Elliot lines), so that all of them
+
+* read UTF-8 and drop a UTF-8 byte-order mark (BOM) at the start of the file
+  (Excel and Windows tools write one; left in place it becomes part of the
+  first user id or column name);
+* refuse UTF-16/UTF-32 and other non-UTF-8 files with one line naming the file
+  and the first line that is not UTF-8;
+* read the id columns ``user``, ``item`` and ``model`` as text, exactly as
+  written: ``1``, ``01`` and ``1.0`` are three ids, one junk row does not turn
+  a numeric id column into text (so ids of several files compare equal as
+  text, see :func:`id_text`), and ``NA`` or ``null`` are ids, not blanks;
+* report a bad cell as ``<file>, line <k>`` (:func:`row_location`).
+"""
+from __future__ import annotations
+
+import codecs
+import csv
+import os
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from .._validation import show_value
+
+__all__ = ["ID_COLUMNS", "SOURCE", "read_table", "row_location", "table_lines", "table_source", "table_name",
+           "id_text",
+           "file_error",
+           "text_lines", "float_field", "check_path", "check_encoding", "not_utf8"]
+
+#: Columns holding ids: read as text from files, compared as text across the files of one call.
+ID_COLUMNS = ("user", "item", "model")
+
+SOURCE = "sampling_lib.source"          # DataFrame.attrs key: the file a table was read from
+_UTF16_32 = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
+             (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"))
+
+
+def file_error(path, lineno, msg):
+    """The one-line error of a bad file: ``<path>, line <k>: <what is wrong>``."""
+    where = f"{path}, line {lineno}" if lineno is not None else f"{path}"
+    return ValueError(f"{where}: {msg}")
+
+
+def check_encoding(path, what):
+    """Refuse a UTF-16/32 file (recognised by its byte-order mark) with a one-line error."""
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    for bom, name in _UTF16_32:
+        if head.startswith(bom):
+            raise ValueError(f"{what} file {path} is {name} text (it starts with a {name} byte-order "
+                             f"mark); sampling-lib reads UTF-8: convert it, e.g. iconv -f {name} -t UTF-8")
+
+
+def not_utf8(path, what):
+    """The error of a file that is not UTF-8, naming the first line that does not decode."""
+    dec = codecs.getincrementaldecoder("utf-8")()
+    with open(path, "rb") as fh:
+        for k, raw in enumerate(fh, start=1):
+            try:
+                dec.decode(raw)
+            except UnicodeDecodeError as exc:
+                return file_error(path, k, f"{what} file is not UTF-8 text (byte {exc.start + 1} of the "
+                                           "line); save it as UTF-8")
+    return ValueError(f"{what} file {path} is not UTF-8 text; save it as UTF-8")
+
+
+def check_path(path, what):
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{what} file not found: {path}")
+    if os.path.isdir(path):
+        raise ValueError(f"{what} file {path} is a folder, not a file")
+
+
+def _csv_records(path, sep):
+    """(first line of the record, fields) of every non-blank CSV record, header included."""
+    with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
+        reader = csv.reader(fh, delimiter=sep)
+        start = 1
+        for rec in reader:
+            if rec and any(f.strip() for f in rec):
+                yield start, rec
+            start = reader.line_num + 1
+
+
+def read_table(table, what="table"):
+    """A DataFrame as is, or a CSV file (TSV when the name ends in .tsv/.tab) read into one.
+
+    A file is read as UTF-8 (a leading byte-order mark is dropped), with the
+    id columns ``user``, ``item`` and ``model`` as text exactly as written
+    (``01`` stays ``01``; ``NA`` is an id) and no other cell turned into a
+    missing value but an empty one. A line with more fields than the header
+    is an error (pandas would drop the extra fields or take the first one as
+    the row's index). The table remembers its file, so that the readers name
+    ``<file>, line <k>`` in their errors (:func:`row_location`).
+
+    Errors name the file and what it should hold (``what``): missing file,
+    empty file, not UTF-8 (with the line), unparsable CSV.
+
+    Examples
+    --------
+    >>> read_table(pd.DataFrame({"user": [1]})).shape
+    (1, 1)
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "ranks.csv"
+    >>> _ = p.write_text("user,model,rank\\n01,1.0,3\\nNA,1,2\\n")
+    >>> read_table(p).to_dict("list")
+    {'user': ['01', 'NA'], 'model': ['1.0', '1'], 'rank': [3, 2]}
+    """
+    if isinstance(table, pd.DataFrame):
+        return table
+    path = os.fspath(table)
+    check_path(path, what)
+    check_encoding(path, what)
+    sep = "\t" if path.endswith((".tsv", ".tab")) else ","
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", pd.errors.ParserWarning)
+            df = pd.read_csv(path, sep=sep, encoding="utf-8-sig", dtype={c: str for c in ID_COLUMNS},
+                             keep_default_na=False, index_col=False)
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{what} file is empty: {path}") from None
+    except UnicodeDecodeError:
+        raise not_utf8(path, what) from None
+    except (pd.errors.ParserError, ValueError) as exc:
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"{what} file {path} is not a valid CSV: {msg}") from None
+    if any(issubclass(w.category, pd.errors.ParserWarning) for w in caught):
+        raise _too_many_fields(path, what, sep)
+    bad = [c for c in df.columns if str(c).startswith("Unnamed: ") or str(c).strip() == ""]
+    if bad or pd.Index(df.columns).has_duplicates:
+        header = next(_csv_records(path, sep), (1, []))[1]
+        raise file_error(path, 1, f"the header of the {what} file must name each column once; got "
+                                  f"{show_value(header)}")
+    df.attrs[SOURCE] = (path, sep)
+    return df
+
+
+def _too_many_fields(path, what, sep):
+    header = None
+    for k, rec in _csv_records(path, sep):
+        if header is None:
+            header = rec
+        elif len(rec) > len(header):
+            return file_error(path, k, f"the {what} file's line has {len(rec)} fields, its header "
+                                       f"{len(header)} ({show_value(','.join(header))})")
+    return ValueError(f"{what} file {path}: a line has more fields than the header")
+
+
+def table_source(table):
+    """The file a table was read from by :func:`read_table`, or None (a DataFrame given as is)."""
+    src = table.attrs.get(SOURCE) if isinstance(table, pd.DataFrame) else None
+    return None if src is None else src[0]
+
+
+def table_name(table, what):
+    """How errors name a table: ``"the <what> file <path>"`` when read from a file, else ``"the <what> table"``."""
+    src = table_source(table)
+    return f"the {what} table" if src is None else f"the {what} file {src}"
+
+
+def row_location(table, i):
+    """Where row ``i`` (0-based) of a table is: ``"<file>, line <k>"`` for a file, else ``"row <i+1>"``.
+
+    The line is found by re-reading the file (only when an error is
+    reported), so it is exact also after blank lines and quoted line breaks.
+
+    Examples
+    --------
+    >>> row_location(pd.DataFrame({"user": [1, 2]}), 1)
+    'row 2'
+    """
+    src = table.attrs.get(SOURCE) if isinstance(table, pd.DataFrame) else None
+    if src is None:
+        return f"row {int(i) + 1}"
+    for j, (k, _) in enumerate(_csv_records(*src)):
+        if j == int(i) + 1:                  # record 0 is the header
+            return f"{src[0]}, line {k}"
+    return f"{src[0]}, row {int(i) + 1}"
+
+
+def table_lines(table):
+    """The file line of every row of a table read by :func:`read_table` (int64 array), or None."""
+    src = table.attrs.get(SOURCE) if isinstance(table, pd.DataFrame) else None
+    if src is None:
+        return None
+    k = np.fromiter((k for k, _ in _csv_records(*src)), dtype=np.int64)[1:]
+    return k if k.size == len(table) else None
+
+
+def id_text(values):
+    """Ids as text, the one form in which the ids of every file of a call are compared.
+
+    Text stays as written (surrounding white space removed); integers become
+    their decimal digits; whole floats (an integer id column that pandas
+    turned into floats) become their integer digits, other floats their
+    ``repr``. So the user ``12`` of a DataFrame matches the user ``"12"`` of a
+    CSV file, while the texts ``"01"``, ``"1"`` and ``"1.0"`` stay three ids.
+
+    Examples
+    --------
+    >>> id_text([1, "01", " 1.0", 2.0, np.int64(7)]).tolist()
+    ['1', '01', '1.0', '2', '7']
+    """
+    if isinstance(values, (pd.Series, pd.Index)):
+        a = values.to_numpy()
+    elif isinstance(values, np.ndarray):
+        a = values
+    else:                                   # a list: numpy would turn 2.0 into the text '2.0'
+        a = np.empty(len(values), dtype=object)
+        a[:] = list(values)
+    if a.dtype.kind in "iu":
+        return a.astype(str).astype(object)
+    if a.dtype.kind == "f":
+        return np.array([_float_id(v) for v in a.tolist()], dtype=object)
+    if a.ndim == 1 and pd.api.types.infer_dtype(a, skipna=False) == "string":   # the usual case: fast
+        s = pd.Series(a, dtype="str")
+        stripped = s.str.strip()
+        if not (stripped != s).any():
+            return a if a.dtype == object else a.astype(object)
+        return stripped.to_numpy(dtype=object)
+    out = np.empty(a.shape, dtype=object)
+    for k, v in enumerate(a.tolist()):
+        if isinstance(v, float):
+            out[k] = _float_id(v)
+        elif isinstance(v, (bool, np.bool_)):
+            out[k] = str(v)
+        else:
+            out[k] = str(v).strip()
+    return out
+
+
+def _float_id(v):
+    return str(int(v)) if np.isfinite(v) and float(v).is_integer() else repr(v)
+
+
+def text_lines(path, what):
+    """(line number, stripped line) of a UTF-8 text file, skipping blank lines; one-line errors.
+
+    A UTF-8 byte-order mark at the start is dropped; a UTF-16/32 file or a
+    line that is not UTF-8 is an error naming the file (and the line).
+    """
+    path = os.fspath(path)
+    check_path(path, what)
+    check_encoding(path, what)
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
+            rows = [(k, line.strip()) for k, line in enumerate(fh, start=1) if line.strip()]
+    except UnicodeDecodeError:
+        raise not_utf8(path, what) from None
+    if not rows:
+        raise ValueError(f"{what} file is empty: {path}")
+    return rows
+
+
+def float_field(text, path, lineno, name):
+    try:
+        v = float(text)
+    except ValueError:
+        raise file_error(path, lineno, f"{name} must be a number; got {show_value(text)}") from None
+    if not np.isfinite(v):
+        raise file_error(path, lineno, f"{name} must be finite; got {show_value(text)}")
+    return v
