@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml $(LOCK)
 lock:
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet uv
-	$(BIN)/uv pip compile --quiet pyproject.toml --extra test --generate-hashes --universal \
+	$(BIN)/uv pip compile --quiet pyproject.toml --all-extras --generate-hashes --universal \
 		--fork-strategy fewest --python-version 3.11 -o $(LOCK)
 
 # Main job: every notebook with its default parameters into reports/ (replaced only on success).
