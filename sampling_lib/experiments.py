@@ -560,10 +560,13 @@ def run_experiment(global_ranks: Mapping[str, np.ndarray], N: int, estimators, *
     if scheduler_address is None and n_jobs == 1:
         results = [_one_repeat(r, seqs[r], *args) for r in range(repeats)]
     else:
+        from ._extras import require
+
+        require("joblib", "experiments with n_jobs > 1")
         from joblib import Parallel, delayed, parallel_config
 
         if scheduler_address is not None:
-            from distributed import Client
+            Client = require("distributed", "experiments on a Dask cluster", extra="dask").Client
 
             with Client(scheduler_address) as client:  # noqa: F841 - registers the backend
                 with parallel_config(backend="dask"):

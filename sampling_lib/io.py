@@ -952,10 +952,10 @@ def counts_table(table, *, what="ranks"):
             return df.groupby(keys, sort=True, as_index=False, dropna=False)["count"].sum()
         return df.groupby(keys, sort=True, dropna=False).size().rename("count").reset_index()
     path = os.fspath(table)
-    try:
-        import dask.dataframe as dd
-    except ImportError as exc:  # pragma: no cover - dask[dataframe] + pyarrow are dependencies
-        raise ImportError("reading Parquet needs dask.dataframe and pyarrow") from exc
+    from ._extras import require
+
+    dd = require("dask.dataframe", "reading Parquet")
+    require("pyarrow", "reading Parquet")
     try:
         ddf = dd.read_parquet(path)
     except Exception as exc:  # noqa: BLE001 - one line for any unreadable file
