@@ -30,14 +30,24 @@ LINE_EVERY = 30.0
 PREFIX = "sampling-lib"
 
 
+def _in_jupyter():
+    """Running in a Jupyter kernel (its stderr is no terminal, but it renders tqdm's widget)."""
+    ipython = sys.modules.get("IPython")
+    try:
+        shell = ipython.get_ipython() if ipython is not None else None
+    except Exception:  # noqa: BLE001 - any failure: not Jupyter
+        return False
+    return type(shell).__name__ == "ZMQInteractiveShell"
+
+
 def _interactive(stream):
-    """A terminal, or a Jupyter kernel (whose stderr is no terminal but renders tqdm's widget)."""
+    """A terminal, or Jupyter."""
     try:
         if stream.isatty():
             return True
     except (AttributeError, ValueError):
         return False
-    return "ipykernel" in sys.modules
+    return _in_jupyter()
 
 
 def _seconds(s):
