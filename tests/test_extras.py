@@ -108,3 +108,14 @@ def test_light_install_runs_the_cli_and_names_the_missing_extras(tmp_path):
         assert err.startswith("sampling-lib: error: ") and f"pip install 'sampling-lab[{extra}]'" in err, err
     assert "pip install 'sampling-lab[cvxpy]'" in got["cvxpy"]
     assert not (tmp_path / "x.png").exists()
+
+
+def test_ci_runs_the_light_wheel_in_a_clean_venv():
+    """.ci/run installs the wheel with its core dependencies only and runs sampling-lib estimate with it."""
+    ci = (REPO / ".ci" / "run").read_text()
+    light = ci.split("== light install", 1)[1].split("== make test", 1)[0]
+    for step in ('-m venv "$tmp/light"', '-c "$tmp/constraints.txt"', "sampling_lab-*.whl",
+                 '"$tmp/light/bin/sampling-lib" estimate', "jupyterlab papermill cvxpy dask matplotlib",
+                 "pip install 'sampling-lab\\[plot\\]'"):
+        assert step in light, step
+    assert "--require-hashes" not in light and "--no-deps" not in light      # the core's own dependencies
