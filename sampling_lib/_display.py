@@ -17,19 +17,18 @@ import numpy as np
 __all__ = ["estimate_view", "compare_view", "wide_view", "resolution_note", "resolution_width",
            "format_range", "COLUMN_NOTES"]
 
-#: the columns of the full tables that need a word of explanation (``--wide`` prints the ones shown)
+#: the legend of ``--wide``: a line for each of these columns the table has
 COLUMN_NOTES = {
-    "naive": "the metric of the sampled ranks read as global ranks (what most papers report)",
-    "estimate": "the corrected global metric",
-    "se": "bootstrap standard deviation of the estimate",
+    "se": "se: bootstrap standard deviation of the estimate; naive_ci_low/high: the naive metric's interval",
     "sensitivity_low": "sensitivity_low/high: the range of the point estimate under the estimator's "
                        "alternative tuning (the default's smoothness penalty divided and multiplied by 10); "
                        "NaN for estimators without one",
+    "below_resolution": "below_resolution: K < (N-1)/(n-1), the metric lies inside the first sampled bin "
+                        "(see the compact view's note)",
     "clipped": "clipped: True when the estimator's value fell outside the metric's range (possible for the "
                "linear estimators BV, MN, CLS) and was set to the nearest end of the range",
-    "below_resolution": "below_resolution: K < (N-1)/(n-1), the metric lies inside the first sampled bin",
     "bound_low": "bound_low/high: the range of the metric that holds without the logged negatives",
-    "n_boot": "n_boot: bootstrap replicates",
+    "N": "N, n: -1 when they vary per user",
 }
 
 _BELOW, _CLIPPED = "*", "!"
@@ -314,5 +313,6 @@ def wide_view(table):
 
     with pd.option_context("display.width", 250, "display.max_columns", 100):
         text = table.to_string(index=False, float_format=lambda x: f"{x:.4f}")
-    legend = [COLUMN_NOTES[c] for c in COLUMN_NOTES if c in table.columns and ":" in COLUMN_NOTES[c]]
+    legend = [note for c, note in COLUMN_NOTES.items() if c in table.columns
+              and (c != "N" or bool((table["N"] == -1).any() or (table.get("n", table["N"]) == -1).any()))]
     return text + "\n" + ("\n" + "\n".join(_wrap(s) for s in legend) + "\n" if legend else "")

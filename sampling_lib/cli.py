@@ -153,8 +153,8 @@ def _add_common(p, compare=False):
                    help="bootstrap replicates (default 1000)")
     p.add_argument("--seed", type=_nonneg_int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--quiet", "-q", action="store_true",
-                   help="no progress on stderr (a bar on a terminal; otherwise a plain line every few seconds "
-                        "once a step has run for a while)")
+                   help="no progress on stderr (a bar on a terminal; otherwise, e.g. under nohup or CI, a plain "
+                        "line every 30 s once a step has run 10 s)")
     p.add_argument("--scheme", choices=["binomial", "hypergeometric"], default="binomial",
                    help="negatives drawn with (binomial, the papers) or without replacement")
     p.add_argument("--ties", choices=["pessimistic", "optimistic", "random"],
