@@ -28,7 +28,7 @@ COLUMN_NOTES = {
     "clipped": "clipped: True when the estimator's value fell outside the metric's range (possible for the "
                "linear estimators BV, MN, CLS) and was set to the nearest end of the range",
     "bound_low": "bound_low/high: the range of the metric that holds without the logged negatives",
-    "N": "N, n: -1 when they vary per user",
+    "N": "N, n: empty (or -1) when they vary per user",
 }
 
 _BELOW, _CLIPPED = "*", "!"
@@ -86,6 +86,13 @@ def _constant(table, column):
     return values[0] if len(values) == 1 else None
 
 
+def _known(value):
+    """A count that is stated: not None, not missing (pd.NA) and not the old placeholder -1."""
+    import pandas as pd
+
+    return value is not None and not pd.isna(value) and value != -1
+
+
 def _items_text(table, n_items, sample_size):
     """``N = 3706, n = 100`` (or the per-user ranges) for the header."""
     parts = []
@@ -94,7 +101,7 @@ def _items_text(table, n_items, sample_size):
         if given is not None:
             text = format_range(*given)
             parts.append(f"{label} = {text}" + (" (per user)" if given[0] != given[1] else ""))
-        elif v is not None and v != -1:
+        elif _known(v):
             parts.append(f"{label} = {int(v)}")
         elif col in table.columns:
             parts.append(f"{label} varies per user")
@@ -105,7 +112,7 @@ def _header(table, n_items, sample_size, *, extra=(), seed=None):
     """One line: N, n, users, method, ``extra``, then the intervals' level, replicates and seed."""
     parts = _items_text(table, n_items, sample_size)
     users = _constant(table, "users")
-    if users is not None and users != -1:
+    if _known(users):
         parts.append(f"{int(users):,} users")
     method = _constant(table, "method")
     if method is not None:
@@ -134,7 +141,8 @@ def resolution_note(metrics, w, *, widened):
         True when the interval is the default's union over smoothness penalties (the table has
         ``sensitivity_low/high``); False for a plain bootstrap interval.
     """
-    head = (f"below resolution ({', '.join(metrics)}): K < (N-1)/(n-1) = {w:.1f}, so the metric lies inside "
+    width = f" = {w:.1f}" if w is not None and np.isfinite(w) else ""
+    head = (f"below resolution ({', '.join(metrics)}): K < (N-1)/(n-1){width}, so the metric lies inside "
             "the first sampled bin and is extrapolated")
     if widened:
         body = ("from the smooth prior; its interval is the union of the bootstrap intervals under the fitted, "
@@ -204,7 +212,7 @@ def estimate_view(table, *, n_items=None, sample_size=None, seed=None):
     header = _header(table, n_items, sample_size, seed=seed)
     columns = (["model"] if "model" in table.columns else []) + ["metric"] + varying
     columns += ["naive", "estimate", f"{level:.0%} interval" if level is not None else "interval"]
-    bounds = "bound_low" in table.columns
+    bounds = "bound_low" in table.columns and bool(table["bound_low"].notna().any())   # popularity tables
     if bounds:
         columns.append("bounds without logs")
     columns.append("")
@@ -239,7 +247,7 @@ def _width(table, n_items, sample_size):
     """w from the context ranges, else from the table's N and n (None when unknown)."""
     Nmax = n_items[1] if n_items is not None else _constant(table, "N")
     nmin = sample_size[0] if sample_size is not None else _constant(table, "n")
-    if Nmax is None or nmin is None or Nmax == -1 or nmin == -1 or nmin < 2:
+    if not (_known(Nmax) and _known(nmin)) or nmin < 2:
         return None
     return resolution_width(int(Nmax), int(nmin))
 
@@ -314,5 +322,5 @@ def wide_view(table):
     with pd.option_context("display.width", 250, "display.max_columns", 100):
         text = table.to_string(index=False, float_format=lambda x: f"{x:.4f}")
     legend = [note for c, note in COLUMN_NOTES.items() if c in table.columns
-              and (c != "N" or bool((table["N"] == -1).any() or (table.get("n", table["N"]) == -1).any()))]
+              and (c != "N" or not all(_known(v) for col in ("N", "n") if col in table.columns for v in table[col]))]
     return text + "\n" + ("\n" + "\n".join(_wrap(s) for s in legend) + "\n" if legend else "")

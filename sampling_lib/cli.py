@@ -360,7 +360,7 @@ def _show(out, args, kind, *, n_items=None, sample_size=None):
         _write(out, args.format, args.output)
         if kind == "estimate" and "below_resolution" in out.columns and out.below_resolution.any():
             below = out[out.below_resolution]
-            w = _display.resolution_width(n_items[1], sample_size[0]) if n_items and sample_size else float("nan")
+            w = _display.resolution_width(n_items[1], sample_size[0]) if n_items and sample_size else None
             widened = "sensitivity_low" in below.columns and bool(below.sensitivity_low.notna().all())
             print("note: " + _display.resolution_note(list(dict.fromkeys(below.metric)), w, widened=widened),
                   file=sys.stderr)

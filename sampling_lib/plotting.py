@@ -23,10 +23,17 @@ def _constant(table, column):
     return values[0] if len(values) == 1 else None
 
 
+def _known(value):
+    """A count that is stated: not None, not missing (pd.NA) and not the old placeholder -1."""
+    import pandas as pd
+
+    return value is not None and not pd.isna(value) and value != -1
+
+
 def _resolution_width(table, n_items, sample_size):
     Nmax = n_items[1] if n_items is not None else _constant(table, "N")
     nmin = sample_size[0] if sample_size is not None else _constant(table, "n")
-    if Nmax is None or nmin is None or Nmax == -1 or nmin == -1 or nmin < 2:
+    if not (_known(Nmax) and _known(nmin)) or nmin < 2:
         return None
     return (int(Nmax) - 1) / (int(nmin) - 1)
 
@@ -36,9 +43,9 @@ def _subtitle(table, n_items, sample_size):
     for label, col, given in (("N", "N", n_items), ("n", "n", sample_size)):
         if given is not None:
             parts.append(f"{label} = {given[0]}" if given[0] == given[1] else f"{label} = {given[0]}..{given[1]}")
-        elif _constant(table, col) not in (None, -1):
+        elif _known(_constant(table, col)):
             parts.append(f"{label} = {int(_constant(table, col))}")
-    if _constant(table, "users") not in (None, -1):
+    if _known(_constant(table, "users")):
         parts.append(f"{int(_constant(table, 'users')):,} users")
     if _constant(table, "method") is not None:
         parts.append(f"method {_constant(table, 'method')}")
@@ -124,7 +131,7 @@ def plot_estimates(table, *, n_items=None, sample_size=None, title=None, panels_
         any_below |= below
         if below:
             ax.set_facecolor(_BELOW)
-        if {"bound_low", "bound_high"} <= set(sub.columns):
+        if {"bound_low", "bound_high"} <= set(sub.columns) and sub["bound_low"].notna().any():
             ax.barh(y, sub["bound_high"] - sub["bound_low"], left=sub["bound_low"], height=0.5, color="C2",
                     alpha=0.18, label="bounds without logs")
         for yi, (_, r) in zip(y, sub.iterrows()):
@@ -152,7 +159,7 @@ def plot_estimates(table, *, n_items=None, sample_size=None, title=None, panels_
     handles = [Line2D([], [], ls="", marker="o", mfc="white", mec=_NAIVE, ms=7, label="naive (sampled ranks "
                       "read as global)"),
                Line2D([], [], ls="-", marker="s", color=_CORRECTED, ms=6, label=ci_label)]
-    if "bound_low" in table.columns:
+    if "bound_low" in table.columns and table["bound_low"].notna().any():
         handles.append(Patch(color="C2", alpha=0.18, label="bounds without logs"))
     if any_below:
         handles.append(Patch(facecolor=_BELOW, edgecolor="0.7", label=(

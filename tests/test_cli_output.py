@@ -217,3 +217,20 @@ def test_python_dash_m_sampling_lib_is_the_cli(files, capsys):
         assert p.stdout == cli(capsys, *args)[1]
     finally:
         os.chdir(REPO)
+
+
+def test_views_of_a_per_user_table_without_context():
+    """The library's table with per-user N (N missing or -1 in the table) shows without the CLI's ranges."""
+    from sampling_lib.correct import estimate
+
+    rng = np.random.default_rng(3)
+    t = estimate(rng.integers(1, 11, 60), rng.integers(90, 121, 60), 10, ["recall@5", "recall@20"], n_boot=10,
+                 rng=0)
+    header = _display.estimate_view(t).splitlines()[0]
+    assert "N varies per user" in header and "n = 10" in header, header
+    assert "N, n: empty (or -1) when they vary per user" in _display.wide_view(t)
+    if pytest.importorskip("matplotlib"):
+        from sampling_lib.plotting import plot_estimates
+
+        fig = plot_estimates(t)
+        assert "n = 10" in fig._suptitle.get_text() and "N =" not in fig._suptitle.get_text()
