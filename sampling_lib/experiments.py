@@ -134,7 +134,9 @@ def _settings(models, model_params):
                              "carries its own params")
         out = {}
         for label, v in models.items():
-            if not (isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], str) and isinstance(v[1], Mapping)):
+            # a list pair too: notebook parameters arrive through JSON / YAML (papermill), which have no tuples
+            if not (isinstance(v, (tuple, list)) and len(v) == 2 and isinstance(v[0], str)
+                    and isinstance(v[1], Mapping)):
                 raise TypeError(f"models[{label!r}] must be a (recommender name, params) pair; got {v!r}")
             out[str(label)] = (v[0], dict(v[1]))
         return out
