@@ -6,7 +6,16 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 LOCK   := requirements-lock.txt
 
-.PHONY: setup reports test smoke bench clean lock test-latest
+.PHONY: setup reports test smoke bench clean lock test-latest strip git-filter
+
+# Notebooks are committed without outputs (tests/test_notebooks.py). JupyterLab writes outputs, execution
+# counts and its kernel's metadata into notebooks/: `make strip` takes them out again (nbstripout; cell ids
+# are kept, the claims index links to them). `make setup` also installs nbstripout as this clone's git filter
+# (git-filter below), so `git add` stages a notebook stripped, whatever the file on disk holds.
+NOTEBOOKS ?= notebooks/*.ipynb
+NBSTRIPOUT = $(BIN)/nbstripout --keep-id --extra-keys "metadata.language_info.codemirror_mode \
+	metadata.language_info.file_extension metadata.language_info.mimetype \
+	metadata.language_info.nbconvert_exporter metadata.language_info.pygments_lexer metadata.language_info.version"
 
 setup: $(STAMP)
 
@@ -18,13 +27,25 @@ $(STAMP): pyproject.toml $(LOCK)
 	$(BIN)/python -m pip install --upgrade pip
 	$(BIN)/python -m pip install --require-hashes -r $(LOCK)
 	$(BIN)/python -m pip install --no-deps -e .
+	@$(MAKE) --no-print-directory git-filter
 	@touch $(STAMP)
+
+# The git filter (only inside a git work tree; the command runs from the work tree's top, so a relative
+# $(BIN) is each clone's or worktree's own venv).
+git-filter:
+	@if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+		git config filter.nbstripout.clean '$(NBSTRIPOUT)' && git config filter.nbstripout.smudge cat && \
+		echo "git filter nbstripout installed: notebooks are staged without outputs"; fi
+
+# Strip outputs, execution counts and JupyterLab's metadata from the notebooks (the test names this command).
+strip: $(STAMP)
+	$(NBSTRIPOUT) $(NOTEBOOKS)
 
 # Regenerate the lock from pyproject.toml's ranges (uv is installed into the venv as a tool only).
 lock:
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet uv
-	$(BIN)/uv pip compile --quiet pyproject.toml --extra test --generate-hashes --universal \
+	$(BIN)/uv pip compile --quiet pyproject.toml --all-extras --generate-hashes --universal \
 		--fork-strategy fewest --python-version 3.11 -o $(LOCK)
 
 # Main job: every notebook with its default parameters into reports/ (replaced only on success).

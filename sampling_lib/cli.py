@@ -1,4 +1,4 @@
-"""Command line interface ``sampling-lib`` (also ``python -m sampling_lib.cli``).
+"""Command line interface ``sampling-lib`` (also ``python -m sampling_lib``; ``--version``).
 
 Subcommands
 -----------
@@ -53,10 +53,22 @@ set (an error names the first user and line that differ); without it each
 user keeps its own size. An option that does not apply to the input is an
 error, and ``-o`` may not name an input file.
 
+Output of ``estimate`` / ``compare`` (:mod:`sampling_lib._display`): by default
+a compact view -- a header line with what every row shares (N, n, users,
+method, confidence level, replicates, seed), one short row per model and
+metric (naive, estimate, interval, ``*`` below resolution, ``!`` clipped) and
+a legend for the marks shown, whose below-resolution line describes the
+interval of the method used. ``--wide`` prints every column with a legend;
+``--format csv/json`` the full table (notes then go to stderr). ``estimate
+--plot FILE`` also draws naive vs corrected (:func:`sampling_lib.plotting.plot_estimates`,
+extra ``[plot]``).
+
 Bad input prints one line ``sampling-lib: error: ...`` on stderr and exits
-with status 1 (2 for a bad command line); never a traceback. A tqdm progress
-bar is shown on stderr during the bootstrap when stderr is a terminal;
-``--quiet`` turns it off.
+with status 1 (2 for a bad command line); never a traceback. Progress goes to
+stderr: a tqdm bar on a terminal, plain throttled lines otherwise (nohup, CI),
+for the fit and the bootstrap (:mod:`sampling_lib._progress`); ``--quiet``
+turns it off. BLAS runs on one thread unless the environment sets a thread
+count (:mod:`sampling_lib._threads`).
 
 Examples
 --------
@@ -66,7 +78,8 @@ Examples
     sampling-lib estimate ranks_with_n_items.csv --sample-size 100     # per-user N_u from the file
     sampling-lib estimate counts.parquet --metric ndcg@10               # rank,count[,n_items,...]
     sampling-lib estimate bpr.trec pop.trec --qrels test.qrels --n-items 3706
-    sampling-lib estimate ml-1m.test.negative --input-format ncf --scores scores.csv --n-items 3706
+    sampling-lib estimate ml-1m.test.negative --input-format ncf --scores scores.csv --n-items 3706 --scheme hypergeometric
+    sampling-lib estimate ranks.csv --n-items 3706 --sample-size 100 --plot estimates.png
     sampling-lib compare ranks.csv --n-items 3706 --sample-size 100 --metric ndcg@10
     sampling-lib plan-users --margin 0.01 --models 5
     sampling-lib negatives --n-items 3706 --users users.csv --sample-size 100 --seed 0 --exclude train.csv
@@ -82,6 +95,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from ._threads import blas_threads_limited
 from .estimators import DEFAULT_METHOD, METHODS
 from .estimators import POPULARITY_METHODS
 
@@ -175,13 +189,17 @@ def _add_common(p, compare=False):
                    help="bootstrap replicates (default 1000)")
     p.add_argument("--seed", type=_nonneg_int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--quiet", "-q", action="store_true",
-                   help="no progress bar (shown on stderr when it is a terminal)")
+                   help="no progress on stderr (a bar on a terminal; otherwise, e.g. under nohup or CI, a plain "
+                        "line every 30 s once a step has run 10 s)")
     p.add_argument("--scheme", choices=["binomial", "hypergeometric"], default="binomial",
                    help="negatives drawn with (binomial, the papers) or without replacement")
     p.add_argument("--ties", choices=["pessimistic", "optimistic", "random"], default=None,
                    help="tie rule for scores tables, runs and negatives files (default pessimistic)")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table",
-                   help="output format (default table)")
+                   help="output format: table (default: a compact view with a header line and a legend), "
+                        "or the full table as csv or json")
+    p.add_argument("--wide", action="store_true",
+                   help="with --format table: every column of the full table instead of the compact view")
     p.add_argument("--output", "-o", default=None, help="write to this file instead of stdout")
     _add_weights(p)
     p.add_argument("--exclude", default=None, metavar="TRAIN.csv",
@@ -194,6 +212,9 @@ def _add_common(p, compare=False):
                        help="multiple-comparison adjustment (default holm)")
     else:
         p.add_argument("--model", default=None, help="only this model (column 'model')")
+        p.add_argument("--plot", default=None, metavar="FILE",
+                       help="also draw naive vs corrected metrics with their intervals, per model and metric, "
+                            "into FILE (.png, .pdf or .svg; needs the extra [plot]: matplotlib)")
 
 
 def _add_weights(p):
@@ -205,15 +226,49 @@ def _add_weights(p):
                         "RecBole popN's alpha; --weight-alpha is the old spelling)")
 
 
+#: examples shown at the end of ``--help`` (the main one and each subcommand's)
+EXAMPLES = {
+    None: """examples:
+  sampling-lib estimate ranks.csv -N 3706 -n 100 --metric recall@10 --metric ndcg@10
+  sampling-lib compare ranks.csv -N 3706 -n 100 --metric ndcg@10
+  sampling-lib estimate ranks.csv -N 3706 -n 100 --plot estimates.png
+  sampling-lib plan-users --margin 0.01 --models 5
+  sampling-lib run --smoke --out /tmp/smoke      (the notebooks: needs the extra [notebooks])
+  python -m sampling_lib estimate ...            (the same command)
+
+'sampling-lib COMMAND --help' shows each command's options and examples.""",
+    "estimate": """examples:
+  # user,model,rank (rank among the n sampled candidates, held-out item included)
+  sampling-lib estimate ranks.csv --n-items 3706 --sample-size 100 --metric recall@10 --metric ndcg@10
+  # per-user candidate counts: user,rank,n_items[,model]
+  sampling-lib estimate ranks_with_n_items.csv --sample-size 100
+  # scores dump user,score,label[,model] (label 1 = held-out item); the full table as CSV
+  sampling-lib estimate scores.csv --n-items 3706 --format csv --output estimates.csv
+  # NCF's negatives file with the model's scores; distinct negatives: hypergeometric
+  sampling-lib estimate ml-1m.test.negative --input-format ncf --scores scores.csv -N 3706 --scheme hypergeometric
+  # naive vs corrected with intervals, as a figure
+  sampling-lib estimate ranks.csv -N 3706 -n 100 --plot estimates.png""",
+    "compare": """examples:
+  sampling-lib compare ranks.csv --n-items 3706 --sample-size 100 --metric ndcg@10
+  sampling-lib compare ranks.csv -N 3706 -n 100 --adjust bonferroni --alpha 0.01 --format csv""",
+}
+
+
 def build_parser():
     """The argparse parser of ``sampling-lib``."""
+    from . import __version__
+
     parser = _Parser(prog=PROG, description="Correct sampled top-K evaluation metrics "
-                     "(Recall/NDCG/AP@K) to global ones, with bootstrap confidence intervals.")
+                     "(Recall/NDCG/AP@K) to global ones, with bootstrap confidence intervals.",
+                     epilog=EXAMPLES[None], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    p = sub.add_parser("estimate", help="corrected global metrics with CIs")
+    p = sub.add_parser("estimate", help="corrected global metrics with CIs", epilog=EXAMPLES["estimate"],
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_common(p)
-    p = sub.add_parser("compare", help="pairwise model differences with Holm-adjusted decisions")
+    p = sub.add_parser("compare", help="pairwise model differences with Holm-adjusted decisions",
+                       epilog=EXAMPLES["compare"], formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_common(p, compare=True)
     p = sub.add_parser("plan-users", help="test users needed for a margin of error")
     p.add_argument("--margin", type=float, required=True, help="margin of error, e.g. 0.01")
@@ -333,7 +388,16 @@ def _per_user_items(args, sr):
     return sr.with_n_items(args.n_items_file)
 
 
+def _emit(text, output):
+    if output:
+        with open(output, "w") as fh:
+            fh.write(text)
+    else:
+        sys.stdout.write(text)
+
+
 def _write(df, fmt, output):
+    """A table as csv, json or a plain text table (plan-users; estimate/compare go through _show)."""
     if fmt == "csv":
         text = df.to_csv(index=False)
     elif fmt == "json":
@@ -341,11 +405,70 @@ def _write(df, fmt, output):
     else:
         with pd.option_context("display.width", 200, "display.max_columns", 100):
             text = df.to_string(index=False, float_format=lambda x: f"{x:.4f}") + "\n"
-    if output:
-        with open(output, "w") as fh:
-            fh.write(text)
+    _emit(text, output)
+
+
+def _check_output_options(args):
+    """--wide applies to the table format only (an option that does not apply is an error)."""
+    if getattr(args, "wide", False) and args.format != "table":
+        raise _CLIError(f"--wide applies to --format table (the compact view); --format {args.format} always "
+                        "has every column")
+
+
+def _show(out, args, kind, *, n_items=None, sample_size=None):
+    """Print an estimate or compare table: the compact view (default), every column (--wide) or csv/json.
+
+    ``n_items``/``sample_size`` are the (smallest, largest) N_u and n_u behind the table, for the
+    header and the resolution note. With csv/json the notes the compact view shows as a legend go to
+    stderr (the data stay clean).
+    """
+    from . import _display
+
+    if args.format != "table":
+        _write(out, args.format, args.output)
+        if kind == "estimate" and "below_resolution" in out.columns and out.below_resolution.any():
+            below = out[out.below_resolution]
+            w = _display.resolution_width(n_items[1], sample_size[0]) if n_items and sample_size else None
+            widened = "sensitivity_low" in below.columns and bool(below.sensitivity_low.notna().all())
+            print("note: " + _display.resolution_note(list(dict.fromkeys(below.metric)), w, widened=widened),
+                  file=sys.stderr)
+        return
+    if args.wide:
+        text = _display.wide_view(out)
+    elif kind == "estimate":
+        text = _display.estimate_view(out, n_items=n_items, sample_size=sample_size, seed=args.seed)
     else:
-        sys.stdout.write(text)
+        text = _display.compare_view(out, n_items=n_items, sample_size=sample_size, seed=args.seed)
+    _emit(text, args.output)
+
+
+def _check_plot(args):
+    """--plot FILE: matplotlib installed and a format it writes, checked before the work starts."""
+    if not getattr(args, "plot", None):
+        return
+    from pathlib import Path
+
+    from ._extras import require
+
+    require("matplotlib", "--plot")
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    suffix = Path(args.plot).suffix.lower().lstrip(".")
+    if suffix not in formats:
+        raise _CLIError(f"--plot {args.plot}: the file name must end in one of "
+                        f"{', '.join('.' + f for f in sorted(formats))}; got {('.' + suffix) if suffix else 'no suffix'}")
+
+
+def _plot(out, args, *, n_items=None, sample_size=None):
+    """--plot FILE: sampling_lib.plotting.plot_estimates of the estimate table."""
+    if not getattr(args, "plot", None):
+        return
+    from .plotting import plot_estimates
+
+    fig = plot_estimates(out, n_items=n_items, sample_size=sample_size)
+    fig.savefig(args.plot, dpi=150, bbox_inches="tight")
+    print(f"{PROG}: figure written to {args.plot}", file=sys.stderr)
 
 
 def _size_arg(sr, model, n):
@@ -507,7 +630,8 @@ def _cmd_estimate_popularity(args):
                    progress=_progress_on(args))
     if len(logs) == 1 and args.format == "table":
         out = out.drop(columns="model")
-    _write(out, args.format, args.output)
+    _show(out, args, "estimate")
+    _plot(out, args)
 
 
 def _need_n_items(args):
@@ -516,14 +640,16 @@ def _need_n_items(args):
 
 
 def _progress_on(args):
-    """A progress bar on a terminal unless --quiet."""
-    return bool(sys.stderr.isatty() and not getattr(args, "quiet", False))
+    """Progress on stderr unless --quiet: a bar on a terminal, plain lines otherwise (sampling_lib._progress)."""
+    return not getattr(args, "quiet", False)
 
 
 def _cmd_estimate(args):
     from .correct import estimate
 
     _check_output(args)
+    _check_output_options(args)
+    _check_plot(args)
     if _is_popularity(args):
         return _cmd_estimate_popularity(args)
     sr = _load_ranks(args)
@@ -531,14 +657,15 @@ def _cmd_estimate(args):
     common = dict(metrics=args.metric or ("recall@10", "ndcg@10"), method=args.method,
                   confidence_level=args.ci, n_boot=_n_boot(args, False), rng=args.seed,
                   scheme=args.scheme, progress=_progress_on(args))
-    Nmax, nmin = 0, np.inf             # for the resolution note (largest N_u, smallest n_u)
+    items_seen, sizes_seen = [], []    # for the header and the resolution note (ranges of N_u and n_u)
     if isinstance(sr, dict):           # counts table: {model: RankCounts}
         all_models = list(sr)
         for m in _models(sr, args.model):
             if sr[m].n_items is None:
                 raise _CLIError("--n-items is required (the counts table has no n_items column)")
             t = estimate(sr[m], **common)
-            Nmax, nmin = max(Nmax, int(sr[m].n_items.max())), min(nmin, int(sr[m].sizes.min()))
+            items_seen.append(sr[m].n_items)
+            sizes_seen.append(sr[m].sizes)
             t["model"] = m
             tables.append(t)
     else:
@@ -547,27 +674,31 @@ def _cmd_estimate(args):
             r, n, s = _size_arg(sr, m, args.sample_size)
             items = _n_items(sr, m, args.n_items)
             t = estimate(r, items, n, sample_sizes=s, **common)
-            Nmax, nmin = max(Nmax, int(np.max(items))), min(nmin, int(n if s is None else s.min()))
+            items_seen.append(items)
+            sizes_seen.append(n if s is None else s)
             t["model"] = m
             tables.append(t)
     out = pd.concat(tables, ignore_index=True)
     if len(all_models) == 1 and args.format == "table":
         out = out.drop(columns="model")
-    _write(out, args.format, args.output)
-    below = out[out.below_resolution]
-    if len(below):
-        w = (Nmax - 1) / (nmin - 1)
-        print(f"note: {', '.join(sorted(set(below.metric)))} below resolution (K < (N-1)/(n-1) = "
-              f"{w:.1f}): inside the first sampled bin, extrapolated from the prior; the default's "
-              "interval also holds those of a 10x weaker and a 10x stronger smoothness penalty. "
-              "Resolve with a larger --sample-size or adaptive sampling (README: 'Below resolution').",
-              file=sys.stderr)
+    ranges = _ranges(items_seen, sizes_seen)
+    _show(out, args, "estimate", **ranges)
+    _plot(out, args, **ranges)
+
+
+def _ranges(items_seen, sizes_seen):
+    """(smallest, largest) N_u and n_u over the models: the header's N and n, and w = (N_max-1)/(n_min-1)."""
+    items = [np.atleast_1d(np.asarray(x)) for x in items_seen]
+    sizes = [np.atleast_1d(np.asarray(x)) for x in sizes_seen]
+    return {"n_items": (int(min(x.min() for x in items)), int(max(x.max() for x in items))),
+            "sample_size": (int(min(x.min() for x in sizes)), int(max(x.max() for x in sizes)))}
 
 
 def _cmd_compare(args):
     from .correct import compare
 
     _check_output(args)
+    _check_output_options(args)
     if _is_popularity(args):
         logs = _popularity_logs(args)
         if len(logs) < 2:
@@ -575,10 +706,7 @@ def _cmd_compare(args):
         out = compare(logs, None, None, args.metric or ("recall@10", "ndcg@10"), method=args.method,
                       confidence_level=args.ci, n_boot=_n_boot(args, True), rng=args.seed, alpha=args.alpha,
                       adjust=args.adjust, progress=_progress_on(args))
-        if args.format == "table":
-            out = out[["metric", "model_a", "model_b", "estimate_a", "estimate_b", "difference",
-                       "ci_low", "ci_high", "pvalue", "pvalue_adjusted", "decision"]]
-        _write(out, args.format, args.output)
+        _show(out, args, "compare")
         return
     sr = _load_ranks(args)
     common = dict(metrics=args.metric or ("recall@10", "ndcg@10"), method=args.method,
@@ -594,6 +722,7 @@ def _cmd_compare(args):
         print("note: counts carry no pairing of users; the bootstrap resamples each model's users "
               "independently (unpaired)", file=sys.stderr)
         out = compare(sr, **common)
+        ranges = _ranges([st.n_items for st in sr.values()], [st.sizes for st in sr.values()])
     else:
         if len(sr.models) < 2:
             raise _CLIError(f"compare needs a 'model' column with at least 2 models; got {sr.models}")
@@ -616,10 +745,9 @@ def _cmd_compare(args):
             out = compare(sr, args.n_items, n_common, sample_sizes=sizes, **common)
         else:
             out = compare(d, items, n_common, sample_sizes=sizes, **common)
-    if args.format == "table":
-        out = out[["metric", "model_a", "model_b", "estimate_a", "estimate_b", "difference",
-                   "ci_low", "ci_high", "pvalue", "pvalue_adjusted", "decision"]]
-    _write(out, args.format, args.output)
+        ranges = _ranges(list(items.values()), [n_common] if sizes is None else
+                         [s for s in sizes.values() if s is not None])
+    _show(out, args, "compare", **ranges)
 
 
 def _cmd_plan(args):
@@ -734,8 +862,14 @@ def main(argv=None):
     if argv[:1] == ["run"]:
         # the report runner owns its options and its exit status (and may print tracebacks
         # of failed notebooks); same as ``python -m sampling_lib run``
+        from ._extras import require_runner
         from .reporting import main as run_main
 
+        try:
+            require_runner()
+        except ModuleNotFoundError as exc:
+            sys.stderr.write(f"{PROG}: error: {_one_line(exc)}\n")
+            return 1
         return run_main(argv)
     try:
         args = parser.parse_args(argv)
@@ -748,7 +882,8 @@ def main(argv=None):
     old = warnings.showwarning
     warnings.showwarning = showwarning
     try:
-        _COMMANDS[args.command](args)
+        with blas_threads_limited():     # small matrices: one BLAS thread unless the user set one
+            _COMMANDS[args.command](args)
     except KeyboardInterrupt:
         sys.stderr.write(f"{PROG}: interrupted\n")
         return 130

@@ -62,6 +62,8 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
+from ._progress import stage
+from ._threads import one_blas_thread
 from ._validation import check_confidence_level, check_float, check_int, check_ranks, check_scheme
 from .counts import (RankCounts, as_counts, bootstrap_loop, counts_from_frame, is_counts_table, rank_counts,
                      statistics)
@@ -235,6 +237,7 @@ def _percentile(samples, ci):
 # ----------------------------------------------------------------------------
 # estimate
 # ----------------------------------------------------------------------------
+@one_blas_thread      # small matrices: one BLAS thread unless the user set one (sampling_lib._threads)
 def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=None,
              confidence_level=0.95,
              n_boot=1000, rng=None, sample_sizes=None, scheme="binomial", options=None,
@@ -317,7 +320,9 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
         M = 800). Plain "bv" and "mn" (uniform prior) are always matrix
         products.
     progress : bool, keyword-only
-        Show a tqdm progress bar on stderr during the bootstrap.
+        Show progress on stderr: the fit and the bootstrap as a tqdm bar on a
+        terminal (or in Jupyter), otherwise as plain lines, throttled, for
+        runs under nohup or CI (:mod:`sampling_lib._progress`).
     item_weights, exclude : optional, keyword-only
         **Popularity-sampled negatives** (RecBole ``popN``): when
         ``item_weights`` is given, or the first argument is a
@@ -493,7 +498,8 @@ def _estimate_one(model, stat, method, parsed, scheme, options, refit_prior, ci,
     Fn = _naive_matrix(parsed, sizes, ranks)
     M = int(counts.sum())
     naive = (counts @ Fn) / M
-    fit = _fit(method, stat, N, parsed, scheme, options, refit_prior, F)
+    with stage(progress, f"fit {method} ({M:,} users)"):
+        fit = _fit(method, stat, N, parsed, scheme, options, refit_prior, F)
     est, clipped = _clip_to_range(fit.estimate, F_range)
     m = len(parsed)
     lo = hi = np.full(m, np.nan)
@@ -664,6 +670,7 @@ def _as_counts_dict(ranks, N, n, sample_sizes):
     return out
 
 
+@one_blas_thread
 def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=None,
             confidence_level=0.95, n_boot=1000, rng=None, sample_sizes=None, alpha=0.05, adjust="holm",
             scheme="binomial", options=None, refit_prior=True, progress=False, item_weights=None,
@@ -787,15 +794,16 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
     F_range = _metric_range(F, Nmax)
     fits = {}
     meth = None
-    for m in names:
-        st = stats_[m]
-        mm = _check_method(method, st, refit_prior)
-        if meth is not None and mm != meth:
-            raise ValueError(f"models need the same method; got {meth!r} and {mm!r} "
-                             "(pass method='adaptive_mle' when sample sizes vary)")
-        meth = mm
-        # weights on 1..N_m (replicates use the metric on 1..N_m, a prefix of F)
-        fits[m] = _fit(meth, st, int(_n_items_of(st).max()), parsed, scheme, options, refit_prior, F)
+    with stage(progress, f"fit {method or 'the default method'} ({len(names)} models)"):
+        for m in names:
+            st = stats_[m]
+            mm = _check_method(method, st, refit_prior)
+            if meth is not None and mm != meth:
+                raise ValueError(f"models need the same method; got {meth!r} and {mm!r} "
+                                 "(pass method='adaptive_mle' when sample sizes vary)")
+            meth = mm
+            # weights on 1..N_m (replicates use the metric on 1..N_m, a prefix of F)
+            fits[m] = _fit(meth, st, int(_n_items_of(st).max()), parsed, scheme, options, refit_prior, F)
     point = {m: fits[m].estimate for m in names}
     for m in names:
         flag = _clip_to_range(point[m], F_range)[1]

@@ -24,7 +24,6 @@ References
 """
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -471,13 +470,10 @@ def bootstrap_counts(counts, n_boot, *, rng=None):
 
 
 def _progress(total, enabled, desc):
-    if not enabled:
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # pragma: no cover - tqdm is a declared dependency
-        return None
-    return tqdm(total=total, desc=desc, file=sys.stderr, leave=False)
+    """A tqdm bar on a terminal, throttled plain lines otherwise (sampling_lib._progress), or None."""
+    from ._progress import progress
+
+    return progress(total, enabled, desc)
 
 
 def bootstrap_loop(n_boot, rng, draw, work, *, progress=False, desc="bootstrap"):
@@ -493,7 +489,8 @@ def bootstrap_loop(n_boot, rng, draw, work, *, progress=False, desc="bootstrap")
     work : callable
         ``work(replicates)`` returns the chunk's result.
     progress : bool, keyword-only
-        A tqdm progress bar on stderr.
+        Progress on stderr: a tqdm bar on a terminal, plain throttled lines
+        otherwise (:mod:`sampling_lib._progress`).
     desc : str, keyword-only
         The bar's label.
 

@@ -52,6 +52,8 @@ __all__ = [
     "filter_items",
     "synthetic_ratings",
     "dataset_statistics",
+    "project_root",
+    "resolve_path",
 ]
 
 _USER_NAMES = ("userid", "user_id", "user", "uid", "users", "user-id", "customer_id", "customerid", "reviewerid")
@@ -264,6 +266,82 @@ def _fast_numeric(path, text, sep, has_header, fmt):
     return cols[0].to_numpy(np.int64), cols[1].to_numpy(np.int64), ts
 
 
+def project_root() -> Path | None:
+    """The project's folder (``pyproject.toml``, ``notebooks/`` and ``sampling_lib/``), or None.
+
+    The folder holding this package when it is a source checkout (``make setup``'s
+    editable install, or ``PYTHONPATH``); otherwise (an installed wheel) the
+    working directory or its nearest parent that is such a folder.
+    """
+    def is_root(d):
+        return (d / "pyproject.toml").is_file() and (d / "notebooks").is_dir() and (d / "sampling_lib").is_dir()
+
+    here = Path(__file__).resolve().parent.parent
+    if is_root(here):
+        return here
+    cwd = Path.cwd().resolve()
+    return next((d for d in (cwd, *cwd.parents) if is_root(d)), None)
+
+
+def resolve_path(path, *, what: str = "path") -> Path:
+    """A relative data path read the same way from any working directory.
+
+    Notebooks run from different folders: ``sampling-lib run`` and JupyterLab from
+    ``notebooks/``, plain ``papermill notebooks/NN.ipynb out.ipynb`` from wherever it
+    is started (usually the repository root). A relative path is therefore looked up
+    against the project root (:func:`project_root`) *and* the working directory:
+    ``"../shared/data/ml-100k/u.data"`` names the same file from the repository root
+    and from ``notebooks/``. Exactly one existing file or folder must answer.
+
+    Parameters
+    ----------
+    path : str or Path
+        Absolute (returned as it is, if it exists) or relative.
+    what : str
+        The parameter's name, for the messages (e.g. ``"data_path"``).
+
+    Returns
+    -------
+    pathlib.Path
+        The existing path (absolute when ``path`` was relative).
+
+    Raises
+    ------
+    FileNotFoundError
+        When no candidate exists; the message names every place looked in.
+    ValueError
+        When the project root and the working directory hold *different*
+        files of that name (give an absolute path).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> resolve_path(d) == Path(d)
+    True
+    >>> resolve_path(os.path.join(d, "missing.csv"), what="data_path")
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: data_path not found: .../missing.csv
+    """
+    path = Path(path).expanduser()
+    if path.is_absolute():
+        if not path.exists():
+            raise FileNotFoundError(f"{what} not found: {path}")
+        return path
+    root = project_root()
+    candidates = ([(root / path).resolve()] if root is not None else []) + [(Path.cwd() / path).resolve()]
+    found = list(dict.fromkeys(c for c in candidates if c.exists()))
+    if not found:
+        places = " or ".join(str(c) for c in dict.fromkeys(candidates))
+        raise FileNotFoundError(f"{what} {str(path)!r} not found: looked for {places} (a relative {what} is "
+                                "read against the project root and the working directory)")
+    if len(found) > 1:
+        raise ValueError(f"{what} {str(path)!r} is ambiguous: both {found[0]} (project root) and {found[1]} "
+                         "(working directory) exist; give an absolute path")
+    return found[0]
+
+
 def load_ratings(path, *, fmt: str = "auto") -> Ratings:
     """Read a ratings file as implicit feedback (every row is a positive).
 
@@ -272,6 +350,9 @@ def load_ratings(path, *, fmt: str = "auto") -> Ratings:
     path : str or Path
         MovieLens ``u.data`` / ``ratings.dat`` / ``ratings.csv`` or any CSV with
         user, item and optional timestamp columns (see the module docstring).
+        A relative path is read against the project root and the working
+        directory (:func:`resolve_path`), so a notebook finds the same file
+        whichever folder it runs from.
     fmt : {"auto", "udata", "dat", "csv"}
         ``"auto"`` (default) detects the format from the first line of the file.
 
@@ -303,9 +384,8 @@ def load_ratings(path, *, fmt: str = "auto") -> Ratings:
     >>> r.fmt, r.n_users, r.n_items, r.items.tolist()
     ('udata', 2, 2, [0, 1, 0])
     """
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"ratings file not found: {path}")
+    source = str(path)
+    path = resolve_path(path, what="ratings file")
     if fmt not in ("auto", "udata", "dat", "csv"):
         raise ValueError(f"fmt must be one of 'auto', 'udata', 'dat', 'csv'; got {fmt!r}")
     text = path.read_text(encoding="utf-8", errors="replace")
@@ -326,7 +406,7 @@ def load_ratings(path, *, fmt: str = "auto") -> Ratings:
         user_ids, users = np.unique(u, return_inverse=True)
         item_ids, items = np.unique(i, return_inverse=True)
         return _dedupe(users.ravel().astype(np.int64), items.ravel().astype(np.int64), ts,
-                       np.arange(u.size, dtype=np.int64), user_ids, item_ids, str(path), fmt)
+                       np.arange(u.size, dtype=np.int64), user_ids, item_ids, source, fmt)
     try:
         df = pd.read_csv(
             io.StringIO(text), sep=sep, header=0 if has_header else None, dtype=str,
@@ -388,7 +468,7 @@ def load_ratings(path, *, fmt: str = "auto") -> Ratings:
     user_ids, users = _reindex(users_raw)
     item_ids, items = _reindex(items_raw)
     order = line_no - 1 - header_lines
-    return _dedupe(users, items, ts, order.astype(np.int64), user_ids, item_ids, str(path), fmt)
+    return _dedupe(users, items, ts, order.astype(np.int64), user_ids, item_ids, source, fmt)
 
 
 def _reindex(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -134,7 +134,9 @@ def _settings(models, model_params):
                              "carries its own params")
         out = {}
         for label, v in models.items():
-            if not (isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], str) and isinstance(v[1], Mapping)):
+            # a list pair too: notebook parameters arrive through JSON / YAML (papermill), which have no tuples
+            if not (isinstance(v, (tuple, list)) and len(v) == 2 and isinstance(v[0], str)
+                    and isinstance(v[1], Mapping)):
                 raise TypeError(f"models[{label!r}] must be a (recommender name, params) pair; got {v!r}")
             out[str(label)] = (v[0], dict(v[1]))
         return out
@@ -560,10 +562,13 @@ def run_experiment(global_ranks: Mapping[str, np.ndarray], N: int, estimators, *
     if scheduler_address is None and n_jobs == 1:
         results = [_one_repeat(r, seqs[r], *args) for r in range(repeats)]
     else:
+        from ._extras import require
+
+        require("joblib", "experiments with n_jobs > 1")
         from joblib import Parallel, delayed, parallel_config
 
         if scheduler_address is not None:
-            from distributed import Client
+            Client = require("distributed", "experiments on a Dask cluster", extra="dask").Client
 
             with Client(scheduler_address) as client:  # noqa: F841 - registers the backend
                 with parallel_config(backend="dask"):

@@ -146,9 +146,10 @@ def cls_sampled_metric_cvxpy(F, N, n, prior=None, *, scheme="binomial"):
     ----------
     TORS24 eq 7; Krichene and Rendle (KR20).
     """
-    import cvxpy as cp
-
+    from ._extras import require
     from .kernels import kernel
+
+    cp = require("cvxpy", "cls_sampled_metric_cvxpy")
 
     p = np.full(N, 1.0 / N) if prior is None else np.asarray(prior, dtype=float)
     x = cp.Variable(n)

@@ -7,7 +7,7 @@ import sampling_lib
 
 MODULES = ["metrics", "kernels", "sampling", "rankdist", "estimators", "mapping", "user_sampling", "inference",
            "random_baseline", "data", "recommenders", "experiments", "correct", "reporting", "cli",
-           "ranking", "io", "studies", "testing", "exceptions", "popularity", "counts"]
+           "ranking", "io", "studies", "testing", "exceptions", "popularity", "counts", "plotting"]
 
 # names fixed by ../shared/DESIGN.md and the issues (public API: keep them)
 REQUIRED = {
@@ -20,6 +20,7 @@ REQUIRED = {
     "user_sampling": ["sample_size_proportion", "sample_size_difference", "hoeffding_sample_size"],
     "inference": ["two_proportion_ztest", "compare_models", "adjust_pvalues"],
     "correct": ["estimate", "compare"],
+    "plotting": ["plot_estimates"],
     "cli": ["main"],
     "studies": ["simulate_coverage", "simulate_accuracy", "simulate_paired_difference"],
     "testing": ["enumerate_ap_wor", "enumerate_ap_wr", "var_ap_wor_paper"],

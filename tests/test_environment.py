@@ -9,9 +9,11 @@ CONDA_NAME = {}
 
 
 def _pip_names():
+    """The core and every extra (the conda route installs the whole lab, as ``make`` does from the lock)."""
     meta = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    deps = meta["dependencies"] + meta["optional-dependencies"]["test"]
-    return {CONDA_NAME.get(n, n) for n in (re.split(r"[<>=!~\[ ;]", d, maxsplit=1)[0].lower() for d in deps)}
+    deps = meta["dependencies"] + [d for extra in meta["optional-dependencies"].values() for d in extra]
+    names = {re.split(r"[<>=!~\[ ;]", d, maxsplit=1)[0].lower() for d in deps}
+    return {CONDA_NAME.get(n, n) for n in names - {meta["name"]}}   # "sampling-lab[plot]": an extra of itself
 
 
 def _conda_names():

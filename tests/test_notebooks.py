@@ -29,7 +29,9 @@ def test_notebook_conventions(path):
     assert code, "no code cells"
     assert "parameters" in code[0].metadata.get("tags", []), "first code cell must be tagged 'parameters'"
     for c in code:
-        assert c.get("outputs", []) == [] and c.get("execution_count") is None, "commit notebooks without outputs"
+        assert c.get("outputs", []) == [] and c.get("execution_count") is None, (
+            f"{path.name} has outputs or execution counts (JupyterLab writes them when it runs and saves a "
+            "notebook): run `make strip` (nbstripout) before testing or committing")
     smoke = smoke_parameters(path)
     params_src = code[0].source
     for name in smoke:

@@ -331,10 +331,9 @@ def mes_batch(Kb, P, lam, size, q0, p0, tol=1e-13, max_iter=50, outer=None):
 
 
 def _mes_cvxpy(Kb, p, lam, solver, size=None):
-    try:
-        import cvxpy as cp
-    except ImportError as exc:  # pragma: no cover - cvxpy is a declared dependency
-        raise ImportError("mes(solver='cvxpy') needs cvxpy; use solver='fast'") from exc
+    from .._extras import require
+
+    cp = require("cvxpy", "mes(solver='cvxpy') (solver='fast' needs no extra)")
     installed = cp.installed_solvers()
     if solver is None:
         if "CLARABEL" in installed:

@@ -152,11 +152,11 @@ def counts_table(table, *, what="ranks", n=None, N=None):
 
 def _parquet_counts(path, what, n, N):
     """:func:`counts_table` of a Parquet file or folder: one dask pass (two with a user column)."""
-    try:
-        import dask
-        import dask.dataframe as dd
-    except ImportError as exc:  # pragma: no cover - dask[dataframe] + pyarrow are dependencies
-        raise ImportError("reading Parquet needs dask.dataframe and pyarrow") from exc
+    from .._extras import require
+
+    dask = require("dask", "reading Parquet")
+    dd = require("dask.dataframe", "reading Parquet")
+    require("pyarrow", "reading Parquet")
     where = f"{what} Parquet data set {path}"
     try:
         ddf = dd.read_parquet(path)

@@ -1,0 +1,326 @@
+"""How the ``sampling-lib`` command shows its tables at a terminal (the compact view).
+
+:func:`estimate_view` and :func:`compare_view` turn the full tables of
+:func:`sampling_lib.correct.estimate` / :func:`~sampling_lib.correct.compare`
+(or their popularity-sampled counterparts) into a screen a person reads: a
+header line with what is the same on every row (N, n, users, method,
+confidence level, replicates), then one short row per model and metric
+(naive, estimate, interval, a mark), then a legend for the marks that appear.
+The full tables stay what ``--format csv/json`` (and ``--wide``) print.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["estimate_view", "compare_view", "wide_view", "resolution_note", "resolution_width",
+           "format_range", "COLUMN_NOTES"]
+
+#: the legend of ``--wide``: a line for each of these columns the table has
+COLUMN_NOTES = {
+    "se": "se: bootstrap standard deviation of the estimate; naive_ci_low/high: the naive metric's interval",
+    "sensitivity_low": "sensitivity_low/high: the range of the point estimate under the estimator's "
+                       "alternative tuning (the default's smoothness penalty divided and multiplied by 10); "
+                       "NaN for estimators without one",
+    "below_resolution": "below_resolution: K < (N-1)/(n-1), the metric lies inside the first sampled bin "
+                        "(see the compact view's note)",
+    "clipped": "clipped: True when the estimator's value fell outside the metric's range (possible for the "
+               "linear estimators BV, MN, CLS) and was set to the nearest end of the range",
+    "bound_low": "bound_low/high: the range of the metric that holds without the logged negatives",
+    "N": "N, n: empty (or -1) when they vary per user",
+}
+
+_BELOW, _CLIPPED = "*", "!"
+
+
+def resolution_width(n_items_max, sample_size_min):
+    """w = (N - 1)/(n - 1) with the largest N and the smallest n: metrics at K < w are below resolution.
+
+    Examples
+    --------
+    >>> round(resolution_width(3706, 100), 1)
+    37.4
+    """
+    return (n_items_max - 1) / (sample_size_min - 1)
+
+
+def format_range(lo, hi):
+    """``"3706"`` for one value, ``"946..1663"`` for a range (thousands without separators: file values)."""
+    lo, hi = int(lo), int(hi)
+    return f"{lo}" if lo == hi else f"{lo}..{hi}"
+
+
+def _num(x, digits=4):
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def _interval(lo, hi):
+    if any(isinstance(v, float) and math.isnan(v) for v in (lo, hi)):
+        return "n/a"
+    return f"[{lo:.4f}, {hi:.4f}]"
+
+
+def _pvalue(p):
+    if isinstance(p, float) and math.isnan(p):
+        return "n/a"
+    return "<0.0001" if p < 5e-5 else f"{p:.4f}"
+
+
+def _render(columns, rows, right=()):
+    """Plain text table: ``columns`` names, ``rows`` lists of strings; names in ``right`` right-aligned."""
+    widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(columns)]
+
+    def line(cells):
+        out = [(s.rjust(w) if c in right else s.ljust(w)) for s, w, c in zip(cells, widths, columns)]
+        return "  ".join(out).rstrip()
+
+    return "\n".join([line(columns)] + [line(r) for r in rows])
+
+
+def _constant(table, column):
+    """The value of ``column`` when it is the same on every row, else None (also None when absent)."""
+    if column not in table.columns:
+        return None
+    values = table[column].unique()
+    return values[0] if len(values) == 1 else None
+
+
+def _known(value):
+    """A count that is stated: not None, not missing (pd.NA) and not the old placeholder -1."""
+    import pandas as pd
+
+    return value is not None and not pd.isna(value) and value != -1
+
+
+def _items_text(table, n_items, sample_size):
+    """``N = 3706, n = 100`` (or the per-user ranges) for the header."""
+    parts = []
+    for col, label, given in (("N", "N", n_items), ("n", "n", sample_size)):
+        v = _constant(table, col)
+        if given is not None:
+            text = format_range(*given)
+            parts.append(f"{label} = {text}" + (" (per user)" if given[0] != given[1] else ""))
+        elif _known(v):
+            parts.append(f"{label} = {int(v)}")
+        elif col in table.columns:
+            parts.append(f"{label} varies per user")
+    return parts
+
+
+def _header(table, n_items, sample_size, *, extra=(), seed=None):
+    """One line: N, n, users, method, ``extra``, then the intervals' level, replicates and seed."""
+    parts = _items_text(table, n_items, sample_size)
+    users = _constant(table, "users")
+    if _known(users):
+        parts.append(f"{int(users):,} users")
+    method = _constant(table, "method")
+    if method is not None:
+        parts.append(f"method {method}")
+    parts += list(extra)
+    level = _constant(table, "confidence_level")
+    n_boot = _constant(table, "n_boot")
+    if n_boot is not None and int(n_boot) == 0:
+        parts.append("no bootstrap (--n-boot 0): no intervals")
+    elif level is not None and n_boot is not None:
+        parts.append(f"{level:.0%} intervals from {int(n_boot):,} bootstrap replicates"
+                     + (f" (seed {seed})" if seed is not None else ""))
+    return ", ".join(parts)
+
+
+def resolution_note(metrics, w, *, widened):
+    """The legend line of the below-resolution mark, describing the interval of the method used.
+
+    Parameters
+    ----------
+    metrics : sequence of str
+        The metrics below resolution.
+    w : float
+        (N - 1)/(n - 1) (:func:`resolution_width`).
+    widened : bool
+        True when the interval is the default's union over smoothness penalties (the table has
+        ``sensitivity_low/high``); False for a plain bootstrap interval.
+    """
+    width = f" = {w:.1f}" if w is not None and np.isfinite(w) else ""
+    head = (f"below resolution ({', '.join(metrics)}): K < (N-1)/(n-1){width}, so the metric lies inside "
+            "the first sampled bin and is extrapolated")
+    if widened:
+        body = ("from the smooth prior; its interval is the union of the bootstrap intervals under the fitted, "
+                "a 10x weaker and a 10x stronger smoothness penalty, so it covers that extrapolation too.")
+    else:
+        body = ("from the estimator's assumptions about P(R) inside that bin; the bootstrap interval covers "
+                "user and item sampling only, not the bias of that extrapolation, and is often too narrow "
+                "there (notebooks 09, 10). The default method (logspline) widens its interval to cover it.")
+    return (f"{head} {body} To resolve it, raise the sample size (w shrinks as 1/n) or sample adaptively "
+            "(README: 'Below resolution').")
+
+
+def _marks(table, w):
+    below = (table["below_resolution"].to_numpy(bool) if "below_resolution" in table.columns
+             else (table["K"].to_numpy() < w if w is not None else np.zeros(len(table), bool)))
+    clipped = table["clipped"].to_numpy(bool) if "clipped" in table.columns else np.zeros(len(table), bool)
+    return below, clipped
+
+
+def _wrap(text, width=100, indent="  "):
+    words, lines, cur = text.split(), [], ""
+    for word in words:
+        if cur and len(cur) + 1 + len(word) > width:
+            lines.append(cur)
+            cur = indent + word
+        else:
+            cur = f"{cur} {word}" if cur else word
+    lines.append(cur)
+    return "\n".join(lines)
+
+
+def estimate_view(table, *, n_items=None, sample_size=None, seed=None):
+    """The compact terminal view of an estimate table (text ending in a newline).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`sampling_lib.correct.estimate`'s table, with a ``model`` column when there are
+        several models (or the popularity table of :func:`sampling_lib.popularity.estimate_popularity`).
+    n_items, sample_size : (int, int), optional
+        (smallest, largest) N_u and n_u behind the table, for the header and the resolution
+        note when they vary per user (the table then says -1).
+    seed : int, optional
+        The bootstrap seed, shown in the header.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"metric": ["recall@10", "recall@50"], "K": [10, 50], "naive": [0.44, 0.79],
+    ...                   "estimate": [0.13, 0.23], "ci_low": [0.106, 0.21], "ci_high": [0.152, 0.251],
+    ...                   "method": "mle", "users": 2000, "N": 3706, "n": 100, "confidence_level": 0.95,
+    ...                   "n_boot": 1000, "below_resolution": [True, False], "clipped": False})
+    >>> print(estimate_view(t))  # doctest: +NORMALIZE_WHITESPACE
+    N = 3706, n = 100, 2,000 users, method mle, 95% intervals from 1,000 bootstrap replicates
+    <BLANKLINE>
+    metric      naive  estimate  95% interval
+    recall@10  0.4400    0.1300  [0.1060, 0.1520]  *
+    recall@50  0.7900    0.2300  [0.2100, 0.2510]
+    <BLANKLINE>
+    * below resolution (recall@10): K < (N-1)/(n-1) = 37.4, so the metric lies inside the first sampled bin
+      and is extrapolated from the estimator's assumptions about P(R) inside that bin; the bootstrap
+    ...
+    """
+    w = _width(table, n_items, sample_size)
+    level = _constant(table, "confidence_level")
+    varying = [c for c in ("N", "n", "users", "method") if c in table.columns and _constant(table, c) is None]
+    header = _header(table, n_items, sample_size, seed=seed)
+    columns = (["model"] if "model" in table.columns else []) + ["metric"] + varying
+    columns += ["naive", "estimate", f"{level:.0%} interval" if level is not None else "interval"]
+    bounds = "bound_low" in table.columns and bool(table["bound_low"].notna().any())   # popularity tables
+    if bounds:
+        columns.append("bounds without logs")
+    columns.append("")
+    below, clipped = _marks(table, w)
+    rows = []
+    for i, r in enumerate(table.itertuples(index=False)):
+        d = r._asdict()
+        row = ([str(d["model"])] if "model" in table.columns else []) + [str(d["metric"])]
+        row += [str(d[c]) for c in varying]
+        row += [_num(d["naive"]), _num(d["estimate"]), _interval(d["ci_low"], d["ci_high"])]
+        if bounds:
+            row.append(_interval(d["bound_low"], d["bound_high"]))
+        row.append(" ".join(m for m, on in ((_BELOW, below[i]), (_CLIPPED, clipped[i])) if on))
+        rows.append(row)
+    text = [header, "", _render(columns, rows, right=("naive", "estimate")), ""]
+    if below.any():
+        metrics = list(dict.fromkeys(table["metric"][below]))
+        widened = "sensitivity_low" in table.columns and bool(table["sensitivity_low"][below].notna().all())
+        text.append(_wrap(f"{_BELOW} " + resolution_note(metrics, w, widened=widened)))
+    if clipped.any():
+        text.append(_wrap(f"{_CLIPPED} clipped: the estimator's value fell outside the metric's range (the "
+                          "linear estimators BV, MN and CLS can do that) and was set to the nearest end of it."))
+    if bounds:
+        text.append(_wrap("bounds without logs: the range of the metric that holds whatever the logged "
+                          "negatives (popularity-sampled evaluation)."))
+    text.append(_wrap("naive: the sampled metric read as a global one (what most papers report); estimate: "
+                      "the corrected global metric. Every column: --wide, --format csv or --format json."))
+    return "\n".join(text) + "\n"
+
+
+def _width(table, n_items, sample_size):
+    """w from the context ranges, else from the table's N and n (None when unknown)."""
+    Nmax = n_items[1] if n_items is not None else _constant(table, "N")
+    nmin = sample_size[0] if sample_size is not None else _constant(table, "n")
+    if not (_known(Nmax) and _known(nmin)) or nmin < 2:
+        return None
+    return resolution_width(int(Nmax), int(nmin))
+
+
+def compare_view(table, *, n_items=None, sample_size=None, seed=None):
+    """The compact terminal view of a compare table (text ending in a newline).
+
+    Uses the table's ``below_resolution`` column when it has one, else K < w from
+    ``n_items``/``sample_size`` (see :func:`estimate_view`).
+    """
+    w = _width(table, n_items, sample_size)
+    extra = []
+    if "paired" in table.columns and _constant(table, "paired") is not None:
+        extra.append("paired bootstrap (same users)" if bool(_constant(table, "paired"))
+                     else "unpaired bootstrap (counts)")
+    header = _header(table, n_items, sample_size, extra=extra)
+    ci_level, n_boot = _constant(table, "ci_level"), _constant(table, "n_boot")
+    k = int(table["n_comparisons"].max()) if "n_comparisons" in table.columns else 1
+    tests = []
+    seed_text = f" (seed {seed})" if seed is not None else ""
+    if ci_level is not None and n_boot is not None:
+        if k > 1:    # Bonferroni: each interval at 1 - (1 - level) / k
+            level = 1 - (1 - ci_level) * k
+            tests.append(f"{level:.0%} intervals from {int(n_boot):,} bootstrap replicates{seed_text}, "
+                         f"simultaneous over the {k} pairs of a metric (each at {ci_level:.2%})")
+        else:
+            tests.append(f"{ci_level:.0%} intervals from {int(n_boot):,} bootstrap replicates{seed_text}")
+    adjust, alpha = _constant(table, "adjust"), _constant(table, "alpha")
+    if adjust is not None and alpha is not None:
+        tests.append(f"decisions at family-wise error {alpha:g}" + (f", p-values adjusted by {adjust}"
+                                                                    if adjust != "none" else ""))
+    columns = ["metric", "model_a", "model_b", "estimate_a", "estimate_b", "difference", "interval",
+               "p (adj.)", "decision", ""]
+    below, _ = _marks(table, w)
+    rows, contradictions = [], []
+    for i, r in enumerate(table.itertuples(index=False)):
+        d = r._asdict()
+        rows.append([str(d["metric"]), str(d["model_a"]), str(d["model_b"]), _num(d["estimate_a"]),
+                     _num(d["estimate_b"]), _num(d["difference"]), _interval(d["ci_low"], d["ci_high"]),
+                     _pvalue(d.get("pvalue_adjusted", float("nan"))), str(d["decision"]),
+                     _BELOW if below[i] else ""])
+        lo, hi, rej = d.get("ci_low"), d.get("ci_high"), d.get("reject")
+        if rej is not None and not any(isinstance(v, float) and math.isnan(v) for v in (lo, hi)):
+            if bool(rej) == (lo <= 0 <= hi):
+                contradictions.append(i)
+    text = [_wrap("; ".join([header] + tests), indent=""), "",
+            _render(columns, rows, right=("estimate_a", "estimate_b", "difference", "p (adj.)")), ""]
+    if below.any():
+        metrics = list(dict.fromkeys(table["metric"][below]))
+        text.append(_wrap(f"{_BELOW} below resolution ({', '.join(metrics)}): K < (N-1)/(n-1)"
+                          + (f" = {w:.1f}" if w is not None else "")
+                          + ": both models' estimates are extrapolated inside the first sampled bin; the "
+                          "difference shares that extrapolation, and its interval covers sampling noise "
+                          "only. Resolve with a larger sample size or adaptive sampling (README: 'Below "
+                          "resolution')."))
+    if contradictions:
+        text.append(_wrap("note: on row(s) " + ", ".join(str(i + 1) for i in contradictions) + " the decision "
+                          "and the interval disagree: the decision comes from the adjusted p-value of a normal "
+                          "approximation (z = difference / se), the interval is a percentile interval of the "
+                          "bootstrap; near the boundary the two constructions can differ. Read such a "
+                          "difference as not established."))
+    text.append(_wrap("difference: estimate_a - estimate_b (corrected global metrics); decision: which model is "
+                      "better where the adjusted p-value is below the family-wise error. Every column: --wide, "
+                      "--format csv or --format json."))
+    return "\n".join(text) + "\n"
+
+
+def wide_view(table):
+    """Every column of the table (``--wide``), then a legend of the columns that need one."""
+    import pandas as pd
+
+    with pd.option_context("display.width", 250, "display.max_columns", 100):
+        text = table.to_string(index=False, float_format=lambda x: f"{x:.4f}")
+    legend = [note for c, note in COLUMN_NOTES.items() if c in table.columns
+              and (c != "N" or not all(_known(v) for col in ("N", "n") if col in table.columns for v in table[col]))]
+    return text + "\n" + ("\n" + "\n".join(_wrap(s) for s in legend) + "\n" if legend else "")
