@@ -66,7 +66,7 @@ from ._progress import stage
 from ._threads import one_blas_thread
 from ._validation import check_confidence_level, check_float, check_int, check_ranks, check_scheme
 from .counts import (RankCounts, as_counts, bootstrap_loop, counts_from_frame, is_counts_table, rank_counts,
-                     statistics)
+                     ranked_in_full, statistics)
 from .estimators import DEFAULT_METHOD, METHODS, POPULARITY_METHODS, estimator_spec, get_estimator
 from .popularity import is_popularity_input
 from .metrics import metric_matrix, metric_values, parse_metrics
@@ -127,7 +127,7 @@ def _n_items_of(stat):
 # ----------------------------------------------------------------------------
 # estimators on the sufficient statistic
 # ----------------------------------------------------------------------------
-def _check_method(method, stat, refit_prior=True):
+def _check_method(method, stat, refit_prior=True, scheme="binomial"):
     """The registered estimator for ``stat`` (the default of its input kind when None)."""
     if not isinstance(stat, RankCounts):
         spec = estimator_spec(POPULARITY_DEFAULT if method is None else method)
@@ -138,7 +138,7 @@ def _check_method(method, stat, refit_prior=True):
             raise ValueError("refit_prior=False keeps a fitted prior fixed; the popularity estimators have none")
         return spec.name
     varying = stat.size_values.size > 1
-    full = bool(np.any(stat.sizes == stat.n_items))
+    full = ranked_in_full(stat.sizes, stat.n_items, scheme)
     spec = estimator_spec(DEFAULT_METHOD if method is None else method)
     if spec.input != "ranks":
         raise ValueError(f"method must be one of {list(METHODS)} for sampled ranks; got {spec.name!r} (an "
@@ -147,10 +147,11 @@ def _check_method(method, stat, refit_prior=True):
         able = [m for m in METHODS if estimator_spec(m).varying_sizes]
         raise ValueError(f"method={spec.name!r} needs one common sample size; the sample sizes vary "
                          f"({stat.size_values[:5].tolist()}...); the methods that take per-user sizes: {able}")
-    if full and not spec.full_ranking:
+    if full.any() and scheme == "binomial" and not spec.full_ranking:
+        # without replacement the kernel at n = N is the point mass: every estimator is exact there
         able = [m for m in METHODS if estimator_spec(m).full_ranking]
         raise ValueError(f"method={spec.name!r} cannot take users ranked in full (sample_size = n_items: "
-                         f"{int(stat.counts[stat.sizes == stat.n_items].sum())} users); use one of {able}")
+                         f"{int(stat.counts[full].sum())} users) under scheme='binomial'; use one of {able}")
     if refit_prior is False and spec.prior is None:
         raise ValueError(f"refit_prior=False keeps a fitted prior fixed; method={spec.name!r} has none "
                          f"(the estimators with one: {[m for m in METHODS if estimator_spec(m).prior]})")
@@ -196,7 +197,7 @@ def _fit(method, stat, N, parsed, scheme, options, refit_prior, F):
     return est.fit_counts(stat, N, F[:N], refit_prior=refit_prior)
 
 
-def _resolution(stat, fit=None):
+def _resolution(stat, scheme="binomial"):
     """The rank w below which a top-K metric is inside the first sampled bin (K < w: below resolution).
 
     Sampled ranks: w = (N - 1)/(n - 1) with the largest N_u and the smallest
@@ -212,8 +213,7 @@ def _resolution(stat, fit=None):
     sizes = stat.sizes
     N = int(_n_items_of(stat).max())
     if isinstance(stat, RankCounts):
-        sampled = stat.sizes < stat.n_items
-        if not sampled.all():
+        if ranked_in_full(stat.sizes, stat.n_items, scheme).any():
             return 1.0          # users ranked in full show the shape of P(R) at the top
         top = stat.ranks == 1   # users whose R the sampled ranks cannot place within the first bin
         return (N - 1) / (int(sizes[top].min() if top.any() else sizes.min()) - 1)
@@ -475,7 +475,7 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
     ci = _check_ci(confidence_level)
     n_boot = check_int(n_boot, "n_boot", low=0)
     parsed = parse_metrics(metrics)
-    methods = {m: _check_method(method, st, refit_prior) for m, st in stats.items()}
+    methods = {m: _check_method(method, st, refit_prior, scheme) for m, st in stats.items()}
     rng = np.random.default_rng(rng)
     tables = [_estimate_one(m, st, methods[m], parsed, scheme, options, refit_prior, ci, n_boot, rng, progress)
               for m, st in stats.items()]
@@ -556,7 +556,7 @@ def _estimate_one(model, stat, method, parsed, scheme, options, refit_prior, ci,
         "sensitivity_high": band_hi,
         "bound_low": b_lo,
         "bound_high": b_hi,
-        "below_resolution": Ks < _resolution(stat),
+        "below_resolution": Ks < _resolution(stat, scheme),
         "clipped": clipped,
     }, columns=list(ESTIMATE_COLUMNS))
 
@@ -797,10 +797,9 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
     with stage(progress, f"fit {method or 'the default method'} ({len(names)} models)"):
         for m in names:
             st = stats_[m]
-            mm = _check_method(method, st, refit_prior)
+            mm = _check_method(method, st, refit_prior, scheme)
             if meth is not None and mm != meth:
-                raise ValueError(f"models need the same method; got {meth!r} and {mm!r} "
-                                 "(pass method='adaptive_mle' when sample sizes vary)")
+                raise ValueError(f"models need the same method; got {meth!r} and {mm!r}")
             meth = mm
             # weights on 1..N_m (replicates use the metric on 1..N_m, a prefix of F)
             fits[m] = _fit(meth, st, int(_n_items_of(st).max()), parsed, scheme, options, refit_prior, F)
@@ -851,6 +850,6 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
                                    alpha=alpha, extra={"method": meth, "users": users,
                                                        "n_boot": n_boot, "paired": paired})
     out = pd.DataFrame(rows)
-    w = {m: _resolution(stats_[m]) for m in names}
+    w = {m: _resolution(stats_[m], scheme) for m in names}
     out["below_resolution"] = [K < max(w[a], w[b]) for K, a, b in zip(out.K, out.model_a, out.model_b)]
     return out[list(COMPARE_COLUMNS)]

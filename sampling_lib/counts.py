@@ -39,6 +39,7 @@ __all__ = [
     "cells",
     "check_items",
     "is_counts_table",
+    "ranked_in_full",
     "as_counts",
     "statistics",
     "check_sampled",
@@ -167,6 +168,32 @@ def cells(ranks, sizes, n_items=None, counts=None, *, return_inverse=False):
     new = np.full(keep.size, -1, dtype=np.int64)
     new[keep] = np.arange(int(keep.sum()))
     return st, new[inv]
+
+
+def ranked_in_full(sizes, n_items, scheme="binomial"):
+    """Which cells (or users) were ranked in full: their sampled rank is their global rank.
+
+    A set of n_u = N_u items is every candidate. Without replacement
+    (``scheme="hypergeometric"``) its kernel is the point mass r = R anyway.
+    With replacement it is so in a nested design, where some users were
+    sampled (n_u < N_u) and others ranked in full; when *every* user has
+    n_u = N_u under ``scheme="binomial"`` the cells follow the with-replacement
+    kernel of N_u - 1 draws (the papers' model, KDD20 eq 6), as in a
+    simulation of that kernel.
+
+    Examples
+    --------
+    >>> ranked_in_full([10, 50, 50], [50, 50, 40], "binomial").tolist()
+    [False, True, False]
+    >>> ranked_in_full([50, 50], [50, 50], "binomial").tolist(), ranked_in_full([50], [50], "hypergeometric").tolist()
+    ([False, False], [True])
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
+    n_items = np.asarray(n_items, dtype=np.int64)
+    full = sizes == n_items
+    if check_scheme(scheme) == "binomial" and not np.any(sizes < n_items):
+        return np.zeros_like(full)
+    return full
 
 
 def check_sampled(sampled_ranks, N, n):

@@ -43,77 +43,12 @@ from scipy import special, stats
 
 from ._validation import check_float, check_int, check_scheme
 from .metrics import metric_matrix, parse_metrics
+from .sampling import Design, size_ladder
 
-__all__ = ["DESIGN_KINDS", "Design", "design_law", "predict", "plan", "PlanResult"]
-
-#: The kinds of :class:`Design`.
-DESIGN_KINDS = ("single", "threshold", "ladder", "full_subset")
+__all__ = ["design_law", "predict", "plan", "PlanResult", "candidate_designs"]
 
 _EXACT_R = 64          # sampled ranks 1.._EXACT_R are cells of their own in the predictions
 _R_LOG_WIDTH = 0.05    # beyond, cells of at most this width in log r
-
-
-@dataclass(frozen=True)
-class Design:
-    """A sampled-evaluation design (module docstring).
-
-    Attributes
-    ----------
-    kind : {"single", "threshold", "ladder", "full_subset"}
-    n : int
-        First-stage set size, held-out item included (the size, for "single").
-    threshold : int
-        "threshold": users with first-stage rank <= threshold get the second stage.
-    n2 : int
-        "threshold": items added in the second stage.
-    n_max : int
-        "ladder": the largest set size (sizes n, 2n, 4n, ..., n_max).
-    fraction : float
-        "full_subset": share of the users ranked in full (the others at n).
-
-    Examples
-    --------
-    >>> Design("threshold", 100, threshold=1, n2=900).describe()
-    'stage 2: +900 items for the users at rank <= 1 of 100'
-    """
-
-    kind: str
-    n: int
-    threshold: int = 1
-    n2: int = 0
-    n_max: int = 0
-    fraction: float = 0.0
-
-    def __post_init__(self):
-        if self.kind not in DESIGN_KINDS:
-            raise ValueError(f"kind must be one of {DESIGN_KINDS}; got {self.kind!r}")
-        check_int(self.n, "n", low=2)
-        if self.kind == "threshold":
-            check_int(self.threshold, "threshold", low=1, high=self.n)
-            check_int(self.n2, "n2", low=1)
-        if self.kind == "ladder":
-            check_int(self.n_max, "n_max", low=self.n)
-        if self.kind == "full_subset":
-            check_float(self.fraction, "fraction", 0.0, 1.0, low_open=True)
-
-    def check(self, N):
-        """Raise unless every set fits in N items."""
-        N = check_int(N, "N", low=2)
-        top = {"single": self.n, "threshold": self.n + self.n2, "ladder": self.n_max,
-               "full_subset": self.n}[self.kind]
-        if top > N:
-            raise ValueError(f"the design's largest set ({top} items) exceeds N={N}")
-        return N
-
-    def describe(self):
-        """One line for tables."""
-        if self.kind == "single":
-            return f"single n = {self.n}"
-        if self.kind == "threshold":
-            return f"stage 2: +{self.n2} items for the users at rank <= {self.threshold} of {self.n}"
-        if self.kind == "ladder":
-            return f"ladder {self.n} -> {self.n_max} (double while at rank 1)"
-        return f"{self.fraction:.0%} of users ranked in full, the others at n = {self.n}"
 
 
 # ----------------------------------------------------------------------------
@@ -237,8 +172,6 @@ def design_law(design, N, R, scheme="binomial"):
             P2 += p1[:, None] * np.clip(cdf(hi2 - r1) - cdf(lo2 - r1 - 1), 0.0, 1.0)
         add(n + design.n2, lo2, hi2, P2)
     else:   # ladder
-        from .sampling import size_ladder
-
         sizes = size_ladder(n, design.n_max)
         lo, hi, P = _binned_counts(n - 1, R, N, 0, scheme)
         last = sizes.size == 1
@@ -264,8 +197,6 @@ def _cost(design, N, g, R, scheme):
     if design.kind == "threshold":
         p_cont = _count_cdf([design.threshold - 1], n - 1, R, N, 0, scheme)[:, 0]
         return float(n + design.n2 * (g @ p_cont))
-    from .sampling import size_ladder
-
     sizes = size_ladder(n, design.n_max)
     cost = float(n)
     for j in range(1, sizes.size):
@@ -487,7 +418,7 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
     Examples
     --------
     >>> res = plan(None, 20000, 100, M=5000, guess=0.2, metrics="recall@10")
-    >>> res.best.kind in DESIGN_KINDS and bool(res.designs().chosen.sum() == 1)
+    >>> res.best.kind in ("threshold", "ladder") and bool(res.designs().chosen.sum() == 1)
     True
     """
     from .estimators import logspline_fit

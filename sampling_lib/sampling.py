@@ -15,13 +15,16 @@ References
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
-from ._validation import (check_columns, check_int, check_int_column, check_n_items, check_N_n,
+from ._validation import (check_columns, check_float, check_int, check_int_column, check_n_items, check_N_n,
                           check_ranks, check_scheme)
 
-__all__ = ["sample_ranks", "adaptive_sample_ranks", "sample_design", "size_ladder", "adaptive_stop_distribution",
+__all__ = ["sample_ranks", "adaptive_sample_ranks", "DESIGN_KINDS", "Design", "sample_design", "size_ladder",
+           "adaptive_stop_distribution",
            "sampling_efficiency", "SamplingEfficiency",
            "sample_negatives"]
 
@@ -146,8 +149,76 @@ def adaptive_sample_ranks(global_ranks, N, n0, n_max, *, scheme="binomial", rng=
 
 
 
+#: The kinds of :class:`Design`.
+DESIGN_KINDS = ("single", "threshold", "ladder", "full_subset")
+
+
+@dataclass(frozen=True)
+class Design:
+    """A sampled-evaluation design (module docstring).
+
+    Attributes
+    ----------
+    kind : {"single", "threshold", "ladder", "full_subset"}
+    n : int
+        First-stage set size, held-out item included (the size, for "single").
+    threshold : int
+        "threshold": users with first-stage rank <= threshold get the second stage.
+    n2 : int
+        "threshold": items added in the second stage.
+    n_max : int
+        "ladder": the largest set size (sizes n, 2n, 4n, ..., n_max).
+    fraction : float
+        "full_subset": share of the users ranked in full (the others at n).
+
+    Examples
+    --------
+    >>> Design("threshold", 100, threshold=1, n2=900).describe()
+    'stage 2: +900 items for the users at rank <= 1 of 100'
+    """
+
+    kind: str
+    n: int
+    threshold: int = 1
+    n2: int = 0
+    n_max: int = 0
+    fraction: float = 0.0
+
+    def __post_init__(self):
+        if self.kind not in DESIGN_KINDS:
+            raise ValueError(f"kind must be one of {DESIGN_KINDS}; got {self.kind!r}")
+        check_int(self.n, "n", low=2)
+        if self.kind == "threshold":
+            check_int(self.threshold, "threshold", low=1, high=self.n)
+            check_int(self.n2, "n2", low=1)
+        if self.kind == "ladder":
+            check_int(self.n_max, "n_max", low=self.n)
+        if self.kind == "full_subset":
+            check_float(self.fraction, "fraction", 0.0, 1.0, low_open=True)
+
+    def check(self, N):
+        """Raise unless every set fits in N items."""
+        N = check_int(N, "N", low=2)
+        top = {"single": self.n, "threshold": self.n + self.n2, "ladder": self.n_max,
+               "full_subset": self.n}[self.kind]
+        if top > N:
+            raise ValueError(f"the design's largest set ({top} items) exceeds N={N}")
+        return N
+
+    def describe(self):
+        """One line for tables."""
+        if self.kind == "single":
+            return f"single n = {self.n}"
+        if self.kind == "threshold":
+            return f"stage 2: +{self.n2} items for the users at rank <= {self.threshold} of {self.n}"
+        if self.kind == "ladder":
+            return f"ladder {self.n} -> {self.n_max} (double while at rank 1)"
+        return f"{self.fraction:.0%} of users ranked in full, the others at n = {self.n}"
+
+
+
 def sample_design(global_ranks, N, design, *, scheme="binomial", rng=None):
-    """Final sampled ranks and set sizes of users evaluated under a :class:`sampling_lib.design.Design`.
+    """Final sampled ranks and set sizes of users evaluated under a :class:`Design`.
 
     The stages are drawn as a framework would run them: a first stage of
     ``design.n`` items (held-out item included); then, for
@@ -174,15 +245,12 @@ def sample_design(global_ranks, N, design, *, scheme="binomial", rng=None):
 
     Examples
     --------
-    >>> from sampling_lib.design import Design
     >>> r, s = sample_design([1, 2, 900], 1000, Design("threshold", 10, threshold=1, n2=90), rng=0)
     >>> s.tolist()[:2], int(s[2]) in (10, 100)
     ([100, 100], True)
     """
-    from .design import Design
-
     if not isinstance(design, Design):
-        raise TypeError(f"design must be a sampling_lib.design.Design; got {type(design).__name__}")
+        raise TypeError(f"design must be a sampling_lib.sampling.Design; got {type(design).__name__}")
     scheme = check_scheme(scheme)
     rng = np.random.default_rng(rng)
     R, NN, n = _items_and_ranks(global_ranks, N, design.n)
@@ -271,10 +339,7 @@ def adaptive_stop_distribution(pmf, n0, n_max):
 # ---------------------------------------------------------------------------
 # Sampling efficiency of adaptive sampling (TORS24 Sec 6.3, eq 44, Fig 9)
 # ---------------------------------------------------------------------------
-from dataclasses import dataclass as _dataclass  # noqa: E402
-
-
-@_dataclass(frozen=True)
+@dataclass(frozen=True)
 class SamplingEfficiency:
     """Per-step counts and average cost C_j of adaptive sampling (TORS24 eq 44).
 

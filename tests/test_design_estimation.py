@@ -28,13 +28,24 @@ def test_equal_sizes_give_the_single_stage_table(R):
 
 
 def test_users_ranked_in_full_give_their_exact_metric(R):
-    """n_u = N_u: the sampled rank is the global rank, the estimate the users' own metric (K <= 256)."""
-    for scheme in ("binomial", "hypergeometric"):
-        t = estimate(R, N, None, ["recall@10", "ndcg@10", "recall@50"], sample_sizes=np.full(M, N),
-                     scheme=scheme, n_boot=0)
-        exact = [np.mean(R <= 10), np.mean(np.where(R <= 10, 1 / np.log2(R + 1), 0.0)), np.mean(R <= 50)]
+    """n_u = N_u without replacement: the sampled rank is the global rank, the estimate the users' own
+    metric (K <= 256), through either door (one n, or per-user sizes)."""
+    exact = [np.mean(R <= 10), np.mean(np.where(R <= 10, 1 / np.log2(R + 1), 0.0)), np.mean(R <= 50)]
+    for kw in ({"n": N}, {"n": None, "sample_sizes": np.full(M, N)}):
+        t = estimate(R, N, metrics=["recall@10", "ndcg@10", "recall@50"], scheme="hypergeometric", n_boot=0, **kw)
         np.testing.assert_allclose(t.estimate, exact, rtol=1e-9, atol=1e-12)
         assert not t.below_resolution.any() and (t.n == N).all()
+
+
+def test_every_user_at_n_equal_N_with_replacement_is_the_papers_kernel():
+    """scheme='binomial' with every n_u = N_u: N_u - 1 draws with replacement (KDD20 eq 6), not full
+    ranking: every estimator takes it, and the default does not return the sampled ranks' own metric."""
+    small_N = 40
+    Rs = draw_global_ranks(synthetic_models(small_N)["beta_a0.35"], 600, rng=8)
+    r = sample_ranks(Rs, small_N, small_N, rng=7)
+    assert estimate(r, small_N, small_N, ["recall@5"], method="mle", n_boot=0).method[0] == "mle"
+    t = estimate(r, small_N, small_N, ["recall@5"], n_boot=0)
+    assert t.below_resolution[0] == (5 < 1.0) and abs(t.estimate[0] - np.mean(r <= 5)) > 1e-3
 
 
 def test_mixed_full_and_sampled_users(R):

@@ -60,7 +60,7 @@ import numpy as np
 from scipy.interpolate import BSpline
 
 from .._validation import check_float, check_int, check_n_items, check_N_n, check_ranks, check_scheme
-from ..counts import cells
+from ..counts import cells, ranked_in_full
 from ..exceptions import ConvergenceWarning
 from ..kernels import cell_kernel, log_kernel_rows, rank_grid
 
@@ -508,8 +508,8 @@ def logspline_fit(sampled_ranks, N, n, *, scheme="binomial", penalty=DEFAULT_PEN
     >>> bool(fit.converged), round(float(fit.weights.sum()), 12)
     (True, 1.0)
     """
-    if np.ndim(N) != 0 or np.ndim(n) != 0 or (np.ndim(N) == 0 and np.ndim(n) == 0 and N == n):
-        cells = _user_cells(sampled_ranks, N, n)
+    if np.ndim(N) != 0 or np.ndim(n) != 0 or (scheme == "hypergeometric" and N == n):
+        cells = _user_cells(sampled_ranks, N, n, scheme)
         if cells is not None:
             return logspline_cells_fit(*cells, scheme=scheme, penalty=penalty,
                                        knot_spacing=knot_spacing, exact_ranks=exact_ranks)
@@ -582,7 +582,7 @@ def sensitivity_penalties(penalty):
 # ----------------------------------------------------------------------------
 # cells (N_u, n_u, r): per-user item counts and sample sizes
 # ----------------------------------------------------------------------------
-def _user_cells(sampled_ranks, N, n):
+def _user_cells(sampled_ranks, N, n, scheme="binomial"):
     """Cells (N_u, n_u, r, count) of per-user arrays, or None when N and n are common."""
     r = check_ranks(sampled_ranks, np.iinfo(np.int64).max, name="sampled_ranks")
     sizes = (np.full(r.size, check_int(n, "n", low=2), dtype=np.int64) if np.ndim(n) == 0
@@ -591,7 +591,8 @@ def _user_cells(sampled_ranks, N, n):
     if sizes.shape != r.shape:
         raise ValueError(f"n must be an int or one sample size per user ({r.size}); got shape "
                          f"{sizes.shape}")
-    if isinstance(items, int) and np.unique(sizes).size == 1 and sizes[0] < items:
+    if isinstance(items, int) and np.unique(sizes).size == 1 and not ranked_in_full(sizes[:1], [items],
+                                                                                       scheme)[0]:
         return None
     items = np.full(r.size, items, dtype=np.int64) if isinstance(items, int) else items
     st = cells(r, sizes, items)
@@ -634,7 +635,7 @@ def cells_setup(n_items, sizes, ranks, counts, scheme, penalty, knot_spacing, ex
                          f"{Nc.shape}, {nc.shape}, {rc.shape}, {c.shape}")
     if nc.min() < 2 or np.any(nc > Nc) or rc.min() < 1 or np.any(rc > nc) or np.any(c < 0):
         raise ValueError("cells must satisfy N_u >= n_u >= 2, 1 <= r <= n_u and count >= 0")
-    full = nc == Nc
+    full = ranked_in_full(nc, Nc, scheme)
     # the grid's bins are cut for the sampled users' largest n (a ranked-in-full user's
     # kernel is a point mass, which needs no bin narrower than the prior's own resolution)
     n_grid = int(nc[~full].max()) if (~full).any() else 2
@@ -666,7 +667,7 @@ def _counts_fit(n_items, sizes, ranks, counts, *, scheme="binomial", penalty=DEF
     :func:`logspline_cells_fit` (as :func:`logspline_fit` does)."""
     Nc = np.asarray(n_items, dtype=np.int64)
     nc = np.asarray(sizes, dtype=np.int64)
-    if np.unique(Nc).size == 1 and np.unique(nc).size == 1 and nc[0] < Nc[0]:
+    if np.unique(Nc).size == 1 and np.unique(nc).size == 1 and not ranked_in_full(nc, Nc, scheme).any():
         N, n = check_N_n(int(Nc[0]), int(nc[0]))
         exact_ranks = check_int(exact_ranks, "exact_ranks", low=1)
         scheme = check_scheme(scheme)
@@ -722,7 +723,7 @@ def logspline_cells_fit(n_items, sizes, ranks, counts, *, scheme="binomial",
                                                         penalty, knot_spacing, exact_ranks)
     beta0 = None
     nc = np.asarray(sizes, dtype=np.int64)
-    if np.unique(nc).size == 1 and not np.any(nc == np.asarray(n_items)):
+    if np.unique(nc).size == 1 and not ranked_in_full(nc, n_items, scheme).any():
         # warm start: the fit with one N (= max N_u, same grid and basis) on the pooled ranks;
         # the item counts move the optimum little, so a few Newton steps remain
         rc = np.asarray(ranks, dtype=np.int64)
