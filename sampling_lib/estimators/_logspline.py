@@ -102,6 +102,7 @@ class SplineGrid:
     N: int
 
 
+@lru_cache(maxsize=16)
 def spline_grid(N, n, knot_spacing, head=None, scheme="binomial"):
     """Compressed grid of global ranks (:func:`sampling_lib.kernels.rank_grid` with TV
     tolerance ``_BIN_ANGLE`` and log-width ``_BIN_LOG_WIDTH``) and the spline basis on it."""
@@ -636,15 +637,32 @@ def cells_setup(n_items, sizes, ranks, counts, scheme, penalty, knot_spacing, ex
     if nc.min() < 2 or np.any(nc > Nc) or rc.min() < 1 or np.any(rc > nc) or np.any(c < 0):
         raise ValueError("cells must satisfy N_u >= n_u >= 2, 1 <= r <= n_u and count >= 0")
     full = ranked_in_full(nc, Nc, scheme)
-    # the grid's bins are cut for the sampled users' largest n (a ranked-in-full user's
-    # kernel is a point mass, which needs no bin narrower than the prior's own resolution)
-    n_grid = int(nc[~full].max()) if (~full).any() else 2
-    grid = spline_grid(int(Nc.max()), n_grid, knot_spacing, exact_ranks, scheme)
+    grid = spline_grid(int(Nc.max()), grid_size_n(nc[~full]), knot_spacing, exact_ranks, scheme)
     K = cell_kernel(grid.mid, Nc, nc, rc, scheme)
     if full.any():
         K[:, full] = full_ranking_columns(grid, rc[full])
     P = penalty_matrix(grid.B.shape[1], penalty)
     return c, grid, K, P, penalty, knot_spacing
+
+
+#: Largest n the grid's bins are cut for in the cells path (see :func:`grid_size_n`).
+GRID_N_MAX = 4096
+
+
+def grid_size_n(sampled_sizes):
+    """The set size the grid's bins are cut for, from the sampled (not ranked-in-full) users' sizes.
+
+    The largest n, but at most :data:`GRID_N_MAX` (unless every sampled user has more): in a
+    nested design the users given larger sets are those whose earlier ranks were small, i.e.
+    near the top, where the grid is exact (ranks 1..``exact_ranks``) or its bins at most 5% wide
+    in R (``_BIN_LOG_WIDTH``); cutting the bins for n = 10^6 would need ~10^5 of them (and their
+    TV bound, rows of length n). A ranked-in-full user's kernel is a point mass, which needs no
+    narrower bin than the prior's own resolution.
+    """
+    s = np.asarray(sampled_sizes, dtype=np.int64)
+    if s.size == 0:
+        return 2
+    return int(min(s.max(), max(s.min(), GRID_N_MAX)))
 
 
 def full_ranking_columns(grid, ranks):
@@ -667,7 +685,7 @@ def _counts_fit(n_items, sizes, ranks, counts, *, scheme="binomial", penalty=DEF
     :func:`logspline_cells_fit` (as :func:`logspline_fit` does)."""
     Nc = np.asarray(n_items, dtype=np.int64)
     nc = np.asarray(sizes, dtype=np.int64)
-    if np.unique(Nc).size == 1 and np.unique(nc).size == 1 and not ranked_in_full(nc, Nc, scheme).any():
+    if not uses_cells(Nc, nc, scheme):
         N, n = check_N_n(int(Nc[0]), int(nc[0]))
         exact_ranks = check_int(exact_ranks, "exact_ranks", low=1)
         scheme = check_scheme(scheme)
@@ -684,10 +702,26 @@ def _counts_fit(n_items, sizes, ranks, counts, *, scheme="binomial", penalty=DEF
 
 def counts_fit_state(n_items, sizes, ranks, counts, *, scheme="binomial", penalty=DEFAULT_PENALTY,
                       knot_spacing=DEFAULT_KNOT_SPACING, exact_ranks=EXACT_RANKS):
-    """(weights as lazy :class:`GridWeights`, state) on cells (the registry's ``fit_cells``)."""
+    """(weights as lazy :class:`GridWeights`, state) on cells (the registry's ``fit_cells``).
+
+    The state is the spline coefficients, with the cells' grid and likelihood columns when the
+    fit took the cells path (the bootstrap reuses them: :func:`uses_cells`).
+    """
+    if uses_cells(n_items, sizes, scheme):
+        c, grid, K, P, penalty, knot_spacing = cells_setup(n_items, sizes, ranks, counts, scheme, penalty,
+                                                           knot_spacing, exact_ranks)
+        fit = _cells_fit_from(c, grid, K, P, penalty, knot_spacing, n_items, sizes, ranks, scheme)
+        return fit.weights_grid, (fit.beta, grid, K)
     fit = _counts_fit(n_items, sizes, ranks, counts, scheme=scheme, penalty=penalty,
                       knot_spacing=knot_spacing, exact_ranks=exact_ranks)
     return fit.weights_grid, fit.beta
+
+
+def uses_cells(n_items, sizes, scheme="binomial"):
+    """Whether cells (N_u, n_u, r) take the cells path: several N_u or n_u, or users ranked in full."""
+    Nc = np.asarray(n_items, dtype=np.int64)
+    nc = np.asarray(sizes, dtype=np.int64)
+    return bool(np.unique(Nc).size > 1 or np.unique(nc).size > 1 or ranked_in_full(nc, Nc, scheme).any())
 
 
 def logspline_cells_fit(n_items, sizes, ranks, counts, *, scheme="binomial",
@@ -721,6 +755,11 @@ def logspline_cells_fit(n_items, sizes, ranks, counts, *, scheme="binomial",
     """
     c, grid, K, P, penalty, knot_spacing = cells_setup(n_items, sizes, ranks, counts, scheme,
                                                         penalty, knot_spacing, exact_ranks)
+    return _cells_fit_from(c, grid, K, P, penalty, knot_spacing, n_items, sizes, ranks, scheme)
+
+
+def _cells_fit_from(c, grid, K, P, penalty, knot_spacing, n_items, sizes, ranks, scheme):
+    """The Newton fit of the cells path on a prepared grid and likelihood columns."""
     beta0 = None
     nc = np.asarray(sizes, dtype=np.int64)
     if np.unique(nc).size == 1 and not ranked_in_full(nc, n_items, scheme).any():

@@ -20,7 +20,7 @@ import numpy as np
 from ..exceptions import ConvergenceWarning
 from ._logspline import (DEFAULT_KNOT_SPACING, DEFAULT_PENALTY, EXACT_RANKS, cells_setup, gradient,
                          grid_and_kernel, hessian, hessian_cells, newton, objective, penalty_matrix,
-                         posterior_cells, solve_psd)
+                         posterior_cells, solve_psd, uses_cells)
 
 __all__ = ["logspline_bootstrap", "logspline_replicates", "logspline_cells_replicates"]
 
@@ -217,11 +217,18 @@ def logspline_replicates(counts_b, N, n, beta, F, *, scheme="binomial", penalty=
 
 def logspline_cells_replicates(counts_b, n_items, sizes, ranks, beta, F, *, scheme="binomial",
                                penalty=DEFAULT_PENALTY, knot_spacing=DEFAULT_KNOT_SPACING,
-                               exact_ranks=EXACT_RANKS, max_iter=50, tol=1e-6):
-    """Bootstrap replicates (B, m) on cells: :func:`logspline_bootstrap` for count vectors (B, C)."""
+                               exact_ranks=EXACT_RANKS, max_iter=50, tol=1e-6, setup=None):
+    """Bootstrap replicates (B, m) on cells: :func:`logspline_bootstrap` for count vectors (B, C).
+
+    ``setup`` is the (grid, likelihood columns) of the full-sample fit, reused (else rebuilt).
+    """
     cb = np.asarray(counts_b, dtype=float)
-    c, grid, K, P, _, _ = cells_setup(n_items, sizes, ranks, cb.mean(axis=0), scheme, penalty,
-                                       knot_spacing, exact_ranks)
+    if setup is None:
+        _, grid, K, P, _, _ = cells_setup(n_items, sizes, ranks, cb.mean(axis=0), scheme, penalty,
+                                           knot_spacing, exact_ranks)
+    else:
+        grid, K = setup
+        P = penalty_matrix(grid.B.shape[1], penalty)
     est, _ = bootstrap_core(cb, K, grid, P, beta, F, max_iter, tol, info=hessian_cells)
     return est
 
@@ -229,10 +236,11 @@ def logspline_cells_replicates(counts_b, n_items, sizes, ranks, beta, F, *, sche
 def counts_replicates(fitted, Cb):
     """The registry's ``replicates``: refits of the prior on bootstrap counts Cb (B, cells), (B, m)."""
     st, est = fitted.counts, fitted.estimator
-    if (st.n_items is not None and np.unique(st.n_items).size > 1) or st.size_values.size > 1:
-        items = st.n_items if st.n_items is not None else np.full(st.ranks.size, fitted.N)
-        return logspline_cells_replicates(Cb, items, st.sizes, st.ranks, fitted.state, fitted.F,
-                                          scheme=est.scheme, **est.options)
+    items = st.n_items if st.n_items is not None else np.full(st.ranks.size, fitted.N)
+    if uses_cells(items, st.sizes, est.scheme):
+        beta, grid, K = fitted.state
+        return logspline_cells_replicates(Cb, items, st.sizes, st.ranks, beta, fitted.F, scheme=est.scheme,
+                                          setup=(grid, K), **est.options)
     n = int(st.size_values[0])
     counts = np.zeros((Cb.shape[0], n))
     counts[:, st.ranks - 1] = Cb
