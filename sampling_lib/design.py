@@ -43,6 +43,7 @@ from scipy import special, stats
 
 from ._validation import check_float, check_int, check_scheme
 from .metrics import metric_matrix, parse_metrics
+from .estimators import SENSITIVITY_FACTOR
 from .sampling import Design, size_ladder
 
 __all__ = ["design_law", "predict", "plan", "PlanResult", "candidate_designs"]
@@ -220,12 +221,12 @@ class _Prior:
     P: np.ndarray
 
     @classmethod
-    def from_fit(cls, fit, N, n, scheme):
+    def from_fit(cls, fit, N, n, scheme, penalty):
         from .estimators._logspline import penalty_matrix, prior_masses, spline_grid
 
         grid = spline_grid(int(N), int(n), fit.knot_spacing, None, scheme)
         return cls(int(N), int(n), grid, fit.beta, prior_masses(fit.beta, grid),
-                   penalty_matrix(grid.B.shape[1], fit.penalty))
+                   penalty_matrix(grid.B.shape[1], penalty))
 
 
 def _metric_cells(parsed, grid):
@@ -237,7 +238,8 @@ def _metric_cells(parsed, grid):
     return cell_metric(F, grid), cell_metric(F * F, grid)
 
 
-def predict(design, prior, metrics=("recall@10", "ndcg@10"), *, M, confidence_level=0.95, scheme="binomial"):
+def predict(design, prior, metrics=("recall@10", "ndcg@10"), *, M, confidence_level=0.95, scheme="binomial",
+            alternatives=()):
     """Expected cost and interval half-width of the default estimator under a design.
 
     Parameters
@@ -251,6 +253,11 @@ def predict(design, prior, metrics=("recall@10", "ndcg@10"), *, M, confidence_le
         Number of users of the evaluation.
     confidence_level : float, keyword-only
     scheme : {"binomial", "hypergeometric"}, keyword-only
+    alternatives : sequence of LogsplineResult, keyword-only
+        Other priors the pilot cannot tell apart from ``prior`` (e.g. its fits
+        with the penalty divided and multiplied by
+        :data:`sampling_lib.estimators.SENSITIVITY_FACTOR`): their predictions
+        give the range ``halfwidth_low/high``.
 
     Returns
     -------
@@ -258,8 +265,10 @@ def predict(design, prior, metrics=("recall@10", "ndcg@10"), *, M, confidence_le
         One row per metric: ``design``, ``metric``, ``value`` (the metric under
         the prior), ``cost`` (expected items scored per user, held-out item
         included), ``cost_share`` (cost / N), ``halfwidth`` (predicted half-width
-        of the interval), ``full_halfwidth`` (full ranking's: z sqrt(Var_P(F)/M)),
-        ``ratio`` (their quotient: the precision ratio).
+        of the interval), ``halfwidth_low/high`` (its range over ``prior`` and
+        ``alternatives``), ``full_halfwidth`` (full ranking's: z sqrt(Var_P(F)/M)),
+        ``ratio`` (halfwidth / full_halfwidth: the precision ratio) and
+        ``ratio_high`` (halfwidth_high / full_halfwidth).
 
     Notes
     -----
@@ -294,8 +303,21 @@ def predict(design, prior, metrics=("recall@10", "ndcg@10"), *, M, confidence_le
     parsed = parse_metrics(metrics)
     z = stats.norm.ppf(0.5 + 0.5 * check_float(confidence_level, "confidence_level", 0.0, 1.0,
                                                 low_open=True, high_open=True))
+    value, cost, hw, fhw = _predict_one(design, prior, parsed, M, z, scheme, prior.penalty)
     N = int(prior.weights_grid.N)
-    pr = _Prior.from_fit(prior, N, design.n, scheme)
+    # the estimator keeps its own penalty whatever prior the truth is closer to
+    others = [_predict_one(design, a, parsed, M, z, scheme, prior.penalty)[2] for a in alternatives]
+    lo, hi = np.minimum.reduce([hw, *others]), np.maximum.reduce([hw, *others])
+    return pd.DataFrame({"design": design.describe(), "metric": [p[0] for p in parsed], "value": value,
+                         "cost": cost, "cost_share": cost / N, "halfwidth": hw, "halfwidth_low": lo,
+                         "halfwidth_high": hi, "full_halfwidth": fhw, "ratio": hw / fhw, "ratio_high": hi / fhw})
+
+
+def _predict_one(design, prior, parsed, M, z, scheme, penalty):
+    """(metric values, cost, predicted half-widths, full ranking's half-widths) under one prior,
+    for the estimator with the log-spline ``penalty``."""
+    N = int(prior.weights_grid.N)
+    pr = _Prior.from_fit(prior, N, design.n, scheme, penalty)
     grid, g, B = pr.grid, pr.g, pr.grid.B
     _, _, _, D = design_law(design, N, grid.mid, scheme)
     q = g @ D
@@ -308,16 +330,23 @@ def predict(design, prior, metrics=("recall@10", "ndcg@10"), *, M, confidence_le
     Fc, F2c = _metric_cells(parsed, grid)              # (G, m)
     phi = Fc.T @ post                                  # (m, C)
     A = (g[:, None] * Fc).T @ B - (phi * q) @ EB.T     # (m, df)
-    L = np.linalg.solve((info + pr.P / M).T, A.T).T    # A (I + Pen/M)^{-1}
-    IF = phi + L @ s
-    var = ((IF * IF) @ q - (IF @ q) ** 2) / M
+    # the default's interval is the union of the intervals at its penalty and at the alternatives
+    # (penalty divided and multiplied by SENSITIVITY_FACTOR), each centred on its own estimate:
+    # T_k ~ T + A (beta_k - beta) with the penalized fit's shift beta_k - beta =
+    # -(M I + k Pen)^{-1} k Pen beta, and Var_k as above; the union's width is predicted
+    hi = lo = None
+    for factor in (1.0 / SENSITIVITY_FACTOR, 1.0, SENSITIVITY_FACTOR):
+        Pk = factor * pr.P
+        L = np.linalg.solve((info + Pk / M).T, A.T).T    # A (I + Pen/M)^{-1}
+        IF = phi + L @ s
+        sd = np.sqrt(np.maximum(((IF * IF) @ q - (IF @ q) ** 2) / M, 0.0))
+        shift = -A @ np.linalg.solve(M * info + Pk, Pk @ pr.beta)
+        hi = shift + z * sd if hi is None else np.maximum(hi, shift + z * sd)
+        lo = shift - z * sd if lo is None else np.minimum(lo, shift - z * sd)
     value = g @ Fc
     full_var = (g @ F2c - value ** 2) / M
     cost = _cost(design, N, g, grid.mid, scheme)
-    hw, fhw = z * np.sqrt(np.maximum(var, 0.0)), z * np.sqrt(np.maximum(full_var, 0.0))
-    return pd.DataFrame({"design": design.describe(), "metric": [p[0] for p in parsed], "value": value,
-                         "cost": cost, "cost_share": cost / N, "halfwidth": hw, "full_halfwidth": fhw,
-                         "ratio": hw / fhw})
+    return value, cost, 0.5 * (hi - lo), z * np.sqrt(np.maximum(full_var, 0.0))
 
 
 # ----------------------------------------------------------------------------
@@ -354,7 +383,8 @@ class PlanResult:
                 .reset_index())
 
 
-def candidate_designs(N, n, *, thresholds=(1, 2, 5), factors=(2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
+def candidate_designs(N, n, *, thresholds=(1, 2, 5),
+                      factors=(2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024),
                       fractions=(0.05, 0.1, 0.2, 0.3, 0.5)):
     """The designs :func:`plan` scores, from a first-stage size n (all sets fit in N items).
 
@@ -380,7 +410,7 @@ def candidate_designs(N, n, *, thresholds=(1, 2, 5), factors=(2, 4, 8, 16, 32, 6
 
 def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10", "ndcg@10"),
          target_ratio=1.3, target_halfwidth=None, confidence_level=0.95, scheme="binomial",
-         designs=None, rng=0):
+         designs=None, robust=False, rng=0):
     """Score candidate designs on a pilot and pick the cheapest that meets a target.
 
     Parameters
@@ -408,6 +438,12 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
     scheme : {"binomial", "hypergeometric"}, keyword-only
     designs : sequence of Design, optional, keyword-only
         Candidates (default :func:`candidate_designs`).
+    robust : bool, default False, keyword-only
+        Judge designs by the high end of their predicted range (the pilot's
+        prior refitted with the penalty divided and multiplied by
+        :data:`sampling_lib.estimators.SENSITIVITY_FACTOR`: the top of P(R),
+        inside the pilot's first sampled bin, is an extrapolation) instead of
+        the prediction under the default's own fit.
     rng : keyword-only
         Draws the pilot of a ``guess``.
 
@@ -417,11 +453,13 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
 
     Examples
     --------
-    >>> res = plan(None, 20000, 100, M=5000, guess=0.2, metrics="recall@10")
+    >>> res = plan(None, 5000, 50, M=2000, guess=0.2, metrics="recall@10",
+    ...            designs=candidate_designs(5000, 50, factors=(4, 16, 64), thresholds=(1,), fractions=(0.2,)))
     >>> res.best.kind in ("threshold", "ladder") and bool(res.designs().chosen.sum() == 1)
     True
     """
     from .estimators import logspline_fit
+    from .estimators._logspline import sensitivity_penalties
 
     N = check_int(N, "N", low=2)
     n = check_int(n, "n", low=2, high=N)
@@ -435,6 +473,7 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
     pilot = np.asarray(pilot)
     M = pilot.size if M is None else check_int(M, "M", low=1)
     prior = logspline_fit(pilot, N, n, scheme=scheme)
+    alts = [logspline_fit(pilot, N, n, scheme=scheme, penalty=p) for p in sensitivity_penalties(prior.penalty)]
     if target_halfwidth is not None:
         target_halfwidth = check_float(target_halfwidth, "target_halfwidth", low=0.0, low_open=True)
         target = f"interval half-width <= {target_halfwidth:g}"
@@ -444,9 +483,10 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
     cands = list(candidate_designs(N, n) if designs is None else designs)
     rows = []
     for d in cands:
-        t = predict(d, prior, metrics, M=M, confidence_level=confidence_level, scheme=scheme)
+        t = predict(d, prior, metrics, M=M, confidence_level=confidence_level, scheme=scheme, alternatives=alts)
         t.insert(1, "kind", d.kind)
-        ok = (t.halfwidth <= target_halfwidth) if target_halfwidth is not None else (t.ratio <= target_ratio)
+        hw = t.halfwidth_high if robust else t.halfwidth
+        ok = (hw <= target_halfwidth) if target_halfwidth is not None else (hw / t.full_halfwidth <= target_ratio)
         t["meets"] = bool(ok.all())
         rows.append(t)
     table = pd.concat(rows, ignore_index=True)
