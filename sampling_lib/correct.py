@@ -355,8 +355,11 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
         estimator's alternative tuning: the default's prior-sensitivity band;
         NaN for estimators without one), ``bound_low/high`` (popularity input
         with item weights: the metric's bounds from the sampled ranks and the
-        weights alone, :func:`sampling_lib.estimators.popularity_bounds`;
-        NaN otherwise), ``below_resolution`` (K < w, the metric lies inside
+        weights alone, :func:`sampling_lib.estimators.popularity_bounds`.
+        They are point bounds: the range of the metric over rankings
+        compatible with the *fitted* distribution of popularity mass, with
+        no sampling uncertainty, so on a finite sample the truth can fall
+        outside them (issue 26: 13 of 54 on unseen data); NaN otherwise), ``below_resolution`` (K < w, the metric lies inside
         the first sampled bin and is an extrapolation; w = (N - 1)/(n - 1)
         with the largest N_u and smallest n_u, see Notes) and ``clipped``
         (the estimator's value fell outside the metric's range and was
@@ -504,7 +507,17 @@ def _estimate_one(model, stat, method, parsed, scheme, options, refit_prior, ci,
     m = len(parsed)
     lo = hi = np.full(m, np.nan)
     nlo = nhi = se = np.full(m, np.nan)
-    if n_boot > 0:
+    constant = F_range[0] == F_range[1]
+    if constant.any():
+        j = int(np.flatnonzero(constant)[0])
+        warnings.warn(f"model {model!r}: {parsed[j][0]} is {F_range[0][j]:g} for every ranking of N <= "
+                      f"{N} items (K >= N); its estimate carries no information about the model",
+                      RuntimeWarning, stacklevel=3)
+    if n_boot > 0 and M < 2:
+        # one user: every bootstrap resample is that user, and the interval would be a point
+        warnings.warn(f"model {model!r}: one user; a bootstrap interval needs at least 2 (ci_low/high, "
+                      "naive_ci_low/high and se are NaN)", RuntimeWarning, stacklevel=3)
+    elif n_boot > 0:
         p = counts / M
 
         def draw(k, g):
@@ -528,7 +541,7 @@ def _estimate_one(model, stat, method, parsed, scheme, options, refit_prior, ci,
     if fit.band is not None:
         # prior-sensitivity band: the range of the alternatives' point estimates
         band_lo, band_hi = fit.band
-        if n_boot > 0:
+        if n_boot > 0 and M >= 2:
             lo = np.minimum(lo, np.minimum(band_lo, est))
             hi = np.maximum(hi, np.maximum(band_hi, est))
     b_lo = b_hi = np.full(m, np.nan)
@@ -567,7 +580,8 @@ def _clip_to_range(values, F_range):
     ``F_range`` is (min F, max F) per metric over ranks 1..N (:func:`_metric_range`).
     """
     lo_F, hi_F = F_range
-    tol = 1e-12 * np.maximum(hi_F - lo_F, 1e-300)
+    # rounding allowance: relative to the range, or to the value of a constant metric (K >= N)
+    tol = 1e-12 * np.where(hi_F > lo_F, hi_F - lo_F, np.maximum(np.abs(hi_F), 1.0))
     out = (values < lo_F - tol) | (values > hi_F + tol)
     flag = out if out.ndim == 1 else out.any(axis=0)
     return np.clip(values, lo_F, hi_F), flag
