@@ -87,12 +87,38 @@ def _count_cdf(x, m, R, N, done, scheme):
     return np.nan_to_num(stats.hypergeom.cdf(x, good + bad, good, m_eff), nan=0.0)
 
 
+def _count_pmf(x, m, R, N, done, scheme):
+    """P(X = x), X as :func:`_count_cdf` (G, k): exact where a difference of CDFs would round."""
+    x = np.asarray(x, dtype=float)[None, :]
+    R = np.asarray(R, dtype=float)[:, None]
+    if scheme == "binomial":
+        return stats.binom.pmf(x, m, (R - 1.0) / (N - 1.0))
+    good, bad = np.maximum(R - 1.0, 0.0), np.maximum((N - R) - done, 0.0)
+    m_eff = np.minimum(m, good + bad)
+    return np.nan_to_num(stats.hypergeom.pmf(x, good + bad, good, m_eff), nan=0.0)
+
+
+def _cells_prob(lo, hi, offset, m, R, N, done, scheme):
+    """P(offset + 1 + X in [lo_c, hi_c]) for every cell c, X the items above among m draws: (G, C).
+
+    Cells of one rank use the pmf (exact where a difference of CDFs would round), wider cells the
+    difference of CDFs; ranks below offset + 1 have probability 0.
+    """
+    lo, hi = np.asarray(lo), np.asarray(hi)
+    one = lo == hi
+    P = np.zeros((np.size(R), lo.size))
+    P[:, one] = _count_pmf(lo[one] - 1 - offset, m, R, N, done, scheme)
+    if (~one).any():
+        up = _count_cdf(hi[~one] - 1 - offset, m, R, N, done, scheme)
+        down = _count_cdf(lo[~one] - 2 - offset, m, R, N, done, scheme)
+        P[:, ~one] = np.clip(up - down, 0.0, 1.0)
+    return P
+
+
 def _binned_counts(m, R, N, done, scheme, offset=0):
-    """P(offset + X in each r-cell) for X ~ items above among m draws: (cells lo, hi, (G, k))."""
+    """The cells (lo, hi) of the ranks offset + 1 + X, X in 0..m, and their probabilities (G, k)."""
     lo, hi = _r_bins(offset + 1, offset + m + 1)
-    up = _count_cdf(hi - 1 - offset, m, R, N, done, scheme)
-    down = _count_cdf(lo - 2 - offset, m, R, N, done, scheme)
-    return lo, hi, np.clip(up - down, 0.0, 1.0)
+    return lo, hi, _cells_prob(lo, hi, offset, m, R, N, done, scheme)
 
 
 def _log_survive(R, N, drawn, scheme):
@@ -164,13 +190,11 @@ def design_law(design, N, R, scheme="binomial"):
         lo2, hi2 = _r_bins(1, t + design.n2)
         P2 = np.zeros((R.size, lo2.size))
         for r1 in range(1, t + 1):
-            p1 = P[:, np.flatnonzero(lo == r1)[0]] if r1 <= n else np.zeros(R.size)
-            done = n - 1 - (r1 - 1)                      # below among the first n - 1 draws
-            if scheme == "hypergeometric":
-                cdf = lambda x: _count_cdf(x, design.n2, R - (r1 - 1), N - (r1 - 1), done, scheme)  # noqa: E731
-            else:
-                cdf = lambda x: _count_cdf(x, design.n2, R, N, 0, scheme)  # noqa: E731
-            P2 += p1[:, None] * np.clip(cdf(hi2 - r1) - cdf(lo2 - r1 - 1), 0.0, 1.0)
+            p1 = P[:, np.flatnonzero(lo == r1)[0]]
+            # the second stage's count, from the items left (without replacement r1 - 1 items above
+            # and n - r1 below were drawn in the first stage)
+            Rr, Nr, done = (R - (r1 - 1), N - (r1 - 1), n - r1) if scheme == "hypergeometric" else (R, N, 0)
+            P2 += p1[:, None] * _cells_prob(lo2, hi2, r1 - 1, design.n2, Rr, Nr, done, scheme)
         add(n + design.n2, lo2, hi2, P2)
     else:   # ladder
         sizes = size_ladder(n, design.n_max)
@@ -386,7 +410,8 @@ class PlanResult:
 def candidate_designs(N, n, *, thresholds=(1, 2, 5),
                       factors=(2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024),
                       fractions=(0.05, 0.1, 0.2, 0.3, 0.5)):
-    """The designs :func:`plan` scores, from a first-stage size n (all sets fit in N items).
+    """The designs :func:`plan` scores, from a first-stage size n (all sets fit in N items: with
+    per-user N_u, pass the smallest).
 
     Larger single n (n x each factor), a second stage of n2 = n x factor items
     for the users at rank <= each threshold, the ladder to n x factor, and full
@@ -410,7 +435,7 @@ def candidate_designs(N, n, *, thresholds=(1, 2, 5),
 
 def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10", "ndcg@10"),
          target_ratio=1.3, target_halfwidth=None, confidence_level=0.95, scheme="binomial",
-         designs=None, robust=False, rng=0):
+         designs=None, robust=False, max_size=None, rng=0):
     """Score candidate designs on a pilot and pick the cheapest that meets a target.
 
     Parameters
@@ -437,7 +462,10 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
     confidence_level : float, keyword-only
     scheme : {"binomial", "hypergeometric"}, keyword-only
     designs : sequence of Design, optional, keyword-only
-        Candidates (default :func:`candidate_designs`).
+        Candidates (default :func:`candidate_designs` of ``max_size`` and n).
+    max_size : int, optional, keyword-only
+        The largest set a design may give a user (default N; with per-user
+        N_u the smallest N_u, so that every user's sets fit).
     robust : bool, default False, keyword-only
         Judge designs by the high end of their predicted range (the pilot's
         prior refitted with the penalty divided and multiplied by
@@ -480,7 +508,8 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
     else:
         target_ratio = check_float(target_ratio, "target_ratio", low=1.0)
         target = f"precision ratio <= {target_ratio:g}"
-    cands = list(candidate_designs(N, n) if designs is None else designs)
+    max_size = N if max_size is None else check_int(max_size, "max_size", low=n, high=N)
+    cands = list(candidate_designs(max_size, n) if designs is None else designs)
     rows = []
     for d in cands:
         t = predict(d, prior, metrics, M=M, confidence_level=confidence_level, scheme=scheme, alternatives=alts)
