@@ -41,12 +41,14 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
+from ._progress import progress as progress_bar
 from ._validation import check_float, check_int, check_scheme
 from .metrics import metric_matrix, parse_metrics
 from .estimators import SENSITIVITY_FACTOR
+from .estimators._logspline import GRID_N_MAX, penalty_matrix, prior_masses, spline_grid
 from .sampling import Design, size_ladder
 
-__all__ = ["design_law", "predict", "plan", "PlanResult", "candidate_designs"]
+__all__ = ["design_law", "predict", "plan", "PlanResult", "candidate_designs", "resolution_width"]
 
 _EXACT_R = 64          # sampled ranks 1.._EXACT_R are cells of their own in the predictions
 _R_LOG_WIDTH = 0.05    # beyond, cells of at most this width in log r
@@ -212,6 +214,25 @@ def design_law(design, N, R, scheme="binomial"):
     return s, lo, hi, D
 
 
+def resolution_width(design, N):
+    """w = (N - 1)/(n - 1) at the set size of the design's final rank-1 users (1 if some are ranked in full).
+
+    As the ``below_resolution`` column of :func:`sampling_lib.correct.estimate`
+    on the design's data: a top-K metric with K < w is below resolution.
+    Final rank-1 users hold the largest sets of a threshold design (n + n2)
+    and of a ladder (n_max).
+
+    Examples
+    --------
+    >>> resolution_width(Design("ladder", 10, n_max=100), 991), resolution_width(Design("single", 10), 991)
+    (10.0, 110.0)
+    """
+    if design.kind == "full_subset":
+        return 1.0
+    top = {"single": design.n, "threshold": design.n + design.n2, "ladder": design.n_max}[design.kind]
+    return (N - 1) / (top - 1)
+
+
 def _cost(design, N, g, R, scheme):
     """Expected items scored per user (held-out included) under the rank masses g on rows R."""
     n = design.n
@@ -233,26 +254,6 @@ def _cost(design, N, g, R, scheme):
 # ----------------------------------------------------------------------------
 # prediction: cost and the variance of the default estimator
 # ----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Prior:
-    """A log-spline prior on its grid: masses g, basis B, penalty P, the metrics on the cells."""
-
-    N: int
-    n: int
-    grid: object
-    beta: np.ndarray
-    g: np.ndarray
-    P: np.ndarray
-
-    @classmethod
-    def from_fit(cls, fit, N, n, scheme, penalty):
-        from .estimators._logspline import penalty_matrix, prior_masses, spline_grid
-
-        grid = spline_grid(int(N), int(n), fit.knot_spacing, None, scheme)
-        return cls(int(N), int(n), grid, fit.beta, prior_masses(fit.beta, grid),
-                   penalty_matrix(grid.B.shape[1], penalty))
-
-
 def _metric_cells(parsed, grid):
     """Averages of F and F^2 over the grid cells (G, m) each (F = 0 beyond the largest K)."""
     from .estimators._logspline_boot import cell_metric
@@ -263,7 +264,7 @@ def _metric_cells(parsed, grid):
 
 
 def predict(design, prior, metrics=("recall@10", "ndcg@10"), *, M, confidence_level=0.95, scheme="binomial",
-            alternatives=()):
+            alternatives=(), grid_n=None):
     """Expected cost and interval half-width of the default estimator under a design.
 
     Parameters
@@ -282,6 +283,12 @@ def predict(design, prior, metrics=("recall@10", "ndcg@10"), *, M, confidence_le
         with the penalty divided and multiplied by
         :data:`sampling_lib.estimators.SENSITIVITY_FACTOR`): their predictions
         give the range ``halfwidth_low/high``.
+    grid_n : int, optional, keyword-only
+        The set size the prediction's rank grid is cut for (default the
+        design's first-stage n, at most ``GRID_N_MAX`` = 4096, as the
+        estimator's grid). :func:`plan` passes the pilot's n, so that every
+        candidate shares one grid: its cells are exact or at most ~2% wide in
+        R near the top, where a top-K metric's variance lives.
 
     Returns
     -------
@@ -306,6 +313,12 @@ def predict(design, prior, metrics=("recall@10", "ndcg@10"), *, M, confidence_le
     E[phi(d) E[B | d]'] (the derivative of E[phi] in beta), so
     Var(T_hat) ~ Var_d(phi + A (I + Pen/M)^{-1} s) / M (delta method,
     [vdV98] ch. 20). With full ranking phi = F and A = 0, so the ratio is 1.
+    Below resolution under the design (K < :func:`resolution_width`) the
+    default's interval is the union of its intervals at the penalty divided
+    and multiplied by SENSITIVITY_FACTOR (:func:`sampling_lib.correct.estimate`,
+    Notes); each is centred on its fit's shift -A (M I + Pen_k)^{-1} Pen_k beta
+    and the union's half-width is predicted. A resolved metric gets the
+    default's own interval.
 
     References
     ----------
@@ -327,23 +340,25 @@ def predict(design, prior, metrics=("recall@10", "ndcg@10"), *, M, confidence_le
     parsed = parse_metrics(metrics)
     z = stats.norm.ppf(0.5 + 0.5 * check_float(confidence_level, "confidence_level", 0.0, 1.0,
                                                 low_open=True, high_open=True))
-    value, cost, hw, fhw = _predict_one(design, prior, parsed, M, z, scheme, prior.penalty)
     N = int(prior.weights_grid.N)
+    grid_n = min(design.n, GRID_N_MAX) if grid_n is None else check_int(grid_n, "grid_n", low=2, high=N)
+    grid = spline_grid(N, grid_n, prior.knot_spacing, None, scheme)
+    D = design_law(design, N, grid.mid, scheme)[3]          # P(final cell | R) on the grid: once
+    value, cost, hw, fhw = _predict_one(design, D, grid, prior, parsed, M, z, scheme, prior.penalty)
     # the estimator keeps its own penalty whatever prior the truth is closer to
-    others = [_predict_one(design, a, parsed, M, z, scheme, prior.penalty)[2] for a in alternatives]
+    others = [_predict_one(design, D, grid, a, parsed, M, z, scheme, prior.penalty)[2] for a in alternatives]
     lo, hi = np.minimum.reduce([hw, *others]), np.maximum.reduce([hw, *others])
     return pd.DataFrame({"design": design.describe(), "metric": [p[0] for p in parsed], "value": value,
                          "cost": cost, "cost_share": cost / N, "halfwidth": hw, "halfwidth_low": lo,
                          "halfwidth_high": hi, "full_halfwidth": fhw, "ratio": hw / fhw, "ratio_high": hi / fhw})
 
 
-def _predict_one(design, prior, parsed, M, z, scheme, penalty):
+def _predict_one(design, D, grid, prior, parsed, M, z, scheme, penalty):
     """(metric values, cost, predicted half-widths, full ranking's half-widths) under one prior,
-    for the estimator with the log-spline ``penalty``."""
+    for the estimator with the log-spline ``penalty``; ``D`` is the design's law on ``grid``."""
     N = int(prior.weights_grid.N)
-    pr = _Prior.from_fit(prior, N, design.n, scheme, penalty)
-    grid, g, B = pr.grid, pr.g, pr.grid.B
-    _, _, _, D = design_law(design, N, grid.mid, scheme)
+    g, B = prior_masses(prior.beta, grid), grid.B
+    P = penalty_matrix(B.shape[1], penalty)
     q = g @ D
     keep = q > 1e-300
     D, q = D[:, keep], q[keep]
@@ -354,19 +369,23 @@ def _predict_one(design, prior, parsed, M, z, scheme, penalty):
     Fc, F2c = _metric_cells(parsed, grid)              # (G, m)
     phi = Fc.T @ post                                  # (m, C)
     A = (g[:, None] * Fc).T @ B - (phi * q) @ EB.T     # (m, df)
-    # the default's interval is the union of the intervals at its penalty and at the alternatives
-    # (penalty divided and multiplied by SENSITIVITY_FACTOR), each centred on its own estimate:
-    # T_k ~ T + A (beta_k - beta) with the penalized fit's shift beta_k - beta =
+    # below resolution the default's interval is the union of the intervals at its penalty and at
+    # the alternatives (penalty divided and multiplied by SENSITIVITY_FACTOR), each centred on its
+    # own estimate: T_k ~ T + A (beta_k - beta) with the penalized fit's shift beta_k - beta =
     # -(M I + k Pen)^{-1} k Pen beta, and Var_k as above; the union's width is predicted
+    below = np.array([K for _, _, K in parsed]) < resolution_width(design, N)
     hi = lo = None
     for factor in (1.0 / SENSITIVITY_FACTOR, 1.0, SENSITIVITY_FACTOR):
-        Pk = factor * pr.P
+        Pk = factor * P
         L = np.linalg.solve((info + Pk / M).T, A.T).T    # A (I + Pen/M)^{-1}
         IF = phi + L @ s
         sd = np.sqrt(np.maximum(((IF * IF) @ q - (IF @ q) ** 2) / M, 0.0))
-        shift = -A @ np.linalg.solve(M * info + Pk, Pk @ pr.beta)
+        shift = -A @ np.linalg.solve(M * info + Pk, Pk @ prior.beta)
+        if factor == 1.0:
+            own_lo, own_hi = shift - z * sd, shift + z * sd
         hi = shift + z * sd if hi is None else np.maximum(hi, shift + z * sd)
         lo = shift - z * sd if lo is None else np.minimum(lo, shift - z * sd)
+    lo, hi = np.where(below, lo, own_lo), np.where(below, hi, own_hi)
     value = g @ Fc
     full_var = (g @ F2c - value ** 2) / M
     cost = _cost(design, N, g, grid.mid, scheme)
@@ -435,7 +454,7 @@ def candidate_designs(N, n, *, thresholds=(1, 2, 5),
 
 def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10", "ndcg@10"),
          target_ratio=1.3, target_halfwidth=None, confidence_level=0.95, scheme="binomial",
-         designs=None, robust=False, max_size=None, rng=0):
+         designs=None, robust=False, max_size=None, rng=0, progress=False):
     """Score candidate designs on a pilot and pick the cheapest that meets a target.
 
     Parameters
@@ -466,6 +485,10 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
     max_size : int, optional, keyword-only
         The largest set a design may give a user (default N; with per-user
         N_u the smallest N_u, so that every user's sets fit).
+    progress : bool, default False, keyword-only
+        Show progress over the candidates on stderr (a bar on a terminal,
+        throttled lines elsewhere; at N = 10^5 the ~100 candidates take about
+        half a minute).
     robust : bool, default False, keyword-only
         Judge designs by the high end of their predicted range (the pilot's
         prior refitted with the penalty divided and multiplied by
@@ -511,13 +534,19 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
     max_size = N if max_size is None else check_int(max_size, "max_size", low=n, high=N)
     cands = list(candidate_designs(max_size, n) if designs is None else designs)
     rows = []
+    bar = progress_bar(len(cands), progress, "plan: predicting", unit="designs")
     for d in cands:
-        t = predict(d, prior, metrics, M=M, confidence_level=confidence_level, scheme=scheme, alternatives=alts)
+        if bar is not None:
+            bar.update(1)
+        t = predict(d, prior, metrics, M=M, confidence_level=confidence_level, scheme=scheme, alternatives=alts,
+                    grid_n=min(n, GRID_N_MAX))
         t.insert(1, "kind", d.kind)
         hw = t.halfwidth_high if robust else t.halfwidth
         ok = (hw <= target_halfwidth) if target_halfwidth is not None else (hw / t.full_halfwidth <= target_ratio)
         t["meets"] = bool(ok.all())
         rows.append(t)
+    if bar is not None:
+        bar.close()
     table = pd.concat(rows, ignore_index=True)
     per = table.groupby("design", sort=False).agg(cost=("cost", "first"), meets=("meets", "first"))
     ok = per[per.meets]

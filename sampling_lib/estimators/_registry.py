@@ -46,9 +46,9 @@ An estimator may also declare ``alternatives(options) -> [dict, ...]``:
 settings of its tuning that the data cannot tell apart (the log-spline
 penalty divided and multiplied by 10). :func:`sampling_lib.correct.estimate`
 fits each alternative on the same data and the same bootstrap draws, reports
-the range of their point estimates (the prior-sensitivity band) and returns
-the union of their bootstrap intervals, so that the ambiguity is shown, not
-hidden.
+the range of their point estimates (the prior-sensitivity band) and, for
+metrics below resolution, returns the union of their bootstrap intervals, so
+that the ambiguity is shown, not hidden.
 
 The weights that ``fit_state`` returns may be length-N
 arrays or lazy vectors with a method ``head(H)`` returning their first H
