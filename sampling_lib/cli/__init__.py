@@ -91,16 +91,16 @@ import sys
 import warnings
 
 from .._threads import blas_threads_limited
-from ._common import PROG, one_line
-from ._estimate import cmd_compare, cmd_estimate
+from ._common import PROG, UsageError, one_line
+from ._estimate import cmd_compare, cmd_estimate, cmd_ranks
 from ._negatives import cmd_negatives
 from ._parser import build_parser
-from ._plan import cmd_plan_users
+from ._plan import cmd_plan, cmd_plan_users
 
 __all__ = ["main", "build_parser"]
 
 _COMMANDS = {"estimate": cmd_estimate, "compare": cmd_compare, "plan-users": cmd_plan_users,
-             "negatives": cmd_negatives}  # "run" is handed to the report runner in main()
+             "plan": cmd_plan, "negatives": cmd_negatives, "ranks": cmd_ranks}  # "run" is handed to the report runner in main()
 
 
 def main(argv=None):
@@ -132,6 +132,9 @@ def main(argv=None):
     try:
         with blas_threads_limited():     # small matrices: one BLAS thread unless the user set one
             _COMMANDS[args.command](args)
+    except UsageError as exc:
+        sys.stderr.write(f"{PROG}: error: {one_line(exc)} (see '{PROG} {args.command} --help')\n")
+        return 2
     except KeyboardInterrupt:
         sys.stderr.write(f"{PROG}: interrupted\n")
         return 130

@@ -7,14 +7,18 @@ import sys
 
 import pandas as pd
 
-__all__ = ["PROG", "CLIError", "Parser", "nonneg_int", "int_in", "emit", "write", "check_output", "inputs",
+__all__ = ["PROG", "CLIError", "UsageError", "Parser", "nonneg_int", "int_in", "emit", "write", "check_output", "inputs",
            "boot_count", "progress_on", "cut", "one_line"]
 
 PROG = "sampling-lib"
 
 
 class CLIError(Exception):
-    """A user-facing error: printed as one line."""
+    """A user-facing error: printed as one line (exit status 1)."""
+
+
+class UsageError(CLIError):
+    """A bad command line found after parsing (options that do not go together): exit status 2, as argparse's."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -73,11 +77,12 @@ def write(df, fmt, output):
 
 def inputs(args):
     """Every input file of the command line (for the -o check)."""
-    files = list(getattr(args, "ranks", None) or [])
-    for opt in ("qrels", "scores", "held_out", "item_weights", "exclude", "n_items_file", "users"):
+    ranks = getattr(args, "ranks", None)
+    files = [ranks] if isinstance(ranks, str) else list(ranks or [])
+    for opt in ("qrels", "scores", "held_out", "item_weights", "exclude", "n_items_file", "users", "previous"):
         v = getattr(args, opt, None)
         if v is not None:
-            files.append(v)
+            files.extend([v] if isinstance(v, str) else v)
     return files
 
 

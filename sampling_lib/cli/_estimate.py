@@ -9,7 +9,7 @@ import pandas as pd
 from ._common import PROG, CLIError, boot_count, check_output, emit, progress_on, write
 from ._inputs import is_popularity, load_ranks, model_items, pick_models, popularity_logs, size_arg
 
-__all__ = ["cmd_estimate", "cmd_compare"]
+__all__ = ["cmd_estimate", "cmd_compare", "cmd_ranks"]
 
 def _check_output_options(args):
     """--wide applies to the table format only (an option that does not apply is an error)."""
@@ -196,3 +196,38 @@ def cmd_compare(args):
                          [s for s in sizes.values() if s is not None])
     _show(out, args, "compare", **ranges)
 
+
+
+def cmd_ranks(args):
+    """``sampling-lib ranks``: the per-user sampled ranks of any estimate input, as one CSV table."""
+    check_output(args)
+    args.item_weights = args.weight_exponent = args.method = None       # ranks: no popularity logs
+    if {"q", "label", "item"} <= _header_of(args.ranks[0]):
+        raise CLIError(f"{args.ranks[0]} holds popularity-sampled negatives (a q column): their ranks are not "
+                       "ranks among uniform negatives; estimate them with --item-weights")
+    sr = load_ranks(args)
+    if isinstance(sr, dict):
+        raise CLIError(f"{args.ranks[0]} is a counts table already (rank, count): it has no per-user ranks")
+    cols = {"rank": sr.ranks}
+    if sr.sample_sizes is not None:
+        cols["sample_size"] = sr.sample_sizes
+    if sr.n_items is not None:
+        cols["n_items"] = sr.n_items
+    out = pd.concat({k: v.stack(future_stack=True) for k, v in cols.items()}, axis=1)
+    out = out[out["rank"].notna()].reset_index()
+    out = out.rename(columns={out.columns[0]: "user", out.columns[1]: "model"})
+    if "sample_size" not in out.columns:
+        if args.sample_size is None:
+            raise CLIError("-n is required: the input has no sample sizes")
+        out["sample_size"] = args.sample_size
+    if "n_items" not in out.columns and args.n_items is not None:
+        out["n_items"] = args.n_items
+    out = out[["user", "model", "rank", "sample_size"] + (["n_items"] if "n_items" in out.columns else [])]
+    emit(out.to_csv(index=False), args.output)
+
+
+def _header_of(path):
+    try:
+        return set(pd.read_csv(path, nrows=0, encoding="utf-8-sig").columns)
+    except (OSError, ValueError, UnicodeDecodeError):
+        return set()

@@ -7,7 +7,10 @@ import pandas as pd
 from ..estimators import POPULARITY_METHODS
 from ._common import CLIError
 
-__all__ = ["input_format", "load_ranks", "size_arg", "model_items", "pick_models", "read_weights", "popularity_logs",
+#: the input formats of negatives files (one per stage of a nested design) with scores
+NEGATIVES_FORMATS = ("ncf", "elliot", "negatives")
+
+__all__ = ["NEGATIVES_FORMATS", "input_format", "load_ranks", "size_arg", "model_items", "pick_models", "read_weights", "popularity_logs",
            "is_popularity", "need_n_items"]
 
 def input_format(args):
@@ -26,8 +29,11 @@ def input_format(args):
               if getattr(args, o) is not None and o not in needs and not (fmt == "elliot" and o == "held_out")]
     if unused:
         raise CLIError(f"--{unused[0].replace('_', '-')} is not used with --input-format {fmt}")
-    if fmt not in ("trec", "ranx") and len(args.ranks) > 1:
+    if fmt not in ("trec", "ranx", *NEGATIVES_FORMATS) and len(args.ranks) > 1:
         raise CLIError(f"--input-format {fmt} reads one file; got {len(args.ranks)}")
+    if args.scores is not None and len(args.scores) > 1 and fmt not in NEGATIVES_FORMATS:
+        raise CLIError(f"--scores is given {len(args.scores)} times; several scores files (one per stage) go "
+                       f"with negatives files (--input-format ncf, elliot, negatives), not {fmt}")
     if args.duplicates is not None and fmt not in ("ncf", "elliot", "negatives"):
         raise CLIError(f"--duplicates applies to negatives files (--input-format ncf, elliot, negatives); "
                         f"the input is read as {fmt}")
@@ -46,16 +52,8 @@ def load_ranks(args):
         t = io.ranks_from_run(list(args.ranks), args.qrels, candidates="sampled", ties=ties, n=n,
                               file_format=fmt, rng=args.seed)
         return _per_user_items(args, io.ranks_from_table(t, n=None))
-    if fmt in ("ncf", "elliot", "negatives"):
-        if fmt == "ncf":
-            cand = io.read_ncf_negatives(src)
-        elif fmt == "elliot":
-            cand = io.read_elliot_negatives(src, held_out=args.held_out)
-        else:
-            cand = io.read_negatives(src, args.held_out)
-        sr = io.ranks_from_negatives(cand, args.scores, duplicates=args.duplicates or "count", ties=ties,
-                                     n=n, rng=args.seed)
-        return _per_user_items(args, sr)
+    if fmt in NEGATIVES_FORMATS:
+        return _stage_ranks(args, fmt, ties, n)
     from ..counts import counts_from_frame
 
     if io.is_parquet(src):
@@ -75,6 +73,39 @@ def load_ranks(args):
     return _per_user_items(args, io.ranks_from_score_table(df, ties=ties, n=n, rng=args.seed))
 
 
+def _stage_ranks(args, fmt, ties, n):
+    """Negatives files (one per stage of a nested design, first stage first) + scores -> SampledRanks.
+
+    Every user's sample size is its merged set over the stages (io.read_stages checks that the stages fit).
+    With --exclude (the users' history) no negative may be in it, and -N gives each user's N_u = N minus its
+    history items other than the held-out one (the items its negatives were drawn from, plus the held-out).
+    """
+    from .. import io
+
+    files = list(args.ranks)
+    cand = io.read_stages(files, fmt, held_out=args.held_out, exclude=args.exclude, scheme=args.scheme)
+    scores = io.concat_tables(args.scores, "scores")
+    sr = io.ranks_from_negatives(cand, scores, duplicates=args.duplicates or "count", ties=ties, n=n,
+                                 rng=args.seed)
+    if args.exclude is not None and args.n_items is not None:
+        if sr.n_items is not None or args.n_items_file is not None:
+            raise CLIError("give N_u once: -N with --exclude gives each user's N_u (N minus its history), so "
+                           "drop the n_items column of the scores or --n-items-file")
+        users = pd.Index(pd.unique(cand["user"]))
+        held = cand[cand.label == 1].set_index("user")["item"].reindex(users)
+        hist = io.read_table(args.exclude, "exclude")
+        h = pd.DataFrame({"user": io.id_text(hist["user"]), "item": io.id_text(hist["item"])}).drop_duplicates()
+        h = h[h.user.isin(users)]
+        h = h[h["item"].to_numpy() != held.reindex(h["user"]).to_numpy()]
+        NU = args.n_items - h.groupby("user").size().reindex(users).fillna(0).to_numpy(np.int64)
+        io.check_stage_sizes(cand, pd.Series(NU, index=users), files)
+        args.n_items = None          # consumed: the per-user N_u below carry it
+        return sr.with_n_items(pd.DataFrame({"user": users, "n_items": NU}))
+    if args.n_items is not None:
+        io.check_stage_sizes(cand, args.n_items, files)
+    return _per_user_items(args, sr)
+
+
 def _counts(args, stats):
     if args.n_items_file is not None:
         raise CLIError("--n-items-file does not apply to a counts table (no users): give N_u in its "
@@ -89,7 +120,7 @@ def _per_user_items(args, sr):
     if args.n_items is not None:
         raise CLIError("give --n-items or --n-items-file, not both")
     if sr.n_items is not None:
-        raise CLIError(f"{args.ranks[0] if args.scores is None else args.scores} has an n_items column "
+        raise CLIError(f"{args.ranks[0] if args.scores is None else ', '.join(args.scores)} has an n_items column "
                         "already: give N_u once (drop --n-items-file or the column)")
     return sr.with_n_items(args.n_items_file)
 
@@ -199,8 +230,9 @@ def is_popularity(args):
         return True
     if {"q", "label", "item"} <= _header(args.ranks[0]):
         return True
-    if args.exclude:
-        raise CLIError("--exclude needs --item-weights (popularity-sampled negatives)")
+    if args.exclude and args.input_format not in NEGATIVES_FORMATS:
+        raise CLIError("--exclude needs --item-weights (popularity-sampled negatives) or negatives files "
+                       "(--input-format ncf, elliot, negatives: the users' history, checked against them)")
     if args.weight_exponent is not None:
         raise CLIError("--weight-exponent needs --item-weights (an interactions table)")
     if args.method in POPULARITY_METHODS:

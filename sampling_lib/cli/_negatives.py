@@ -9,6 +9,7 @@ import pandas as pd
 
 from ._common import CLIError, check_output
 from ._inputs import need_n_items, read_weights
+from ._stages import check_stage_one, cmd_stage
 
 __all__ = ["cmd_negatives"]
 
@@ -18,6 +19,9 @@ def cmd_negatives(args):
     from ..sampling import sample_negatives
 
     check_output(args)
+    if args.stage >= 2:
+        return cmd_stage(args)
+    check_stage_one(args)
     users = read_table(args.users, "users")
     check_columns(users, ["user"], f"the users file {args.users}")
     excl = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 
 from ..estimators import DEFAULT_METHOD, METHODS, POPULARITY_METHODS
+from ..io import STAGE_FORMATS
 from ._common import PROG, Parser, int_in, nonneg_int
 
 __all__ = ["build_parser", "EXAMPLES", "INPUT_FORMATS"]
@@ -11,19 +12,21 @@ __all__ = ["build_parser", "EXAMPLES", "INPUT_FORMATS"]
 INPUT_FORMATS = ("auto", "table", "trec", "ranx", "ncf", "elliot", "negatives")
 
 
-def _add_common(p, compare=False):
+def _add_inputs(p):
+    """The options that say what the input files are (estimate, compare, ranks)."""
     p.add_argument("ranks", metavar="RANKS.csv", nargs="+",
                    help="ranks table (user, rank[, sample_size][, n_items][, model]), counts table "
                         "(rank, count[, sample_size][, n_items][, model]; CSV or Parquet) or scores "
                         "table (user, score, label[, model]); with --qrels one or more TREC/ranx run "
-                        "files; with --input-format ncf/elliot/negatives the negatives file")
+                        "files; with --input-format ncf/elliot/negatives the negatives file(s): one per "
+                        "stage of a nested design, first stage first (sampling-lib negatives --stage)")
     p.add_argument("--input-format", default="auto", choices=INPUT_FORMATS,
                    help="what RANKS holds (default auto: table, or trec/ranx (.json) with --qrels)")
     p.add_argument("--qrels", default=None, metavar="QRELS",
                    help="TREC qrels or ranx JSON qrels: the held-out item of each user (trec, ranx)")
-    p.add_argument("--scores", default=None, metavar="SCORES.csv",
+    p.add_argument("--scores", action="append", default=None, metavar="SCORES.csv",
                    help="scores of every candidate: CSV user, item, score[, model] (ncf, elliot, "
-                        "negatives)")
+                        "negatives); repeatable, e.g. one file per stage's scoring run")
     p.add_argument("--held-out", default=None, metavar="HELD_OUT.csv",
                    help="CSV user, item: the held-out items when the negatives file does not name "
                         "them (elliot '(user,)' lines, negatives)")
@@ -42,6 +45,10 @@ def _add_common(p, compare=False):
                    help="sample-set size n (held-out item + n-1 negatives): every user must have it (an "
                         "error names a user with another size); omit it to use each user's own size "
                         "(the file's sample_size column, or the size of its candidate set)")
+
+
+def _add_common(p, compare=False):
+    _add_inputs(p)
     p.add_argument("--metric", "-m", action="append", default=None, metavar="METRIC",
                    help="metric like recall@10, ndcg@10, ap@10, precision@5, mrr@10 "
                         "(repeatable; default recall@10 and ndcg@10)")
@@ -69,8 +76,10 @@ def _add_common(p, compare=False):
     p.add_argument("--output", "-o", default=None, help="write to this file instead of stdout")
     _add_weights(p)
     p.add_argument("--exclude", default=None, metavar="TRAIN.csv",
-                   help="with --item-weights: columns user, item, the items each user's negatives were never "
-                        "drawn from (its history)")
+                   help="columns user, item, the items each user's negatives were never drawn from (its "
+                        "history): with --item-weights; or with negatives files (ncf, elliot, negatives), where "
+                        "no negative may be in it and -N gives each user's N_u = N minus its history items "
+                        "(other than the held-out one)")
     if compare:
         p.add_argument("--alpha", type=float, default=0.05,
                        help="family-wise error rate of the decisions (default 0.05)")
@@ -115,7 +124,27 @@ EXAMPLES = {
   sampling-lib estimate ranks.csv -N 3706 -n 100 --plot estimates.png""",
     "compare": """examples:
   sampling-lib compare ranks.csv --n-items 3706 --sample-size 100 --metric ndcg@10
-  sampling-lib compare ranks.csv -N 3706 -n 100 --adjust bonferroni --alpha 0.01 --format csv""",
+  sampling-lib compare ranks.csv -N 3706 -n 100 --adjust bonferroni --alpha 0.01 --format csv
+  # the two stages of a nested design, scored in one or two runs
+  sampling-lib compare s1.test.negative s2.test.negative --input-format ncf --scores scores1.csv --scores scores2.csv -N 3706 --scheme hypergeometric""",
+    "negatives": """examples:
+  # stage 1: 99 distinct negatives per user (users.csv: user,item = held-out item), never from the history
+  sampling-lib negatives -N 3706 --users users.csv -n 100 --seed 0 --exclude train.csv -o s1.csv
+  # stage 2: 900 more items for the users whose held-out item any model ranked first (ranks of stage 1)
+  sampling-lib negatives --stage 2 --previous s1.csv --users users.csv --ranks ranks1.csv --threshold 1 --n2 900 -N 3706 --seed 0 --exclude train.csv -o s2.csv
+  # the doubling ladder from the stage-1 scores, NCF files: stage 2, then stage 3 from the merged scores
+  sampling-lib negatives --stage 2 --previous s1.test.negative --input-format ncf --scores scores1.csv --n-max 800 -N 3706 --seed 0 -o s2.test.negative
+  sampling-lib negatives --stage 3 --previous s1.test.negative s2.test.negative --input-format ncf --scores scores1.csv --scores scores2.csv --n-max 800 -N 3706 --seed 0 -o s3.test.negative
+  # then: sampling-lib estimate s1.test.negative s2.test.negative ... --input-format ncf --scores ... -N 3706 --scheme hypergeometric""",
+    "ranks": """examples:
+  # the ranks of two stages' NCF files scored by one or two runs of the framework
+  sampling-lib ranks s1.test.negative s2.test.negative --input-format ncf --scores scores1.csv --scores scores2.csv -o ranks.csv
+  sampling-lib ranks s1.csv --input-format negatives --held-out users.csv --scores scores1.csv -N 3706 --exclude train.csv""",
+    "plan": """examples:
+  # from stage-1 ranks (user,model,rank): the cheapest design whose intervals are at most 1.3x full ranking's
+  sampling-lib plan ranks1.csv -N 3706 -n 100
+  # without a pilot: 5,000 users, a guessed Recall@10 of 0.2, a target half-width of 0.01
+  sampling-lib plan -N 100000 -n 100 --users 5000 --guess-recall 0.2 --target-halfwidth 0.01""",
 }
 
 
@@ -135,6 +164,20 @@ def build_parser():
     p = sub.add_parser("compare", help="pairwise model differences with Holm-adjusted decisions",
                        epilog=EXAMPLES["compare"], formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_common(p, compare=True)
+    p = sub.add_parser("ranks", help="per-user sampled ranks (user, model, rank, sample_size[, n_items]) of any "
+                       "input of estimate, e.g. negatives files + scores: the pilot of plan, the --ranks of "
+                       "negatives --stage", epilog=EXAMPLES["ranks"], formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_inputs(p)
+    p.add_argument("--scheme", choices=["binomial", "hypergeometric"], default="binomial",
+                   help="how the negatives were drawn: without replacement (hypergeometric) a later stage's "
+                        "negative may not repeat an earlier one")
+    p.add_argument("--ties", choices=["pessimistic", "optimistic", "random"], default=None,
+                   help="tie rule for scores tables, runs and negatives files (default pessimistic)")
+    p.add_argument("--seed", type=nonneg_int, default=0, help="seed of --ties random (default 0)")
+    p.add_argument("--exclude", default=None, metavar="TRAIN.csv",
+                   help="negatives files: the users' history (no negative may be in it; with -N each user's "
+                        "N_u = N minus its history items other than the held-out one)")
+    p.add_argument("--output", "-o", default=None, help="write to this file instead of stdout")
     p = sub.add_parser("plan-users", help="test users needed for a margin of error")
     p.add_argument("--margin", type=float, required=True, help="margin of error, e.g. 0.01")
     p.add_argument("--confidence-level", "--confidence", dest="confidence_level", type=float, default=0.95,
@@ -143,24 +186,91 @@ def build_parser():
     p.add_argument("--p", type=float, default=0.5, help="planning value of the metric (default 0.5)")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.add_argument("--output", "-o", default=None)
-    p = sub.add_parser("negatives", help="a fixed negatives file (same sampled items for all models)")
+    p = sub.add_parser("plan", help="which sampled design reaches a target precision at least cost (a pilot's "
+                       "ranks, counts, or a guess)", epilog=EXAMPLES["plan"],
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("pilot", metavar="PILOT.csv", nargs="?", default=None,
+                   help="stage-1 ranks (user, rank[, model][, sample_size][, n_items]) or a counts table (rank, "
+                        "count[, model][, sample_size][, n_items]); without it: -N, -n, --users, --guess-recall")
+    p.add_argument("--n-items", "-N", type=int_in(2), default=None, metavar="N",
+                   help="items N (N_u; the median of an n_items column)")
+    p.add_argument("--sample-size", "-n", type=int_in(2), default=None, metavar="n",
+                   help="first-stage set size n (held-out item included)")
+    p.add_argument("--users", type=int_in(1), default=None, metavar="M",
+                   help="users of the evaluation (default: the pilot's)")
+    p.add_argument("--guess-recall", type=float, default=None, metavar="R",
+                   help="without a pilot: a guessed Recall@10 (a power law P(R) ~ R^-a with it)")
+    p.add_argument("--model", default=None, help="only this model of the pilot (default: every model; a design "
+                   "must meet the target for all of them)")
+    p.add_argument("--metric", "-m", action="append", default=None, metavar="METRIC",
+                   help="target metric (repeatable; default recall@10 and ndcg@10)")
+    p.add_argument("--target-ratio", type=float, default=None, metavar="RATIO",
+                   help="largest precision ratio: interval width over full ranking's (default 1.3)")
+    p.add_argument("--target-halfwidth", type=float, default=None, metavar="H",
+                   help="largest interval half-width (instead of --target-ratio)")
+    p.add_argument("--confidence-level", type=float, default=0.95,
+                   help="confidence level of the intervals (default 0.95)")
+    p.add_argument("--scheme", choices=["binomial", "hypergeometric"], default="binomial",
+                   help="negatives drawn with (binomial) or without replacement")
+    p.add_argument("--seed", type=nonneg_int, default=0,
+                   help="seed of the pilot drawn from --guess-recall, and of the printed negatives command (default 0)")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table",
+                   help="table (default: one row per design, the chosen one marked), or every (design, metric"
+                        "[, model]) row as csv or json")
+    p.add_argument("--output", "-o", default=None)
+    p = sub.add_parser("negatives", help="a fixed negatives file (same sampled items for all models), or the "
+                       "negatives of a later stage", epilog=EXAMPLES["negatives"],
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n-items", "-N", type=int_in(2), default=None, metavar="N",
                    help="number of items; item ids are 0..N-1 (refused with --item-weights: the items are "
                         "those of the weights)")
-    p.add_argument("--users", required=True, metavar="USERS.csv",
-                   help="column user [, item = the held-out item, never sampled]")
-    p.add_argument("--sample-size", "-n", type=int_in(2), required=True, metavar="n",
-                   help="sample-set size n: n-1 negatives per user")
-    p.add_argument("--seed", type=nonneg_int, required=True)
+    p.add_argument("--users", default=None, metavar="USERS.csv",
+                   help="column user [, item = the held-out item, never sampled]; required for stage 1, and "
+                        "for a later stage whose files do not name the held-out items (--input-format "
+                        "negatives, Elliot '(user,)' lines)")
+    p.add_argument("--sample-size", "-n", type=int_in(2), default=None, metavar="n",
+                   help="stage 1: sample-set size n, n-1 negatives per user (required)")
+    p.add_argument("--seed", type=nonneg_int, required=True,
+                   help="seed of the draws (stage K >= 2 draws from the seed sequence (seed, K), so reusing "
+                        "stage 1's seed still gives independent items)")
     p.add_argument("--exclude", default=None, metavar="TRAIN.csv",
-                   help="columns user, item: items never sampled for that user")
+                   help="columns user, item: items never sampled for that user (its history; the same file "
+                        "at every stage: N_u = N - history items other than the held-out one)")
     p.add_argument("--replace", action=argparse.BooleanOptionalAction, default=None,
                    help="sample with replacement (binomial scheme) or not (--no-replace: distinct "
                         "negatives, then --scheme hypergeometric when estimating). Default: distinct "
                         "uniform negatives; with --item-weights, with replacement (RecBole popN; the "
-                        "popularity estimators need it)")
+                        "popularity estimators need it). A later stage draws as stage 1 did")
     p.add_argument("--output", "-o", default=None)
     _add_weights(p)
+    g = p.add_argument_group("later stages (a nested design: issue 29; sampling-lib plan prints the command)")
+    g.add_argument("--stage", type=int_in(1), default=1, metavar="K",
+                   help="write the negatives of stage K (default 1: a fixed negatives file); K >= 2 adds items "
+                        "to the users that need them, from the ranks of the earlier stages")
+    g.add_argument("--previous", nargs="+", default=None, metavar="FILE",
+                   help="stage K >= 2: the negatives files of stages 1..K-1, first stage first")
+    g.add_argument("--input-format", default=None, choices=STAGE_FORMATS,
+                   help="format of the --previous files, and of the file written: negatives (user,item CSV, "
+                        "the default; held-out items in --users), ncf (*.test.negative lines) or elliot (TSV)")
+    g.add_argument("--ranks", default=None, metavar="RANKS.csv",
+                   help="the current ranks: user, rank[, model][, sample_size] (the rank of the held-out item "
+                        "among its merged set of stages 1..K-1, per model)")
+    g.add_argument("--scores", action="append", default=None, metavar="SCORES.csv",
+                   help="instead of --ranks: user, item, score[, model], the scores of every candidate of "
+                        "stages 1..K-1 (repeatable: one file per stage's scoring run)")
+    g.add_argument("--ties", choices=["pessimistic", "optimistic", "random"], default=None,
+                   help="with --scores: tie rule (default pessimistic)")
+    g.add_argument("--threshold", type=int_in(1), default=None, metavar="T",
+                   help="stage 2 for the users at rank <= T under any model (with --n2)")
+    g.add_argument("--n2", type=int_in(1), default=None, metavar="N2",
+                   help="items added at stage 2: for the users at rank <= --threshold, or for every user "
+                        "without --threshold (a single larger set)")
+    g.add_argument("--n-max", type=int_in(2), default=None, metavar="N_MAX",
+                   help="the doubling ladder (TORS24 Algorithm 1): a user at rank 1 under any model goes to "
+                        "the next size n, 2n, 4n, ... up to N_MAX (any stage K)")
+    g.add_argument("--full-fraction", type=float, default=None, metavar="F",
+                   help="stage 2 ranks a random share F of the users in full (all their N_u - n remaining "
+                        "items)")
     p = sub.add_parser("run", help="execute the notebooks into a report folder (make reports)",
                        add_help=False)
     p.add_argument("run_args", nargs=argparse.REMAINDER,
