@@ -257,7 +257,7 @@ def _scores_lookup(scores, cand):
     df, idt = _id_table(df, ids, "scores")
     at = lambda i: row_location(df, i)  # noqa: E731
     sc = pd.DataFrame({"user": idt["user"], "item": idt["item"],
-                       "score": pd.to_numeric(df["score"], errors="coerce"),
+                       "score": pd.to_numeric(df["score"], errors="coerce").to_numpy(),
                        "model": idt["model"] if "model" in df.columns else "model"})
     if "n_items" in df.columns:
         sc["n_items"] = check_int_column(df["n_items"], "n_items", at).to_numpy()
