@@ -208,6 +208,9 @@ def build_parser():
                    help="largest precision ratio: interval width over full ranking's (default 1.3)")
     p.add_argument("--target-halfwidth", type=float, default=None, metavar="H",
                    help="largest interval half-width (instead of --target-ratio)")
+    p.add_argument("--robust", action="store_true",
+                   help="judge each design by the high end of its predicted half-width (the top of P(R) is an "
+                        "extrapolation in the pilot: its prior refitted with weaker and stronger smoothing)")
     p.add_argument("--confidence-level", type=float, default=0.95,
                    help="confidence level of the intervals (default 0.95)")
     p.add_argument("--scheme", choices=["binomial", "hypergeometric"], default="binomial",
@@ -215,8 +218,9 @@ def build_parser():
     p.add_argument("--seed", type=nonneg_int, default=0,
                    help="seed of the pilot drawn from --guess-recall, and of the printed negatives command (default 0)")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table",
-                   help="table (default: one row per design, the chosen one marked), or every (design, metric"
-                        "[, model]) row as csv or json")
+                   help="table (default: the first stage and per kind the cheapest design meeting the target, the "
+                        "chosen one marked), or every (design, metric[, model]) row as csv or json")
+    p.add_argument("--wide", action="store_true", help="with --format table: every candidate design")
     p.add_argument("--output", "-o", default=None)
     p = sub.add_parser("negatives", help="a fixed negatives file (same sampled items for all models), or the "
                        "negatives of a later stage", epilog=EXAMPLES["negatives"],

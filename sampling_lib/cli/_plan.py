@@ -45,10 +45,15 @@ def cmd_plan(args):
     check_output(args)
     if args.target_halfwidth is not None and args.target_ratio is not None:
         raise UsageError("give one target: --target-ratio or --target-halfwidth")
-    pilots, N, n = _pilots(args)
+    if args.wide and args.format != "table":
+        raise UsageError(f"--wide applies to --format table; --format {args.format} has every row")
+    from ..design import candidate_designs
+
+    pilots, N, n, max_size = _pilots(args)
     M = args.users
+    cands = candidate_designs(max_size, n)
     kw = dict(metrics=args.metric or ("recall@10", "ndcg@10"), confidence_level=args.confidence_level,
-              scheme=args.scheme, rng=args.seed)
+              scheme=args.scheme, rng=args.seed, designs=cands, robust=args.robust, max_size=max_size)
     if args.target_halfwidth is not None:
         kw["target_halfwidth"] = args.target_halfwidth
     else:
@@ -70,10 +75,8 @@ def cmd_plan(args):
     ok = per[per.meets]
     best_name = ok.loc[ok.cost.idxmin(), "design"] if len(ok) else None
     table["chosen"] = table.design == best_name
-    from ..design import candidate_designs
-
     first = next(iter(results.values()))
-    best = {d.describe(): d for d in candidate_designs(N, n)}.get(best_name)
+    best = {d.describe(): d for d in cands}.get(best_name)
     if args.format != "table":
         write(table, args.format, args.output)
         print(_advice(best, args, N, n, first.target, len(results)), file=sys.stderr)
@@ -100,7 +103,7 @@ def _pilots(args):
                              + ", ".join(missing))
         if args.model is not None:
             raise UsageError("--model applies to a pilot file with a model column")
-        return {None: None}, args.n_items, args.sample_size
+        return {None: None}, args.n_items, args.sample_size, args.n_items
     if args.guess_recall is not None:
         raise UsageError("--guess-recall applies without a pilot file (the pilot's ranks give the prior)")
     df = io.read_table(args.pilot, "pilot")
@@ -138,20 +141,29 @@ def _pilots(args):
                        f"{alln[:5].tolist()}{'...' if alln.size > 5 else ''}")
     n = int(alln[0])
     if items:
-        N = int(np.median(np.concatenate(items)))
-        if args.n_items is not None and N != args.n_items:
-            raise CLIError(f"-N {args.n_items} disagrees with the n_items column of {args.pilot}")
+        if args.n_items is not None:
+            raise UsageError(f"-N does not apply: {args.pilot} has an n_items column (per-user N_u)")
+        items = np.concatenate(items)
+        N, max_size = int(np.median(items)), int(items.min())   # every user's sets must fit: the smallest N_u
     elif args.n_items is None:
         raise UsageError(f"-N is required: {args.pilot} has no n_items column")
     else:
-        N = args.n_items
-    return pilots, N, n
+        N = max_size = args.n_items
+    return pilots, N, n, max_size
 
 
 def _plan_view(table, per, best_name, args, N, n, M, target, n_models):
     """The compact view: one row per design, cost and the worst half-width and ratio per metric."""
     metrics = list(dict.fromkeys(table.metric))
-    worst = table.groupby(["design", "metric"], sort=False).agg(hw=("halfwidth", "max"), ratio=("ratio", "max"))
+    hw_col, ratio_col = ("halfwidth_high", "ratio_high") if args.robust else ("halfwidth", "ratio")
+    worst = table.groupby(["design", "metric"], sort=False).agg(hw=(hw_col, "max"), ratio=(ratio_col, "max"))
+    if not args.wide:       # the first stage alone, and per kind the cheapest design that meets the target
+        pick = [per.index[0]]                           # (else the most precise of the kind)
+        worst_ratio = worst.groupby(level=0, sort=False)["ratio"].max()
+        for _, g in per.groupby("kind", sort=False):
+            good = g[g.meets]
+            pick.append(good.cost.idxmin() if len(good) else g.index[worst_ratio.reindex(g.design).to_numpy().argmin()])
+        per = per.loc[sorted(set(pick), key=lambda i: per.cost[i])]
     rows = []
     for _, d in per.iterrows():
         row = {"design": d.design, "items/user": f"{d.cost:,.0f}", "% of full": f"{100 * d.cost_share:.2f}%"}
@@ -171,8 +183,12 @@ def _plan_view(table, per, best_name, args, N, n, M, target, n_models):
     with pd.option_context("display.width", 250, "display.max_columns", 50, "display.max_colwidth", 80):
         body = view.to_string(index=False, justify="left") + "\n\n"
     legend = textwrap.fill(
-        "items/user: expected items scored per user (held-out included); % of full: of N; ±: predicted "
+        ("" if args.wide else "the first stage alone and, per kind of design, the cheapest that meets the target "
+         "(else the most precise; --wide: every candidate); ")
+        + "items/user: expected items scored per user (held-out included); % of full: of N; ±: predicted "
         "half-width of the interval; ratio: its width over full ranking's (precision ratio)"
+        + ("; --robust: the high end of each prediction (the pilot's prior refitted with a 10x weaker and a "
+           "10x stronger penalty)" if args.robust else "")
         + ("; several models: the largest cost and the worst value over them (their added items are "
            "shared: the union costs at least the largest)" if n_models > 1 else ""), 110,
         subsequent_indent="  ") + "\n"
