@@ -24,10 +24,9 @@ __all__ = ["cmd_stage", "check_stage_one"]
 STAGE_OPTIONS = ("previous", "ranks", "scores", "ties", "threshold", "n2", "n_max", "full_fraction", "input_format")
 
 POPULARITY_STAGE = (
-    "a later stage of popularity-sampled negatives is not supported: the pop_mle rank-mass curve (eq 5 of "
-    "sampling_lib.popularity) and the Horvitz-Thompson estimate (eq 4) treat each user's logged draws as "
-    "unselected, but the users that go on are chosen by their stage-1 ranks (their stage-1 draws lie above "
-    "the held-out item less often), so both would be biased; sample a larger n at stage 1 instead")
+    "a later stage of popularity-sampled negatives is not supported: the users that go on are chosen by their "
+    "stage-1 ranks, which biases the pop_mle rank-mass curve and the Horvitz-Thompson estimate (both treat a "
+    "user's logged draws as unselected); sample a larger n at stage 1 instead")
 
 
 def _opt(name):
@@ -183,11 +182,14 @@ def cmd_stage(args):
     write_stage_negatives(out, args.output or sys.stdout, fmt, held_out=hold)
     dest = args.output or "stdout"
     n_add = np.unique(added[go])
+    extra = (f" --held-out {args.users}" if args.users is not None else "") + \
+        (f" --exclude {args.exclude}" if args.exclude is not None else "") + \
+        (" --scheme hypergeometric" if not replace else "")
     print(f"stage {K}: {int(go.sum()):,} of {users.size:,} users get "
           f"{n_add[0] if n_add.size == 1 else f'{n_add.min()}-{n_add.max()}'} more items ({why}); "
           f"{len(out):,} negatives written to {dest} ({fmt}). Score them, then estimate on every stage: "
           f"sampling-lib estimate {' '.join(prev)} {args.output or 'STAGE%d' % K} --input-format {fmt} "
-          f"--scores ... -N {N}{' --scheme hypergeometric' if not replace else ''}", file=sys.stderr)
+          f"--scores SCORES1.csv ... -N {N}{extra}", file=sys.stderr)
 
 
 def _columns(path):
