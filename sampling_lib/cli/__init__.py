@@ -4,9 +4,25 @@ Subcommands
 -----------
 ``estimate``   corrected global metrics with bootstrap CIs from a ranks/scores file;
 ``compare``    pairwise model differences with paired bootstrap CIs and Holm decisions;
+``ranks``      the per-user sampled ranks (user, model, rank, sample_size[, n_items]) of any input of estimate;
+``plan``       which sampled design (a larger n, a second stage, the doubling ladder, full ranking of
+               some users) reaches a target precision at least cost (:func:`sampling_lib.design.plan`);
 ``plan-users`` how many test users a margin of error needs (TORS24 eqs 46, 52; Hoeffding);
-``negatives``  a fixed file of sampled negatives, so every model sees the same items;
+``negatives``  a fixed file of sampled negatives, so every model sees the same items; with
+               ``--stage K`` the items added at stage K of a nested design;
 ``run``        execute the notebooks into reports/ (same options as ``python -m sampling_lib run``).
+
+Nested designs (issue 29), one module each: ``_stages`` (``negatives --stage K``),
+``_plan`` (``plan``). Stage 1 is a fixed negatives file; ``negatives --stage 2
+--previous STAGE1 --ranks RANKS1.csv --threshold 1 --n2 900 ...`` (or ``--n-max``
+for the doubling ladder of TORS24 Algorithm 1, ``--full-fraction``) writes the
+items added for the users that any model needs to resolve (one shared set, so
+``compare`` stays paired), without replacement avoiding the history, the held-out
+item and every earlier negative, in the first stage's format (``--input-format
+negatives | ncf | elliot``). ``estimate``, ``compare`` and ``ranks`` read every
+stage's file in order (``RANKS`` = the negatives files, first stage first) with
+the scores of all their candidates (``--scores``, repeatable) and merge them into
+each user's final (n_u, r_u) per model (:func:`sampling_lib.io.read_stages`).
 
 Popularity-sampled negatives (RecBole ``popN``): give ``--item-weights`` (a
 table ``item, weight``, or an interactions table ``user, item`` whose counts
@@ -83,6 +99,9 @@ Examples
     sampling-lib compare ranks.csv --n-items 3706 --sample-size 100 --metric ndcg@10
     sampling-lib plan-users --margin 0.01 --models 5
     sampling-lib negatives --n-items 3706 --users users.csv --sample-size 100 --seed 0 --exclude train.csv
+    sampling-lib plan ranks1.csv -N 3706 -n 100
+    sampling-lib negatives --stage 2 --previous s1.csv --users users.csv --ranks ranks1.csv --threshold 1 --n2 900 -N 3706 --seed 0 -o s2.csv
+    sampling-lib estimate s1.csv s2.csv --input-format negatives --held-out users.csv --scores sc1.csv --scores sc2.csv -N 3706 --scheme hypergeometric
     sampling-lib estimate scores.csv --item-weights interactions.csv --exclude train.csv --metric recall@10
 """
 from __future__ import annotations

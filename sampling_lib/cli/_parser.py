@@ -54,7 +54,7 @@ def _add_common(p, compare=False):
                         "(repeatable; default recall@10 and ndcg@10)")
     p.add_argument("--method", default=None, choices=METHODS + POPULARITY_METHODS, metavar="METHOD",
                    help=f"estimator, one of {', '.join(METHODS)} (default {DEFAULT_METHOD}; "
-                        "adaptive_mle when sample sizes vary); with popularity-sampled negatives one of "
+                        "also with per-user sample sizes); with popularity-sampled negatives one of "
                         f"{', '.join(POPULARITY_METHODS)} (default pop_mle)")
     p.add_argument("--confidence-level", "--ci", dest="ci", type=float, default=0.95,
                    help="confidence level of the intervals (default 0.95; --ci is the old spelling)")
@@ -107,6 +107,7 @@ EXAMPLES = {
   sampling-lib compare ranks.csv -N 3706 -n 100 --metric ndcg@10
   sampling-lib estimate ranks.csv -N 3706 -n 100 --plot estimates.png
   sampling-lib plan-users --margin 0.01 --models 5
+  sampling-lib plan ranks1.csv -N 3706 -n 100    (which second stage resolves recall@10 and ndcg@10)
   sampling-lib run --smoke --out /tmp/smoke      (the notebooks: needs the extra [notebooks])
   python -m sampling_lib estimate ...            (the same command)
 
@@ -121,7 +122,9 @@ EXAMPLES = {
   # NCF's negatives file with the model's scores; distinct negatives: hypergeometric
   sampling-lib estimate ml-1m.test.negative --input-format ncf --scores scores.csv -N 3706 --scheme hypergeometric
   # naive vs corrected with intervals, as a figure
-  sampling-lib estimate ranks.csv -N 3706 -n 100 --plot estimates.png""",
+  sampling-lib estimate ranks.csv -N 3706 -n 100 --plot estimates.png
+  # the stages of a nested design (sampling-lib negatives --stage): every stage's file, first stage first
+  sampling-lib estimate s1.test.negative s2.test.negative --input-format ncf --scores scores1.csv --scores scores2.csv -N 3706 --scheme hypergeometric""",
     "compare": """examples:
   sampling-lib compare ranks.csv --n-items 3706 --sample-size 100 --metric ndcg@10
   sampling-lib compare ranks.csv -N 3706 -n 100 --adjust bonferroni --alpha 0.01 --format csv
