@@ -8,13 +8,21 @@ a small dict), so a notebook only calls it, checks it and plots it:
   :func:`~sampling_lib.correct.estimate`), :func:`simulate_accuracy` (point
   errors of several estimators), :func:`simulate_paired_difference`
   (calibration of :func:`~sampling_lib.correct.compare`), :func:`coverage_summary`;
-* accuracy on real rank distributions (notebook 10):
-  :data:`PANEL_MODELS` (recommender settings for
-  :func:`sampling_lib.experiments.global_ranks_from_data`, the one data-to-ranks pipeline), :func:`oracle_weights` (the floor: posterior mean under the true
-  P(R)), :func:`accuracy_panel` (every estimator's Recall/NDCG@1..K_max
-  against the users' true metric over n, M and draws), :func:`panel_summary`
-  (mean relative error, resolved / below resolution), :func:`interval_coverage`
-  (coverage of :func:`~sampling_lib.correct.estimate`'s intervals);
+* accuracy on real rank distributions (notebook 10, ``benchmarks/bench_accuracy.py``):
+  :data:`PANEL_DATASETS` and :func:`panel_populations` (MovieLens 100K, Last.fm 2K,
+  Gowalla, Yelp2018 ranked by the settings of :data:`PANEL_MODELS` through
+  :func:`sampling_lib.experiments.global_ranks_from_data`, the one data-to-ranks pipeline;
+  :func:`load_user_item_lists` reads the LightGCN layout), :func:`accuracy_panel` (every
+  estimator's Recall/NDCG@1..K_max against the users' true metric over n, M and draws,
+  with the references :func:`split_half_estimate` and :func:`posterior_mean_estimate`),
+  :func:`panel_summary`, :func:`interval_coverage` (coverage of
+  :func:`~sampling_lib.correct.estimate`'s intervals and their precision ratio against
+  :func:`full_ranking_interval`); leave-one-dataset-out tuning of the default
+  (:func:`tuning_panel`, :func:`family_errors`, :func:`leave_one_dataset_out`,
+  :func:`held_out_comparison`, :func:`penalty_intervals`, :func:`choose_factor`); the
+  AAAI23 protocol (:func:`aaai23_ranks`, :func:`aaai23_protocol`, :func:`aaai23_table`,
+  :func:`aaai23_winners`); the negatives'-scores candidate (:func:`tail_eb_estimate`,
+  :func:`tail_panel`);
 * user sampling (:mod:`sampling_lib.user_sampling`, :mod:`sampling_lib.inference`,
   TORS24 Sec 7):
   :func:`simulate_proportion_coverage`, :func:`simulate_difference_coverage`,
@@ -34,7 +42,7 @@ a small dict), so a notebook only calls it, checks it and plots it:
   notebook 08).
 
 The functions live in topic modules of this package (``correction``,
-``users``, ``panel``, ``sampled_hit_ratio``, ``mapping_functions``,
+``users``, ``panel``, ``panel_data``, ``tuning``, ``aaai23``, ``tail``, ``sampled_hit_ratio``, ``mapping_functions``,
 ``rank_distribution``, ``metric_estimators``, ``random_baseline``,
 ``real_data``, ``design``); every public name is listed below and importable from here.
 Randomness only through ``rng`` (a seed or a numpy Generator).
@@ -54,8 +62,19 @@ from .correction import (simulate_coverage, simulate_accuracy, simulate_paired_d
 from .users import (simulate_proportion_coverage, simulate_difference_coverage,
                     simulate_ztest_rejections, simulate_familywise_error, proportion_coverage_table,
                     user_sampling_tails, user_sampling_errors)
-from .panel import (oracle_weights, accuracy_panel, panel_summary, interval_coverage,
-                    n_items_comparison, PANEL_MODELS, PANEL_METHODS)
+from .panel import (oracle_weights, posterior_mean_estimate, split_half_estimate, population_seed,
+                    draw_evaluation, accuracy_panel, panel_summary, full_ranking_interval,
+                    interval_coverage, n_items_comparison, PANEL_MODELS, PANEL_METHODS,
+                    PUBLISHED_METHODS, REFERENCES)
+from .panel_data import (PanelDataset, PANEL_DATASETS, LARGE_MODELS, DENSE_ITEMS_MAX,
+                         load_user_item_lists, panel_populations, dataset_family)
+from .tuning import (PENALTIES, KNOT_SPACINGS, FACTORS, logspline_label, logspline_candidates,
+                     tuning_panel, family_errors, leave_one_dataset_out, held_out_comparison,
+                     penalty_intervals, union_intervals, choose_factor)
+from .aaai23 import (AAAI23_ESTIMATORS, AAAI23_MODELS, AAAI23_DATASETS, aaai23_ranks, aaai23_protocol,
+                     aaai23_table, aaai23_winners)
+from .tail import (TAIL_POINTS, CALIBRATIONS, standardized_scores, pooled_survival, tail_eb_estimate, score_draws,
+                   tail_panel)
 from .sampled_hit_ratio import (simulate_shr, shr_moments, shr_tail_frequencies, expected_shr_gaps)
 from .mapping_functions import (beta_map_accuracy, beta_map_steps, beta_map_differences,
                                 beta_map_monotonicity, max_position_difference)
@@ -85,12 +104,56 @@ __all__ = [
     "user_sampling_errors",
     # panel
     "oracle_weights",
+    "posterior_mean_estimate",
+    "split_half_estimate",
+    "population_seed",
+    "draw_evaluation",
     "accuracy_panel",
     "panel_summary",
+    "full_ranking_interval",
     "interval_coverage",
     "n_items_comparison",
     "PANEL_MODELS",
     "PANEL_METHODS",
+    "PUBLISHED_METHODS",
+    "REFERENCES",
+    # panel_data
+    "PanelDataset",
+    "PANEL_DATASETS",
+    "LARGE_MODELS",
+    "DENSE_ITEMS_MAX",
+    "load_user_item_lists",
+    "panel_populations",
+    "dataset_family",
+    # tuning
+    "PENALTIES",
+    "KNOT_SPACINGS",
+    "FACTORS",
+    "logspline_label",
+    "logspline_candidates",
+    "tuning_panel",
+    "family_errors",
+    "leave_one_dataset_out",
+    "held_out_comparison",
+    "penalty_intervals",
+    "union_intervals",
+    "choose_factor",
+    # aaai23
+    "AAAI23_ESTIMATORS",
+    "AAAI23_MODELS",
+    "AAAI23_DATASETS",
+    "aaai23_ranks",
+    "aaai23_protocol",
+    "aaai23_table",
+    "aaai23_winners",
+    # tail
+    "TAIL_POINTS",
+    "CALIBRATIONS",
+    "standardized_scores",
+    "pooled_survival",
+    "tail_eb_estimate",
+    "score_draws",
+    "tail_panel",
     # sampled_hit_ratio
     "simulate_shr",
     "shr_moments",

@@ -1,7 +1,8 @@
-"""Accuracy on real rank distributions: the panel, the oracle, interval coverage, per-user N (notebook 10)."""
+"""Accuracy on real rank distributions: the panel, its references, interval coverage, per-user N (notebook 10)."""
 from __future__ import annotations
 
 import time
+import zlib
 
 import numpy as np
 import pandas as pd
@@ -11,30 +12,34 @@ from .._validation import (check_int, check_N_n, check_pmf,
 from ..kernels import log_kernel_rows
 from ..correct import estimate
 from ..experiments import seed_sequence
+from ..estimators import weights_head
 from ..metrics import metric_values
+from .panel_data import PANEL_MODELS
 
 __all__ = [
     "oracle_weights",
+    "posterior_mean_estimate",
+    "split_half_estimate",
+    "population_seed",
+    "draw_evaluation",
     "accuracy_panel",
     "panel_summary",
+    "full_ranking_interval",
     "interval_coverage",
     "n_items_comparison",
     "PANEL_MODELS",
     "PANEL_METHODS",
+    "PUBLISHED_METHODS",
+    "REFERENCES",
 ]
 
 
-PANEL_MODELS = {
-    "popularity": ("popularity", {}),
-    "itemknn-10": ("itemknn", {"neighbors": 10}),
-    "itemknn": ("itemknn", {"neighbors": None}),
-    "ease-5000": ("ease", {"lam": 5000.0}),
-    "ease-200": ("ease", {"lam": 200.0}),
-    "als-8": ("als", {"factors": 8, "iterations": 3}),
-    "als-64": ("als", {"factors": 64, "iterations": 15}),
-}
-#: Estimators measured by default: the published ones and the log-spline EB.
-PANEL_METHODS = ("mle", "mes", "bv", "bv_mle", "mn_mes", "logspline")
+#: The published estimators the panel measures (``adaptive_mle`` is ``mle`` at one sample size).
+PUBLISHED_METHODS = ("mle", "wmle", "mes", "bv", "bv_mle", "bv_mes", "mn", "mn_mle", "mn_mes", "cls")
+#: Estimators measured by default: the published ones and the default (log-spline EB).
+PANEL_METHODS = PUBLISHED_METHODS + ("logspline",)
+#: The references of :func:`accuracy_panel` (see its docstring).
+REFERENCES = ("split-half oracle", "realized oracle")
 
 
 def _posterior_matrix(pmf, N, n, scheme):
@@ -84,13 +89,18 @@ def oracle_weights(pmf, sampled_ranks, N, n, *, scheme="binomial"):
     return c @ _posterior_matrix(pmf, N, n, scheme)
 
 
-def _resolve(methods):
+def _resolve(methods, max_K=None):
+    """{label: estimator} of registered names or (label, callable) pairs; an estimator with a
+    horizon option (CLS's ``max_rank``) is solved up to the largest cutoff ``max_K`` (exact for
+    every metric at K <= max_K, as :func:`sampling_lib.correct.estimate` does)."""
+    from ..estimators import estimator_spec, get_estimator
+
     out = {}
     for m in methods:
         if isinstance(m, str):
-            from ..estimators import get_estimator
-
-            out[m] = get_estimator(m)
+            spec = estimator_spec(m)
+            opts = {spec.horizon_option: int(max_K)} if spec.horizon_option and max_K else {}
+            out[m] = get_estimator(m, **opts)
         elif isinstance(m, tuple) and len(m) == 2 and callable(m[1]):
             out[str(m[0])] = m[1]
         else:
@@ -99,19 +109,120 @@ def _resolve(methods):
     return out
 
 
+def population_seed(root, dataset, model, *cell):
+    """The SeedSequence of one cell of a population: a function of the labels, not of the order of
+    the populations, so a panel of a subset (or a superset) draws the same sampled ranks."""
+    key = [zlib.crc32(str(dataset).encode()), zlib.crc32(str(model).encode())]
+    return np.random.SeedSequence([root.entropy, *key, *[int(c) for c in cell]])
+
+
+def draw_evaluation(g, R, N, n, M, scheme):
+    """One sampled evaluation: M users drawn without replacement (all when M is None) and their
+    sampled ranks among n - 1 uniform negatives (AAAI21 eq 18): (true ranks, sampled ranks)."""
+    Ru = R if M is None else g.choice(R, M, replace=False)
+    if scheme == "binomial":
+        r = 1 + g.binomial(n - 1, (Ru - 1) / (N - 1))
+    else:
+        r = 1 + g.hypergeometric(Ru - 1, N - Ru, n - 1)
+    return Ru, r
+
+
+def _metric_head(N, max_K):
+    """Recall@1..max_K and NDCG@1..max_K on ranks 1..H, H = min(N, max_K) (0 beyond): (H, 2 max_K)."""
+    H = min(N, max_K)
+    Ks = np.arange(1, max_K + 1)
+    return np.concatenate([np.stack([metric_values(f"recall@{k}", N)[:H] for k in Ks], axis=1),
+                           np.stack([metric_values(f"ndcg@{k}", N)[:H] for k in Ks], axis=1)], axis=1)
+
+
+def posterior_mean_estimate(prior_ranks, sampled_ranks, N, n, F, *, scheme="binomial"):
+    """(1/M) sum_u E[F(R) | r_u] under the prior "the distribution of ``prior_ranks``".
+
+    Bayes rule with the kernel P(r | R) (AAAI21 eq 18) and the empirical
+    distribution of the given global ranks as the prior: the oracle references of
+    :func:`accuracy_panel`. Computed on the distinct prior ranks and the observed
+    sampled ranks only (memory O(distinct ranks x observed ranks), in chunks).
+
+    Parameters
+    ----------
+    prior_ranks : array_like of int
+        Global ranks whose distribution is the prior.
+    sampled_ranks : array_like of int
+        r_u in 1..n of the users scored.
+    N, n : int
+    F : ndarray, shape (H, m)
+        Metric values on ranks 1..H (0 beyond H).
+    scheme : {"binomial", "hypergeometric"}, keyword-only
+
+    Returns
+    -------
+    ndarray, shape (m,)
+
+    Examples
+    --------
+    >>> F = metric_values("recall@5", 100)[:, None]
+    >>> float(posterior_mean_estimate([3, 3, 3], [1, 1], 100, 10, F)[0])    # a point-mass prior
+    1.0
+    """
+    N, n = check_N_n(N, n)
+    vals, cnt = np.unique(check_ranks(prior_ranks, N, name="prior_ranks"), return_counts=True)
+    probs = cnt / cnt.sum()
+    r = check_ranks(sampled_ranks, n, name="sampled_ranks", upper_name="n")
+    c = np.bincount(r - 1, minlength=n).astype(float)
+    obs = np.flatnonzero(c)
+    F = np.asarray(F, dtype=float)
+    H = F.shape[0]
+    q = np.zeros(obs.size)
+    num = np.zeros((F.shape[1], obs.size))
+    step = max(1, (1 << 20) // max(1, obs.size))
+    for a in range(0, vals.size, step):
+        v, p = vals[a:a + step], probs[a:a + step]
+        K = np.exp(log_kernel_rows(N, n, v, scheme)[:, obs])
+        q += p @ K
+        top = v <= H
+        if top.any():
+            num += (p[top, None] * F[v[top] - 1]).T @ K[top]
+    E = np.divide(num, q, out=np.zeros_like(num), where=q > 0)
+    return E @ (c[obs] / r.size)
+
+
+def split_half_estimate(g, true_ranks, sampled_ranks, N, n, F, *, scheme="binomial"):
+    """The split-half oracle: each half of the users scored with the other half's true ranks as prior.
+
+    The users are split at random into halves A and B; the users of B get the
+    posterior mean under the distribution of A's *true* global ranks and vice
+    versa (:func:`posterior_mean_estimate`), and the two halves are averaged with
+    their sizes. No user's own rank enters its prior: the reference is what an
+    empirical-Bayes estimator could reach if it knew the rank distribution of
+    comparable users exactly (e.g. half the users ranked in full).
+
+    Returns
+    -------
+    ndarray, shape (m,)
+    """
+    R = np.asarray(true_ranks)
+    r = np.asarray(sampled_ranks)
+    if R.size < 2:
+        raise ValueError(f"the split-half oracle needs at least 2 users; got {R.size}")
+    perm = g.permutation(R.size)
+    A, B = perm[: R.size // 2], perm[R.size // 2:]
+    return (A.size * posterior_mean_estimate(R[B], r[A], N, n, F, scheme=scheme)
+            + B.size * posterior_mean_estimate(R[A], r[B], N, n, F, scheme=scheme)) / R.size
+
+
 def accuracy_panel(populations, methods=PANEL_METHODS, *, sample_sizes=(20, 50, 100, 500),
                    user_counts=(300, 1000, None), draws=10, max_K=50, scheme="binomial", rng=0,
-                   progress=False):
+                   references=REFERENCES, progress=False):
     """Every estimator's Recall/NDCG@1..max_K against the truth on real rank distributions.
 
     Parameters
     ----------
     populations : mapping (dataset, model) -> (global ranks, N)
-        E.g. built from :func:`sampling_lib.experiments.global_ranks_from_data` with :data:`PANEL_MODELS`.
+        E.g. :func:`sampling_lib.studies.panel_populations`.
     methods : sequence
-        Registered estimator names (:func:`sampling_lib.estimators.get_estimator`)
+        Registered estimator names (:func:`sampling_lib.estimators.get_estimator`;
+        CLS is solved up to ``max_K``, exact for these metrics)
         or ``(label, callable)`` pairs with ``callable(sampled_ranks, N, n) -> w``.
-        The oracle (:func:`oracle_weights` with the population's P(R)) is always added.
     sample_sizes : sequence of int
         Values of n (held-out item included); values >= N are skipped.
     user_counts : sequence of int or None
@@ -124,8 +235,17 @@ def accuracy_panel(populations, methods=PANEL_METHODS, *, sample_sizes=(20, 50, 
         Cut-offs K = 1..max_K.
     scheme : {"binomial", "hypergeometric"}
     rng : int or Generator
-        One seed for the whole panel (each cell gets its own child stream, so
-        adding a method does not change the draws).
+        One seed for the whole panel; each cell's stream is a function of the
+        population's labels, n and M (:func:`population_seed`), so adding a
+        method or a population does not change the draws.
+    references : sequence of str
+        Any of :data:`REFERENCES`, added as estimators: ``"split-half oracle"``
+        (:func:`split_half_estimate`: each half of the evaluated users scored with
+        the other half's true ranks as prior, a reference a practitioner could
+        reach by ranking comparable users in full) and ``"realized oracle"`` (the
+        posterior mean under the evaluated users' *own* true rank distribution: a
+        curiosity, not an information limit -- with uninformative data it
+        returns the truth exactly).
     progress : bool
         Print one line per population.
 
@@ -135,46 +255,56 @@ def accuracy_panel(populations, methods=PANEL_METHODS, *, sample_sizes=(20, 50, 
         Tidy: ``dataset, model, N, n, M, draw, estimator, metric, K, estimate,
         truth, rel_error, below_resolution`` with ``metric`` in {"recall",
         "ndcg"}, ``rel_error = |estimate - truth| / truth`` (NaN when the truth
-        is 0) and ``below_resolution = K < (N - 1)/(n - 1)``.
+        is 0) and ``below_resolution = K < (N - 1)/(n - 1)``. An estimator that
+        has no answer on a draw (a singular linear system: BV or MN with a
+        fitted prior that gives an observed sampled rank zero weight) gets NaN
+        estimates there; :func:`panel_summary` counts such ``failures``.
     """
     from ..estimators import Estimator
 
     scheme = check_scheme(scheme)
     draws = check_int(draws, "draws", low=1)
     max_K = check_int(max_K, "max_K", low=1)
-    fns = _resolve(methods)
+    fns = _resolve(methods, max_K)
+    refs = tuple(references)
+    bad = [x for x in refs if x not in REFERENCES]
+    if bad:
+        raise ValueError(f"references must be among {REFERENCES}; got {bad}")
     root = seed_sequence(rng)
     frames = []
     Ks = np.arange(1, max_K + 1)
-    for p_idx, ((dataset, model), (R, N)) in enumerate(populations.items()):
+    for (dataset, model), (R, N) in populations.items():
         t0 = time.perf_counter()
         N = check_int(N, "N", low=2)
         R = check_ranks(R, N, name=f"ranks of {dataset}/{model}")
-        F = np.concatenate([np.stack([metric_values(f"recall@{k}", N) for k in Ks], axis=1),
-                            np.stack([metric_values(f"ndcg@{k}", N) for k in Ks], axis=1)], axis=1)
-        pmf = np.bincount(R - 1, minlength=N) / R.size
+        F = _metric_head(N, max_K)
+        H = F.shape[0]
         for n in sample_sizes:
             n = int(n)
             if n >= N:
                 continue
-            post = _posterior_matrix(pmf, N, n, scheme)
             w_res = (N - 1) / (n - 1)
             for M in _user_counts(user_counts, R.size):
                 Mv = R.size if M is None else M
-                cell_ss = np.random.SeedSequence([root.entropy, p_idx, n, Mv])
-                for d, ss in enumerate(cell_ss.spawn(draws)):
+                for d, ss in enumerate(population_seed(root, dataset, model, n, Mv).spawn(draws)):
                     g = np.random.default_rng(ss)
-                    Ru = R if M is None else g.choice(R, Mv, replace=False)
-                    if scheme == "binomial":
-                        r = 1 + g.binomial(n - 1, (Ru - 1) / (N - 1))
-                    else:
-                        r = 1 + g.hypergeometric(Ru - 1, N - Ru, n - 1)
-                    truth = (np.bincount(Ru - 1, minlength=N) / Mv) @ F
-                    ests = {"oracle": (np.bincount(r - 1, minlength=n) / Mv) @ post @ F}
+                    Ru, r = draw_evaluation(g, R, N, n, M, scheme)
+                    truth = (np.bincount(Ru[Ru <= H] - 1, minlength=H) / Mv) @ F
+                    ests = {}
+                    if "split-half oracle" in refs:
+                        ests["split-half oracle"] = split_half_estimate(g, Ru, r, N, n, F, scheme=scheme)
+                    if "realized oracle" in refs:
+                        ests["realized oracle"] = posterior_mean_estimate(Ru, r, N, n, F, scheme=scheme)
                     cache = {}       # fits shared by the estimators on these ranks (e.g. mes, mn_mes's prior)
                     for name, fn in fns.items():
-                        w = fn(r, N, n, cache=cache) if isinstance(fn, Estimator) else fn(r, N, n)
-                        ests[name] = w @ F
+                        try:
+                            w = fn(r, N, n, cache=cache) if isinstance(fn, Estimator) else fn(r, N, n)
+                        except np.linalg.LinAlgError:
+                            # e.g. BV/MN with a fitted prior that gives some observed sampled rank zero
+                            # weight: the estimator has no answer on these ranks (NaN, counted as a failure)
+                            ests[name] = np.full(F.shape[1], np.nan)
+                            continue
+                        ests[name] = weights_head(w, H) @ F
                     for name, e in ests.items():
                         with np.errstate(divide="ignore", invalid="ignore"):
                             rel = np.where(truth > 0, np.abs(e - truth) / truth, np.nan)
@@ -212,12 +342,13 @@ def panel_summary(panel, by=("estimator",), metric="recall"):
 
     Each (population, n, M, draw) evaluation is first averaged over K, then
     the mean and the standard deviation over evaluations are reported, with
-    the number of evaluations.
+    the number of evaluations and of failures (evaluations without an
+    estimate, left out of the means).
 
     Returns
     -------
     pandas.DataFrame
-        Indexed by ``by``: ``mean_rel_error, sd, resolved, below_resolution, evaluations``.
+        Indexed by ``by``: ``mean_rel_error, sd, resolved, below_resolution, evaluations, failures``.
     """
     df = panel[panel.metric == metric]
     keys = ["dataset", "model", "n", "M", "draw", *by]
@@ -225,69 +356,121 @@ def panel_summary(panel, by=("estimator",), metric="recall"):
     per = df.groupby(keys)["rel_error"].mean().rename("all")
     res = df[~df.below_resolution].groupby(keys)["rel_error"].mean().rename("resolved")
     bel = df[df.below_resolution].groupby(keys)["rel_error"].mean().rename("below")
-    t = pd.concat([per, res, bel], axis=1).reset_index()
+    if "estimate" in df.columns:
+        fail = df.groupby(keys)["estimate"].apply(lambda e: bool(e.isna().all())).rename("failed")
+    else:
+        fail = pd.Series(False, index=per.index, name="failed")
+    t = pd.concat([per, res, bel, fail], axis=1).reset_index()
     out = t.groupby(list(by)).agg(mean_rel_error=("all", "mean"), sd=("all", "std"),
                                   resolved=("resolved", "mean"), below_resolution=("below", "mean"),
-                                  evaluations=("all", "size"))
+                                  evaluations=("all", "size"), failures=("failed", "sum"))
     out[["mean_rel_error", "sd", "resolved", "below_resolution"]] *= 100.0
     return out.sort_values("mean_rel_error")
+
+
+def full_ranking_interval(true_ranks, F, *, n_boot=200, confidence_level=0.95, rng=None):
+    """Full ranking's own percentile interval: the user bootstrap of the true ranks.
+
+    What a full-ranking evaluation of the same users would report (Efron and
+    Tibshirani 1993, ch. 13): the users resampled with replacement
+    (one multinomial draw of the counts of their distinct ranks), the metric
+    averaged over them.
+
+    Parameters
+    ----------
+    true_ranks : array_like of int
+    F : ndarray, shape (H, m)
+        Metric values on ranks 1..H (0 beyond).
+    n_boot : int, keyword-only
+    confidence_level : float, keyword-only
+    rng : seed or Generator, keyword-only
+
+    Returns
+    -------
+    (low, high) : ndarrays of shape (m,)
+
+    Examples
+    --------
+    >>> lo, hi = full_ranking_interval(np.r_[np.ones(50, int), np.full(50, 9)],
+    ...                                metric_values("recall@5", 10)[:, None], rng=0)
+    >>> bool(lo[0] < 0.5 < hi[0])
+    True
+    """
+    F = np.asarray(F, dtype=float)
+    H = F.shape[0]
+    R = np.asarray(true_ranks)
+    vals, cnt = np.unique(np.minimum(R, H + 1), return_counts=True)
+    Fv = np.zeros((vals.size, F.shape[1]))
+    top = vals <= H
+    Fv[top] = F[vals[top] - 1]
+    C = np.random.default_rng(rng).multinomial(R.size, cnt / R.size, size=check_int(n_boot, "n_boot", low=2))
+    reps = (C / R.size) @ Fv
+    a = 0.5 * (1.0 - confidence_level)
+    return np.quantile(reps, a, axis=0), np.quantile(reps, 1.0 - a, axis=0)
 
 
 def interval_coverage(populations, methods=("logspline",), metrics=("recall@10", "ndcg@10"), *,
                       sample_sizes=(20, 100, 500), user_counts=(300, None), draws=3, n_boot=200,
                       confidence_level=0.95, scheme="binomial", rng=0, progress=False):
-    """Coverage of :func:`sampling_lib.correct.estimate`'s intervals on real rank distributions.
+    """Coverage and width of :func:`sampling_lib.correct.estimate`'s intervals on real rank distributions.
 
     For every population, n, M and draw (drawn as in :func:`accuracy_panel`)
     the practitioner entry point is called with each method and its default
     interval; the row records whether the interval holds the users' true
-    metric.
+    metric, and compares its width with full ranking's own interval
+    (:func:`full_ranking_interval`: the user bootstrap of the same users' true
+    ranks, ``n_boot`` replicates at the same level).
 
     Returns
     -------
     pandas.DataFrame
         ``dataset, model, N, n, M, draw, method, metric, K, truth, estimate,
-        ci_low, ci_high, covered, rel_width, below_resolution``.
+        ci_low, ci_high, covered, rel_width, full_low, full_high,
+        precision_ratio, below_resolution``; ``rel_width`` is the width over
+        the truth, ``precision_ratio`` the width over full ranking's width
+        (1 = the precision of ranking every item; NaN when that width is 0).
     """
+    from ..metrics import metric_matrix, parse_metrics
+
     draws = check_int(draws, "draws", low=1)
     root = seed_sequence(rng)
+    parsed = parse_metrics(metrics)
     rows = []
-    for p_idx, ((dataset, model), (R, N)) in enumerate(populations.items()):
+    for (dataset, model), (R, N) in populations.items():
         t0 = time.perf_counter()
         R = check_ranks(R, N, name=f"ranks of {dataset}/{model}")
+        Fm = metric_matrix(parsed, min(N, max(K for _, _, K in parsed)))
         for n in sample_sizes:
             n = int(n)
             if n >= N:
                 continue
             for M in _user_counts(user_counts, R.size):
                 Mv = R.size if M is None else M
-                cell_ss = np.random.SeedSequence([root.entropy, p_idx, n, Mv, 1])
-                for d, ss in enumerate(cell_ss.spawn(draws)):
+                for d, ss in enumerate(population_seed(root, dataset, model, n, Mv, 1).spawn(draws)):
                     g = np.random.default_rng(ss)
-                    Ru = R if M is None else g.choice(R, Mv, replace=False)
-                    if scheme == "binomial":
-                        r = 1 + g.binomial(n - 1, (Ru - 1) / (N - 1))
-                    else:
-                        r = 1 + g.hypergeometric(Ru - 1, N - Ru, n - 1)
+                    Ru, r = draw_evaluation(g, R, N, n, M, scheme)
+                    f_lo, f_hi = full_ranking_interval(Ru, Fm, n_boot=n_boot, rng=g,
+                                                       confidence_level=confidence_level)
                     for meth in methods:
                         t = estimate(r, N, n, metrics, method=meth, n_boot=n_boot, rng=g,
                                      scheme=scheme, confidence_level=confidence_level)
-                        for _, row in t.iterrows():
+                        for j, row in t.iterrows():
                             truth = float(np.mean(metric_values(row["metric"], N)[Ru - 1]))
+                            width = row["ci_high"] - row["ci_low"]
+                            f_w = f_hi[j] - f_lo[j]
                             rows.append({
                                 "dataset": dataset, "model": model, "N": N, "n": n, "M": Mv,
                                 "draw": d, "method": meth, "metric": row["metric"], "K": row["K"],
                                 "truth": truth, "estimate": row["estimate"],
                                 "ci_low": row["ci_low"], "ci_high": row["ci_high"],
                                 "covered": bool(row["ci_low"] <= truth <= row["ci_high"]),
-                                "rel_width": (row["ci_high"] - row["ci_low"]) / truth if truth > 0
-                                else np.nan,
+                                "rel_width": width / truth if truth > 0 else np.nan,
+                                "full_low": f_lo[j], "full_high": f_hi[j],
+                                "precision_ratio": width / f_w if f_w > 0 else np.nan,
                                 "below_resolution": bool(row["K"] < (N - 1) / (n - 1))})
         if progress:
             print(f"  {dataset}/{model}: {time.perf_counter() - t0:.1f} s", flush=True)
     return pd.DataFrame(rows)
-
-
 
 
 def n_items_comparison(global_ranks, n_candidates, n, *, single=None, methods=("logspline", "mle"),
