@@ -27,7 +27,8 @@ COLUMN_NOTES = {
                         "(see the compact view's note)",
     "clipped": "clipped: True when the estimator's value fell outside the metric's range (possible for the "
                "linear estimators BV, MN, CLS) and was set to the nearest end of the range",
-    "bound_low": "bound_low/high: the range of the metric that holds without the logged negatives",
+    "bound_low": "bound_low/high: point bounds from the ranks and item weights alone (no logs); no sampling "
+                 "uncertainty, so the truth can fall outside them",
     "N": "N, n: empty (or -1) when they vary per user",
 }
 

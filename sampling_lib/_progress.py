@@ -62,14 +62,16 @@ class PlainLines:
     desc : str
         What the step is, e.g. "bootstrap logspline".
     total : int, optional
-        Number of units (replicates); None for a step without a count.
+        Number of units; None for a step without a count.
+    unit : str, default "replicates"
+        What the units are, in the lines.
     stream : file, default sys.stderr
     first, every : float, optional
         :data:`FIRST_LINE_AFTER` and :data:`LINE_EVERY` by default.
     """
 
-    def __init__(self, desc, total=None, *, stream=None, first=None, every=None):
-        self.desc, self.total, self.n = desc, total, 0
+    def __init__(self, desc, total=None, *, stream=None, first=None, every=None, unit="replicates"):
+        self.desc, self.total, self.n, self.unit = desc, total, 0, unit
         self.stream = sys.stderr if stream is None else stream
         self.first = FIRST_LINE_AFTER if first is None else first
         self.every = LINE_EVERY if every is None else every
@@ -90,7 +92,7 @@ class PlainLines:
         elapsed = time.monotonic() - self.start
         if not self.total:
             return f"running, {_seconds(elapsed)}"
-        text = f"{self.n}/{self.total} replicates ({self.n / self.total:.0%}), {_seconds(elapsed)}"
+        text = f"{self.n}/{self.total} {self.unit} ({self.n / self.total:.0%}), {_seconds(elapsed)}"
         if self.n:
             text += f", about {_seconds(elapsed * (self.total - self.n) / self.n)} left"
         return text
@@ -112,7 +114,7 @@ class PlainLines:
         self._stop.set()
         self._timer.join()
         if self.printed:
-            done = f"{self.total} replicates " if self.total else ""
+            done = f"{self.total} {self.unit} " if self.total else ""
             self._line(f"done, {done}in {_seconds(time.monotonic() - self.start)}")
 
     def __enter__(self):
@@ -122,7 +124,7 @@ class PlainLines:
         self.close()
 
 
-def progress(total, enabled, desc):
+def progress(total, enabled, desc, unit="replicates"):
     """A progress object for ``total`` units (``update(k)``, ``close()``), or None when not ``enabled``.
 
     A tqdm bar when stderr is a terminal or Jupyter, else :class:`PlainLines`.
@@ -132,8 +134,8 @@ def progress(total, enabled, desc):
     if _interactive(sys.stderr):
         from tqdm.auto import tqdm
 
-        return tqdm(total=total, desc=desc, file=sys.stderr, leave=False)
-    return PlainLines(desc, total)
+        return tqdm(total=total, desc=desc, file=sys.stderr, leave=False, unit=f" {unit}")
+    return PlainLines(desc, total, unit=unit)
 
 
 class _TerminalLine(PlainLines):

@@ -441,7 +441,7 @@ def statistics(data, N=None, n=None, sample_sizes=None, item_weights=None, exclu
     users are the cells). Options that do not apply raise.
     """
     from .io import SampledRanks
-    from .popularity import WITHOUT_REPLACEMENT, as_logs, is_popularity_input
+    from .popularity import WITHOUT_REPLACEMENT, as_logs, canonical_order, is_popularity_input
 
     if item_weights is not None or is_popularity_input(data):
         for name, v in (("N", N), ("n", n), ("sample_sizes", sample_sizes)):
@@ -451,7 +451,8 @@ def statistics(data, N=None, n=None, sample_sizes=None, item_weights=None, exclu
                                  "n_candidates column), and n_u from the logged negatives")
         if check_scheme(scheme) != "binomial":
             raise ValueError(WITHOUT_REPLACEMENT)
-        return as_logs(data, item_weights, exclude)
+        # users in a canonical order: the bootstrap's intervals do not depend on the input's row order
+        return {m: canonical_order(log) for m, log in as_logs(data, item_weights, exclude).items()}
     if exclude is not None:
         raise ValueError("exclude applies to popularity-sampled input only (with item_weights, or a scores "
                          "table with the logged q); these are sampled ranks")

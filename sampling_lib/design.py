@@ -41,11 +41,14 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
+from ._progress import progress as progress_bar
 from ._validation import check_float, check_int, check_scheme
 from .metrics import metric_matrix, parse_metrics
+from .estimators import SENSITIVITY_FACTOR
+from .estimators._logspline import GRID_N_MAX, penalty_matrix, prior_masses, spline_grid
 from .sampling import Design, size_ladder
 
-__all__ = ["design_law", "predict", "plan", "PlanResult", "candidate_designs"]
+__all__ = ["design_law", "predict", "plan", "PlanResult", "candidate_designs", "resolution_width"]
 
 _EXACT_R = 64          # sampled ranks 1.._EXACT_R are cells of their own in the predictions
 _R_LOG_WIDTH = 0.05    # beyond, cells of at most this width in log r
@@ -86,12 +89,38 @@ def _count_cdf(x, m, R, N, done, scheme):
     return np.nan_to_num(stats.hypergeom.cdf(x, good + bad, good, m_eff), nan=0.0)
 
 
+def _count_pmf(x, m, R, N, done, scheme):
+    """P(X = x), X as :func:`_count_cdf` (G, k): exact where a difference of CDFs would round."""
+    x = np.asarray(x, dtype=float)[None, :]
+    R = np.asarray(R, dtype=float)[:, None]
+    if scheme == "binomial":
+        return stats.binom.pmf(x, m, (R - 1.0) / (N - 1.0))
+    good, bad = np.maximum(R - 1.0, 0.0), np.maximum((N - R) - done, 0.0)
+    m_eff = np.minimum(m, good + bad)
+    return np.nan_to_num(stats.hypergeom.pmf(x, good + bad, good, m_eff), nan=0.0)
+
+
+def _cells_prob(lo, hi, offset, m, R, N, done, scheme):
+    """P(offset + 1 + X in [lo_c, hi_c]) for every cell c, X the items above among m draws: (G, C).
+
+    Cells of one rank use the pmf (exact where a difference of CDFs would round), wider cells the
+    difference of CDFs; ranks below offset + 1 have probability 0.
+    """
+    lo, hi = np.asarray(lo), np.asarray(hi)
+    one = lo == hi
+    P = np.zeros((np.size(R), lo.size))
+    P[:, one] = _count_pmf(lo[one] - 1 - offset, m, R, N, done, scheme)
+    if (~one).any():
+        up = _count_cdf(hi[~one] - 1 - offset, m, R, N, done, scheme)
+        down = _count_cdf(lo[~one] - 2 - offset, m, R, N, done, scheme)
+        P[:, ~one] = np.clip(up - down, 0.0, 1.0)
+    return P
+
+
 def _binned_counts(m, R, N, done, scheme, offset=0):
-    """P(offset + X in each r-cell) for X ~ items above among m draws: (cells lo, hi, (G, k))."""
+    """The cells (lo, hi) of the ranks offset + 1 + X, X in 0..m, and their probabilities (G, k)."""
     lo, hi = _r_bins(offset + 1, offset + m + 1)
-    up = _count_cdf(hi - 1 - offset, m, R, N, done, scheme)
-    down = _count_cdf(lo - 2 - offset, m, R, N, done, scheme)
-    return lo, hi, np.clip(up - down, 0.0, 1.0)
+    return lo, hi, _cells_prob(lo, hi, offset, m, R, N, done, scheme)
 
 
 def _log_survive(R, N, drawn, scheme):
@@ -163,13 +192,11 @@ def design_law(design, N, R, scheme="binomial"):
         lo2, hi2 = _r_bins(1, t + design.n2)
         P2 = np.zeros((R.size, lo2.size))
         for r1 in range(1, t + 1):
-            p1 = P[:, np.flatnonzero(lo == r1)[0]] if r1 <= n else np.zeros(R.size)
-            done = n - 1 - (r1 - 1)                      # below among the first n - 1 draws
-            if scheme == "hypergeometric":
-                cdf = lambda x: _count_cdf(x, design.n2, R - (r1 - 1), N - (r1 - 1), done, scheme)  # noqa: E731
-            else:
-                cdf = lambda x: _count_cdf(x, design.n2, R, N, 0, scheme)  # noqa: E731
-            P2 += p1[:, None] * np.clip(cdf(hi2 - r1) - cdf(lo2 - r1 - 1), 0.0, 1.0)
+            p1 = P[:, np.flatnonzero(lo == r1)[0]]
+            # the second stage's count, from the items left (without replacement r1 - 1 items above
+            # and n - r1 below were drawn in the first stage)
+            Rr, Nr, done = (R - (r1 - 1), N - (r1 - 1), n - r1) if scheme == "hypergeometric" else (R, N, 0)
+            P2 += p1[:, None] * _cells_prob(lo2, hi2, r1 - 1, design.n2, Rr, Nr, done, scheme)
         add(n + design.n2, lo2, hi2, P2)
     else:   # ladder
         sizes = size_ladder(n, design.n_max)
@@ -185,6 +212,25 @@ def design_law(design, N, R, scheme="binomial"):
             add(cur, lo[keep], hi[keep], reach[:, None] * Pj[:, keep])
     s, lo, hi, D = (np.concatenate([c[k] for c in cells], axis=-1 if k == 3 else 0) for k in range(4))
     return s, lo, hi, D
+
+
+def resolution_width(design, N):
+    """w = (N - 1)/(n - 1) at the set size of the design's final rank-1 users (1 if some are ranked in full).
+
+    As the ``below_resolution`` column of :func:`sampling_lib.correct.estimate`
+    on the design's data: a top-K metric with K < w is below resolution.
+    Final rank-1 users hold the largest sets of a threshold design (n + n2)
+    and of a ladder (n_max).
+
+    Examples
+    --------
+    >>> resolution_width(Design("ladder", 10, n_max=100), 991), resolution_width(Design("single", 10), 991)
+    (10.0, 110.0)
+    """
+    if design.kind == "full_subset":
+        return 1.0
+    top = {"single": design.n, "threshold": design.n + design.n2, "ladder": design.n_max}[design.kind]
+    return (N - 1) / (top - 1)
 
 
 def _cost(design, N, g, R, scheme):
@@ -208,26 +254,6 @@ def _cost(design, N, g, R, scheme):
 # ----------------------------------------------------------------------------
 # prediction: cost and the variance of the default estimator
 # ----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Prior:
-    """A log-spline prior on its grid: masses g, basis B, penalty P, the metrics on the cells."""
-
-    N: int
-    n: int
-    grid: object
-    beta: np.ndarray
-    g: np.ndarray
-    P: np.ndarray
-
-    @classmethod
-    def from_fit(cls, fit, N, n, scheme):
-        from .estimators._logspline import penalty_matrix, prior_masses, spline_grid
-
-        grid = spline_grid(int(N), int(n), fit.knot_spacing, None, scheme)
-        return cls(int(N), int(n), grid, fit.beta, prior_masses(fit.beta, grid),
-                   penalty_matrix(grid.B.shape[1], fit.penalty))
-
-
 def _metric_cells(parsed, grid):
     """Averages of F and F^2 over the grid cells (G, m) each (F = 0 beyond the largest K)."""
     from .estimators._logspline_boot import cell_metric
@@ -237,7 +263,8 @@ def _metric_cells(parsed, grid):
     return cell_metric(F, grid), cell_metric(F * F, grid)
 
 
-def predict(design, prior, metrics=("recall@10", "ndcg@10"), *, M, confidence_level=0.95, scheme="binomial"):
+def predict(design, prior, metrics=("recall@10", "ndcg@10"), *, M, confidence_level=0.95, scheme="binomial",
+            alternatives=(), grid_n=None):
     """Expected cost and interval half-width of the default estimator under a design.
 
     Parameters
@@ -251,6 +278,17 @@ def predict(design, prior, metrics=("recall@10", "ndcg@10"), *, M, confidence_le
         Number of users of the evaluation.
     confidence_level : float, keyword-only
     scheme : {"binomial", "hypergeometric"}, keyword-only
+    alternatives : sequence of LogsplineResult, keyword-only
+        Other priors the pilot cannot tell apart from ``prior`` (e.g. its fits
+        with the penalty divided and multiplied by
+        :data:`sampling_lib.estimators.SENSITIVITY_FACTOR`): their predictions
+        give the range ``halfwidth_low/high``.
+    grid_n : int, optional, keyword-only
+        The set size the prediction's rank grid is cut for (default the
+        design's first-stage n, at most ``GRID_N_MAX`` = 4096, as the
+        estimator's grid). :func:`plan` passes the pilot's n, so that every
+        candidate shares one grid: its cells are exact or at most ~2% wide in
+        R near the top, where a top-K metric's variance lives.
 
     Returns
     -------
@@ -258,8 +296,10 @@ def predict(design, prior, metrics=("recall@10", "ndcg@10"), *, M, confidence_le
         One row per metric: ``design``, ``metric``, ``value`` (the metric under
         the prior), ``cost`` (expected items scored per user, held-out item
         included), ``cost_share`` (cost / N), ``halfwidth`` (predicted half-width
-        of the interval), ``full_halfwidth`` (full ranking's: z sqrt(Var_P(F)/M)),
-        ``ratio`` (their quotient: the precision ratio).
+        of the interval), ``halfwidth_low/high`` (its range over ``prior`` and
+        ``alternatives``), ``full_halfwidth`` (full ranking's: z sqrt(Var_P(F)/M)),
+        ``ratio`` (halfwidth / full_halfwidth: the precision ratio) and
+        ``ratio_high`` (halfwidth_high / full_halfwidth).
 
     Notes
     -----
@@ -273,6 +313,12 @@ def predict(design, prior, metrics=("recall@10", "ndcg@10"), *, M, confidence_le
     E[phi(d) E[B | d]'] (the derivative of E[phi] in beta), so
     Var(T_hat) ~ Var_d(phi + A (I + Pen/M)^{-1} s) / M (delta method,
     [vdV98] ch. 20). With full ranking phi = F and A = 0, so the ratio is 1.
+    Below resolution under the design (K < :func:`resolution_width`) the
+    default's interval is the union of its intervals at the penalty divided
+    and multiplied by SENSITIVITY_FACTOR (:func:`sampling_lib.correct.estimate`,
+    Notes); each is centred on its fit's shift -A (M I + Pen_k)^{-1} Pen_k beta
+    and the union's half-width is predicted. A resolved metric gets the
+    default's own interval.
 
     References
     ----------
@@ -295,9 +341,24 @@ def predict(design, prior, metrics=("recall@10", "ndcg@10"), *, M, confidence_le
     z = stats.norm.ppf(0.5 + 0.5 * check_float(confidence_level, "confidence_level", 0.0, 1.0,
                                                 low_open=True, high_open=True))
     N = int(prior.weights_grid.N)
-    pr = _Prior.from_fit(prior, N, design.n, scheme)
-    grid, g, B = pr.grid, pr.g, pr.grid.B
-    _, _, _, D = design_law(design, N, grid.mid, scheme)
+    grid_n = min(design.n, GRID_N_MAX) if grid_n is None else check_int(grid_n, "grid_n", low=2, high=N)
+    grid = spline_grid(N, grid_n, prior.knot_spacing, None, scheme)
+    D = design_law(design, N, grid.mid, scheme)[3]          # P(final cell | R) on the grid: once
+    value, cost, hw, fhw = _predict_one(design, D, grid, prior, parsed, M, z, scheme, prior.penalty)
+    # the estimator keeps its own penalty whatever prior the truth is closer to
+    others = [_predict_one(design, D, grid, a, parsed, M, z, scheme, prior.penalty)[2] for a in alternatives]
+    lo, hi = np.minimum.reduce([hw, *others]), np.maximum.reduce([hw, *others])
+    return pd.DataFrame({"design": design.describe(), "metric": [p[0] for p in parsed], "value": value,
+                         "cost": cost, "cost_share": cost / N, "halfwidth": hw, "halfwidth_low": lo,
+                         "halfwidth_high": hi, "full_halfwidth": fhw, "ratio": hw / fhw, "ratio_high": hi / fhw})
+
+
+def _predict_one(design, D, grid, prior, parsed, M, z, scheme, penalty):
+    """(metric values, cost, predicted half-widths, full ranking's half-widths) under one prior,
+    for the estimator with the log-spline ``penalty``; ``D`` is the design's law on ``grid``."""
+    N = int(prior.weights_grid.N)
+    g, B = prior_masses(prior.beta, grid), grid.B
+    P = penalty_matrix(B.shape[1], penalty)
     q = g @ D
     keep = q > 1e-300
     D, q = D[:, keep], q[keep]
@@ -308,16 +369,27 @@ def predict(design, prior, metrics=("recall@10", "ndcg@10"), *, M, confidence_le
     Fc, F2c = _metric_cells(parsed, grid)              # (G, m)
     phi = Fc.T @ post                                  # (m, C)
     A = (g[:, None] * Fc).T @ B - (phi * q) @ EB.T     # (m, df)
-    L = np.linalg.solve((info + pr.P / M).T, A.T).T    # A (I + Pen/M)^{-1}
-    IF = phi + L @ s
-    var = ((IF * IF) @ q - (IF @ q) ** 2) / M
+    # below resolution the default's interval is the union of the intervals at its penalty and at
+    # the alternatives (penalty divided and multiplied by SENSITIVITY_FACTOR), each centred on its
+    # own estimate: T_k ~ T + A (beta_k - beta) with the penalized fit's shift beta_k - beta =
+    # -(M I + k Pen)^{-1} k Pen beta, and Var_k as above; the union's width is predicted
+    below = np.array([K for _, _, K in parsed]) < resolution_width(design, N)
+    hi = lo = None
+    for factor in (1.0 / SENSITIVITY_FACTOR, 1.0, SENSITIVITY_FACTOR):
+        Pk = factor * P
+        L = np.linalg.solve((info + Pk / M).T, A.T).T    # A (I + Pen/M)^{-1}
+        IF = phi + L @ s
+        sd = np.sqrt(np.maximum(((IF * IF) @ q - (IF @ q) ** 2) / M, 0.0))
+        shift = -A @ np.linalg.solve(M * info + Pk, Pk @ prior.beta)
+        if factor == 1.0:
+            own_lo, own_hi = shift - z * sd, shift + z * sd
+        hi = shift + z * sd if hi is None else np.maximum(hi, shift + z * sd)
+        lo = shift - z * sd if lo is None else np.minimum(lo, shift - z * sd)
+    lo, hi = np.where(below, lo, own_lo), np.where(below, hi, own_hi)
     value = g @ Fc
     full_var = (g @ F2c - value ** 2) / M
     cost = _cost(design, N, g, grid.mid, scheme)
-    hw, fhw = z * np.sqrt(np.maximum(var, 0.0)), z * np.sqrt(np.maximum(full_var, 0.0))
-    return pd.DataFrame({"design": design.describe(), "metric": [p[0] for p in parsed], "value": value,
-                         "cost": cost, "cost_share": cost / N, "halfwidth": hw, "full_halfwidth": fhw,
-                         "ratio": hw / fhw})
+    return value, cost, 0.5 * (hi - lo), z * np.sqrt(np.maximum(full_var, 0.0))
 
 
 # ----------------------------------------------------------------------------
@@ -354,9 +426,11 @@ class PlanResult:
                 .reset_index())
 
 
-def candidate_designs(N, n, *, thresholds=(1, 2, 5), factors=(2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
+def candidate_designs(N, n, *, thresholds=(1, 2, 5),
+                      factors=(2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024),
                       fractions=(0.05, 0.1, 0.2, 0.3, 0.5)):
-    """The designs :func:`plan` scores, from a first-stage size n (all sets fit in N items).
+    """The designs :func:`plan` scores, from a first-stage size n (all sets fit in N items: with
+    per-user N_u, pass the smallest).
 
     Larger single n (n x each factor), a second stage of n2 = n x factor items
     for the users at rank <= each threshold, the ladder to n x factor, and full
@@ -380,7 +454,7 @@ def candidate_designs(N, n, *, thresholds=(1, 2, 5), factors=(2, 4, 8, 16, 32, 6
 
 def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10", "ndcg@10"),
          target_ratio=1.3, target_halfwidth=None, confidence_level=0.95, scheme="binomial",
-         designs=None, rng=0):
+         designs=None, robust=False, max_size=None, rng=0, progress=False):
     """Score candidate designs on a pilot and pick the cheapest that meets a target.
 
     Parameters
@@ -407,7 +481,20 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
     confidence_level : float, keyword-only
     scheme : {"binomial", "hypergeometric"}, keyword-only
     designs : sequence of Design, optional, keyword-only
-        Candidates (default :func:`candidate_designs`).
+        Candidates (default :func:`candidate_designs` of ``max_size`` and n).
+    max_size : int, optional, keyword-only
+        The largest set a design may give a user (default N; with per-user
+        N_u the smallest N_u, so that every user's sets fit).
+    progress : bool, default False, keyword-only
+        Show progress over the candidates on stderr (a bar on a terminal,
+        throttled lines elsewhere; at N = 10^5 the ~100 candidates take about
+        half a minute).
+    robust : bool, default False, keyword-only
+        Judge designs by the high end of their predicted range (the pilot's
+        prior refitted with the penalty divided and multiplied by
+        :data:`sampling_lib.estimators.SENSITIVITY_FACTOR`: the top of P(R),
+        inside the pilot's first sampled bin, is an extrapolation) instead of
+        the prediction under the default's own fit.
     rng : keyword-only
         Draws the pilot of a ``guess``.
 
@@ -417,11 +504,13 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
 
     Examples
     --------
-    >>> res = plan(None, 20000, 100, M=5000, guess=0.2, metrics="recall@10")
+    >>> res = plan(None, 5000, 50, M=2000, guess=0.2, metrics="recall@10",
+    ...            designs=candidate_designs(5000, 50, factors=(4, 16, 64), thresholds=(1,), fractions=(0.2,)))
     >>> res.best.kind in ("threshold", "ladder") and bool(res.designs().chosen.sum() == 1)
     True
     """
     from .estimators import logspline_fit
+    from .estimators._logspline import sensitivity_penalties
 
     N = check_int(N, "N", low=2)
     n = check_int(n, "n", low=2, high=N)
@@ -435,20 +524,29 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
     pilot = np.asarray(pilot)
     M = pilot.size if M is None else check_int(M, "M", low=1)
     prior = logspline_fit(pilot, N, n, scheme=scheme)
+    alts = [logspline_fit(pilot, N, n, scheme=scheme, penalty=p) for p in sensitivity_penalties(prior.penalty)]
     if target_halfwidth is not None:
         target_halfwidth = check_float(target_halfwidth, "target_halfwidth", low=0.0, low_open=True)
         target = f"interval half-width <= {target_halfwidth:g}"
     else:
         target_ratio = check_float(target_ratio, "target_ratio", low=1.0)
         target = f"precision ratio <= {target_ratio:g}"
-    cands = list(candidate_designs(N, n) if designs is None else designs)
+    max_size = N if max_size is None else check_int(max_size, "max_size", low=n, high=N)
+    cands = list(candidate_designs(max_size, n) if designs is None else designs)
     rows = []
+    bar = progress_bar(len(cands), progress, "plan: predicting", unit="designs")
     for d in cands:
-        t = predict(d, prior, metrics, M=M, confidence_level=confidence_level, scheme=scheme)
+        if bar is not None:
+            bar.update(1)
+        t = predict(d, prior, metrics, M=M, confidence_level=confidence_level, scheme=scheme, alternatives=alts,
+                    grid_n=min(n, GRID_N_MAX))
         t.insert(1, "kind", d.kind)
-        ok = (t.halfwidth <= target_halfwidth) if target_halfwidth is not None else (t.ratio <= target_ratio)
+        hw = t.halfwidth_high if robust else t.halfwidth
+        ok = (hw <= target_halfwidth) if target_halfwidth is not None else (hw / t.full_halfwidth <= target_ratio)
         t["meets"] = bool(ok.all())
         rows.append(t)
+    if bar is not None:
+        bar.close()
     table = pd.concat(rows, ignore_index=True)
     per = table.groupby("design", sort=False).agg(cost=("cost", "first"), meets=("meets", "first"))
     ok = per[per.meets]

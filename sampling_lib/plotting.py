@@ -133,7 +133,7 @@ def plot_estimates(table, *, n_items=None, sample_size=None, title=None, panels_
             ax.set_facecolor(_BELOW)
         if {"bound_low", "bound_high"} <= set(sub.columns) and sub["bound_low"].notna().any():
             ax.barh(y, sub["bound_high"] - sub["bound_low"], left=sub["bound_low"], height=0.5, color="C2",
-                    alpha=0.18, label="bounds without logs")
+                    alpha=0.18, label="point bounds without logs")
         for yi, (_, r) in zip(y, sub.iterrows()):
             ax.plot([r["naive"], r["estimate"]], [yi + 0.12, yi - 0.12], ":", color="0.6", lw=1)
         if {"naive_ci_low", "naive_ci_high"} <= set(sub.columns):

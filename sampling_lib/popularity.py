@@ -119,6 +119,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
+from dataclasses import replace as dataclass_replace
 
 import numpy as np
 import pandas as pd
@@ -135,6 +136,7 @@ __all__ = [
     "PopularityLog",
     "popularity_log",
     "popularity_logs_from_table",
+    "canonical_order",
     "PopularityTruth",
     "popularity_truth",
     "simulate_popularity_log",
@@ -657,6 +659,42 @@ class PopularityLog:
     def sampled_ranks(self) -> np.ndarray:
         """r_u = X_u + 1."""
         return self.x + 1
+
+
+def canonical_order(log):
+    """``log`` with its users in an order that does not depend on the order they were given in.
+
+    The bootstrap of the popularity estimators resamples users, and the same
+    seed draws the same multinomial weights for user positions 0..M-1; with
+    users in input order, the interval moved when the rows of a scores table
+    were shuffled (issue 26). Users are sorted by id when the log has ids,
+    then by their data (X_u, n_u, N_u and sums over their logged draws), so
+    that a permutation of the users gives the same log and the same interval.
+    The draws follow their users, in their logged order.
+    """
+    if not isinstance(log, PopularityLog):
+        raise TypeError(f"log must be a PopularityLog; got {type(log).__name__}")
+    keys = [log.n_candidates, log.sizes, log.x]
+    if log.has_draws:
+        M, du, q, above = log.M, log.draw_user, log.draw_q, log.draw_above
+        keys = [np.bincount(du, weights=q * (1 + log.draw_position), minlength=M),
+                np.bincount(du, weights=np.where(above, q, 0.0), minlength=M),
+                np.bincount(du, weights=np.log(q), minlength=M)] + keys
+    if log.users is not None:
+        keys.append(pd.factorize(np.asarray(log.users), sort=True)[0])
+    order = np.lexsort(keys)                # the last key is the primary one
+    if np.array_equal(order, np.arange(order.size)):
+        return log
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    changes = dict(x=log.x[order], sizes=log.sizes[order], n_candidates=log.n_candidates[order],
+                   users=None if log.users is None else np.asarray(log.users)[order],
+                   excluded=None if log.excluded is None else sparse.csr_matrix(log.excluded)[order])
+    if log.has_draws:
+        d = np.argsort(rank[log.draw_user], kind="stable")
+        changes.update(draw_user=rank[log.draw_user][d], draw_q=log.draw_q[d], draw_above=log.draw_above[d],
+                       draw_position=log.draw_position[d])
+    return dataclass_replace(log, **changes)
 
 
 def _check_ties(ties):

@@ -26,7 +26,7 @@ from ._validation import (check_columns, check_float, check_int, check_int_colum
 __all__ = ["sample_ranks", "adaptive_sample_ranks", "DESIGN_KINDS", "Design", "sample_design", "size_ladder",
            "adaptive_stop_distribution",
            "sampling_efficiency", "SamplingEfficiency",
-           "sample_negatives"]
+           "sample_negatives", "next_stage_sizes", "sample_added_negatives"]
 
 
 def _items_and_ranks(global_ranks, N, n):
@@ -532,18 +532,7 @@ def sample_negatives(users, N, n, *, exclude=None, held_out=None, scheme="hyperg
     if users.has_duplicates:
         raise ValueError(f"users must be unique; {users[users.duplicated()][0]!r} repeats")
     rng = np.random.default_rng(rng)
-    excl = {}
-    if exclude is not None:
-        if isinstance(exclude, pd.DataFrame):
-            check_columns(exclude, ["user", "item"], "the exclude table")
-            items = check_int_column(exclude["item"], "item").to_numpy()
-            if items.size and (items.min() < 0 or items.max() >= N):
-                raise ValueError(f"excluded items must be ids in 0..N-1={N - 1}; got "
-                                 f"{items.min()}..{items.max()}")
-            for u, it in pd.Series(items).groupby(exclude["user"].to_numpy()):
-                excl[u] = it.to_numpy()
-        else:
-            excl = {u: np.asarray(list(v), dtype=np.int64) for u, v in dict(exclude).items()}
+    excl = _by_user(exclude, N, "exclude", "excluded")
     ho = None
     if held_out is not None:
         ho = np.asarray(held_out)
@@ -553,14 +542,31 @@ def sample_negatives(users, N, n, *, exclude=None, held_out=None, scheme="hyperg
         if ho.min() < 0 or ho.max() >= N:
             raise ValueError(f"held_out items must be ids in 0..N-1={N - 1}; got {ho.min()}..{ho.max()}")
     k = n - 1
+    bad = [np.concatenate([excl.get(u, np.empty(0, np.int64)), [] if ho is None else [ho[j]]])
+           for j, u in enumerate(users)]
+    items = _draw_items(users, N, np.full(users.size, k), bad, replace, rng,
+                        lambda u, avail: f"user {u!r} has only {avail} candidate negatives; n-1={k} needed "
+                                         "(lower --sample-size or use replacement)")
+    return pd.DataFrame({"user": np.repeat(users.to_numpy(), k), "item": items})
+
+
+def _draw_items(users, N, counts, bad, replace, rng, short):
+    """counts[j] item ids of 0..N-1 per user, uniform over the ids not in bad[j] (with or without replacement).
+
+    The draws of one user: positions in its allowed set (``rng.integers`` with
+    replacement; without, ``rng.choice`` when the set is small, else rejection
+    of repeated ``rng.integers``), mapped to item ids by skipping the excluded
+    ones. ``short(user, available)`` is the message when too few ids are left.
+    """
     out_i = []
     for j, u in enumerate(users):
-        bad = np.unique(np.concatenate([excl.get(u, np.empty(0, np.int64)),
-                                        [] if ho is None else [ho[j]]]).astype(np.int64))
-        avail = N - bad.size
+        k = int(counts[j])
+        if k == 0:
+            continue
+        b = np.unique(np.asarray(bad[j]).astype(np.int64))
+        avail = N - b.size
         if avail < (1 if replace else k):
-            raise ValueError(f"user {u!r} has only {avail} candidate negatives; n-1={k} needed "
-                             "(lower --sample-size or use replacement)")
+            raise ValueError(short(u, avail))
         if replace:
             pos = rng.integers(0, avail, size=k)
         else:
@@ -573,6 +579,213 @@ def sample_negatives(users, N, n, *, exclude=None, held_out=None, scheme="hyperg
                     got = np.concatenate([got, cand])[np.sort(idx)]
                 pos = got[:k]
         # map positions in the allowed set to item ids (skip the excluded ids)
-        items = pos + np.searchsorted(bad - np.arange(bad.size), pos, side="right")
-        out_i.append(items)
-    return pd.DataFrame({"user": np.repeat(users.to_numpy(), k), "item": np.concatenate(out_i)})
+        out_i.append(pos + np.searchsorted(b - np.arange(b.size), pos, side="right"))
+    return np.concatenate(out_i) if out_i else np.empty(0, np.int64)
+
+
+# ---------------------------------------------------------------------------
+# later stages of a nested design, with real negatives (issue 29)
+# ---------------------------------------------------------------------------
+def next_stage_sizes(sampled_ranks, sample_sizes, design, *, N=None, rng=None):
+    """Each user's set size after the next stage of a nested design, decided from the ranks so far.
+
+    The rule of :func:`sample_design`, applied to the ranks a framework
+    observed on the current sets of one or more models. Several models share
+    one set of added items per user (so that their comparison stays paired):
+    a user goes on when *any* model needs it.
+
+    Parameters
+    ----------
+    sampled_ranks : array_like, shape (M,) or (M, k)
+        Current sampled ranks (held-out item among its current set, 1 = first)
+        of the M users under each of k models; NaN where a model has no rank
+        for the user.
+    sample_sizes : array_like of int, shape (M,)
+        Current set sizes n_u (held-out item included).
+    design : Design
+        ``"threshold"``: the second stage (every n_u = ``design.n``): the
+        users at rank <= ``design.threshold`` get ``design.n2`` more items.
+        ``"ladder"`` (TORS24 Algorithm 1): every n_u on
+        :func:`size_ladder` (``design.n``, ``design.n_max``); a user at rank
+        1 below ``n_max`` goes to the next size (its size doubled, the last
+        step truncated to n_max), any stage. ``"single"``: every user from a
+        common smaller size to ``design.n``. ``"full_subset"``: the second
+        stage: a random ``design.fraction`` of the users (round(fraction M),
+        at least one) is ranked in full (n_u = N_u).
+    N : int or array_like of int, shape (M,), optional, keyword-only
+        Items N_u: required by ``"full_subset"``; otherwise every new size
+        must fit (checked when given).
+    rng : None, int or Generator, keyword-only
+        Picks the users of ``"full_subset"``.
+
+    Returns
+    -------
+    ndarray of int64, shape (M,)
+        The new set sizes (a user that stops keeps its size).
+
+    References
+    ----------
+    TORS24 Sec 6.1, Algorithm 1 (the ladder).
+
+    Examples
+    --------
+    >>> ranks = [[1, 4], [3, 2], [7, 9]]                 # 3 users, 2 models, first stage of 10
+    >>> next_stage_sizes(ranks, [10, 10, 10], Design("threshold", 10, threshold=2, n2=90)).tolist()
+    [100, 100, 10]
+    >>> next_stage_sizes([[1, 4], [3, 2], [7, 9]], [10, 10, 10], Design("ladder", 10, n_max=80)).tolist()
+    [20, 10, 10]
+    """
+    if not isinstance(design, Design):
+        raise TypeError(f"design must be a sampling_lib.sampling.Design; got {type(design).__name__}")
+    r = np.asarray(sampled_ranks, dtype=float)
+    if r.ndim == 1:
+        r = r[:, None]
+    if r.ndim != 2 or r.shape[0] == 0:
+        raise ValueError(f"sampled_ranks must have shape (M,) or (M, models) with M >= 1; got shape {r.shape}")
+    size = check_ranks(sample_sizes, np.iinfo(np.int64).max, name="sample_sizes", upper_name="max")
+    if size.size != r.shape[0]:
+        raise ValueError(f"sample_sizes must have one size per user ({r.shape[0]}); got {size.size}")
+    have = ~np.isnan(r)
+    if not have.any(axis=1).all():
+        i = int(np.flatnonzero(~have.any(axis=1))[0])
+        raise ValueError(f"user index {i} has no rank under any model")
+    bad = have & ((r < 1) | (r > size[:, None]) | (r != np.round(r)))
+    if bad.any():
+        i, m = map(int, np.argwhere(bad)[0])
+        raise ValueError(f"sampled_ranks must be whole numbers in 1..n_u; user index {i} has rank {r[i, m]:g} "
+                         f"(model {m}) with n_u = {size[i]}")
+    best = np.where(have, r, np.inf).min(axis=1)            # the rank of the model that needs the most
+    items = None
+    if N is not None:
+        items = check_n_items(N, size.size)
+        items = np.full(size.size, items, np.int64) if isinstance(items, int) else items
+        if (size > items).any():
+            i = int(np.flatnonzero(size > items)[0])
+            raise ValueError(f"sample_sizes must be <= N_u; user index {i} has n_u = {size[i]} > N_u = {items[i]}")
+    kind = design.kind
+    if kind in ("threshold", "full_subset") and (size != design.n).any():
+        i = int(np.flatnonzero(size != design.n)[0])
+        raise ValueError(f"a {kind} design has one stage after the first, of n = {design.n}; user index {i} has "
+                         f"n_u = {size[i]} already")
+    if kind == "threshold":
+        new = np.where(best <= design.threshold, design.n + design.n2, size)
+    elif kind == "ladder":
+        ladder = size_ladder(design.n, design.n_max)
+        off = ~np.isin(size, ladder)
+        if off.any():
+            i = int(np.flatnonzero(off)[0])
+            raise ValueError(f"the sizes of a ladder are {ladder.tolist()}; user index {i} has n_u = {size[i]}")
+        new = np.where((best == 1) & (size < design.n_max), np.minimum(2 * size, design.n_max), size)
+    elif kind == "single":
+        if np.unique(size).size != 1 or size[0] >= design.n:
+            raise ValueError(f"a single design of n = {design.n} extends sets of one common smaller size; "
+                             f"got sizes {np.unique(size)[:5].tolist()}")
+        new = np.full(size.size, design.n, np.int64)
+    else:
+        if items is None:
+            raise ValueError("a full_subset design needs N (the items N_u each chosen user is ranked among)")
+        pick = np.random.default_rng(rng).choice(size.size, max(1, int(round(design.fraction * size.size))),
+                                                 replace=False)
+        new = size.copy()
+        new[pick] = items[pick]
+    new = np.asarray(new, dtype=np.int64)
+    if items is not None and (new > items).any():
+        i = int(np.flatnonzero(new > items)[0])
+        raise ValueError(f"the next stage would give user index {i} a set of {new[i]} items, more than its "
+                         f"N_u = {items[i]}")
+    return new
+
+
+def sample_added_negatives(users, N, added, *, earlier=None, exclude=None, held_out=None,
+                           scheme="hypergeometric", rng=None):
+    """The negatives of a later stage: ``added`` more items per user, drawn as the first stage's.
+
+    Items are integer ids 0..N-1, drawn uniformly from the items that are
+    neither the user's held-out item nor in its ``exclude`` set, as in
+    :func:`sample_negatives`. Without replacement (``"hypergeometric"``,
+    default) they also avoid the user's ``earlier`` negatives, so the merged
+    set is a uniform sample of distinct items of the final size: the nested
+    design of :func:`sample_design`, whose likelihood is the kernel at the
+    final (n_u, r_u). With replacement (``"binomial"``) they are further
+    independent draws.
+
+    Parameters
+    ----------
+    users : array_like
+        User ids (unique).
+    N : int
+        Number of items; ids 0..N-1.
+    added : int or array_like of int, shape (len(users),)
+        Items to add per user (0: the user stops; e.g. the new sizes of
+        :func:`next_stage_sizes` minus the current ones).
+    earlier : DataFrame with columns user, item, optional, keyword-only
+        Every negative the users drew at the earlier stages.
+    exclude : DataFrame with columns user, item, or dict {user: items}, optional, keyword-only
+        Items never drawn for the user (its history), as in :func:`sample_negatives`.
+    held_out : array_like, optional, keyword-only
+        Held-out item of each user (aligned with ``users``).
+    scheme : {"hypergeometric", "binomial"}, keyword-only
+    rng : None, int or Generator, keyword-only
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``user, item``: ``added[j]`` rows for user j, users in input
+        order (users with nothing added have no row).
+
+    Examples
+    --------
+    >>> first = sample_negatives(["a", "b"], N=50, n=4, held_out=[3, 7], rng=0)
+    >>> more = sample_added_negatives(["a", "b"], 50, [5, 0], earlier=first, held_out=[3, 7], rng=1)
+    >>> more.groupby("user").size().to_dict()
+    {'a': 5}
+    >>> bool(set(more.item) & set(first[first.user == "a"].item)), 3 in set(more.item)
+    (False, False)
+    """
+    N = check_int(N, "N", low=2)
+    replace = check_scheme(scheme) == "binomial"
+    users = pd.Index(pd.Series(users).to_numpy())
+    if users.size == 0:
+        raise ValueError("users must be non-empty")
+    if users.has_duplicates:
+        raise ValueError(f"users must be unique; {users[users.duplicated()][0]!r} repeats")
+    if np.ndim(added) == 0:
+        added = np.full(users.size, check_int(added, "added", low=0), np.int64)
+    added = np.asarray(added)
+    if added.shape != (users.size,):
+        raise ValueError(f"added must be an int or have one count per user ({users.size}); got shape {added.shape}")
+    added = check_int_column(pd.Series(added), "added").to_numpy()
+    if added.size and added.min() < 0:
+        raise ValueError(f"added must be >= 0; got {added.min()}")
+    excl = _by_user(exclude, N, "exclude", "excluded")
+    before = {} if replace else _by_user(earlier, N, "earlier", "earlier")
+    ho = None
+    if held_out is not None:
+        ho = np.asarray(held_out)
+        if ho.shape != (users.size,):
+            raise ValueError(f"held_out must have one item per user ({users.size}); got shape {ho.shape}")
+        ho = check_int_column(pd.Series(ho), "held_out").to_numpy()
+        if ho.min() < 0 or ho.max() >= N:
+            raise ValueError(f"held_out items must be ids in 0..N-1={N - 1}; got {ho.min()}..{ho.max()}")
+    none = np.empty(0, np.int64)
+    bad = [np.concatenate([excl.get(u, none), before.get(u, none), none if ho is None else ho[j:j + 1]])
+           for j, u in enumerate(users)]
+    rng = np.random.default_rng(rng)
+    items = _draw_items(users, N, added, bad, replace, rng,
+                        lambda u, avail: f"user {u!r} has only {avail} items left to draw (not its held-out item, "
+                                         "history or earlier negatives); "
+                                         f"{int(added[users.get_loc(u)])} more needed")
+    return pd.DataFrame({"user": np.repeat(users.to_numpy(), added), "item": items})
+
+
+def _by_user(table, N, name, noun):
+    """{user: int64 item ids} of a ``user, item`` table (ids in 0..N-1) or of a dict."""
+    if table is None:
+        return {}
+    if not isinstance(table, pd.DataFrame):
+        return {u: np.asarray(list(v), dtype=np.int64) for u, v in dict(table).items()}
+    check_columns(table, ["user", "item"], f"the {name} table")
+    items = check_int_column(table["item"], "item").to_numpy()
+    if items.size and (items.min() < 0 or items.max() >= N):
+        raise ValueError(f"{noun} items must be ids in 0..N-1={N - 1}; got {items.min()}..{items.max()}")
+    return {u: it.to_numpy() for u, it in pd.Series(items).groupby(table["user"].to_numpy(), sort=False)}

@@ -151,7 +151,7 @@ def test_mixture_em_maximizes_a_general_mixture_likelihood():
     (np.ones((2, 3)), np.zeros(3), {}, "not all 0"),
     (np.ones((2, 3)), np.array([1.0, -1.0, 1.0]), {}, "not all 0"),
     (np.ones((2, 3)), np.ones(3), {"accelerate": "squarem"}, "needs a tolerance"),
-    (np.ones((2, 3)), np.ones(3), {"max_iter": -1}, "max_iter must be >= 0"),
+    (np.ones((2, 3)), np.ones(3), {"max_iter": -1}, "max_iter must be >= 1"),
     (np.ones((2, 3)), np.ones(3), {"init": np.ones(3) / 3}, "init must have length N=2"),
 ])
 def test_mixture_em_validation(L, c, opts, match):
@@ -397,7 +397,7 @@ def test_em_init_is_used():
         (lambda: mle([1], 10, 20), ValueError, "n must lie in 2..N=10"),
         (lambda: mle([1], 100, 10, scheme="poisson"), ValueError, "scheme must be one of"),
         (lambda: mle([1], 100, 10, tol=-1), ValueError, "tol must lie in"),
-        (lambda: mle([1], 100, 10, max_iter=-1), ValueError, "max_iter must be >= 0"),
+        (lambda: mle([1], 100, 10, max_iter=-1), ValueError, "max_iter must be >= 1"),
         (lambda: mle([1], 100, 10, accelerate="squarem"), ValueError, "needs a tolerance"),
         (lambda: mle([1], 100, 10, accelerate="aitken", tol=1e-3), ValueError, "accelerate must be"),
         (lambda: mle([1], 100, 10, init=np.ones(5) / 5), ValueError, "init must have length N=100"),

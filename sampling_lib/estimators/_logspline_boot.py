@@ -20,7 +20,7 @@ import numpy as np
 from ..exceptions import ConvergenceWarning
 from ._logspline import (DEFAULT_KNOT_SPACING, DEFAULT_PENALTY, EXACT_RANKS, cells_setup, gradient,
                          grid_and_kernel, hessian, hessian_cells, newton, objective, penalty_matrix,
-                         posterior_cells, solve_psd, uses_cells)
+                         fit_counts_weight, posterior_cells, solve_psd, uses_cells)
 
 __all__ = ["logspline_bootstrap", "logspline_replicates", "logspline_cells_replicates"]
 
@@ -58,7 +58,8 @@ def logspline_bootstrap(counts_b, N, n, fit_beta, *, scheme="binomial", penalty=
 
 def bootstrap_core(counts_b, K, grid, P, fit_beta, F, max_iter, tol, info=None):
     """The batched refit of :func:`logspline_bootstrap` on counts (B, C) and kernel K (G, C)."""
-    c = np.asarray(counts_b, dtype=float)
+    # the fit's weights; a row scaled as a whole leaves its posterior means (below) unchanged
+    c = fit_counts_weight(counts_b)
     beta = np.broadcast_to(fit_beta, (c.shape[0], fit_beta.size)).copy()
     H = (hessian if info is None else info)(fit_beta, c.mean(axis=0), K, grid, P)
     f, g, q = objective(beta, c, K, grid, P)

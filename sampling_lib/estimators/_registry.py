@@ -46,9 +46,9 @@ An estimator may also declare ``alternatives(options) -> [dict, ...]``:
 settings of its tuning that the data cannot tell apart (the log-spline
 penalty divided and multiplied by 10). :func:`sampling_lib.correct.estimate`
 fits each alternative on the same data and the same bootstrap draws, reports
-the range of their point estimates (the prior-sensitivity band) and returns
-the union of their bootstrap intervals, so that the ambiguity is shown, not
-hidden.
+the range of their point estimates (the prior-sensitivity band) and, for
+metrics below resolution, returns the union of their bootstrap intervals, so
+that the ambiguity is shown, not hidden.
 
 The weights that ``fit_state`` returns may be length-N
 arrays or lazy vectors with a method ``head(H)`` returning their first H
@@ -397,6 +397,24 @@ class Estimator:
         return w
 
     # -- fit on the sufficient statistic and bootstrap replicates -----------
+    def _check_users_size(self, counts):
+        """Refuse up front (MemoryLimitError) an estimator that works per user on too many users.
+
+        Estimators without ``fit_cells`` expand the counts into per-user arrays
+        (ranks, sample sizes, item counts, and the estimator's own work of the
+        same length): 4 x 8 bytes per user is the least they need (issue 26:
+        M = 3 x 10^8 failed with a raw MemoryError, a count of 10^12 asked
+        for 14.6 TiB).
+        """
+        from ..exceptions import MemoryLimitError
+
+        M = int(counts.counts.sum())
+        try:
+            check_array_size((M, 4), f"estimator {self.name!r} works per user: its arrays for {M:,} users")
+        except MemoryLimitError as e:
+            raise MemoryLimitError(f"{e}; the default estimator ({DEFAULT_METHOD!r}) works on the counts "
+                                   "table, with memory independent of the number of users") from None
+
     def fit_counts(self, counts, N, F, *, refit_prior=True, alternatives=True):
         """Fit on a :class:`sampling_lib.correct.RankCounts` and prepare the bootstrap.
 
@@ -431,6 +449,7 @@ class Estimator:
             w, state = self.spec.fit_cells(cell_items, counts.sizes, counts.ranks, counts.counts,
                                            scheme=self.scheme, **self.options)
         else:
+            self._check_users_size(counts)
             ranks, sizes, items = counts.expand_cells()
             if items is None:
                 items = check_int(N, "N", low=2)

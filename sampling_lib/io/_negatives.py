@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_columns, check_int, check_int_column, show_value
-from ._files import (SOURCE, file_error, id_text, read_table, row_location, table_lines, table_name,
+from ._files import (PARTS, SOURCE, file_error, id_text, read_table, row_location, table_lines, table_name,
                      text_lines)
 from ._tables import ranks_from_score_table
 
@@ -257,7 +257,7 @@ def _scores_lookup(scores, cand):
     df, idt = _id_table(df, ids, "scores")
     at = lambda i: row_location(df, i)  # noqa: E731
     sc = pd.DataFrame({"user": idt["user"], "item": idt["item"],
-                       "score": pd.to_numeric(df["score"], errors="coerce"),
+                       "score": pd.to_numeric(df["score"], errors="coerce").to_numpy(),
                        "model": idt["model"] if "model" in df.columns else "model"})
     if "n_items" in df.columns:
         sc["n_items"] = check_int_column(df["n_items"], "n_items", at).to_numpy()
@@ -266,21 +266,55 @@ def _scores_lookup(scores, cand):
         i = int(np.flatnonzero(bad.to_numpy())[0])
         raise ValueError(f"column 'score' of the scores table must hold finite numbers; got "
                          f"{show_value(df['score'].iloc[i])} in {at(i)}")
-    if sc.duplicated(["model", "user", "item"]).any():
-        i = int(np.flatnonzero(sc.duplicated(["model", "user", "item"]).to_numpy())[0])
+    # (user, item) pairs as one int64 key each (factorized over candidates and scores together): duplicate
+    # checks and lookups on integers instead of text (seconds at 10^6-10^7 rows)
+    ucode, uniq_u = pd.factorize(np.concatenate([cand["user"].to_numpy(object), sc["user"].to_numpy(object)]))
+    icode, uniq_i = pd.factorize(np.concatenate([cand["item"].to_numpy(object), sc["item"].to_numpy(object)]))
+    key = ucode.astype(np.int64) * max(len(uniq_i), 1) + icode
+    ckey, skey = key[:len(cand)], key[len(cand):]
+    mcode, models = pd.factorize(sc["model"].to_numpy(object), sort=False)
+    mkey = pd.Series(skey * len(models) + mcode)          # (pair, model)
+    orig = np.arange(len(sc))
+    if df.attrs.get(PARTS):     # several files (e.g. one per stage): the same score given again is no conflict
+        again = pd.DataFrame({"k": mkey, "s": sc["score"].to_numpy(float)}).duplicated().to_numpy()
+        if again.any():
+            keep = ~again
+            sc, skey, mcode, orig = sc[keep].reset_index(drop=True), skey[keep], mcode[keep], orig[keep]
+            mkey = pd.Series(mkey.to_numpy()[keep])
+        dup = mkey.duplicated(keep=False).to_numpy()
+        if dup.any():
+            i, j = np.flatnonzero(dup)[:2]
+            raise ValueError(f"(user, item) = ({show_value(sc['user'].iloc[i])}, {show_value(sc['item'].iloc[i])}) "
+                             f"of model {show_value(sc['model'].iloc[i])} has two different scores "
+                             f"({at(orig[i])}, {at(orig[j])}): the scores files must agree where they overlap")
+    dup = mkey.duplicated().to_numpy()
+    if dup.any():
+        i = int(np.flatnonzero(dup)[0])
         raise ValueError(f"the scores table lists (user, item) = ({show_value(sc['user'].iloc[i])}, "
-                         f"{show_value(sc['item'].iloc[i])}) twice for one model ({at(i)})")
+                         f"{show_value(sc['item'].iloc[i])}) twice for one model ({at(orig[i])})")
+    cset = pd.Index(np.unique(ckey))
+    unused = ~pd.Index(skey).isin(cset)
+    if unused.any():
+        i = int(np.flatnonzero(unused)[0])
+        warnings.warn(f"{int(unused.sum())} rows of the scores table score no candidate of the negatives file(s) "
+                      f"(e.g. user {show_value(sc['user'].iloc[i])}, item {show_value(sc['item'].iloc[i])}, "
+                      f"{at(orig[i])}): not used. A stage's negatives file left out?", UserWarning, stacklevel=3)
     out = []
-    pairs = cand[["user", "item"]].drop_duplicates()
-    for m, g in sc.groupby("model", sort=False):
-        j = cand.merge(g, on=["user", "item"], how="left")
-        if j["score"].isna().any():
-            r = j[j["score"].isna()].iloc[0]
-            n_miss = int(pairs.merge(g, on=["user", "item"], how="left")["score"].isna().sum())
+    extra_cols = [c for c in sc.columns if c not in ("user", "item", "model")]
+    for j, m in enumerate(models):
+        rows = np.flatnonzero(mcode == j)
+        pos = pd.Index(skey[rows]).get_indexer(ckey)
+        if (pos < 0).any():
+            r = int(np.flatnonzero(pos < 0)[0])
+            n_miss = int((~cset.isin(skey[rows])).sum())
             raise ValueError(f"the scores table has no score of model {show_value(m)} for user "
-                             f"{show_value(r['user'])}, item {show_value(r['item'])} "
+                             f"{show_value(cand['user'].iloc[r])}, item {show_value(cand['item'].iloc[r])} "
                              f"({n_miss} candidate pairs unscored)")
-        out.append(j)
+        t = cand.reset_index(drop=True).copy()
+        for c in extra_cols:
+            t[c] = sc[c].to_numpy()[rows[pos]]
+        t["model"] = m
+        out.append(t)
     return pd.concat(out, ignore_index=True)
 
 

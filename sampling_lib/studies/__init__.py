@@ -44,7 +44,7 @@ a small dict), so a notebook only calls it, checks it and plots it:
 The functions live in topic modules of this package (``correction``,
 ``users``, ``panel``, ``panel_data``, ``tuning``, ``aaai23``, ``tail``, ``sampled_hit_ratio``, ``mapping_functions``,
 ``rank_distribution``, ``metric_estimators``, ``random_baseline``,
-``real_data``); every public name is listed below and importable from here.
+``real_data``, ``design``); every public name is listed below and importable from here.
 Randomness only through ``rng`` (a seed or a numpy Generator).
 
 References
@@ -84,6 +84,7 @@ from .metric_estimators import (winner_counts, metric_curves, average_relative_e
                                 metric_estimator_study, simulate_mse_bound, mn_bv_growth, mean_sd)
 from .random_baseline import (ap_enumeration_check, ap_monte_carlo, ap_scenarios)
 from .real_data import (sampled_rank_as_global, expected_shr, score_sampling_summary)
+from .design import (stretch_ranks, full_ranking_halfwidth, design_study, design_summary)
 
 __all__ = [
     # correction
@@ -186,4 +187,9 @@ __all__ = [
     "sampled_rank_as_global",
     "expected_shr",
     "score_sampling_summary",
+    # design
+    "stretch_ranks",
+    "full_ranking_halfwidth",
+    "design_study",
+    "design_summary",
 ]

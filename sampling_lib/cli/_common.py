@@ -1,0 +1,133 @@
+"""Shared pieces of the command line: the one-line errors, argument types, output helpers."""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+import pandas as pd
+
+__all__ = ["PROG", "CLIError", "UsageError", "Parser", "nonneg_int", "int_in", "emit", "write", "check_output", "inputs",
+           "boot_count", "progress_on", "cut", "one_line"]
+
+PROG = "sampling-lib"
+
+
+class CLIError(Exception):
+    """A user-facing error: printed as one line (exit status 1)."""
+
+
+class UsageError(CLIError):
+    """A bad command line found after parsing (options that do not go together): exit status 2, as argparse's."""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, no usage dump
+        sys.stderr.write(f"{PROG}: error: {cut(message)} (see '{self.prog} --help')\n")
+        raise SystemExit(2)
+
+
+def nonneg_int(text):
+    """argparse type of a seed: an integer >= 0 (argparse names the option in its error)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0; got {cut(text)!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0; got {v}")
+    return v
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def int_in(low, high=_INT64_MAX):
+    """argparse type: an integer in low..high (the library's counts are int64)."""
+    def parse(text):
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer in {low}..{high}; got {cut(text)!r}") from None
+        if not low <= v <= high:
+            raise argparse.ArgumentTypeError(f"must be an integer in {low}..{high}; got {cut(v)}")
+        return v
+    parse.__name__ = "integer"
+    return parse
+
+
+def emit(text, output):
+    if output:
+        with open(output, "w") as fh:
+            fh.write(text)
+    else:
+        sys.stdout.write(text)
+
+
+def write(df, fmt, output):
+    """A table as csv, json or a plain text table (plan-users; estimate/compare go through _show)."""
+    if fmt == "csv":
+        text = df.to_csv(index=False)
+    elif fmt == "json":
+        text = df.to_json(orient="records", indent=2) + "\n"
+    else:
+        with pd.option_context("display.width", 200, "display.max_columns", 100):
+            text = df.to_string(index=False, float_format=lambda x: f"{x:.4f}") + "\n"
+    emit(text, output)
+
+
+def inputs(args):
+    """Every input file of the command line (for the -o check)."""
+    ranks = getattr(args, "ranks", None)
+    files = [ranks] if isinstance(ranks, str) else list(ranks or [])
+    for opt in ("qrels", "scores", "held_out", "item_weights", "exclude", "n_items_file", "users", "previous"):
+        v = getattr(args, opt, None)
+        if v is not None:
+            files.extend([v] if isinstance(v, str) else v)
+    return files
+
+
+def check_output(args):
+    """-o must not name an input file: writing the result there would destroy the input."""
+    import os
+
+    out = getattr(args, "output", None)
+    if not out or not os.path.exists(out):
+        return
+    for f in inputs(args):
+        try:
+            same = os.path.samefile(out, f)
+        except OSError:
+            same = False
+        if same:
+            raise CLIError(f"--output {out} is the input file {f}: refusing to overwrite an input; "
+                            "choose another output file")
+
+
+def boot_count(args, popularity=False):
+    return args.n_boot if args.n_boot is not None else 1000
+
+
+def progress_on(args):
+    """Progress on stderr unless --quiet: a bar on a terminal, plain lines otherwise (sampling_lib._progress)."""
+    return not getattr(args, "quiet", False)
+
+
+_MAX_MESSAGE = 300
+
+
+_NUMPY_REPR = re.compile(r"np\.(?:float|int|uint|complex|bool|str)_?\d*\(([^()]*)\)")
+
+
+def cut(text, limit=_MAX_MESSAGE):
+    text = str(text)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def one_line(exc):
+    """One line of at most ~300 characters, numpy scalar reprs shown as plain values."""
+    msg = str(exc).strip() or type(exc).__name__
+    if isinstance(exc, KeyError):
+        msg = f"missing key {msg}"
+    msg = " ".join(msg.splitlines()[0].split())
+    return cut(_NUMPY_REPR.sub(r"\1", msg))
+

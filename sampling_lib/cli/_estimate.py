@@ -1,0 +1,233 @@
+"""``sampling-lib estimate`` and ``compare``: the commands and their output (compact view, --wide, csv/json, --plot)."""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pandas as pd
+
+from ._common import PROG, CLIError, boot_count, check_output, emit, progress_on, write
+from ._inputs import is_popularity, load_ranks, model_items, pick_models, popularity_logs, size_arg
+
+__all__ = ["cmd_estimate", "cmd_compare", "cmd_ranks"]
+
+def _check_output_options(args):
+    """--wide applies to the table format only (an option that does not apply is an error)."""
+    if getattr(args, "wide", False) and args.format != "table":
+        raise CLIError(f"--wide applies to --format table (the compact view); --format {args.format} always "
+                        "has every column")
+
+
+def _show(out, args, kind, *, n_items=None, sample_size=None):
+    """Print an estimate or compare table: the compact view (default), every column (--wide) or csv/json.
+
+    ``n_items``/``sample_size`` are the (smallest, largest) N_u and n_u behind the table, for the
+    header and the resolution note. With csv/json the notes the compact view shows as a legend go to
+    stderr (the data stay clean).
+    """
+    from .. import _display
+
+    if args.format != "table":
+        write(out, args.format, args.output)
+        if kind == "estimate" and "below_resolution" in out.columns and out.below_resolution.any():
+            below = out[out.below_resolution]
+            w = _display.resolution_width(n_items[1], sample_size[0]) if n_items and sample_size else None
+            widened = "sensitivity_low" in below.columns and bool(below.sensitivity_low.notna().all())
+            print("note: " + _display.resolution_note(list(dict.fromkeys(below.metric)), w, widened=widened),
+                  file=sys.stderr)
+        return
+    if args.wide:
+        text = _display.wide_view(out)
+    elif kind == "estimate":
+        text = _display.estimate_view(out, n_items=n_items, sample_size=sample_size, seed=args.seed)
+    else:
+        text = _display.compare_view(out, n_items=n_items, sample_size=sample_size, seed=args.seed)
+    emit(text, args.output)
+
+
+def _check_plot(args):
+    """--plot FILE: matplotlib installed and a format it writes, checked before the work starts."""
+    if not getattr(args, "plot", None):
+        return
+    from pathlib import Path
+
+    from .._extras import require
+
+    require("matplotlib", "--plot")
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    suffix = Path(args.plot).suffix.lower().lstrip(".")
+    if suffix not in formats:
+        raise CLIError(f"--plot {args.plot}: the file name must end in one of "
+                        f"{', '.join('.' + f for f in sorted(formats))}; got {('.' + suffix) if suffix else 'no suffix'}")
+
+
+def _plot(out, args, *, n_items=None, sample_size=None):
+    """--plot FILE: sampling_lib.plotting.plot_estimates of the estimate table."""
+    if not getattr(args, "plot", None):
+        return
+    from ..plotting import plot_estimates
+
+    fig = plot_estimates(out, n_items=n_items, sample_size=sample_size)
+    fig.savefig(args.plot, dpi=150, bbox_inches="tight")
+    print(f"{PROG}: figure written to {args.plot}", file=sys.stderr)
+
+
+def _cmd_estimate_popularity(args):
+    from ..correct import estimate
+
+    logs = popularity_logs(args)
+    if args.model is not None:
+        if args.model not in logs:
+            raise CLIError(f"--model must be one of {list(logs)}; got {args.model!r}")
+        logs = {args.model: logs[args.model]}
+    out = estimate(logs, None, None, args.metric or ("recall@10", "ndcg@10"), method=args.method,
+                   confidence_level=args.ci, n_boot=boot_count(args, True), rng=args.seed,
+                   progress=progress_on(args))
+    if len(logs) == 1 and args.format == "table":
+        out = out.drop(columns="model")
+    _show(out, args, "estimate")
+    _plot(out, args)
+
+
+def cmd_estimate(args):
+    from ..correct import estimate
+
+    check_output(args)
+    _check_output_options(args)
+    _check_plot(args)
+    if is_popularity(args):
+        return _cmd_estimate_popularity(args)
+    sr = load_ranks(args)
+    tables = []
+    common = dict(metrics=args.metric or ("recall@10", "ndcg@10"), method=args.method,
+                  confidence_level=args.ci, n_boot=boot_count(args, False), rng=args.seed,
+                  scheme=args.scheme, progress=progress_on(args))
+    items_seen, sizes_seen = [], []    # for the header and the resolution note (ranges of N_u and n_u)
+    if isinstance(sr, dict):           # counts table: {model: RankCounts}
+        all_models = list(sr)
+        for m in pick_models(sr, args.model):
+            if sr[m].n_items is None:
+                raise CLIError("--n-items is required (the counts table has no n_items column)")
+            t = estimate(sr[m], **common)
+            items_seen.append(sr[m].n_items)
+            sizes_seen.append(sr[m].sizes)
+            t["model"] = m
+            tables.append(t)
+    else:
+        all_models = sr.models
+        for m in pick_models(sr.models, args.model):
+            r, n, s = size_arg(sr, m, args.sample_size)
+            items = model_items(sr, m, args.n_items)
+            t = estimate(r, items, n, sample_sizes=s, **common)
+            items_seen.append(items)
+            sizes_seen.append(n if s is None else s)
+            t["model"] = m
+            tables.append(t)
+    out = pd.concat(tables, ignore_index=True)
+    if len(all_models) == 1 and args.format == "table":
+        out = out.drop(columns="model")
+    ranges = _ranges(items_seen, sizes_seen)
+    _show(out, args, "estimate", **ranges)
+    _plot(out, args, **ranges)
+
+
+def _ranges(items_seen, sizes_seen):
+    """(smallest, largest) N_u and n_u over the models: the header's N and n, and w = (N_max-1)/(n_min-1)."""
+    items = [np.atleast_1d(np.asarray(x)) for x in items_seen]
+    sizes = [np.atleast_1d(np.asarray(x)) for x in sizes_seen]
+    return {"n_items": (int(min(x.min() for x in items)), int(max(x.max() for x in items))),
+            "sample_size": (int(min(x.min() for x in sizes)), int(max(x.max() for x in sizes)))}
+
+
+def cmd_compare(args):
+    from ..correct import compare
+
+    check_output(args)
+    _check_output_options(args)
+    if is_popularity(args):
+        logs = popularity_logs(args)
+        if len(logs) < 2:
+            raise CLIError(f"compare needs a 'model' column with at least 2 models; got {list(logs)}")
+        out = compare(logs, None, None, args.metric or ("recall@10", "ndcg@10"), method=args.method,
+                      confidence_level=args.ci, n_boot=boot_count(args, True), rng=args.seed, alpha=args.alpha,
+                      adjust=args.adjust, progress=progress_on(args))
+        _show(out, args, "compare")
+        return
+    sr = load_ranks(args)
+    common = dict(metrics=args.metric or ("recall@10", "ndcg@10"), method=args.method,
+                  confidence_level=args.ci, n_boot=boot_count(args, False), rng=args.seed,
+                  alpha=args.alpha, adjust=args.adjust, scheme=args.scheme,
+                  progress=progress_on(args))
+    if isinstance(sr, dict):           # counts table: unpaired
+        if len(sr) < 2:
+            raise CLIError(f"compare needs a 'model' column with at least 2 models; got {list(sr)}")
+        for st in sr.values():
+            if st.n_items is None:
+                raise CLIError("--n-items is required (the counts table has no n_items column)")
+        print("note: counts carry no pairing of users; the bootstrap resamples each model's users "
+              "independently (unpaired)", file=sys.stderr)
+        out = compare(sr, **common)
+        ranges = _ranges([st.n_items for st in sr.values()], [st.sizes for st in sr.values()])
+    else:
+        if len(sr.models) < 2:
+            raise CLIError(f"compare needs a 'model' column with at least 2 models; got {sr.models}")
+        d, sizes, items = {}, {}, {}
+        n_common = args.sample_size
+        for m in sr.models:
+            r, n, s = size_arg(sr, m, args.sample_size)
+            d[m], sizes[m] = r, s
+            items[m] = model_items(sr, m, args.n_items)
+            if n is not None:
+                if n_common is not None and n != n_common:
+                    raise CLIError(f"models have different sample sizes ({n_common} and {n})")
+                n_common = n
+        if any(v is not None for v in sizes.values()):
+            n_common = None
+            sizes = {m: (sizes[m] if sizes[m] is not None else sr.for_model(m)[1]) for m in d}
+        else:
+            sizes = None
+        if sr.ranks.isna().any().any():
+            out = compare(sr, args.n_items, n_common, sample_sizes=sizes, **common)
+        else:
+            out = compare(d, items, n_common, sample_sizes=sizes, **common)
+        ranges = _ranges(list(items.values()), [n_common] if sizes is None else
+                         [s for s in sizes.values() if s is not None])
+    _show(out, args, "compare", **ranges)
+
+
+
+def cmd_ranks(args):
+    """``sampling-lib ranks``: the per-user sampled ranks of any estimate input, as one CSV table."""
+    check_output(args)
+    args.item_weights = args.weight_exponent = args.method = None       # ranks: no popularity logs
+    if {"q", "label", "item"} <= _header_of(args.ranks[0]):
+        raise CLIError(f"{args.ranks[0]} holds popularity-sampled negatives (a q column): their ranks are not "
+                       "ranks among uniform negatives; estimate them with --item-weights")
+    sr = load_ranks(args)
+    if isinstance(sr, dict):
+        raise CLIError(f"{args.ranks[0]} is a counts table already (rank, count): it has no per-user ranks")
+    cols = {"rank": sr.ranks}
+    if sr.sample_sizes is not None:
+        cols["sample_size"] = sr.sample_sizes
+    if sr.n_items is not None:
+        cols["n_items"] = sr.n_items
+    out = pd.concat({k: v.stack(future_stack=True) for k, v in cols.items()}, axis=1)
+    out = out[out["rank"].notna()].reset_index()
+    out = out.rename(columns={out.columns[0]: "user", out.columns[1]: "model"})
+    if "sample_size" not in out.columns:
+        if args.sample_size is None:
+            raise CLIError("-n is required: the input has no sample sizes")
+        out["sample_size"] = args.sample_size
+    if "n_items" not in out.columns and args.n_items is not None:
+        out["n_items"] = args.n_items
+    out = out[["user", "model", "rank", "sample_size"] + (["n_items"] if "n_items" in out.columns else [])]
+    emit(out.to_csv(index=False), args.output)
+
+
+def _header_of(path):
+    try:
+        return set(pd.read_csv(path, nrows=0, encoding="utf-8-sig").columns)
+    except (OSError, ValueError, UnicodeDecodeError):
+        return set()

@@ -1,0 +1,75 @@
+"""``sampling-lib negatives``: a fixed negatives file (stage 1) and the negatives of later stages."""
+from __future__ import annotations
+
+import sys
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from ._common import CLIError, check_output
+from ._inputs import need_n_items, read_weights
+from ._stages import check_stage_one, cmd_stage
+
+__all__ = ["cmd_negatives"]
+
+def cmd_negatives(args):
+    from .._validation import check_columns
+    from ..io import id_text, read_table
+    from ..sampling import sample_negatives
+
+    check_output(args)
+    if args.stage >= 2:
+        return cmd_stage(args)
+    check_stage_one(args)
+    users = read_table(args.users, "users")
+    check_columns(users, ["user"], f"the users file {args.users}")
+    excl = None
+    if args.exclude is not None:
+        excl = read_table(args.exclude, "exclude")
+        check_columns(excl, ["user", "item"], f"the exclude file {args.exclude}")
+    held = users["item"].to_numpy() if "item" in users.columns else None
+    if args.item_weights:
+        from ..popularity import sample_popularity_negatives
+
+        if args.n_items is not None:
+            raise CLIError("--n-items does not apply with --item-weights: the items are those of the weights "
+                            "table or of the interactions (items without an interaction weigh 0)")
+        replace = True if args.replace is None else args.replace
+        out = sample_popularity_negatives(users["user"].to_numpy(),
+                                          read_weights(args, items=() if held is None else held),
+                                          args.sample_size, held_out=held, exclude=excl, replace=replace,
+                                          rng=args.seed)
+    else:
+        if args.weight_exponent is not None:
+            raise CLIError("--weight-exponent needs --item-weights (an interactions table)")
+        need_n_items(args)
+        if excl is not None:
+            _report_exclusions(id_text(users["user"]), excl, args.exclude)
+            excl = excl.assign(user=id_text(excl["user"]))
+        out = sample_negatives(id_text(users["user"]), args.n_items, args.sample_size, exclude=excl,
+                               held_out=held, scheme="binomial" if args.replace else "hypergeometric",
+                               rng=args.seed)
+    if args.output:
+        out.to_csv(args.output, index=False)
+    else:
+        out.to_csv(sys.stdout, index=False)
+
+
+def _report_exclusions(users, excl, path):
+    """--exclude rows naming no user of --users: an error when none matches, else a warning (ids as text)."""
+    from ..io import id_text, row_location
+
+    eu = id_text(excl["user"])
+    blank = pd.Series(eu).str.strip() == ""
+    if blank.any():
+        raise CLIError(f"column 'user' of {path} is blank in {row_location(excl, int(np.flatnonzero(blank)[0]))}")
+    miss = ~pd.Series(eu, dtype=object).isin(set(users)).to_numpy()
+    if len(eu) and miss.all():
+        raise CLIError(f"none of the {len(eu)} rows of {path} names a user of --users (e.g. user "
+                        f"{eu[0]!r}); ids are compared as text: check the user ids")
+    if miss.any():
+        warnings.warn(f"{int(miss.sum())} of the {len(eu)} rows of {path} name a user not in --users (e.g. "
+                      f"{eu[np.flatnonzero(miss)[0]]!r}): they exclude nothing (ids compared as text)",
+                      UserWarning, stacklevel=2)
+

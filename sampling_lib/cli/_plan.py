@@ -1,0 +1,225 @@
+"""``sampling-lib plan-users`` (how many test users) and ``plan`` (which sampled design)."""
+from __future__ import annotations
+
+import sys
+import textwrap
+
+import numpy as np
+import pandas as pd
+
+from ._common import CLIError, UsageError, check_output, emit, write
+
+__all__ = ["cmd_plan_users", "cmd_plan"]
+
+
+def cmd_plan_users(args):
+    from ..user_sampling import (hoeffding_sample_size, sample_size_difference,
+                                sample_size_proportion)
+
+    k = args.models
+    if k < 1:
+        raise CLIError(f"--models must be >= 1; got {k}")
+    rows = [dict(quantity="one metric per model (Recall@K, normal approx.)",
+                 users=sample_size_proportion(args.margin, args.confidence_level, args.p, n_models=k),
+                 source="TORS24 eq 46, Bonferroni over models"),
+            dict(quantity="one metric per model (any metric in [0,1], Hoeffding)",
+                 users=hoeffding_sample_size(args.margin, 1 - args.confidence_level, n_tests=k),
+                 source="Hoeffding, Bonferroni over models")]
+    if k >= 2:
+        rows.append(dict(quantity="difference of two models (all pairs)",
+                         users=sample_size_difference(args.margin, args.confidence_level, args.p,
+                                                      n_models=k),
+                         source="TORS24 eq 52, Bonferroni over pairs"))
+    out = pd.DataFrame(rows)
+    out.insert(1, "margin", args.margin)
+    out.insert(2, "confidence_level", args.confidence_level)
+    out.insert(3, "models", k)
+    write(out, args.format, args.output)
+
+
+
+def cmd_plan(args):
+    """``sampling-lib plan``: candidate designs scored on a pilot (sampling_lib.design.plan), the cheapest marked."""
+    from ..design import plan
+
+    check_output(args)
+    if args.target_halfwidth is not None and args.target_ratio is not None:
+        raise UsageError("give one target: --target-ratio or --target-halfwidth")
+    if args.wide and args.format != "table":
+        raise UsageError(f"--wide applies to --format table; --format {args.format} has every row")
+    from ..design import candidate_designs
+
+    pilots, N, n, max_size = _pilots(args)
+    M = args.users
+    cands = candidate_designs(max_size, n)
+    kw = dict(metrics=args.metric or ("recall@10", "ndcg@10"), confidence_level=args.confidence_level,
+              scheme=args.scheme, rng=args.seed, designs=cands, robust=args.robust, max_size=max_size)
+    if args.target_halfwidth is not None:
+        kw["target_halfwidth"] = args.target_halfwidth
+    else:
+        kw["target_ratio"] = 1.3 if args.target_ratio is None else args.target_ratio
+    results, tables = {}, []
+    for model, ranks in pilots.items():
+        if ranks is None:
+            res = plan(None, N, n, M=M, guess=args.guess_recall, **kw)
+        else:
+            res = plan(ranks, N, n, M=M, **kw)
+        results[model] = res
+        t = res.table.drop(columns="chosen")
+        if model is not None:
+            t.insert(0, "model", model)
+        tables.append(t)
+    table = pd.concat(tables, ignore_index=True)
+    per = (table.groupby(["design", "kind"], sort=False)
+           .agg(cost=("cost", "max"), cost_share=("cost_share", "max"), meets=("meets", "all")).reset_index())
+    ok = per[per.meets]
+    best_name = ok.loc[ok.cost.idxmin(), "design"] if len(ok) else None
+    table["chosen"] = table.design == best_name
+    first = next(iter(results.values()))
+    best = {d.describe(): d for d in cands}.get(best_name)
+    if args.format != "table":
+        write(table, args.format, args.output)
+        print(_advice(best, args, N, n, first.target, len(results)), file=sys.stderr)
+        return
+    emit(_plan_view(table, per, best_name, args, N, n, M or _pilot_users(pilots), first.target, len(results))
+         + _advice(best, args, N, n, first.target, len(results)) + "\n", args.output)
+
+
+def _pilot_users(pilots):
+    sizes = [0 if r is None else len(r) for r in pilots.values()]
+    return max(sizes)
+
+
+def _pilots(args):
+    """{model or None: first-stage sampled ranks (or None for a guess)}, N and n."""
+    from .. import io
+    from ..counts import counts_from_frame
+
+    if args.pilot is None:
+        missing = [o for o, v in (("-N", args.n_items), ("-n", args.sample_size), ("--users", args.users),
+                                  ("--guess-recall", args.guess_recall)) if v is None]
+        if missing:
+            raise UsageError("without a pilot file, plan needs -N, -n, --users and --guess-recall; missing "
+                             + ", ".join(missing))
+        if args.model is not None:
+            raise UsageError("--model applies to a pilot file with a model column")
+        return {None: None}, args.n_items, args.sample_size, args.n_items
+    if args.guess_recall is not None:
+        raise UsageError("--guess-recall applies without a pilot file (the pilot's ranks give the prior)")
+    df = io.read_table(args.pilot, "pilot")
+    layout = io.table_layout(df)
+    if layout not in ("ranks", "counts"):
+        raise CLIError(f"{args.pilot}: a pilot is a ranks table (user, rank[, model][, sample_size][, n_items]) "
+                       f"or a counts table (rank, count[, ...]); got a {layout} table")
+    pilots, sizes, items = {}, [], []
+    if layout == "counts":
+        stats = counts_from_frame(io.counts_table(df, n=args.sample_size, N=args.n_items), n=args.sample_size,
+                                  N=args.n_items)
+        for m, st in stats.items():
+            pilots[m] = np.repeat(st.ranks, st.counts)
+            sizes.append(np.repeat(st.sizes, st.counts))
+            if st.n_items is not None:
+                items.append(np.repeat(st.n_items, st.counts))
+    else:
+        sr = io.ranks_from_table(df, n=args.sample_size, N=args.n_items)
+        for m in sr.models:
+            r, s = sr.for_model(m)
+            if s is None and args.sample_size is None:
+                raise UsageError(f"-n is required: {args.pilot} has no sample_size column")
+            pilots[m] = r
+            sizes.append(np.full(r.size, args.sample_size) if s is None else s)
+            it = sr.items_for_model(m)
+            if it is not None:
+                items.append(it)
+    if args.model is not None:
+        if args.model not in pilots:
+            raise CLIError(f"--model must be one of {list(pilots)}; got {args.model!r}")
+        pilots = {args.model: pilots[args.model]}
+    alln = np.unique(np.concatenate(sizes))
+    if alln.size != 1:
+        raise CLIError(f"{args.pilot}: a pilot is one first stage of one sample size; its users have sizes "
+                       f"{alln[:5].tolist()}{'...' if alln.size > 5 else ''}")
+    n = int(alln[0])
+    if items:
+        if args.n_items is not None:
+            raise UsageError(f"-N does not apply: {args.pilot} has an n_items column (per-user N_u)")
+        items = np.concatenate(items)
+        N, max_size = int(np.median(items)), int(items.min())   # every user's sets must fit: the smallest N_u
+    elif args.n_items is None:
+        raise UsageError(f"-N is required: {args.pilot} has no n_items column")
+    else:
+        N = max_size = args.n_items
+    return pilots, N, n, max_size
+
+
+def _plan_view(table, per, best_name, args, N, n, M, target, n_models):
+    """The compact view: one row per design, cost and the worst half-width and ratio per metric."""
+    metrics = list(dict.fromkeys(table.metric))
+    hw_col, ratio_col = ("halfwidth_high", "ratio_high") if args.robust else ("halfwidth", "ratio")
+    worst = table.groupby(["design", "metric"], sort=False).agg(hw=(hw_col, "max"), ratio=(ratio_col, "max"))
+    if not args.wide:       # the first stage alone, and per kind the cheapest design that meets the target
+        pick = [per.index[0]]                           # (else the most precise of the kind)
+        worst_ratio = worst.groupby(level=0, sort=False)["ratio"].max()
+        for _, g in per.groupby("kind", sort=False):
+            good = g[g.meets]
+            pick.append(good.cost.idxmin() if len(good) else g.index[worst_ratio.reindex(g.design).to_numpy().argmin()])
+        per = per.loc[sorted(set(pick), key=lambda i: per.cost[i])]
+    rows = []
+    for _, d in per.iterrows():
+        row = {"design": d.design, "items/user": f"{d.cost:,.0f}", "% of full": f"{100 * d.cost_share:.2f}%"}
+        for m in metrics:
+            w = worst.loc[(d.design, m)]
+            row[f"{m} ±"] = f"{w.hw:.4f}"
+            row[f"{m} ratio"] = f"{w.ratio:.2f}"
+        row[""] = "<- chosen" if d.design == best_name else ("meets" if d.meets else "")
+        rows.append(row)
+    view = pd.DataFrame(rows)
+    width = int(view["design"].str.len().max())
+    view["design"] = view["design"].str.ljust(width)
+    view = view.rename(columns={"design": "design".ljust(width)})
+    head = (f"N = {N:,}, n = {n}, {M:,} users{f', {n_models} models' if n_models > 1 else ''}; target: {target} "
+            f"for {', '.join(metrics)} ({args.confidence_level:.0%} intervals); predicted from the "
+            f"{'guessed Recall@10' if args.pilot is None else 'pilot'}'s fitted prior\n\n")
+    with pd.option_context("display.width", 250, "display.max_columns", 50, "display.max_colwidth", 80):
+        body = view.to_string(index=False, justify="left") + "\n\n"
+    legend = textwrap.fill(
+        ("" if args.wide else "the first stage alone and, per kind of design, the cheapest that meets the target "
+         "(else the most precise; --wide: every candidate); ")
+        + "items/user: expected items scored per user (held-out included); % of full: of N; ±: predicted "
+        "half-width of the interval; ratio: its width over full ranking's (precision ratio)"
+        + ("; --robust: the high end of each prediction (the pilot's prior refitted with a 10x weaker and a "
+           "10x stronger penalty)" if args.robust else "")
+        + ("; several models: the largest cost and the worst value over them (their added items are "
+           "shared: the union costs at least the largest)" if n_models > 1 else ""), 110,
+        subsequent_indent="  ") + "\n"
+    return head + body + legend
+
+
+def _advice(best, args, N, n, target, n_models):
+    """Which design meets the target at least cost, and the command that writes its stage-2 negatives."""
+    if best is None:
+        return f"no candidate design meets the target ({target}): relax it, or plan for more users"
+    ranks = f" --ranks {args.pilot}" if args.pilot is not None else " --ranks RANKS1.csv"
+    if best.kind == "single" and best.n == n:
+        return f"chosen: {best.describe()}: the first stage alone meets the target; no second stage needed"
+    if best.kind == "single":
+        flags, ranks = f"--n2 {best.n - n}", ""
+    elif best.kind == "threshold":
+        flags = f"--threshold {best.threshold} --n2 {best.n2}"
+    elif best.kind == "ladder":
+        flags = f"--n-max {best.n_max}"
+    else:
+        flags, ranks = f"--full-fraction {best.fraction:g}", ""
+    cmd = (f"sampling-lib negatives --stage 2 --previous STAGE1.csv --users USERS.csv{ranks} {flags} -N {N} "
+           f"--seed {args.seed} -o STAGE2.csv")
+    more = ""
+    if best.kind == "ladder":
+        from ..sampling import size_ladder
+
+        k = len(size_ladder(n, best.n_max))
+        more = (f"\n  then stages 3..{k} the same way (--stage K, --previous the files of stages 1..K-1, the ranks of "
+                "their merged sets)" if k > 2 else "")
+    return (f"chosen: {best.describe()}\n"
+            f"write its stage-2 negatives:\n  {cmd}{more}\n"
+            "  (-N: the item ids 0..N-1 of stage 1; NCF or Elliot files: --input-format ncf|elliot; the users' "
+            "history: --exclude TRAIN.csv; see sampling-lib negatives --help)")

@@ -1,0 +1,234 @@
+"""``sampling-lib negatives --stage K``: the negatives added at a later stage of a nested design.
+
+The earlier stages' files (``--previous``, any of the formats of
+:data:`sampling_lib.io.STAGE_FORMATS`) are read and checked by
+:func:`sampling_lib.io.read_stages`; the current ranks come from a ranks
+file or from the scores of every candidate so far; the design decides which
+users go on (:func:`sampling_lib.sampling.next_stage_sizes`: any model's rank
+counts, so every model is scored on one shared set of added items) and
+:func:`sampling_lib.sampling.sample_added_negatives` draws the items, written
+in the earlier stages' format.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pandas as pd
+
+from ._common import CLIError, UsageError
+
+__all__ = ["cmd_stage", "check_stage_one"]
+
+#: the options that only a later stage reads
+STAGE_OPTIONS = ("previous", "ranks", "scores", "ties", "threshold", "n2", "n_max", "full_fraction", "input_format")
+
+POPULARITY_STAGE = (
+    "a later stage of popularity-sampled negatives is not supported: the users that go on are chosen by their "
+    "stage-1 ranks, which biases the pop_mle rank-mass curve and the Horvitz-Thompson estimate (both treat a "
+    "user's logged draws as unselected); sample a larger n at stage 1 instead")
+
+
+def _opt(name):
+    return "--" + name.replace("_", "-")
+
+
+def check_stage_one(args):
+    """Stage 1: the later-stage options do not apply; --users and -n are required."""
+    given = [o for o in STAGE_OPTIONS if getattr(args, o, None) is not None]
+    if given:
+        raise UsageError(f"{_opt(given[0])} applies to a later stage (--stage K >= 2)")
+    missing = [o for o in ("users", "sample_size") if getattr(args, o) is None]
+    if missing:
+        raise UsageError("stage 1 needs " + " and ".join(_opt(o) for o in missing))
+
+
+def _design_of(args, K):
+    """(kind, parameters) of the design options; exactly one design."""
+    if args.threshold is not None and args.n2 is None:
+        raise UsageError("--threshold needs --n2 (the items added for the users at rank <= T)")
+    chosen = [k for k, v in (("threshold", args.n2), ("ladder", args.n_max), ("full", args.full_fraction))
+              if v is not None]
+    if len(chosen) != 1:
+        raise UsageError("a later stage needs one design: --n2 N2 [--threshold T], --n-max N_MAX or "
+                         f"--full-fraction F; got {', '.join(chosen) if chosen else 'none'}")
+    kind = chosen[0]
+    if kind != "ladder" and K != 2:
+        raise UsageError(f"--{'n2' if kind == 'threshold' else 'full-fraction'} designs have two stages; "
+                         f"--stage {K} continues a ladder only (--n-max)")
+    if kind == "full" and not 0.0 < args.full_fraction <= 1.0:
+        raise UsageError(f"--full-fraction must lie in (0, 1]; got {args.full_fraction}")
+    return kind
+
+
+def _item_ids(items, what, N, where):
+    """Text item ids as ints in 0..N-1 (the ids -N draws); the first bad one names its file and line."""
+    s = pd.Series(items, dtype=object)
+    ok = s.str.fullmatch(r"[0-9]+").fillna(False).to_numpy()
+    v = np.full(len(s), -1, dtype=np.int64)
+    v[ok] = [int(x) if len(x) < 19 else -1 for x in s[ok]]
+    bad = (v < 0) | (v >= N)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise CLIError(f"{where(i)}: {what} {s.iloc[i]!r} is not an item id in 0..N-1={N - 1}: a later stage draws "
+                       "the ids 0..N-1 of -N, so every id of the earlier stages must be one of them")
+    return v
+
+
+def cmd_stage(args):
+    from ..io import (concat_tables, id_text, ranks_from_negatives, ranks_from_table, read_stages, read_table,
+                      stage_file_name, write_stage_negatives)
+    from ..io._stages import check_stage_sizes
+    from ..sampling import Design, next_stage_sizes, sample_added_negatives
+
+    K, fmt = args.stage, args.input_format or "negatives"
+    if args.item_weights is not None or args.weight_exponent is not None:
+        raise CLIError(POPULARITY_STAGE)
+    if args.sample_size is not None:
+        raise UsageError("-n does not apply to a later stage: the design gives the sizes (--n2, --n-max, "
+                         "--full-fraction)")
+    prev = args.previous or []
+    if len(prev) != K - 1:
+        raise UsageError(f"--stage {K} needs the files of stages 1..{K - 1} in --previous; got {len(prev)}")
+    kind = _design_of(args, K)
+    if args.n_items is None:
+        raise UsageError("a later stage needs -N (item ids 0..N-1, as stage 1)")
+    N = args.n_items
+    needs_ranks = kind == "ladder" or (kind == "threshold" and args.threshold is not None)
+    if needs_ranks and (args.ranks is None) == (args.scores is None):
+        raise UsageError("give the current ranks: --ranks RANKS.csv or --scores SCORES.csv (one of them)")
+    if not needs_ranks and (args.ranks is not None or args.scores is not None):
+        raise UsageError(f"{'--ranks' if args.ranks else '--scores'} does not apply: "
+                         f"{'--full-fraction' if kind == 'full' else '--n2 without --threshold'} "
+                         "does not depend on the ranks")
+    if args.ties is not None and args.scores is None:
+        raise UsageError("--ties applies to --scores")
+    if fmt == "ncf" and args.users is not None:
+        raise UsageError("--users does not apply to NCF files: their lines name the held-out items")
+    replace = bool(args.replace)
+    if kind == "full" and replace:
+        raise UsageError("--full-fraction ranks users in full: the added items are distinct (--no-replace)")
+    scheme = "binomial" if replace else "hypergeometric"
+    for f in prev:
+        if "q" in _columns(f):
+            raise CLIError(f"{f}: {POPULARITY_STAGE}")
+    excl = None
+    if args.exclude is not None:
+        from .._validation import check_columns
+
+        excl = read_table(args.exclude, "exclude")
+        check_columns(excl, ["user", "item"], f"the exclude file {args.exclude}")
+    cand = read_stages(prev, fmt, held_out=args.users, exclude=excl, scheme=scheme)
+    names = [stage_file_name(f, k) for k, f in enumerate(prev, start=1)]
+
+    def where(i):
+        r = cand.iloc[i]
+        return f"{names[int(r['stage']) - 1]}, line {int(r['line'])}"
+
+    items = _item_ids(cand["item"].to_numpy(), "item", N, where)
+    users = pd.Index(pd.unique(cand["user"]))
+    held = pd.Series(items[(cand.label == 1).to_numpy()], index=cand.loc[cand.label == 1, "user"].to_numpy())
+    held = held.reindex(users)
+    NU = np.full(users.size, N, dtype=np.int64)
+    excl_int = None
+    if excl is not None:
+        eu = id_text(excl["user"])
+        ei = _item_ids(id_text(excl["item"]), "excluded item", N, lambda i: f"{args.exclude}, row {i + 1}")
+        excl_int = pd.DataFrame({"user": eu, "item": ei}).drop_duplicates()
+        mine = excl_int[excl_int.user.isin(users)]
+        mine = mine[mine["item"].to_numpy() != held.reindex(mine["user"]).to_numpy()]
+        NU -= mine.groupby("user").size().reindex(users).fillna(0).to_numpy(np.int64)
+    check_stage_sizes(cand, pd.Series(NU, index=users), prev)
+    neg = cand.label == 0
+    if not replace:
+        dup = cand[neg].duplicated(["user", "item"]).to_numpy()
+        if dup.any():
+            i = int(np.flatnonzero(neg.to_numpy())[np.flatnonzero(dup)[0]])
+            raise CLIError(f"{where(i)}: user {cand['user'].iloc[i]!r} lists negative {cand['item'].iloc[i]!r} "
+                           "twice: drawn with replacement? then give --replace (a later stage draws as stage 1 did)")
+    size = cand.groupby("user", sort=False).size().reindex(users).to_numpy(np.int64)
+    first = cand[cand.stage == 1].groupby("user", sort=False).size().reindex(users).to_numpy(np.int64)
+    rng = np.random.default_rng([args.seed, K])
+    ranks = None
+    if args.ranks is not None or args.scores is not None:
+        ranks = _current_ranks(args, cand, users, size, ranks_from_negatives, ranks_from_table, concat_tables, id_text)
+    new = size.copy()
+    for s1 in np.unique(first):               # users grouped by their stage-1 size (NCF files: 99 or 100)
+        sel = np.flatnonzero(first == s1)
+        if kind == "ladder":
+            if args.n_max < s1:
+                raise UsageError(f"--n-max {args.n_max} is below the stage-1 size {s1}")
+            d = Design("ladder", int(s1), n_max=args.n_max)
+        elif kind == "full":
+            d = Design("full_subset", int(s1), fraction=args.full_fraction)
+        elif args.threshold is None:
+            d = Design("single", int(s1) + args.n2)
+        else:
+            d = Design("threshold", int(s1), threshold=min(args.threshold, int(s1)), n2=args.n2)
+        r = ranks[sel] if ranks is not None else np.ones((sel.size, 1))
+        new[sel] = next_stage_sizes(r, size[sel], d, N=NU[sel], rng=rng)
+    added = new - size
+    go = added > 0
+    what = {"threshold": f"rank <= {args.threshold} under any model", "ladder": "rank 1 under any model",
+            "full": "chosen at random to be ranked in full"}
+    why = what[kind] if not (kind == "threshold" and args.threshold is None) else "every user"
+    if not go.any():
+        print(f"stage {K}: no user goes on ({why}); no file written", file=sys.stderr)
+        return
+    earlier = pd.DataFrame({"user": cand["user"].to_numpy()[neg.to_numpy()], "item": items[neg.to_numpy()]})
+    out = sample_added_negatives(users.to_numpy()[go], N, added[go], earlier=earlier, exclude=excl_int,
+                                 held_out=held.to_numpy()[go], scheme=scheme, rng=rng)
+    hold = held[go] if (fmt == "ncf" or (fmt == "elliot" and args.users is None)) else None
+    write_stage_negatives(out, args.output or sys.stdout, fmt, held_out=hold)
+    dest = args.output or "stdout"
+    n_add = np.unique(added[go])
+    extra = (f" --held-out {args.users}" if args.users is not None else "") + \
+        (f" --exclude {args.exclude}" if args.exclude is not None else "") + \
+        (" --scheme hypergeometric" if not replace else "")
+    print(f"stage {K}: {int(go.sum()):,} of {users.size:,} users get "
+          f"{n_add[0] if n_add.size == 1 else f'{n_add.min()}-{n_add.max()}'} more items ({why}); "
+          f"{len(out):,} negatives written to {dest} ({fmt}). Score them, then estimate on every stage: "
+          f"sampling-lib estimate {' '.join(prev)} {args.output or 'STAGE%d' % K} --input-format {fmt} "
+          f"--scores SCORES1.csv ... -N {N}{extra}", file=sys.stderr)
+
+
+def _columns(path):
+    """Header of a CSV stage file (empty for NCF/Elliot lines, which have none)."""
+    try:
+        return set(pd.read_csv(path, nrows=0, encoding="utf-8-sig").columns)
+    except (OSError, ValueError, UnicodeDecodeError):
+        return set()
+
+
+def _current_ranks(args, cand, users, size, ranks_from_negatives, ranks_from_table, concat_tables, id_text):
+    """(users x models) ranks of the held-out items among their merged sets so far (float; every cell filled)."""
+    if args.scores is not None:
+        sr = ranks_from_negatives(cand, concat_tables(args.scores, "scores"), duplicates="count",
+                                  ties=args.ties or "pessimistic", rng=args.seed)
+        src = "the scores"
+    else:
+        sr = ranks_from_table(args.ranks)
+        src = args.ranks
+    idx = pd.Index(id_text(sr.ranks.index))
+    stray = ~idx.isin(users)
+    if stray.any():
+        raise CLIError(f"{src}: user {idx[np.flatnonzero(stray)[0]]!r} is in no stage file (--previous)")
+    R = sr.ranks.set_axis(idx).reindex(users)
+    if R.isna().any().any():
+        u, m = R.stack(future_stack=True).loc[lambda x: x.isna()].index[0]
+        raise CLIError(f"{src}: user {u!r} has no rank of model {m!r}: every model ranks every user (a user "
+                       "goes on when any model needs it)")
+    if sr.sample_sizes is not None and args.ranks is not None:
+        S = sr.sample_sizes.set_axis(idx).reindex(users).to_numpy(dtype=float)
+        off = S != size[:, None]
+        if off.any():
+            i, j = map(int, np.argwhere(off)[0])
+            raise CLIError(f"{src}: user {users[i]!r} of model {R.columns[j]!r} has sample_size {int(S[i, j])}, "
+                           f"but its merged set over the --previous files holds {size[i]} items")
+    vals = R.to_numpy(dtype=float)
+    over = vals > size[:, None]
+    if over.any():
+        i, j = map(int, np.argwhere(over)[0])
+        raise CLIError(f"{src}: user {users[i]!r} has rank {int(vals[i, j])} under model {R.columns[j]!r}, above "
+                       f"the {size[i]} items of its merged set over the --previous files")
+    return vals

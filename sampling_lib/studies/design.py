@@ -1,0 +1,158 @@
+"""Designs of a sampled evaluation by simulation: realized widths, coverage, errors and cost (notebook 12).
+
+Re-exported by :mod:`sampling_lib.studies`.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_float, check_int
+from ..correct import estimate
+from ..experiments import seed_sequence
+from ..metrics import metric_values, parse_metrics
+from ..sampling import sample_design
+
+__all__ = [
+    "stretch_ranks",
+    "full_ranking_halfwidth",
+    "design_study",
+    "design_summary",
+]
+
+
+def stretch_ranks(global_ranks, N0, N, *, rng=None):
+    """Global ranks of a catalogue of N0 items carried to N >= N0 items, preserving log R.
+
+    Rank R of 1..N0 maps to a uniform integer of [R^c, (R + 1)^c) with
+    c = log N / log N0 (rank 1 to 1..2^c - 1, ...), so the power-law head of a
+    real model's rank distribution keeps its slope in log R and 1..N0 covers 1..N.
+    A stand-in for real rank distributions of catalogues of 10^5-10^6 items
+    (issue 29's benchmark).
+
+    Examples
+    --------
+    >>> r = stretch_ranks([1, 1, 50, 1000], 1000, 10**6, rng=0)     # c = 2
+    >>> bool(r[:2].max() <= 3 and 50**2 <= r[2] < 51**2 and r[3] == 10**6)
+    True
+    """
+    R = np.asarray(global_ranks, dtype=np.int64)
+    N0 = check_int(N0, "N0", low=2)
+    N = check_int(N, "N", low=N0)
+    if R.min() < 1 or R.max() > N0:
+        raise ValueError(f"global_ranks must lie in 1..N0={N0}; got {R.min()}..{R.max()}")
+    c = np.log(N) / np.log(N0)
+    lo = np.floor(R.astype(float) ** c)
+    hi = np.minimum(np.floor((R + 1.0) ** c), N + 1.0)
+    u = np.random.default_rng(rng).random(R.size)
+    out = np.floor(lo + u * np.maximum(hi - lo, 1.0)).astype(np.int64)
+    return np.clip(out, 1, N)
+
+
+def _metric_rows(parsed, R):
+    """F_j(R_u) for every metric j and user u: (m, M)."""
+    H = min(int(R.max()), max(K for _, _, K in parsed))
+    out = np.zeros((len(parsed), R.size))
+    for j, (full, _, _) in enumerate(parsed):
+        f = metric_values(full, H)
+        inside = R <= H
+        out[j, inside] = f[R[inside] - 1]
+    return out
+
+
+def full_ranking_halfwidth(global_ranks, metrics=("recall@10", "ndcg@10"), *, confidence_level=0.95,
+                           n_boot=1000, rng=None):
+    """Half-width of full ranking's own percentile interval: the user bootstrap of the true ranks.
+
+    The reference of the *precision ratio* (interval width over this one):
+    the uncertainty about the users' metric that remains with every item
+    ranked, from which users are in the test set.
+
+    Returns
+    -------
+    ndarray, shape (m,)
+
+    Examples
+    --------
+    >>> hw = full_ranking_halfwidth(np.r_[np.ones(300, int), np.full(700, 50)], "recall@10", rng=0)
+    >>> bool(abs(hw[0] - 1.96 * np.sqrt(0.3 * 0.7 / 1000)) < 0.004)
+    True
+    """
+    R = np.asarray(global_ranks, dtype=np.int64)
+    F = _metric_rows(parse_metrics(metrics), R)
+    level = check_float(confidence_level, "confidence_level", 0.0, 1.0, low_open=True, high_open=True)
+    g = np.random.default_rng(rng)
+    reps = g.multinomial(R.size, np.full(R.size, 1.0 / R.size), size=check_int(n_boot, "n_boot", low=2))
+    boot = reps @ F.T / R.size
+    lo, hi = np.quantile(boot, [0.5 - level / 2, 0.5 + level / 2], axis=0)
+    return (hi - lo) / 2
+
+
+def design_study(global_ranks, N, design, *, metrics=("recall@10", "ndcg@10"), repeats=10, n_boot=300,
+                 confidence_level=0.95, scheme="binomial", rng=None):
+    """Simulate a design on fixed users and estimate with the default: one row per draw and metric.
+
+    Each draw samples the users' sets stage by stage
+    (:func:`sampling_lib.sampling.sample_design`) and estimates with
+    :func:`sampling_lib.correct.estimate` on the final per-user sizes; the
+    truth is the users' own metric (their full-ranking value).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``design, draw, metric, truth, estimate, ci_low, ci_high, halfwidth,
+        covered, rel_error, cost_share`` (items scored per user over N_u),
+        ``full_halfwidth`` (:func:`full_ranking_halfwidth`) and ``ratio``
+        (halfwidth / full_halfwidth).
+
+    Examples
+    --------
+    >>> from sampling_lib.sampling import Design
+    >>> R = np.r_[np.ones(100, int), np.arange(1, 901)]
+    >>> t = design_study(R, 1000, Design("ladder", 20, n_max=160), metrics="recall@10", repeats=2, n_boot=20, rng=0)
+    >>> t.shape, sorted(t.columns)[:3]
+    ((2, 13), ['ci_high', 'ci_low', 'cost_share'])
+    """
+    R = np.asarray(global_ranks, dtype=np.int64)
+    parsed = parse_metrics(metrics)
+    repeats = check_int(repeats, "repeats", low=1)
+    root = seed_sequence(rng)
+    names = [p[0] for p in parsed]
+    truth = _metric_rows(parsed, R).mean(axis=1)
+    full = full_ranking_halfwidth(R, metrics, confidence_level=confidence_level,
+                                  rng=np.random.default_rng(root.spawn(1)[0]))
+    Nu = np.broadcast_to(np.asarray(N, dtype=np.int64), R.shape)
+    rows = []
+    for k, child in enumerate(root.spawn(repeats)):
+        g = np.random.default_rng(child)
+        r, s = sample_design(R, N, design, scheme=scheme, rng=g)
+        t = estimate(r, N, None, names, sample_sizes=s, n_boot=n_boot, scheme=scheme,
+                     confidence_level=confidence_level, rng=g)
+        for j, name in enumerate(names):
+            est, lo, hi = float(t.estimate[j]), float(t.ci_low[j]), float(t.ci_high[j])
+            rows.append({"design": design.describe(), "draw": k, "metric": name, "truth": truth[j],
+                         "estimate": est, "ci_low": lo, "ci_high": hi, "halfwidth": (hi - lo) / 2,
+                         "covered": lo <= truth[j] <= hi,
+                         "rel_error": abs(est - truth[j]) / truth[j] if truth[j] > 0 else np.nan,
+                         "cost_share": float(np.mean(s / Nu)), "full_halfwidth": full[j]})
+    out = pd.DataFrame(rows)
+    out["ratio"] = out.halfwidth / out.full_halfwidth
+    return out
+
+
+def design_summary(study, by=("design", "metric")):
+    """Per design and metric: draws, coverage, mean realized ratio and half-width, mean |relative error|,
+    mean cost share (of a :func:`design_study` table, or several concatenated with extra key columns).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"design": "d", "metric": "m", "covered": [True, False], "ratio": [1.0, 1.2],
+    ...                   "halfwidth": [0.1, 0.12], "rel_error": [0.01, 0.03], "cost_share": 0.04})
+    >>> design_summary(t).round(3).to_dict("records")
+    [{'design': 'd', 'metric': 'm', 'draws': 2, 'coverage': 0.5, 'ratio': 1.1, 'halfwidth': 0.11, 'rel_error': 0.02, 'cost_share': 0.04}]
+    """
+    return (study.groupby(list(by), sort=False)
+            .agg(draws=("covered", "size"), coverage=("covered", "mean"), ratio=("ratio", "mean"),
+                 halfwidth=("halfwidth", "mean"), rel_error=("rel_error", "mean"),
+                 cost_share=("cost_share", "mean"))
+            .reset_index())

@@ -1,0 +1,291 @@
+"""The nested-design workflow on the command line (issue 29 items 1-4): as a user runs it.
+
+stage-1 negatives -> the framework scores them -> ``ranks`` -> ``plan`` ->
+``negatives --stage 2`` -> scores of stage 2 -> ``estimate`` / ``compare`` on
+both stages. The "framework" scores item j of every user by a fixed order per
+model, so global ranks are known. Every command runs in-process through
+``main(argv)``; bad input must be one line ``sampling-lib: error: ...`` naming
+the file and line (exit status 1), a bad command line exit status 2.
+"""
+import json
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sampling_lib import io
+from sampling_lib.correct import compare, estimate
+
+N, M, n, H = 300, 150, 20, 5
+ORDER = {"A": np.random.default_rng(1).permutation(N), "B": np.random.default_rng(2).permutation(N)}
+
+
+@pytest.fixture
+def run(capsys, monkeypatch):
+    from sampling_lib.cli import main
+
+    def call(*args, cwd):
+        monkeypatch.chdir(cwd)
+        capsys.readouterr()
+        argv = [str(a) for a in args]
+        try:
+            rc = main(argv)
+        except SystemExit as exc:
+            rc = int(exc.code or 0)
+        out = capsys.readouterr()
+        return subprocess.CompletedProcess(argv, rc, out.out, out.err)
+
+    return call
+
+
+def one_line_error(p, code, match):
+    assert p.returncode == code, (p.returncode, p.stderr)
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("sampling-lib: error:") and "Traceback" not in p.stderr, p.stderr
+    assert pd.Series([lines[0]]).str.contains(match, regex=True).iloc[0], lines[0]
+
+
+def score_file(cand_files, path, d, fmt="negatives"):
+    """The framework: scores of every candidate of the given stage files (held-out items included)."""
+    cand = io.read_stages([d / f for f in cand_files], fmt, held_out=d / "users.csv" if fmt != "ncf" else None)
+    items = cand["item"].astype(int).to_numpy()
+    rows = [pd.DataFrame({"user": cand.user, "model": m, "item": items, "score": -ORDER[m][items].astype(float)})
+            for m in ORDER]
+    pd.concat(rows).drop_duplicates(["user", "model", "item"]).to_csv(d / path, index=False)
+
+
+@pytest.fixture
+def world(tmp_path):
+    rng = np.random.default_rng(0)
+    users = [f"u{j}" for j in range(M)]
+    held = rng.integers(0, N, M)
+    hist = np.array([rng.choice(np.setdiff1d(np.arange(N), [h]), H, replace=False) for h in held])
+    pd.DataFrame({"user": users, "item": held}).to_csv(tmp_path / "users.csv", index=False)
+    pd.DataFrame({"user": np.repeat(users, H), "item": hist.ravel()}).to_csv(tmp_path / "train.csv", index=False)
+    return tmp_path
+
+
+def stage_one(run, d):
+    p = run("negatives", "-N", N, "--users", "users.csv", "-n", n, "--seed", 0, "--exclude", "train.csv",
+            "-o", "s1.csv", cwd=d)
+    assert p.returncode == 0, p.stderr
+    score_file(["s1.csv"], "sc1.csv", d)
+    p = run("ranks", "s1.csv", "--input-format", "negatives", "--held-out", "users.csv", "--scores", "sc1.csv",
+            "-N", N, "--exclude", "train.csv", "-o", "ranks1.csv", cwd=d)
+    assert p.returncode == 0, p.stderr
+    return pd.read_csv(d / "ranks1.csv", dtype={"user": str})
+
+
+def test_the_whole_workflow_of_two_stages(run, world):
+    d = world
+    r1 = stage_one(run, d)
+    assert r1.columns.tolist() == ["user", "model", "rank", "sample_size", "n_items"]
+    assert (r1.sample_size == n).all() and (r1.n_items == N - H).all() and len(r1) == 2 * M
+    # the ranks are the count of stage-1 negatives the model orders above the held-out item
+    neg, users = pd.read_csv(d / "s1.csv"), pd.read_csv(d / "users.csv").set_index("user")["item"]
+    for m in ORDER:
+        want = neg.groupby("user").apply(lambda g: 1 + int((ORDER[m][g.item] < ORDER[m][users[g.name]]).sum()),
+                                         include_groups=False)
+        got = r1[r1.model == m].set_index("user")["rank"]
+        assert (got.reindex(want.index) == want).all()
+    # stage 2 for the users any model ranks first
+    p = run("negatives", "--stage", 2, "--previous", "s1.csv", "--users", "users.csv", "--ranks", "ranks1.csv",
+            "--threshold", 1, "--n2", 40, "-N", N, "--seed", 0, "--exclude", "train.csv", "-o", "s2.csv", cwd=d)
+    assert p.returncode == 0, p.stderr
+    assert "sampling-lib estimate s1.csv s2.csv --input-format negatives" in p.stderr
+    s2 = pd.read_csv(d / "s2.csv", dtype={"user": str})
+    need = set(r1[r1["rank"] <= 1].user)
+    assert set(s2.user) == need and (s2.groupby("user").size() == 40).all()
+    hist = pd.read_csv(d / "train.csv", dtype={"user": str})
+    s1 = pd.read_csv(d / "s1.csv", dtype={"user": str})
+    for u, g in s2.groupby("user"):
+        assert not set(g.item) & (set(s1[s1.user == u].item) | set(hist[hist.user == u].item) | {users[u]})
+    score_file(["s1.csv", "s2.csv"], "sc2.csv", d)
+    args = ["s1.csv", "s2.csv", "--input-format", "negatives", "--held-out", "users.csv", "--scores", "sc1.csv",
+            "--scores", "sc2.csv", "-N", N, "--exclude", "train.csv", "--scheme", "hypergeometric",
+            "--format", "csv", "--n-boot", 30, "--quiet"]
+    p = run("estimate", *args, cwd=d)
+    assert p.returncode == 0, p.stderr
+    got = pd.read_csv(pd.io.common.StringIO(p.stdout))
+    # the library on the merged stages gives the same table
+    cand = io.read_stages([d / "s1.csv", d / "s2.csv"], held_out=d / "users.csv", exclude=d / "train.csv")
+    sr = io.ranks_from_negatives(cand, io.concat_tables([d / "sc1.csv", d / "sc2.csv"]))
+    assert sorted(set(sr.sample_sizes["A"])) == [n, n + 40]
+    sr = sr.with_n_items(pd.DataFrame({"user": sr.ranks.index, "n_items": N - H}))
+    want = estimate(sr, None, None, n_boot=30, rng=0, scheme="hypergeometric")
+    pd.testing.assert_series_equal(got.estimate, want.estimate, check_names=False)
+    # the first model's bootstrap draws the same replicates (the CLI seeds each model's call alike)
+    pd.testing.assert_series_equal(got.ci_low[:2], want.ci_low[:2], check_names=False)
+    p = run("compare", *args[:-5], "--format", "json", "--n-boot", 30, "--quiet", cwd=d)
+    assert p.returncode == 0, p.stderr
+    cmp = pd.DataFrame(json.loads(p.stdout))
+    want = compare(sr, None, None, n_boot=30, rng=0, scheme="hypergeometric")
+    assert np.allclose(cmp.difference, want.difference)
+
+
+@pytest.mark.parametrize("fmt", ["ncf", "elliot"])
+def test_a_ladder_in_ncf_and_elliot_files(run, world, fmt):
+    d = world
+    stage_one(run, d)
+    s1 = pd.read_csv(d / "s1.csv", dtype={"user": str})
+    users = pd.read_csv(d / "users.csv", dtype={"user": str}).set_index("user")["item"]
+    first = d / f"s1.{fmt}"
+    io.write_stage_negatives(s1, first, fmt, held_out=users if fmt == "ncf" else None)
+    extra = [] if fmt == "ncf" else ["--users", "users.csv"]
+    p = run("negatives", "--stage", 2, "--previous", first.name, "--input-format", fmt, *extra, "--scores",
+            "sc1.csv", "--n-max", 80, "-N", N, "--seed", 1, "--exclude", "train.csv", "-o", f"s2.{fmt}", cwd=d)
+    assert p.returncode == 0, p.stderr
+    lines = (d / f"s2.{fmt}").read_text().splitlines()
+    heads = [ln.split("\t")[0] for ln in lines]
+    if fmt == "ncf":
+        assert all(h == f"({h[1:].split(',')[0]},{users[h[1:].split(',')[0]]})" for h in heads)
+    else:
+        assert all(h.endswith(",)") for h in heads)
+    assert {len(ln.split("\t")) - 1 for ln in lines} == {n}             # the size doubles: n more items
+    score_file([first.name, f"s2.{fmt}"], "sc2.csv", d, fmt=fmt)
+    p = run("negatives", "--stage", 3, "--previous", first.name, f"s2.{fmt}", "--input-format", fmt, *extra,
+            "--scores", "sc1.csv", "--scores", "sc2.csv", "--n-max", 80, "-N", N, "--seed", 1, "--exclude",
+            "train.csv", "-o", f"s3.{fmt}", cwd=d)
+    assert p.returncode == 0, p.stderr
+    three = [first, d / f"s2.{fmt}", d / f"s3.{fmt}"]
+    cand = io.read_stages(three, fmt, held_out=d / "users.csv" if fmt == "elliot" else None,
+                          exclude=d / "train.csv")
+    size = cand.groupby("user").size()
+    assert set(size) <= {20, 40, 80} and (size == 80).any()
+    s3_users = {ln.split("\t")[0][1:].split(",")[0] for ln in (d / f"s3.{fmt}").read_text().splitlines()}
+    s2_users = set(heads_users := [h[1:].split(",")[0] for h in heads])
+    assert s3_users <= s2_users and len(heads_users) == len(s2_users)
+
+
+def test_plan_prints_the_designs_marks_the_cheapest_that_meets_the_target_and_its_command(run, world):
+    from sampling_lib.design import candidate_designs, plan
+
+    d = world
+    r1 = stage_one(run, d)
+    p = run("plan", "ranks1.csv", "--metric", "recall@10", "--format", "csv", cwd=d)
+    assert p.returncode == 0, p.stderr
+    t = pd.read_csv(pd.io.common.StringIO(p.stdout))
+    assert {"model", "design", "kind", "cost", "cost_share", "halfwidth", "ratio", "meets", "chosen"} <= set(t.columns)
+    per = t.groupby("design").agg(cost=("cost", "max"), meets=("meets", "all"), chosen=("chosen", "first"))
+    assert per.chosen.sum() == 1
+    best = per[per.chosen].iloc[0]
+    assert best.meets and best.cost == per[per.meets].cost.min()
+    assert (t[t.chosen].ratio <= 1.3).all()
+    assert "chosen: " + per.index[per.chosen][0] in p.stderr
+    # one model: the same choice as sampling_lib.design.plan on its ranks
+    p = run("plan", "ranks1.csv", "--metric", "recall@10", "--model", "A", "--target-ratio", 1.05, cwd=d)
+    assert p.returncode == 0, p.stderr
+    res = plan(r1[r1.model == "A"]["rank"].to_numpy(), N - H, n, metrics="recall@10", max_size=N - H,
+               designs=candidate_designs(N - H, n), target_ratio=1.05)
+    assert res.best is not None and res.best != candidate_designs(N - H, n)[0]     # a second stage is needed
+    assert f"chosen: {res.best.describe()}" in p.stdout
+    row = [ln for ln in p.stdout.splitlines() if "<- chosen" in ln]
+    assert len(row) == 1 and row[0].startswith(res.best.describe())
+    flags = {"threshold": f"--threshold {res.best.threshold} --n2 {res.best.n2}", "ladder": f"--n-max {res.best.n_max}",
+             "single": f"--n2 {res.best.n - n}", "full_subset": f"--full-fraction {res.best.fraction:g}"}
+    assert "sampling-lib negatives --stage 2 --previous STAGE1.csv" in p.stdout and flags[res.best.kind] in p.stdout
+
+
+def test_plan_without_a_pilot_and_its_bad_command_lines(run, tmp_path):
+    p = run("plan", "-N", 400, "-n", 20, "--users", 300, "--guess-recall", 0.3, "--metric", "recall@10",
+            "--target-halfwidth", 0.2, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "target: interval half-width <= 0.2" in p.stdout and "chosen: single n = 20" in p.stdout
+    assert "no second stage needed" in p.stdout
+    one_line_error(run("plan", "-N", 400, "-n", 20, cwd=tmp_path), 2, "needs -N, -n, --users and --guess-recall")
+    one_line_error(run("plan", "-N", 400, "-n", 20, "--users", 30, "--guess-recall", 0.3, "--target-ratio", 2,
+                       "--target-halfwidth", 0.1, cwd=tmp_path), 2, "one target")
+    (tmp_path / "mixed.csv").write_text("user,rank,sample_size\na,1,20\nb,3,40\n")
+    one_line_error(run("plan", "mixed.csv", "-N", 400, cwd=tmp_path), 1, "one sample size")
+
+
+@pytest.mark.parametrize("extra, code, match", [
+    (["--stage", 2, "--users", "users.csv", "--ranks", "ranks1.csv", "--n-max", 80], 2, "stages 1..1 in --previous"),
+    (["--stage", 2, "--previous", "s1.csv", "--users", "users.csv", "--ranks", "ranks1.csv"], 2, "one design"),
+    (["--stage", 2, "--previous", "s1.csv", "--users", "users.csv", "--ranks", "ranks1.csv", "--n-max", 80,
+      "--n2", 10], 2, "one design"),
+    (["--stage", 2, "--previous", "s1.csv", "--users", "users.csv", "--ranks", "ranks1.csv",
+      "--full-fraction", 0.1], 2, "--ranks does not apply"),
+    (["--stage", 3, "--previous", "s1.csv", "s1.csv", "--users", "users.csv", "--ranks", "ranks1.csv",
+      "--threshold", 1, "--n2", 5], 2, "continues a ladder only"),
+    (["--previous", "s1.csv", "--users", "users.csv", "-n", 20], 2, "--previous applies to a later stage"),
+    (["--stage", 2, "--previous", "s1.csv", "--users", "users.csv", "--n-max", 80], 2, "--ranks RANKS.csv or --scores"),
+    (["--stage", 2, "--previous", "s1.csv", "--users", "users.csv", "--ranks", "ranks1.csv", "--n-max", 80,
+      "--item-weights", "w.csv"], 1, "popularity-sampled negatives is not supported: .*biases"),
+    (["--stage", 2, "--previous", "s1.csv", "--users", "users.csv", "--ranks", "ranks1.csv", "--n-max", 80,
+      "-o", "s1.csv"], 1, "refusing to overwrite an input"),
+])
+def test_negatives_stage_bad_command_lines(run, world, extra, code, match):
+    d = world
+    stage_one(run, d)
+    base = ["negatives", "-N", N, "--seed", 0]
+    one_line_error(run(*base, *extra, cwd=d), code, match)
+
+
+def test_negatives_stage_bad_files_name_the_file_and_line(run, world):
+    d = world
+    r1 = stage_one(run, d)
+    base = ["negatives", "--stage", 2, "--previous", "s1.csv", "--users", "users.csv", "--n-max", 80, "-N", N,
+            "--seed", 0]
+    # a rank above the user's merged set
+    bad = r1.copy()
+    bad.loc[0, "rank"] = 21
+    bad.to_csv(d / "bad_ranks.csv", index=False)
+    one_line_error(run(*base, "--ranks", "bad_ranks.csv", cwd=d), 1, r"bad_ranks.csv, line 2 has rank 21 > sample_size 20")
+    bad = r1.drop(columns="sample_size")
+    bad.loc[0, "rank"] = 21
+    bad.to_csv(d / "bad_ranks.csv", index=False)
+    one_line_error(run(*base, "--ranks", "bad_ranks.csv", cwd=d), 1, r"rank 21 under model 'A', above the 20 items")
+    # a user without a rank of one model
+    r1.iloc[1:].to_csv(d / "short.csv", index=False)
+    one_line_error(run(*base, "--ranks", "short.csv", cwd=d), 1, r"user 'u0' has no rank of model 'A'")
+    # a stage-1 file whose negative is in the history given now
+    hist = pd.read_csv(d / "train.csv")
+    s1 = pd.read_csv(d / "s1.csv")
+    pd.concat([hist, s1.iloc[[5]]]).to_csv(d / "train2.csv", index=False)
+    one_line_error(run(*base, "--ranks", "ranks1.csv", "--exclude", "train2.csv", cwd=d), 1,
+                   rf"s1.csv, line 7: negative '{s1.item[5]}' of user 'u0' is in its history")
+    # item ids outside 0..N-1
+    one_line_error(run(*base[:-4], "-N", 50, "--seed", 0, "--ranks", "ranks1.csv", cwd=d), 1,
+                   r"s1.csv, line \d+: item '\d+' is not an item id in 0..N-1=49")
+    # duplicated stage-1 negatives without --replace
+    pd.concat([s1.iloc[:1], s1]).to_csv(d / "dup.csv", index=False)
+    base_dup = [b if b != "s1.csv" else "dup.csv" for b in base]
+    one_line_error(run(*base_dup, "--scores", "sc1.csv", cwd=d), 1, "is listed twice|lists negative .* twice")
+
+
+def test_estimate_on_stages_reports_bad_stage_files_in_one_line(run, world):
+    d = world
+    stage_one(run, d)
+    s1 = pd.read_csv(d / "s1.csv")
+    common = ["--input-format", "negatives", "--held-out", "users.csv", "--scores", "sc1.csv", "--scheme",
+              "hypergeometric", "-N", N, "--quiet"]
+    pd.DataFrame({"user": ["u0"], "item": [s1.item[1]]}).to_csv(d / "again.csv", index=False)
+    one_line_error(run("estimate", "s1.csv", "again.csv", *common, cwd=d), 1,
+                   rf"again.csv, line 2: negative '{s1.item[1]}' of user 'u0' is already a negative of stage 1 "
+                   r"\(s1.csv, line 3\)")
+    pd.DataFrame({"user": ["nobody"], "item": [1]}).to_csv(d / "stray.csv", index=False)
+    one_line_error(run("estimate", "s1.csv", "stray.csv", *common, cwd=d), 1,
+                   r"stray.csv, line 2: user 'nobody' is not a user of the first stage")
+    held = pd.read_csv(d / "users.csv")
+    pd.DataFrame({"user": ["u0"], "item": [held.item[0]]}).to_csv(d / "held.csv", index=False)
+    one_line_error(run("estimate", "s1.csv", "held.csv", *common, cwd=d), 1,
+                   r"held.csv, line 2: negative '\d+' of user 'u0' is its held-out item")
+    # a merged set above N_u: -N and the history
+    hist = pd.read_csv(d / "train.csv", dtype={"user": str})
+    taken = set(s1[s1.user == "u0"].item) | set(hist[hist.user == "u0"].item) | {held.item[0]}
+    fill = pd.DataFrame({"user": "u0", "item": [i for i in range(N) if i not in taken]})
+    fill.to_csv(d / "fill.csv", index=False)
+    score_file(["s1.csv", "fill.csv"], "scfill.csv", d)
+    cmd = ["estimate", "s1.csv", "fill.csv", "--input-format", "negatives", "--held-out", "users.csv", "--scores",
+           "scfill.csv", "--scheme", "hypergeometric", "-N", 200, "--quiet", "--exclude", "train.csv"]
+    one_line_error(run(*cmd, cwd=d), 1, rf"fill.csv, line {len(fill) + 1}: user 'u0' has {N - H} candidates over "
+                                        rf"the stages .* more than its N_u = {200 - H}")
+
+
+def test_ranks_command_refuses_counts_and_popularity_tables(run, tmp_path):
+    (tmp_path / "c.csv").write_text("rank,count\n1,3\n2,4\n")
+    one_line_error(run("ranks", "c.csv", "-n", 10, cwd=tmp_path), 1, "counts table already")
+    (tmp_path / "p.csv").write_text("user,item,score,label,q,n_candidates\na,1,0.5,1,,9\na,2,0.1,0,0.1,9\n")
+    one_line_error(run("ranks", "p.csv", cwd=tmp_path), 1, "popularity-sampled")

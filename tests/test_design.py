@@ -1,0 +1,211 @@
+"""sampling_lib.design (issue 29): the law of a nested design, its cost, the predicted width, the planner.
+
+The law is checked against the stage-by-stage simulation of
+:func:`sampling_lib.sampling.sample_design` (two independent computations),
+the predicted width against the exact answer of two designs whose variance is
+known in closed form, and the planner against its own definition (the
+cheapest candidate that meets the target).
+"""
+import numpy as np
+import pandas as pd
+import pytest
+
+from sampling_lib.design import candidate_designs, design_law, plan, predict
+from sampling_lib.estimators import logspline_fit
+from sampling_lib.rankdist import draw_global_ranks, synthetic_models
+from sampling_lib.sampling import Design, sample_design, sample_ranks, size_ladder
+
+N = 600
+DESIGNS = [Design("single", 20), Design("threshold", 20, threshold=2, n2=100),
+           Design("ladder", 15, n_max=240), Design("full_subset", 20, fraction=0.3)]
+
+
+@pytest.mark.parametrize("scheme", ["binomial", "hypergeometric"])
+@pytest.mark.parametrize("design", DESIGNS, ids=lambda d: d.kind)
+def test_design_law_matches_the_simulated_stages(design, scheme):
+    # each R's cell frequencies of 20,000 simulated users against P(cell | R): total variation
+    # distance within 4 standard errors of a multinomial's (sum_c sqrt(p_c (1 - p_c) / n) / 2)
+    Rs = np.array([1, 3, 12, 80, 400])
+    sizes, lo, hi, D = design_law(design, N, Rs, scheme=scheme)
+    np.testing.assert_allclose(D.sum(axis=1), 1.0, atol=1e-9)
+    rng = np.random.default_rng(11)
+    reps = 20_000
+    for i, R in enumerate(Rs):
+        r, s = sample_design(np.full(reps, R), N, design, scheme=scheme, rng=rng)
+        cell = np.full(reps, -1)
+        for c in range(sizes.size):
+            cell[(s == sizes[c]) & (r >= lo[c]) & (r <= hi[c]) & (cell < 0)] = c
+        assert (cell >= 0).all(), "a simulated (n_u, r_u) outside every cell of the law"
+        freq = np.bincount(cell, minlength=sizes.size) / reps
+        p = D[i]
+        tv = 0.5 * np.abs(freq - p).sum()
+        se = 0.5 * np.sqrt(p * (1 - p) / reps).sum()
+        assert tv <= 4 * se + 1e-3, (R, tv, se)
+
+
+@pytest.mark.parametrize("design", DESIGNS, ids=lambda d: d.kind)
+def test_expected_cost_matches_simulation(design):
+    from sampling_lib.design import _cost
+
+    pmf = synthetic_models(N)["beta_a0.35"]
+    R = draw_global_ranks(pmf, 40_000, rng=1)
+    _, s = sample_design(R, N, design, rng=2)
+    Rg = np.arange(1, N + 1)
+    c = _cost(design, N, pmf, Rg, "binomial")
+    assert c == pytest.approx(s.mean(), rel=0.02)
+
+
+def test_design_law_of_ladder_reaches_only_ladder_sizes():
+    d = Design("ladder", 10, n_max=100)
+    sizes, lo, hi, D = design_law(d, 1000, [1, 50])
+    assert set(sizes.tolist()) == set(size_ladder(10, 100).tolist())
+    assert (lo[sizes < 100] > 1).all()              # rank 1 below n_max always continues
+    assert D[0, sizes == 100].sum() == pytest.approx((1 - 0 / 999) ** 99)   # R = 1 reaches the top
+
+
+def _prior(M=3000, n=30, seed=0):
+    R = draw_global_ranks(synthetic_models(N)["beta_a0.35"], M, rng=seed)
+    return R, logspline_fit(sample_ranks(R, N, n, rng=seed + 1), N, n)
+
+
+def test_full_ranking_of_everyone_predicts_full_rankings_width():
+    # phi = F and A = 0: the predicted half-width is full ranking's, up to the grid's cell averages
+    _, fit = _prior()
+    t = predict(Design("full_subset", 30, fraction=1.0), fit, ["recall@10", "ndcg@10"], M=3000)
+    np.testing.assert_allclose(t.ratio, 1.0, atol=0.02)
+    assert (t.cost == N).all() and (t.cost_share == 1.0).all()
+
+
+def test_predicted_width_shrinks_as_the_design_resolves_the_top():
+    _, fit = _prior()
+    ratios = [predict(Design("ladder", 30, n_max=m), fit, "recall@10", M=3000).ratio[0] for m in (30, 120, 480)]
+    # below resolution (w = 20.7 at n = 30) against ladders that resolve K = 10 (w = 5.0 and 1.25); once
+    # resolved, a larger n_max need not narrow the interval further (the realized ratios agree: 0.99, 1.01)
+    assert ratios[0] > max(ratios[1:])
+    one = predict(Design("single", 30), fit, "recall@10", M=3000)
+    assert one.ratio[0] == pytest.approx(ratios[0], rel=1e-6)      # a ladder with n_max = n is single n
+    assert (one.halfwidth_low <= one.halfwidth).all() and (one.halfwidth <= one.halfwidth_high).all()
+
+
+def test_predicted_width_falls_with_M():
+    _, fit = _prior()
+    a, b, c = (predict(Design("single", 30), fit, "recall@10", M=m) for m in (1000, 10**6, 10**8))
+    assert b.full_halfwidth[0] == pytest.approx(a.full_halfwidth[0] / np.sqrt(1000), rel=1e-9)
+    # below resolution the penalty's weight (Pen / M) falls with M and weakly identified directions
+    # of the prior open up: the width falls, but more slowly than 1/sqrt(M)
+    assert a.halfwidth[0] > b.halfwidth[0] > c.halfwidth[0]
+    assert b.halfwidth[0] / c.halfwidth[0] < 10.0
+    # everyone ranked in full: no prior in the estimate, exactly 1/sqrt(M)
+    f1, f2 = (predict(Design("full_subset", 30, fraction=1.0), fit, "recall@10", M=m) for m in (10**6, 10**8))
+    assert f1.halfwidth[0] / f2.halfwidth[0] == pytest.approx(10.0, rel=1e-9)
+
+
+def test_plan_picks_the_cheapest_design_that_meets_the_target():
+    R, _ = _prior(M=2000, n=20)
+    pilot = sample_ranks(R, N, 20, rng=3)
+    res = plan(pilot, N, 20, metrics="recall@10", target_ratio=1.5)
+    d = res.designs()
+    assert d.chosen.sum() == 1
+    chosen = d[d.chosen].iloc[0]
+    assert chosen.meets and chosen.cost == d[d.meets].cost.min()
+    assert (d[d.meets].ratio <= 1.5 + 1e-12).all() and (d[~d.meets].ratio > 1.5).all()
+    assert res.best.describe() == chosen.design and "1.5" in res.target
+    # every candidate's sets fit in N
+    for cand in candidate_designs(N, 20):
+        cand.check(N)
+
+
+def test_plan_robust_judges_by_the_high_end_and_costs_at_least_as_much():
+    R, _ = _prior(M=2000, n=20)
+    pilot = sample_ranks(R, N, 20, rng=3)
+    a = plan(pilot, N, 20, metrics="recall@10", target_ratio=1.5)
+    b = plan(pilot, N, 20, metrics="recall@10", target_ratio=1.5, robust=True)
+    db = b.designs()
+    ok = b.table.groupby("design", sort=False).ratio_high.max()
+    assert (ok[db.set_index("design").meets] <= 1.5 + 1e-12).all()
+    if b.best is not None and a.best is not None:
+        assert db[db.chosen].cost.iloc[0] >= a.designs()[a.designs().chosen].cost.iloc[0]
+
+
+def test_plan_with_an_unreachable_target_chooses_nothing():
+    R, _ = _prior(M=500, n=20)
+    res = plan(sample_ranks(R, N, 20, rng=3), N, 20, metrics="recall@10", target_halfwidth=1e-6,
+               designs=[Design("single", 20), Design("ladder", 20, n_max=80)])
+    assert res.best is None and not res.table.chosen.any() and not res.table.meets.any()
+
+
+def test_plan_from_a_guess_and_max_size():
+    res = plan(None, 5000, 50, M=2000, guess=0.2, metrics="recall@10", max_size=800, target_ratio=2.0)
+    sizes = [{"single": d.n, "threshold": d.n + d.n2, "ladder": d.n_max, "full_subset": d.n}[d.kind]
+             for d in candidate_designs(800, 50)]
+    assert max(sizes) <= 800
+    assert set(res.table.design) <= {d.describe() for d in candidate_designs(800, 50)}
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(pilot=None, N=1000, n=10), "pilot"),
+    (dict(pilot=None, N=1000, n=10, guess=0.2), "M"),
+    (dict(pilot=[1, 2, 3], N=1000, n=10, target_ratio=0.9), "target_ratio"),
+    (dict(pilot=[1, 2, 3], N=1000, n=10, target_halfwidth=0.0), "target_halfwidth"),
+    (dict(pilot=[1, 2, 3], N=1000, n=10, max_size=5), "max_size"),
+    (dict(pilot=[1, 2, 3], N=1000, n=2000), "n"),
+    (dict(pilot=None, N=1000, n=10, M=100, guess=1.5), "guess"),
+])
+def test_plan_bad_input_names_the_argument(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        plan(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(kind="stages", n=10), "kind"),
+    (dict(kind="threshold", n=10, threshold=11, n2=5), "threshold"),
+    (dict(kind="threshold", n=10, threshold=1, n2=0), "n2"),
+    (dict(kind="ladder", n=10, n_max=5), "n_max"),
+    (dict(kind="full_subset", n=10, fraction=0.0), "fraction"),
+])
+def test_design_bad_input_names_the_argument(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        Design(**kwargs)
+
+
+def test_design_larger_than_the_catalogue_is_refused():
+    with pytest.raises(ValueError, match="exceeds N"):
+        sample_design([1, 2], 100, Design("threshold", 50, threshold=1, n2=60))
+    with pytest.raises(ValueError, match="exceeds N"):
+        design_law(Design("ladder", 10, n_max=200), 100, [1])
+
+
+def test_sample_design_is_reproducible_and_per_user_N():
+    R = np.array([1, 2, 5, 40, 90])
+    Nu = np.array([100, 120, 150, 200, 100])
+    d = Design("threshold", 10, threshold=1, n2=50)
+    a = sample_design(R, Nu, d, scheme="hypergeometric", rng=4)
+    b = sample_design(R, Nu, d, scheme="hypergeometric", rng=4)
+    np.testing.assert_array_equal(a[0], b[0])
+    r, s = a
+    assert (r >= 1).all() and (r <= s).all() and (r <= R).all()       # without replacement: r_u <= R_u
+    assert set(s.tolist()) <= {10, 60} and s[0] == 60                  # R = 1 is always at rank 1
+    full = sample_design(R, Nu, Design("full_subset", 10, fraction=1.0), rng=0)
+    np.testing.assert_array_equal(full[0], R)
+    np.testing.assert_array_equal(full[1], Nu)
+
+
+def test_plan_table_columns():
+    res = plan(None, 5000, 50, M=2000, guess=0.2, metrics=["recall@10", "ndcg@10"],
+               designs=[Design("single", 50), Design("ladder", 50, n_max=400)])
+    cols = {"design", "kind", "metric", "value", "cost", "cost_share", "halfwidth", "halfwidth_low",
+            "halfwidth_high", "full_halfwidth", "ratio", "ratio_high", "meets", "chosen"}
+    assert cols <= set(res.table.columns)
+    assert isinstance(res.designs(), pd.DataFrame) and len(res.designs()) == 2
+
+
+def test_plan_shows_progress_off_a_terminal(capsys, monkeypatch):
+    from sampling_lib import _progress
+
+    monkeypatch.setattr(_progress, "FIRST_LINE_AFTER", 0.0)
+    plan(None, 5000, 50, M=2000, guess=0.2, metrics="recall@10", progress=True,
+         designs=[Design("single", 50), Design("ladder", 50, n_max=400)])
+    err = capsys.readouterr().err
+    assert "plan: predicting" in err and "2 designs" in err
+    plan(None, 5000, 50, M=2000, guess=0.2, metrics="recall@10", designs=[Design("single", 50)])
+    assert capsys.readouterr().err == ""

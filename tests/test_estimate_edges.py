@@ -1,0 +1,139 @@
+"""Issue 26, the estimator's silent answers: each test failed on the code before the fix.
+
+Degenerate counts at huge M, ``max_iter = 0``, ``clipped`` on a constant
+metric, a single user, per-user estimators on astronomically many users,
+popularity intervals that moved with the row order, and the popularity
+bounds named for what they are.
+"""
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sampling_lib import estimate
+from sampling_lib import popularity as pop
+from sampling_lib._display import COLUMN_NOTES
+from sampling_lib.exceptions import MemoryLimitError
+
+
+# --- the default on degenerate counts at huge M ---------------------------------
+def test_default_is_stable_on_degenerate_counts_at_huge_M():
+    # users at two sampled ranks only: no smooth prior reproduces them, and with the users'
+    # weight unbounded the coefficients diverged (recall@10 0.497, 0.0, 0.27 at 1e6, 1e10, 1e12)
+    est = [estimate(pd.DataFrame({"rank": [1, 5], "count": [c, c]}), 1000, 10, "recall@10",
+                    n_boot=0).estimate[0] for c in (10**6, 10**10, 10**12)]
+    assert est[0] > 0.3
+    np.testing.assert_allclose(est[1:], est[0], rtol=0.01)
+
+
+def test_fit_counts_weight_caps_users_and_keeps_small_counts():
+    from sampling_lib.estimators._logspline import FIT_USERS_MAX, fit_counts_weight
+
+    c = np.array([3.0, 1.0, 0.0])
+    assert fit_counts_weight(c) is not None and np.array_equal(fit_counts_weight(c), c)
+    big = np.array([[1e12, 3e12], [1.0, 2.0]])
+    w = fit_counts_weight(big)
+    assert w[0].sum() == pytest.approx(FIT_USERS_MAX) and w[0, 1] / w[0, 0] == pytest.approx(3.0)
+    np.testing.assert_array_equal(w[1], big[1])          # rows are scaled on their own
+
+
+# --- options -------------------------------------------------------------------
+@pytest.mark.parametrize("method", ["mle", "wmle", "adaptive_mle"])
+def test_max_iter_zero_is_refused(method):
+    # it returned the EM's starting point as the estimate
+    with pytest.raises(ValueError, match="max_iter"):
+        estimate([1, 2, 5, 9], 100, 10, method=method, options={"max_iter": 0}, n_boot=0)
+
+
+# --- constant metrics and a single user ------------------------------------------
+def test_constant_metric_is_not_clipped_and_is_named():
+    # K >= N: recall@10 is 1 for every ranking of 5 items; clipped=True appeared
+    with pytest.warns(RuntimeWarning, match="every ranking of N <= 5"):
+        t = estimate([3, 1, 2, 1], 5, 3, ["recall@10", "ndcg@10"], rng=0, n_boot=20)
+    assert not t.clipped.any()
+    assert t.estimate[0] == pytest.approx(1.0) and t.estimate[1] < 1.0   # NDCG@10 still varies with R
+
+
+def test_metric_that_varies_gives_no_constant_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        estimate([3, 1, 2, 1, 7], 50, 10, "recall@10", rng=0, n_boot=20)
+
+
+def test_one_user_has_no_interval_and_says_so():
+    # the bootstrap of one user is that user: a degenerate interval, shown without a word
+    with pytest.warns(RuntimeWarning, match="one user"):
+        t = estimate([3], 100, 10, ["recall@10", "ndcg@10"], rng=0)
+    assert t.users[0] == 1 and np.isfinite(t.estimate).all()
+    for col in ("ci_low", "ci_high", "naive_ci_low", "naive_ci_high", "se"):
+        assert t[col].isna().all(), col
+    t0 = estimate([3], 100, 10, "recall@10", n_boot=0)          # no interval asked: no warning needed
+    assert t0.ci_low.isna().all()
+
+
+# --- per-user estimators on too many users ---------------------------------------
+@pytest.mark.parametrize("method", ["mle", "bv", "mes"])
+def test_per_user_estimators_refuse_astronomic_M_up_front(method):
+    counts = pd.DataFrame({"rank": [1, 5], "count": [10**12, 10**12]})
+    with pytest.raises(MemoryLimitError, match="logspline"):
+        estimate(counts, 1000, 10, "recall@10", method=method, n_boot=0)
+
+
+def test_per_user_limit_follows_the_configured_limit(monkeypatch):
+    counts = pd.DataFrame({"rank": [1, 5], "count": [600, 400]})
+    monkeypatch.setenv("SAMPLING_LIB_MAX_ARRAY_BYTES", str(4 * 8 * 999))
+    with pytest.raises(MemoryLimitError, match="1,000 users"):
+        estimate(counts, 1000, 10, "recall@10", method="mle", n_boot=0)
+    monkeypatch.setenv("SAMPLING_LIB_MAX_ARRAY_BYTES", str(4 * 8 * 1000))
+    assert np.isfinite(estimate(counts, 1000, 10, "recall@10", method="mle", n_boot=0).estimate[0])
+
+
+# --- popularity: intervals independent of the row order ---------------------------
+def _popularity_case(M=60, k=6, seed=3):
+    rng = np.random.default_rng(seed)
+    return rng.random(M), rng.random((M, k)), rng.uniform(0.001, 0.02, (M, k)), np.full(M, 150)
+
+
+def test_popularity_interval_does_not_depend_on_user_order():
+    pos, neg, q, nc = _popularity_case()
+    perm = np.random.default_rng(9).permutation(pos.size)
+    a = estimate(pop.popularity_log(pos, neg, q, nc), None, None, ["recall@10", "ndcg@10"], n_boot=200, rng=0)
+    b = estimate(pop.popularity_log(pos[perm], neg[perm], q[perm], nc[perm]), None, None,
+                 ["recall@10", "ndcg@10"], n_boot=200, rng=0)
+    pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=1e-12)
+
+
+def test_popularity_table_rows_shuffled_give_the_same_table():
+    pos, neg, q, nc = _popularity_case(M=40, k=5, seed=5)
+    M, k = neg.shape
+    rows = pd.DataFrame({"user": np.repeat([f"u{i}" for i in range(M)], k + 1),
+                         "item": np.arange(M * (k + 1)),
+                         "score": np.column_stack([pos, neg]).ravel(),
+                         "label": np.tile([1] + [0] * k, M),
+                         "q": np.column_stack([np.full(M, np.nan), q]).ravel(),
+                         "n_candidates": np.repeat(nc, k + 1)})
+    shuffled = rows.sample(frac=1.0, random_state=1).reset_index(drop=True)
+    a = estimate(rows, None, None, "recall@10", n_boot=100, rng=0)
+    b = estimate(shuffled, None, None, "recall@10", n_boot=100, rng=0)
+    pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=1e-12)
+
+
+def test_canonical_order_is_a_permutation_of_users_and_draws():
+    pos, neg, q, nc = _popularity_case(M=30, k=4, seed=8)
+    log = pop.popularity_log(pos, neg, q, nc, users=np.array([f"u{29 - i:02d}" for i in range(30)]))
+    c = pop.canonical_order(log)
+    assert list(c.users) == sorted(log.users)
+    for u in range(c.M):                       # each user keeps its own x, and its own draws in order
+        i = int(np.flatnonzero(log.users == c.users[u])[0])
+        assert c.x[u] == log.x[i] and c.sizes[u] == log.sizes[i]
+        np.testing.assert_array_equal(c.draw_q[c.draw_user == u], log.draw_q[log.draw_user == i])
+        np.testing.assert_array_equal(c.draw_above[c.draw_user == u], log.draw_above[log.draw_user == i])
+    assert pop.canonical_order(c) is c         # already canonical: returned as is
+
+
+# --- popularity bounds named for what they are ------------------------------------
+def test_popularity_bounds_are_called_point_bounds():
+    # "the range that holds without the logged negatives" missed the truth in 13 of 54 intervals
+    note = COLUMN_NOTES["bound_low"]
+    assert "point bounds" in note and "no sampling" in note and "holds without" not in note
