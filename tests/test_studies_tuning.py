@@ -57,6 +57,11 @@ def test_union_intervals_is_the_default_interval_form():
     assert ten.precision_ratio == pytest.approx(0.31 / 0.10)
     with pytest.raises(ValueError, match="lacks the penalties"):
         studies.union_intervals(iv, 70.0, 3)
+    # a resolved metric keeps the fitted penalty's own percentile interval, as estimate does (the union
+    # over the alternatives is only for metrics below resolution)
+    resolved = studies.union_intervals(iv.assign(below_resolution=False), 70.0, 10).iloc[0]
+    assert (resolved.ci_low, resolved.ci_high, resolved.estimate) == (0.50, 0.56, 0.52)
+    assert resolved.precision_ratio == pytest.approx(0.06 / 0.10)
 
 
 def test_penalty_intervals_share_the_bootstrap_draws():

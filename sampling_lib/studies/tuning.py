@@ -286,9 +286,11 @@ def penalty_intervals(populations, penalties, *, knot_spacing=None, metrics=("re
 def union_intervals(intervals, penalty, factor):
     """The default's interval at ``penalty`` with alternatives ``penalty`` / and x ``factor``.
 
-    The union of the three percentile intervals and of the three point
-    estimates (:func:`sampling_lib.correct.estimate`, "What the interval
-    covers"); ``factor = 1`` is the fitted penalty's interval alone.
+    Below resolution (``K < (N - 1)/(n - 1)``) the union of the three
+    percentile intervals and of the three point estimates; a resolved metric
+    keeps the fitted penalty's own percentile interval, as
+    :func:`sampling_lib.correct.estimate` does ("What the interval covers").
+    ``factor = 1`` is the fitted penalty's interval alone.
 
     Returns
     -------
@@ -307,10 +309,11 @@ def union_intervals(intervals, penalty, factor):
     out = g.agg(truth=("truth", "first"), full_low=("full_low", "first"), full_high=("full_high", "first"),
                 below_resolution=("below_resolution", "first"),
                 lo=("lo", "min"), hi=("hi", "max"), e_lo=("estimate", "min"), e_hi=("estimate", "max"))
-    centre = sub[np.isclose(sub.penalty, penalty)].set_index(keys)["estimate"]
-    out["estimate"] = centre
-    out["ci_low"] = np.minimum(out.lo, out.e_lo)
-    out["ci_high"] = np.maximum(out.hi, out.e_hi)
+    centre = sub[np.isclose(sub.penalty, penalty)].set_index(keys)
+    out["estimate"] = centre["estimate"]
+    below = out.below_resolution.astype(bool)
+    out["ci_low"] = np.where(below, np.minimum(out.lo, out.e_lo), centre["lo"].reindex(out.index))
+    out["ci_high"] = np.where(below, np.maximum(out.hi, out.e_hi), centre["hi"].reindex(out.index))
     out["covered"] = (out.ci_low <= out.truth) & (out.truth <= out.ci_high)
     width = out.ci_high - out.ci_low
     out["rel_width"] = np.where(out.truth > 0, width / out.truth, np.nan)
