@@ -22,8 +22,11 @@ Part "speed": `estimate` with the default method and 1,000 bootstrap replicates 
 M = 10^4, side by side with the `mle` path (same data, same replicates).
 
 Needs ../shared/data (skips the data parts without it). Global ranks are cached in --out
-(populations.npz; --refresh recomputes them). Usage:
+(populations.npz; --refresh recomputes them). The options below shrink a part to what the time allows
+(every run prints the settings it used). Usage:
     .venv/bin/python benchmarks/bench_accuracy.py [--quick] [--out DIR] [--parts panel,coverage,...]
+        [--draws D] [--sample-sizes 20,100,500] [--user-counts 300,all] [--penalties 10,30,...]
+        [--knot-spacings 0.25,0.4,0.7] [--repeats R] [--aaai23-users M] [--aaai23-models itemknn,als,...]
 """
 from __future__ import annotations
 
@@ -71,23 +74,36 @@ def populations(out, refresh=False):
     return pops
 
 
-def panel_part(pops, quick, out):
+def _settings(a, part, **defaults):
+    """The part's settings: the defaults, overridden by the command line's options; printed."""
+    kw = dict(defaults)
+    for k in kw:
+        v = getattr(a, k, None)
+        if v is not None:
+            kw[k] = v
+    print(f"{part}: " + ", ".join(f"{k}={v}" for k, v in kw.items()), flush=True)
+    return kw
+
+
+def panel_part(pops, a, out):
     t0 = time.perf_counter()
-    kw = dict(sample_sizes=(20, 50, 100, 500), user_counts=(300, 1000, None), draws=2 if quick else 10,
-              rng=SEED)
+    kw = _settings(a, "panel", sample_sizes=(20, 50, 100, 500), user_counts=(300, 1000, None),
+                   draws=2 if a.quick else 10)
+    grid = _settings(a, "tuning grid", penalties=studies.PENALTIES, knot_spacings=studies.KNOT_SPACINGS)
+    kw["rng"] = SEED
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")      # ConvergenceWarnings of the published EM/MES fits, counted in the table
         panel = studies.accuracy_panel(pops, studies.PANEL_METHODS, progress=True, **kw)
         print(f"panel: {time.perf_counter() - t0:.0f} s", flush=True)
         t1 = time.perf_counter()
-        tuning = studies.tuning_panel(pops, progress=True, **kw)
+        tuning = studies.tuning_panel(pops, grid["penalties"], grid["knot_spacings"], progress=True, **kw)
         print(f"tuning panel: {time.perf_counter() - t1:.0f} s", flush=True)
     panel.to_csv(out / "accuracy_panel.csv.gz", index=False)
     tuning.to_csv(out / "tuning_panel.csv.gz", index=False)
-    report_panel(panel, tuning, out)
+    report_panel(panel, tuning, out, grid)
 
 
-def report_panel(panel, tuning, out):
+def report_panel(panel, tuning, out, grid):
     for metric in ("recall", "ndcg"):
         t = studies.panel_summary(panel, by=("dataset", "estimator"), metric=metric).reset_index()
         print(f"\n{metric}@1..50, mean |relative error| (%) per data set")
@@ -96,7 +112,7 @@ def report_panel(panel, tuning, out):
         print(studies.panel_summary(panel, metric=metric).round(1).to_string())
     errors = studies.family_errors(pd.concat([panel, tuning], ignore_index=True))
     errors.to_csv(out / "family_errors.csv", index=False)
-    cands = [studies.logspline_label(p, s) for s in studies.KNOT_SPACINGS for p in studies.PENALTIES]
+    cands = [studies.logspline_label(p, s) for s in grid["knot_spacings"] for p in grid["penalties"]]
     lodo = studies.leave_one_dataset_out(errors, cands)
     lodo.to_csv(out / "lodo.csv", index=False)
     print("\nleave-one-dataset-out choice of (penalty, knot spacing): criterion = geometric mean of "
@@ -112,10 +128,11 @@ def report_panel(panel, tuning, out):
         index="estimator", columns=["metric", "family"], values="error").round(1).to_string())
 
 
-def coverage_part(pops, quick, out):
+def coverage_part(pops, a, out):
     t1 = time.perf_counter()
-    kw = dict(sample_sizes=(20, 100, 500), user_counts=(300, None), draws=1 if quick else 3, n_boot=200,
-              rng=SEED + 1)
+    kw = _settings(a, "coverage", sample_sizes=(20, 100, 500), user_counts=(300, None),
+                   draws=1 if a.quick else 3, n_boot=200)
+    kw["rng"] = SEED + 1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cov = studies.interval_coverage(pops, (DEFAULT_METHOD, "mle"), progress=True, **kw)
@@ -147,13 +164,18 @@ def coverage_part(pops, quick, out):
     print(per.round(3).to_string(index=False))
 
 
-def aaai23_part(quick, out):
+def aaai23_part(a, out):
     t0 = time.perf_counter()
     ds = studies.PANEL_DATASETS["yelp2018"]
-    repeats = 10 if quick else 100
+    kw = _settings(a, "aaai23", repeats=10 if a.quick else 100, aaai23_users=None,
+                   aaai23_models=tuple(studies.AAAI23_MODELS))
+    ratings = ds.ratings(SHARED)
+    if kw["aaai23_users"] is not None and kw["aaai23_users"] < ratings.n_users:
+        ratings = studies.panel_data._subsample_users(ratings, kw["aaai23_users"], SEED)
+    models = {m: studies.AAAI23_MODELS[m] for m in kw["aaai23_models"]}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        R, N, sampled = studies.aaai23_ranks(ds.ratings(SHARED), sample_sizes=(100, 500), repeats=repeats,
+        R, N, sampled = studies.aaai23_ranks(ratings, models, sample_sizes=(100, 500), repeats=kw["repeats"],
                                              rng=SEED, progress=True)
         print(f"aaai23 ranks: N = {N}, M = {next(iter(R.values())).size}, {time.perf_counter() - t0:.0f} s",
               flush=True)
@@ -181,13 +203,13 @@ def report_aaai23(res, out):
     print(win.groupby(["n", "K", "metric"]).true_winner.first().to_string())
 
 
-def scores_part(quick, out):
+def scores_part(a, out):
     t0 = time.perf_counter()
+    kw = _settings(a, "scores", sample_sizes=(20, 100, 500), user_counts=(300, None), draws=1 if a.quick else 3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         data = {d: spec.ratings(SHARED) for d, spec in studies.PANEL_DATASETS.items()}
-        tp = studies.tail_panel(data, sample_sizes=(20, 100, 500), user_counts=(300, None),
-                                draws=1 if quick else 3, rng=SEED, progress=True)
+        tp = studies.tail_panel(data, rng=SEED, progress=True, **kw)
     tp.to_csv(out / "tail_panel.csv.gz", index=False)
     print(f"negative-scores candidate: {time.perf_counter() - t0:.0f} s")
     report_scores(tp, out)
@@ -226,6 +248,38 @@ def speed_part(quick):
     print(f"  ratio mle / {DEFAULT_METHOD}: {rows[0][1] / rows[1][1]:.2f}")
 
 
+def _count(text):
+    v = int(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1; got {text!r}")
+    return v
+
+
+def _ints(text):
+    return tuple(_count(t) for t in text.split(","))
+
+
+def _floats(text):
+    v = tuple(float(t) for t in text.split(","))
+    if not all(x > 0 for x in v):
+        raise argparse.ArgumentTypeError(f"must be positive; got {text!r}")
+    return v
+
+
+def _user_counts(text):
+    return tuple(None if t == "all" else _count(t) for t in text.split(","))
+
+
+def _names(allowed):
+    def parse(text):
+        v = tuple(text.split(","))
+        bad = [t for t in v if t not in allowed]
+        if bad:
+            raise argparse.ArgumentTypeError(f"{bad} not among {list(allowed)}")
+        return v
+    return parse
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -233,6 +287,14 @@ def main():
     ap.add_argument("--refresh", action="store_true", help="recompute the cached global ranks")
     ap.add_argument("--parts", default="speed,panel,coverage",
                     help=f"comma-separated subset of {','.join(PARTS)}")
+    ap.add_argument("--draws", type=_count, help="draws per cell (panel, coverage, scores)")
+    ap.add_argument("--sample-sizes", type=_ints, help="n values, e.g. 20,100,500")
+    ap.add_argument("--user-counts", type=_user_counts, help="M values; 'all' for every user, e.g. 1000,all")
+    ap.add_argument("--penalties", type=_floats, help="the tuning grid's penalties")
+    ap.add_argument("--knot-spacings", type=_floats, help="the tuning grid's knot spacings")
+    ap.add_argument("--repeats", type=_count, help="AAAI23 protocol: repeats")
+    ap.add_argument("--aaai23-users", type=_count, help="AAAI23 protocol: users drawn at random (default all)")
+    ap.add_argument("--aaai23-models", type=_names(studies.AAAI23_MODELS), help="AAAI23 protocol: models")
     a = ap.parse_args()
     parts = set(a.parts.split(","))
     if not parts <= set(PARTS):
@@ -249,13 +311,13 @@ def main():
     if parts & {"panel", "coverage"}:
         pops = populations(out, a.refresh)
         if "panel" in parts:
-            panel_part(pops, a.quick, out)
+            panel_part(pops, a, out)
         if "coverage" in parts:
-            coverage_part(pops, a.quick, out)
+            coverage_part(pops, a, out)
     if "aaai23" in parts:
-        aaai23_part(a.quick, out)
+        aaai23_part(a, out)
     if "scores" in parts:
-        scores_part(a.quick, out)
+        scores_part(a, out)
 
 
 if __name__ == "__main__":
