@@ -205,11 +205,19 @@ def report_aaai23(res, out):
 
 def scores_part(a, out):
     t0 = time.perf_counter()
-    kw = _settings(a, "scores", sample_sizes=(20, 100, 500), user_counts=(300, None), draws=1 if a.quick else 3)
+    kw = _settings(a, "scores", sample_sizes=(20, 100, 500), user_counts=(300, None), draws=1 if a.quick else 3,
+                   scores_datasets=tuple(studies.PANEL_DATASETS), scores_max_users=None, scores_models=None)
+    labels, cap, names = kw.pop("scores_datasets"), kw.pop("scores_max_users"), kw.pop("scores_models")
+    models = None if names is None else {m: studies.PANEL_MODELS[m] for m in names}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        data = {d: spec.ratings(SHARED) for d, spec in studies.PANEL_DATASETS.items()}
-        tp = studies.tail_panel(data, rng=SEED, progress=True, **kw)
+        data = {}
+        for d in labels:
+            r = studies.PANEL_DATASETS[d].ratings(SHARED)
+            if cap is not None and cap < r.n_users:       # users drawn at random; the models see only them
+                r = studies.panel_data._subsample_users(r, cap, SEED)
+            data[d] = r
+        tp = studies.tail_panel(data, models=models, rng=SEED, progress=True, **kw)
     tp.to_csv(out / "tail_panel.csv.gz", index=False)
     print(f"negative-scores candidate: {time.perf_counter() - t0:.0f} s")
     report_scores(tp, out)
@@ -295,6 +303,10 @@ def main():
     ap.add_argument("--repeats", type=_count, help="AAAI23 protocol: repeats")
     ap.add_argument("--aaai23-users", type=_count, help="AAAI23 protocol: users drawn at random (default all)")
     ap.add_argument("--aaai23-models", type=_names(studies.AAAI23_MODELS), help="AAAI23 protocol: models")
+    ap.add_argument("--scores-datasets", type=_names(studies.PANEL_DATASETS),
+                    help="negatives' scores: data sets (labels of studies.PANEL_DATASETS)")
+    ap.add_argument("--scores-max-users", type=_count, help="negatives' scores: users drawn at random per data set")
+    ap.add_argument("--scores-models", type=_names(studies.PANEL_MODELS), help="negatives' scores: model settings")
     a = ap.parse_args()
     parts = set(a.parts.split(","))
     if not parts <= set(PARTS):
