@@ -305,11 +305,25 @@ def compare_view(table, *, n_items=None, sample_size=None, seed=None):
                           "only. Resolve with a larger sample size or adaptive sampling (README: 'Below "
                           "resolution')."))
     if contradictions:
+        why = []
+        if adjust == "holm":
+            why.append("Holm's step-down tests the pairs after the first at less strict levels than the "
+                       "Bonferroni level of the simultaneous intervals")
+        if alpha is not None and ci_level is not None and abs(alpha - (1 - ci_level) * k) > 1e-12:
+            why.append(f"the decisions are at family-wise error {alpha:g}, the intervals at "
+                       f"{1 - (1 - ci_level) * k:.0%}")
         text.append(_wrap("note: on row(s) " + ", ".join(str(i + 1) for i in contradictions) + " the decision "
-                          "and the interval disagree: the decision comes from the adjusted p-value of a normal "
-                          "approximation (z = difference / se), the interval is a percentile interval of the "
-                          "bootstrap; near the boundary the two constructions can differ. Read such a "
-                          "difference as not established."))
+                          "and the interval disagree: both come from the same percentile bootstrap, but "
+                          + ("; ".join(why) if why else "they are at different levels")
+                          + ". With --adjust bonferroni and --alpha equal to 1 - --confidence-level the decisions match the "
+                          "intervals exactly."))
+    if ci_level is not None and n_boot is not None:
+        tail = (1 - ci_level) / 2 * float(n_boot)
+        if tail < 10:
+            need = int(math.ceil(10 / ((1 - ci_level) / 2) / 100.0) * 100)
+            text.append(_wrap(f"note: each end of the intervals rests on {tail:.1f} bootstrap replicate(s) "
+                              f"(level {ci_level:.2%}, {int(n_boot):,} replicates); for stable ends and "
+                              f"p-values use --n-boot {need:,} or more."))
     text.append(_wrap("difference: estimate_a - estimate_b (corrected global metrics); decision: which model is "
                       "better where the adjusted p-value is below the family-wise error. Every column: --wide, "
                       "--format csv or --format json."))
