@@ -9,25 +9,12 @@ import math
 
 import numpy as np
 
+from ._display import _constant, _known
 from ._extras import require
 
 __all__ = ["plot_estimates"]
 
 _NAIVE, _CORRECTED, _BELOW = "0.45", "C0", "#fde7c8"
-
-
-def _constant(table, column):
-    if column not in table.columns:
-        return None
-    values = table[column].unique()
-    return values[0] if len(values) == 1 else None
-
-
-def _known(value):
-    """A count that is stated: not None, not missing (pd.NA) and not the old placeholder -1."""
-    import pandas as pd
-
-    return value is not None and not pd.isna(value) and value != -1
 
 
 def _resolution_width(table, n_items, sample_size):
