@@ -426,15 +426,17 @@ class PlanResult:
                 .reset_index())
 
 
-def candidate_designs(N, n, *, thresholds=(1, 2, 5),
-                      factors=(2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024),
-                      fractions=(0.05, 0.1, 0.2, 0.3, 0.5)):
+def candidate_designs(N, n, *, thresholds=(1, 2, 5), factors=None, fractions=(0.05, 0.1, 0.2, 0.3, 0.5)):
     """The designs :func:`plan` scores, from a first-stage size n (all sets fit in N items: with
     per-user N_u, pass the smallest).
 
     Larger single n (n x each factor), a second stage of n2 = n x factor items
     for the users at rank <= each threshold, the ladder to n x factor, and full
-    ranking of each fraction of the users (the others at n).
+    ranking of each fraction of the users (the others at n). The default
+    factors are 2, 3, 4, 6, 8, 12, ... (steps of x1.5 and x4/3) up to N / n,
+    so that the sets reach the whole catalogue whatever N / n (a fixed top
+    factor of 1,024 left Recall@10 below resolution at N / n = 10^4: w = 10 at
+    the largest set, and no candidate met the target).
 
     Examples
     --------
@@ -443,6 +445,8 @@ def candidate_designs(N, n, *, thresholds=(1, 2, 5),
     """
     N = check_int(N, "N", low=2)
     n = check_int(n, "n", low=2, high=N)
+    if factors is None:
+        factors = [f for k in range(1, 64) for f in (2 ** k, 3 * 2 ** (k - 1)) if n * f <= N]
     out = [Design("single", n)]
     out += [Design("single", n * f) for f in factors if n * f <= N]
     out += [Design("threshold", n, threshold=t, n2=n * f) for f in factors for t in thresholds
