@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 __all__ = ["estimate_view", "compare_view", "wide_view", "resolution_note", "resolution_width",
-           "format_range", "COLUMN_NOTES"]
+           "format_range", "COLUMN_NOTES", "constant_value", "is_known"]
 
 #: the legend of ``--wide``: a line for each of these columns the table has
 COLUMN_NOTES = {
@@ -79,7 +79,7 @@ def _render(columns, rows, right=()):
     return "\n".join([line(columns)] + [line(r) for r in rows])
 
 
-def _constant(table, column):
+def constant_value(table, column):
     """The value of ``column`` when it is the same on every row, else None (also None when absent)."""
     if column not in table.columns:
         return None
@@ -87,7 +87,7 @@ def _constant(table, column):
     return values[0] if len(values) == 1 else None
 
 
-def _known(value):
+def is_known(value):
     """A count that is stated: not None, not missing (pd.NA) and not the old placeholder -1."""
     import pandas as pd
 
@@ -98,11 +98,11 @@ def _items_text(table, n_items, sample_size):
     """``N = 3706, n = 100`` (or the per-user ranges) for the header."""
     parts = []
     for col, label, given in (("N", "N", n_items), ("n", "n", sample_size)):
-        v = _constant(table, col)
+        v = constant_value(table, col)
         if given is not None:
             text = format_range(*given)
             parts.append(f"{label} = {text}" + (" (per user)" if given[0] != given[1] else ""))
-        elif _known(v):
+        elif is_known(v):
             parts.append(f"{label} = {int(v)}")
         elif col in table.columns:
             parts.append(f"{label} varies per user")
@@ -112,15 +112,15 @@ def _items_text(table, n_items, sample_size):
 def _header(table, n_items, sample_size, *, extra=(), seed=None):
     """One line: N, n, users, method, ``extra``, then the intervals' level, replicates and seed."""
     parts = _items_text(table, n_items, sample_size)
-    users = _constant(table, "users")
-    if _known(users):
+    users = constant_value(table, "users")
+    if is_known(users):
         parts.append(f"{int(users):,} users")
-    method = _constant(table, "method")
+    method = constant_value(table, "method")
     if method is not None:
         parts.append(f"method {method}")
     parts += list(extra)
-    level = _constant(table, "confidence_level")
-    n_boot = _constant(table, "n_boot")
+    level = constant_value(table, "confidence_level")
+    n_boot = constant_value(table, "n_boot")
     if n_boot is not None and int(n_boot) == 0:
         parts.append("no bootstrap (--n-boot 0): no intervals")
     elif level is not None and n_boot is not None:
@@ -208,8 +208,8 @@ def estimate_view(table, *, n_items=None, sample_size=None, seed=None):
     ...
     """
     w = _width(table, n_items, sample_size)
-    level = _constant(table, "confidence_level")
-    varying = [c for c in ("N", "n", "users", "method") if c in table.columns and _constant(table, c) is None]
+    level = constant_value(table, "confidence_level")
+    varying = [c for c in ("N", "n", "users", "method") if c in table.columns and constant_value(table, c) is None]
     header = _header(table, n_items, sample_size, seed=seed)
     columns = (["model"] if "model" in table.columns else []) + ["metric"] + varying
     columns += ["naive", "estimate", f"{level:.0%} interval" if level is not None else "interval"]
@@ -246,9 +246,9 @@ def estimate_view(table, *, n_items=None, sample_size=None, seed=None):
 
 def _width(table, n_items, sample_size):
     """w from the context ranges, else from the table's N and n (None when unknown)."""
-    Nmax = n_items[1] if n_items is not None else _constant(table, "N")
-    nmin = sample_size[0] if sample_size is not None else _constant(table, "n")
-    if not (_known(Nmax) and _known(nmin)) or nmin < 2:
+    Nmax = n_items[1] if n_items is not None else constant_value(table, "N")
+    nmin = sample_size[0] if sample_size is not None else constant_value(table, "n")
+    if not (is_known(Nmax) and is_known(nmin)) or nmin < 2:
         return None
     return resolution_width(int(Nmax), int(nmin))
 
@@ -261,11 +261,11 @@ def compare_view(table, *, n_items=None, sample_size=None, seed=None):
     """
     w = _width(table, n_items, sample_size)
     extra = []
-    if "paired" in table.columns and _constant(table, "paired") is not None:
-        extra.append("paired bootstrap (same users)" if bool(_constant(table, "paired"))
+    if "paired" in table.columns and constant_value(table, "paired") is not None:
+        extra.append("paired bootstrap (same users)" if bool(constant_value(table, "paired"))
                      else "unpaired bootstrap (counts)")
     header = _header(table, n_items, sample_size, extra=extra)
-    ci_level, n_boot = _constant(table, "ci_level"), _constant(table, "n_boot")
+    ci_level, n_boot = constant_value(table, "ci_level"), constant_value(table, "n_boot")
     k = int(table["n_comparisons"].max()) if "n_comparisons" in table.columns else 1
     tests = []
     seed_text = f" (seed {seed})" if seed is not None else ""
@@ -276,7 +276,7 @@ def compare_view(table, *, n_items=None, sample_size=None, seed=None):
                          f"simultaneous over the {k} pairs of a metric (each at {ci_level:.2%})")
         else:
             tests.append(f"{ci_level:.0%} intervals from {int(n_boot):,} bootstrap replicates{seed_text}")
-    adjust, alpha = _constant(table, "adjust"), _constant(table, "alpha")
+    adjust, alpha = constant_value(table, "adjust"), constant_value(table, "alpha")
     if adjust is not None and alpha is not None:
         tests.append(f"decisions at family-wise error {alpha:g}" + (f", p-values adjusted by {adjust}"
                                                                     if adjust != "none" else ""))
@@ -305,11 +305,25 @@ def compare_view(table, *, n_items=None, sample_size=None, seed=None):
                           "only. Resolve with a larger sample size or adaptive sampling (README: 'Below "
                           "resolution')."))
     if contradictions:
+        why = []
+        if adjust == "holm":
+            why.append("Holm's step-down tests the pairs after the first at less strict levels than the "
+                       "Bonferroni level of the simultaneous intervals")
+        if alpha is not None and ci_level is not None and abs(alpha - (1 - ci_level) * k) > 1e-12:
+            why.append(f"the decisions are at family-wise error {alpha:g}, the intervals at "
+                       f"{1 - (1 - ci_level) * k:.0%}")
         text.append(_wrap("note: on row(s) " + ", ".join(str(i + 1) for i in contradictions) + " the decision "
-                          "and the interval disagree: the decision comes from the adjusted p-value of a normal "
-                          "approximation (z = difference / se), the interval is a percentile interval of the "
-                          "bootstrap; near the boundary the two constructions can differ. Read such a "
-                          "difference as not established."))
+                          "and the interval disagree: both come from the same percentile bootstrap, but "
+                          + ("; ".join(why) if why else "they are at different levels")
+                          + ". With --adjust bonferroni and --alpha equal to 1 - --confidence-level the decisions match the "
+                          "intervals exactly."))
+    if ci_level is not None and n_boot is not None:
+        tail = (1 - ci_level) / 2 * float(n_boot)
+        if tail < 10:
+            need = int(math.ceil(10 / ((1 - ci_level) / 2) / 100.0) * 100)
+            text.append(_wrap(f"note: each end of the intervals rests on {tail:.1f} bootstrap replicate(s) "
+                              f"(level {ci_level:.2%}, {int(n_boot):,} replicates); for stable ends and "
+                              f"p-values use --n-boot {need:,} or more."))
     text.append(_wrap("difference: estimate_a - estimate_b (corrected global metrics); decision: which model is "
                       "better where the adjusted p-value is below the family-wise error. Every column: --wide, "
                       "--format csv or --format json."))
@@ -323,5 +337,5 @@ def wide_view(table):
     with pd.option_context("display.width", 250, "display.max_columns", 100):
         text = table.to_string(index=False, float_format=lambda x: f"{x:.4f}")
     legend = [note for c, note in COLUMN_NOTES.items() if c in table.columns
-              and (c != "N" or not all(_known(v) for col in ("N", "n") if col in table.columns for v in table[col]))]
+              and (c != "N" or not all(is_known(v) for col in ("N", "n") if col in table.columns for v in table[col]))]
     return text + "\n" + ("\n" + "\n".join(_wrap(s) for s in legend) + "\n" if legend else "")

@@ -764,13 +764,23 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
 
     Notes
     -----
-    The test statistic is z = difference / se with the bootstrap standard
-    error and p = 2 (1 - Phi(|z|)) (normal approximation of the bootstrap
-    distribution of the difference); p-values are Holm-adjusted over the
-    n_models (n_models - 1) / 2 pairs of each metric (TORS24 Sec 7.2 uses
-    Bonferroni; Holm is uniformly more powerful at the same family-wise
-    level). ``ci_low, ci_high`` is the percentile interval of the difference
-    at the Bonferroni level 1 - (1 - confidence_level) / k, simultaneous over the k pairs.
+    The interval and the test come from one construction, the percentile
+    bootstrap of the difference: ``ci_low, ci_high`` is its percentile
+    interval at the Bonferroni level 1 - (1 - confidence_level) / k,
+    simultaneous over the k = n_models (n_models - 1) / 2 pairs of a metric,
+    and ``pvalue`` is the test that interval inverts
+    (:func:`sampling_lib.inference.percentile_pvalue`: the smallest level at
+    which the percentile interval excludes 0). So with ``adjust="bonferroni"``
+    (or ``"none"``) and ``alpha = 1 - confidence_level`` a pair is decided
+    exactly when its interval excludes 0. The default ``adjust="holm"``
+    (TORS24 Sec 7.2 uses Bonferroni; Holm's step-down is uniformly more
+    powerful at the same family-wise level) can decide a pair whose
+    Bonferroni interval still touches 0; the terminal view says so on such
+    rows. ``statistic`` is z = difference / se with the bootstrap standard
+    error, for reference (earlier versions took the p-value from it, a normal
+    approximation that could contradict the interval). A p-value of 0 means
+    every replicate lies on one side of 0; p-values below about 1 / n_boot
+    are not resolved by the replicates.
     The intervals cover user and item sampling, not the estimators' bias
     (which largely cancels in differences of models with similar rank
     distributions, but not in general).

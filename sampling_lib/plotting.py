@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from ._display import constant_value, is_known
 from ._extras import require
 
 __all__ = ["plot_estimates"]
@@ -16,24 +17,10 @@ __all__ = ["plot_estimates"]
 _NAIVE, _CORRECTED, _BELOW = "0.45", "C0", "#fde7c8"
 
 
-def _constant(table, column):
-    if column not in table.columns:
-        return None
-    values = table[column].unique()
-    return values[0] if len(values) == 1 else None
-
-
-def _known(value):
-    """A count that is stated: not None, not missing (pd.NA) and not the old placeholder -1."""
-    import pandas as pd
-
-    return value is not None and not pd.isna(value) and value != -1
-
-
 def _resolution_width(table, n_items, sample_size):
-    Nmax = n_items[1] if n_items is not None else _constant(table, "N")
-    nmin = sample_size[0] if sample_size is not None else _constant(table, "n")
-    if not (_known(Nmax) and _known(nmin)) or nmin < 2:
+    Nmax = n_items[1] if n_items is not None else constant_value(table, "N")
+    nmin = sample_size[0] if sample_size is not None else constant_value(table, "n")
+    if not (is_known(Nmax) and is_known(nmin)) or nmin < 2:
         return None
     return (int(Nmax) - 1) / (int(nmin) - 1)
 
@@ -43,12 +30,12 @@ def _subtitle(table, n_items, sample_size):
     for label, col, given in (("N", "N", n_items), ("n", "n", sample_size)):
         if given is not None:
             parts.append(f"{label} = {given[0]}" if given[0] == given[1] else f"{label} = {given[0]}..{given[1]}")
-        elif _known(_constant(table, col)):
-            parts.append(f"{label} = {int(_constant(table, col))}")
-    if _known(_constant(table, "users")):
-        parts.append(f"{int(_constant(table, 'users')):,} users")
-    if _constant(table, "method") is not None:
-        parts.append(f"method {_constant(table, 'method')}")
+        elif is_known(constant_value(table, col)):
+            parts.append(f"{label} = {int(constant_value(table, col))}")
+    if is_known(constant_value(table, "users")):
+        parts.append(f"{int(constant_value(table, 'users')):,} users")
+    if constant_value(table, "method") is not None:
+        parts.append(f"method {constant_value(table, 'method')}")
     return ", ".join(parts)
 
 
@@ -118,7 +105,7 @@ def plot_estimates(table, *, n_items=None, sample_size=None, title=None, panels_
     rows = math.ceil(len(metrics) / cols)
     fig = figure.Figure(figsize=(4.2 * cols, 0.9 + 0.55 * len(models) * rows + 0.9 * rows), layout="constrained")
     axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel()
-    level = _constant(table, "confidence_level")
+    level = constant_value(table, "confidence_level")
     ci_label = f"corrected, {level:.0%} interval" if level is not None else "corrected, interval"
     any_below = False
     for ax, metric in zip(axes, metrics):

@@ -526,21 +526,10 @@ def sample_negatives(users, N, n, *, exclude=None, held_out=None, scheme="hyperg
     """
     N, n = check_N_n(N, n)
     replace = check_scheme(scheme) == "binomial"
-    users = pd.Index(pd.Series(users).to_numpy())
-    if users.size == 0:
-        raise ValueError("users must be non-empty")
-    if users.has_duplicates:
-        raise ValueError(f"users must be unique; {users[users.duplicated()][0]!r} repeats")
+    users = _users_index(users)
     rng = np.random.default_rng(rng)
     excl = _by_user(exclude, N, "exclude", "excluded")
-    ho = None
-    if held_out is not None:
-        ho = np.asarray(held_out)
-        if ho.shape != (users.size,):
-            raise ValueError(f"held_out must have one item per user ({users.size}); got shape {ho.shape}")
-        ho = check_int_column(pd.Series(ho), "held_out").to_numpy()
-        if ho.min() < 0 or ho.max() >= N:
-            raise ValueError(f"held_out items must be ids in 0..N-1={N - 1}; got {ho.min()}..{ho.max()}")
+    ho = _held_out_items(held_out, users.size, N)
     k = n - 1
     bad = [np.concatenate([excl.get(u, np.empty(0, np.int64)), [] if ho is None else [ho[j]]])
            for j, u in enumerate(users)]
@@ -744,11 +733,7 @@ def sample_added_negatives(users, N, added, *, earlier=None, exclude=None, held_
     """
     N = check_int(N, "N", low=2)
     replace = check_scheme(scheme) == "binomial"
-    users = pd.Index(pd.Series(users).to_numpy())
-    if users.size == 0:
-        raise ValueError("users must be non-empty")
-    if users.has_duplicates:
-        raise ValueError(f"users must be unique; {users[users.duplicated()][0]!r} repeats")
+    users = _users_index(users)
     if np.ndim(added) == 0:
         added = np.full(users.size, check_int(added, "added", low=0), np.int64)
     added = np.asarray(added)
@@ -759,14 +744,7 @@ def sample_added_negatives(users, N, added, *, earlier=None, exclude=None, held_
         raise ValueError(f"added must be >= 0; got {added.min()}")
     excl = _by_user(exclude, N, "exclude", "excluded")
     before = {} if replace else _by_user(earlier, N, "earlier", "earlier")
-    ho = None
-    if held_out is not None:
-        ho = np.asarray(held_out)
-        if ho.shape != (users.size,):
-            raise ValueError(f"held_out must have one item per user ({users.size}); got shape {ho.shape}")
-        ho = check_int_column(pd.Series(ho), "held_out").to_numpy()
-        if ho.min() < 0 or ho.max() >= N:
-            raise ValueError(f"held_out items must be ids in 0..N-1={N - 1}; got {ho.min()}..{ho.max()}")
+    ho = _held_out_items(held_out, users.size, N)
     none = np.empty(0, np.int64)
     bad = [np.concatenate([excl.get(u, none), before.get(u, none), none if ho is None else ho[j:j + 1]])
            for j, u in enumerate(users)]
@@ -776,6 +754,29 @@ def sample_added_negatives(users, N, added, *, earlier=None, exclude=None, held_
                                          "history or earlier negatives); "
                                          f"{int(added[users.get_loc(u)])} more needed")
     return pd.DataFrame({"user": np.repeat(users.to_numpy(), added), "item": items})
+
+
+def _users_index(users):
+    """``users`` as a non-empty pandas Index without repeats."""
+    users = pd.Index(pd.Series(users).to_numpy())
+    if users.size == 0:
+        raise ValueError("users must be non-empty")
+    if users.has_duplicates:
+        raise ValueError(f"users must be unique; {users[users.duplicated()][0]!r} repeats")
+    return users
+
+
+def _held_out_items(held_out, n_users, N):
+    """``held_out`` as int64 item ids in 0..N-1, one per user, or None."""
+    if held_out is None:
+        return None
+    ho = np.asarray(held_out)
+    if ho.shape != (n_users,):
+        raise ValueError(f"held_out must have one item per user ({n_users}); got shape {ho.shape}")
+    ho = check_int_column(pd.Series(ho), "held_out").to_numpy()
+    if ho.min() < 0 or ho.max() >= N:
+        raise ValueError(f"held_out items must be ids in 0..N-1={N - 1}; got {ho.min()}..{ho.max()}")
+    return ho
 
 
 def _by_user(table, N, name, noun):

@@ -201,7 +201,7 @@ def test_version_and_help_examples(capsys):
     assert rc == 0 and "examples:\n  sampling-lib estimate ranks.csv" in out
     for command in ("estimate", "compare"):
         rc, out, _ = cli(capsys, command, "--help")
-        assert rc == 0 and f"examples:\n  " in out and f"sampling-lib {command} ranks.csv" in out
+        assert rc == 0 and "examples:\n  " in out and f"sampling-lib {command} ranks.csv" in out
 
 
 def test_python_dash_m_sampling_lib_is_the_cli(files, capsys):

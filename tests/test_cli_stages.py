@@ -197,7 +197,27 @@ def test_plan_without_a_pilot_and_its_bad_command_lines(run, tmp_path):
     one_line_error(run("plan", "-N", 400, "-n", 20, "--users", 30, "--guess-recall", 0.3, "--target-ratio", 2,
                        "--target-halfwidth", 0.1, cwd=tmp_path), 2, "one target")
     (tmp_path / "mixed.csv").write_text("user,rank,sample_size\na,1,20\nb,3,40\n")
-    one_line_error(run("plan", "mixed.csv", "-N", 400, cwd=tmp_path), 1, "one sample size")
+    one_line_error(run("plan", "mixed.csv", "-N", 400, "-n", 30, cwd=tmp_path), 1, "not the sample size n=30")
+
+
+def test_plan_on_merged_ranks_of_a_design_run_in_part(run, tmp_path):
+    """A pilot with several set sizes (the merged ranks after a ladder's first rungs) is re-planning input:
+    the prior is fitted on the per-user sizes, the candidates start from the smallest size (issue 29)."""
+    from sampling_lib.design import candidate_designs, plan
+    from sampling_lib.sampling import Design, sample_design
+
+    g = np.random.default_rng(3)
+    NN, M, n1 = 3000, 600, 30
+    R = np.minimum(NN, np.floor(np.exp(g.exponential(2.0, M))).astype(np.int64) + 1)
+    r, s = sample_design(R, NN, Design("ladder", n1, n_max=240), rng=4)
+    assert np.unique(s).size > 1
+    pd.DataFrame({"user": np.arange(M), "rank": r, "sample_size": s}).to_csv(tmp_path / "merged.csv", index=False)
+    p = run("plan", "merged.csv", "-N", NN, "--metric", "recall@10", "--format", "csv", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    t = pd.read_csv(pd.io.common.StringIO(p.stdout))
+    res = plan(r, NN, n1, metrics="recall@10", sample_sizes=s, designs=candidate_designs(NN, n1), max_size=NN)
+    np.testing.assert_allclose(t.halfwidth.to_numpy(), res.table.halfwidth.to_numpy(), rtol=1e-9)
+    assert t[t.chosen].design.iloc[0] == res.best.describe()
 
 
 @pytest.mark.parametrize("extra, code, match", [

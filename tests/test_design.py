@@ -209,3 +209,26 @@ def test_plan_shows_progress_off_a_terminal(capsys, monkeypatch):
     assert "plan: predicting" in err and "2 designs" in err
     plan(None, 5000, 50, M=2000, guess=0.2, metrics="recall@10", designs=[Design("single", 50)])
     assert capsys.readouterr().err == ""
+
+
+def test_plan_on_a_pilot_with_per_user_sizes():
+    """plan(sample_sizes=): re-planning on a design run in part (issue 29). Equal sizes give the plan of
+    the plain pilot; after ladder rungs the prior sees the top of P(R) that the first stage cannot."""
+    g = np.random.default_rng(7)
+    N, M, n = 20_000, 20_000, 21                     # w = 1000: Recall@10 far below resolution
+    top = g.random(M) < 0.12                          # a mass at ranks 1..5 the first stage cannot see
+    R = np.where(top, g.integers(1, 6, M),
+                 np.minimum(N, np.floor(np.exp(g.uniform(np.log(6), np.log(N), M))).astype(np.int64)))
+    pilot = sample_ranks(R, N, n, rng=1)
+    designs = [Design("ladder", n, n_max=n * 64), Design("threshold", n, threshold=1, n2=n * 32)]
+    a = plan(pilot, N, n, designs=designs)
+    b = plan(pilot, N, n, designs=designs, sample_sizes=np.full(M, n))
+    np.testing.assert_allclose(b.table.halfwidth, a.table.halfwidth, rtol=1e-3)
+    r, s = sample_design(R, N, Design("ladder", n, n_max=n * 16), rng=2)
+    c = plan(r, N, n, designs=designs, sample_sizes=s)
+    truth = np.mean(R <= 10)
+    va = a.table.value[a.table.metric == "recall@10"].iloc[0]
+    vc = c.table.value[c.table.metric == "recall@10"].iloc[0]
+    assert abs(vc - truth) < 0.5 * abs(va - truth), (va, vc, truth)
+    with pytest.raises(ValueError, match="sample_sizes must be >= the first stage's n=21"):
+        plan(np.minimum(pilot, 20), N, n, designs=designs, sample_sizes=np.full(M, 20))

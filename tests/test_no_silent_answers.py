@@ -4,7 +4,6 @@ Each test is one probe of the issue: it failed (or passed silently with a wrong
 answer) before the change.
 """
 import io as _io
-import time
 
 import numpy as np
 import pandas as pd
@@ -129,7 +128,6 @@ def test_memory_limit_is_configurable(monkeypatch):
 # Issues 26 and 27 item 0: the input surfaces (files and options of estimate / compare / negatives)
 # =============================================================================
 import os  # noqa: E402
-import warnings  # noqa: E402
 
 from sampling_lib import io as sio  # noqa: E402
 from sampling_lib import popularity as pop  # noqa: E402

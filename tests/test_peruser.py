@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from sampling_lib import estimators as E
 from sampling_lib.correct import compare, estimate
-from sampling_lib.counts import RankCounts, counts_from_frame, rank_counts
+from sampling_lib.counts import counts_from_frame, rank_counts
 from sampling_lib.estimators import PERUSER_METHODS, get_estimator
 from sampling_lib.estimators import _logspline as L
 from sampling_lib.io import counts_table, ranks_from_table

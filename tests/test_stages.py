@@ -12,7 +12,6 @@ the exact law of the design (sampling_lib.design.design_law), the CLI's
 negatives --stage / ranks / plan / estimate, and every bad input of the issue
 (one line naming the file and line).
 """
-import subprocess
 
 import numpy as np
 import pandas as pd

@@ -194,7 +194,9 @@ def build_parser():
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("pilot", metavar="PILOT.csv", nargs="?", default=None,
                    help="stage-1 ranks (user, rank[, model][, sample_size][, n_items]) or a counts table (rank, "
-                        "count[, model][, sample_size][, n_items]); without it: -N, -n, --users, --guess-recall")
+                        "count[, model][, sample_size][, n_items]); with several sample sizes, the merged ranks of a "
+                        "design run in part (re-planning: the prior sees the top of P(R)); without it: -N, -n, "
+                        "--users, --guess-recall")
     p.add_argument("--n-items", "-N", type=int_in(2), default=None, metavar="N",
                    help="items N (N_u; the median of an n_items column)")
     p.add_argument("--sample-size", "-n", type=int_in(2), default=None, metavar="n",

@@ -62,6 +62,8 @@ def cmd_plan(args):
     for model, ranks in pilots.items():
         if ranks is None:
             res = plan(None, N, n, M=M, guess=args.guess_recall, **kw)
+        elif isinstance(ranks, tuple):       # a design run in part: per-user sizes
+            res = plan(ranks[0], N, n, M=M, sample_sizes=ranks[1], **kw)
         else:
             res = plan(ranks, N, n, M=M, **kw)
         results[model] = res
@@ -86,7 +88,7 @@ def cmd_plan(args):
 
 
 def _pilot_users(pilots):
-    sizes = [0 if r is None else len(r) for r in pilots.values()]
+    sizes = [0 if r is None else len(r[0] if isinstance(r, tuple) else r) for r in pilots.values()]
     return max(sizes)
 
 
@@ -111,13 +113,13 @@ def _pilots(args):
     if layout not in ("ranks", "counts"):
         raise CLIError(f"{args.pilot}: a pilot is a ranks table (user, rank[, model][, sample_size][, n_items]) "
                        f"or a counts table (rank, count[, ...]); got a {layout} table")
-    pilots, sizes, items = {}, [], []
+    pilots, sizes, items = {}, {}, []
     if layout == "counts":
         stats = counts_from_frame(io.counts_table(df, n=args.sample_size, N=args.n_items), n=args.sample_size,
                                   N=args.n_items)
         for m, st in stats.items():
             pilots[m] = np.repeat(st.ranks, st.counts)
-            sizes.append(np.repeat(st.sizes, st.counts))
+            sizes[m] = np.repeat(st.sizes, st.counts)
             if st.n_items is not None:
                 items.append(np.repeat(st.n_items, st.counts))
     else:
@@ -127,19 +129,23 @@ def _pilots(args):
             if s is None and args.sample_size is None:
                 raise UsageError(f"-n is required: {args.pilot} has no sample_size column")
             pilots[m] = r
-            sizes.append(np.full(r.size, args.sample_size) if s is None else s)
+            sizes[m] = np.full(r.size, args.sample_size) if s is None else np.asarray(s)
             it = sr.items_for_model(m)
             if it is not None:
                 items.append(it)
     if args.model is not None:
         if args.model not in pilots:
             raise CLIError(f"--model must be one of {list(pilots)}; got {args.model!r}")
-        pilots = {args.model: pilots[args.model]}
-    alln = np.unique(np.concatenate(sizes))
-    if alln.size != 1:
-        raise CLIError(f"{args.pilot}: a pilot is one first stage of one sample size; its users have sizes "
-                       f"{alln[:5].tolist()}{'...' if alln.size > 5 else ''}")
-    n = int(alln[0])
+        pilots, sizes = {args.model: pilots[args.model]}, {args.model: sizes[args.model]}
+    alln = np.unique(np.concatenate(list(sizes.values())))
+    # several sizes: a design run in part (e.g. the merged ranks of a ladder's first rungs, or of a second
+    # stage): the prior is fitted on the per-user sizes and the candidates start from the first stage's size
+    # (-n, else the smallest)
+    n = int(alln[0]) if args.sample_size is None or alln.size == 1 else args.sample_size
+    if n > alln[0]:
+        raise CLIError(f"{args.pilot}: -n {n} is the first stage's size, but some users have sets of {int(alln[0])}")
+    if alln.size > 1:
+        pilots = {m: (r, sizes[m]) for m, r in pilots.items()}
     if items:
         if args.n_items is not None:
             raise UsageError(f"-N does not apply: {args.pilot} has an n_items column (per-user N_u)")

@@ -13,7 +13,7 @@ from ._files import (PARTS, SOURCE, file_error, id_text, read_table, row_locatio
 from ._tables import ranks_from_score_table
 
 __all__ = ["read_ncf_negatives", "read_elliot_negatives", "read_negatives", "ranks_from_negatives",
-           "DUPLICATES"]
+           "DUPLICATES", "id_table", "negatives_lines"]
 
 
 def _parse_pair(text, path, lineno):
@@ -34,7 +34,7 @@ def _parse_pair(text, path, lineno):
     return t, None
 
 
-def _negatives_lines(path, what, listed_held_out="error"):
+def negatives_lines(path, what, listed_held_out="error"):
     """Lines ``<pair> <tab> neg <tab> neg ...`` -> long table user, item, label, line.
 
     ``listed_held_out``: a line whose held-out item is also among its
@@ -85,7 +85,7 @@ def _negatives_lines(path, what, listed_held_out="error"):
     return out
 
 
-def _id_table(table, cols, what):
+def id_table(table, cols, what):
     """The id columns of a user table as text (:func:`id_text`); a blank id is an error naming the row."""
     df = read_table(table, what)
     check_columns(df, list(cols), table_name(df, what))
@@ -107,7 +107,7 @@ def _add_held_out(t, held_out, path):
             raise ValueError(f"{path} does not name the held-out items (lines start with '(user,)' "
                              "or a user id): pass held_out= (a user,item table)")
         return t
-    hdf, h = _id_table(held_out, ("user", "item"), "held-out")
+    hdf, h = id_table(held_out, ("user", "item"), "held-out")
     if h["user"].duplicated().any():
         i = int(np.flatnonzero(h["user"].duplicated().to_numpy())[0])
         raise ValueError(f"the held-out table must list one item per user; user {show_value(h['user'].iloc[i])} "
@@ -170,7 +170,7 @@ def read_ncf_negatives(path):
     >>> t[t.user == "0"].to_dict("list")
     {'user': ['0', '0', '0', '0'], 'item': ['25', '3', '7', '7'], 'label': [1, 0, 0, 0], 'line': [1, 1, 1, 1]}
     """
-    t = _negatives_lines(path, "NCF negatives", listed_held_out="drop")
+    t = negatives_lines(path, "NCF negatives", listed_held_out="drop")
     lacking = t.groupby("user", sort=False)["label"].sum()
     if (lacking == 0).any():
         u = lacking.index[np.flatnonzero(lacking.to_numpy() == 0)[0]]
@@ -201,7 +201,7 @@ def read_elliot_negatives(path, held_out=None):
     >>> t.drop(columns="line").to_dict("list")
     {'user': ['1', '1', '1', '2', '2', '2'], 'item': ['5', '10', '11', '6', '12', '13'], 'label': [1, 0, 0, 1, 0, 0]}
     """
-    t = _negatives_lines(path, "Elliot negatives")
+    t = negatives_lines(path, "Elliot negatives")
     return _add_held_out(t, held_out, os.fspath(path))
 
 
@@ -223,7 +223,7 @@ def read_negatives(path, held_out):
     {'size': [4, 4], 'sum': [1, 1]}
     """
     where = "the negatives table" if isinstance(path, pd.DataFrame) else os.fspath(path)
-    df, ids = _id_table(path, ("user", "item"), "negatives")
+    df, ids = id_table(path, ("user", "item"), "negatives")
     lines = table_lines(df)
     t = pd.DataFrame({"user": ids["user"].to_numpy(), "item": ids["item"].to_numpy(), "label": 0,
                       "line": np.arange(1, len(df) + 1) if lines is None else lines})
@@ -254,7 +254,7 @@ def _scores_lookup(scores, cand):
         raise ValueError(f"the scores table holds user, item, score[, model][, n_items]; column(s) "
                          f"{extra} are not read")
     ids = ("user", "item") + (("model",) if "model" in df.columns else ())
-    df, idt = _id_table(df, ids, "scores")
+    df, idt = id_table(df, ids, "scores")
     at = lambda i: row_location(df, i)  # noqa: E731
     sc = pd.DataFrame({"user": idt["user"], "item": idt["item"],
                        "score": pd.to_numeric(df["score"], errors="coerce").to_numpy(),

@@ -19,7 +19,7 @@ import pandas as pd
 
 from .._validation import check_columns, check_int, check_scheme, show_value
 from ._files import SOURCE, id_text, table_lines, table_name
-from ._negatives import _id_table, _negatives_lines, read_elliot_negatives, read_ncf_negatives, read_negatives
+from ._negatives import id_table, negatives_lines, read_elliot_negatives, read_ncf_negatives, read_negatives
 
 __all__ = ["STAGE_FORMATS", "read_stages", "write_stage_negatives", "stage_file_name", "check_stage_sizes"]
 
@@ -44,10 +44,10 @@ def _read_later(table, fmt, k):
     """A later stage's file as ``user, item, label, line`` (label 1 rows only when the lines name the held-out item)."""
     name = stage_file_name(table, k)
     if fmt in ("ncf", "elliot") and not isinstance(table, pd.DataFrame):
-        return _negatives_lines(table, f"stage-{k} {'NCF' if fmt == 'ncf' else 'Elliot'} negatives")
+        return negatives_lines(table, f"stage-{k} {'NCF' if fmt == 'ncf' else 'Elliot'} negatives")
     if fmt in ("ncf", "elliot"):
         raise TypeError(f"{fmt} stages are files; got a DataFrame for stage {k}")
-    df, ids = _id_table(table, ("user", "item"), f"stage-{k} negatives")
+    df, ids = id_table(table, ("user", "item"), f"stage-{k} negatives")
     extra = [c for c in df.columns if c not in ("user", "item")]
     if extra:
         raise ValueError(f"{name} holds the columns user, item (one row per added negative); column(s) {extra} "
@@ -220,7 +220,7 @@ def _first_lines(t):
 
 
 def _check_history(out, exclude, names):
-    df, ids = _id_table(exclude, ("user", "item"), "exclude")
+    df, ids = id_table(exclude, ("user", "item"), "exclude")
     hist = ids.drop_duplicates()
     neg = out[out.label == 0]
     hit = neg.reset_index(drop=True).merge(hist, on=["user", "item"])
