@@ -80,6 +80,7 @@ __all__ = [
     "make_recommender",
     "iter_score_blocks",
     "global_ranks",
+    "mask_train",
     "sampled_ranks_from_scores",
     "SCORE_SCHEMES",
     "actual_shr_mean_var",
@@ -581,7 +582,9 @@ def check_scoring_inputs(scorer, train, test_items):
     return M, N, t.astype(np.int64), X
 
 
-def _mask_train(S, X, s, e):
+def mask_train(S, X, s, e):
+    """Set the scores of users s..e-1's training items to -inf in place (``S``: their score block,
+    ``X``: the users x items training matrix, CSR)."""
     blk = X[s:e]
     rows = np.repeat(np.arange(e - s), np.diff(blk.indptr))
     S[rows, blk.indices] = -np.inf
@@ -638,7 +641,7 @@ def global_ranks(scorer, train, test_items, *, train_last: bool = True,
         if np.isnan(S).any():
             raise ValueError(f"scores contain NaN (users {s}..{e - 1})")
         if train_last:
-            _mask_train(S, X, s, e)
+            mask_train(S, X, s, e)
         ts = S[np.arange(e - s), t[s:e]]
         greater = (S > ts[:, None]).sum(axis=1)
         equal = (S == ts[:, None]).sum(axis=1) - 1
@@ -711,7 +714,7 @@ def sampled_ranks_from_scores(scorer, train, test_items, n: int, scheme: str = "
         tb = t[s:e]
         ts = S[ar, tb].copy()
         if train_last and scheme != "actual":
-            _mask_train(S, X, s, e)
+            mask_train(S, X, s, e)
         excl = None
         if scheme == "actual":
             blk = X[s:e]

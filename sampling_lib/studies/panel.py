@@ -18,6 +18,9 @@ from .panel_data import PANEL_MODELS
 
 __all__ = [
     "oracle_weights",
+    "resolve_methods",
+    "metric_head",
+    "user_count_values",
     "posterior_mean_estimate",
     "split_half_estimate",
     "population_seed",
@@ -89,7 +92,7 @@ def oracle_weights(pmf, sampled_ranks, N, n, *, scheme="binomial"):
     return c @ _posterior_matrix(pmf, N, n, scheme)
 
 
-def _resolve(methods, max_K=None):
+def resolve_methods(methods, max_K=None):
     """{label: estimator} of registered names or (label, callable) pairs; an estimator with a
     horizon option (CLS's ``max_rank``) is solved up to the largest cutoff ``max_K`` (exact for
     every metric at K <= max_K, as :func:`sampling_lib.correct.estimate` does)."""
@@ -127,7 +130,7 @@ def draw_evaluation(g, R, N, n, M, scheme):
     return Ru, r
 
 
-def _metric_head(N, max_K):
+def metric_head(N, max_K):
     """Recall@1..max_K and NDCG@1..max_K on ranks 1..H, H = min(N, max_K) (0 beyond): (H, 2 max_K)."""
     H = min(N, max_K)
     Ks = np.arange(1, max_K + 1)
@@ -265,7 +268,7 @@ def accuracy_panel(populations, methods=PANEL_METHODS, *, sample_sizes=(20, 50, 
     scheme = check_scheme(scheme)
     draws = check_int(draws, "draws", low=1)
     max_K = check_int(max_K, "max_K", low=1)
-    fns = _resolve(methods, max_K)
+    fns = resolve_methods(methods, max_K)
     refs = tuple(references)
     bad = [x for x in refs if x not in REFERENCES]
     if bad:
@@ -277,14 +280,14 @@ def accuracy_panel(populations, methods=PANEL_METHODS, *, sample_sizes=(20, 50, 
         t0 = time.perf_counter()
         N = check_int(N, "N", low=2)
         R = check_ranks(R, N, name=f"ranks of {dataset}/{model}")
-        F = _metric_head(N, max_K)
+        F = metric_head(N, max_K)
         H = F.shape[0]
         for n in sample_sizes:
             n = int(n)
             if n >= N:
                 continue
             w_res = (N - 1) / (n - 1)
-            for M in _user_counts(user_counts, R.size):
+            for M in user_count_values(user_counts, R.size):
                 Mv = R.size if M is None else M
                 for d, ss in enumerate(population_seed(root, dataset, model, n, Mv).spawn(draws)):
                     g = np.random.default_rng(ss)
@@ -327,7 +330,7 @@ def accuracy_panel(populations, methods=PANEL_METHODS, *, sample_sizes=(20, 50, 
     return pd.DataFrame(cols)
 
 
-def _user_counts(user_counts, size):
+def user_count_values(user_counts, size):
     """The users per evaluation of a population of ``size`` users: None (all) for counts >= size, each once."""
     out = []
     for M in user_counts:
@@ -444,7 +447,7 @@ def interval_coverage(populations, methods=("logspline",), metrics=("recall@10",
             n = int(n)
             if n >= N:
                 continue
-            for M in _user_counts(user_counts, R.size):
+            for M in user_count_values(user_counts, R.size):
                 Mv = R.size if M is None else M
                 for d, ss in enumerate(population_seed(root, dataset, model, n, Mv, 1).spawn(draws)):
                     g = np.random.default_rng(ss)

@@ -51,7 +51,7 @@ from scipy import optimize, special
 from .._validation import check_int, check_N_n
 from ..experiments import seed_sequence
 from ..kernels import log_kernel_rows, rank_grid
-from .panel import PUBLISHED_METHODS, _metric_head, _resolve, _user_counts, population_seed
+from .panel import PUBLISHED_METHODS, metric_head, resolve_methods, user_count_values, population_seed
 
 __all__ = [
     "TAIL_POINTS",
@@ -277,7 +277,7 @@ def score_draws(model, train, test_items, n, *, rng=None, block_size=512):
     zpos : ndarray, shape (M,)
     Z : ndarray of float32, shape (M, n - 1)
     """
-    from ..recommenders import _mask_train, iter_score_blocks
+    from ..recommenders import mask_train, iter_score_blocks
 
     g = np.random.default_rng(rng)
     t = np.asarray(test_items, dtype=np.int64)
@@ -286,7 +286,7 @@ def score_draws(model, train, test_items, n, *, rng=None, block_size=512):
     zpos = np.empty(M)
     Z = np.empty((M, n - 1), dtype=np.float32)
     for s, e, S in iter_score_blocks(model, M, block_size):
-        _mask_train(S, train, s, e)
+        mask_train(S, train, s, e)
         ar = np.arange(e - s)
         ts = S[ar, t[s:e]]
         idx = g.integers(0, N - 1, size=(e - s, n - 1))
@@ -332,7 +332,7 @@ def tail_panel(data, methods=PUBLISHED_METHODS + ("logspline",), *, models=None,
     from .panel_data import DENSE_ITEMS_MAX, LARGE_MODELS, PANEL_MODELS
 
     root = seed_sequence(rng)
-    fns = _resolve(methods, max_K)
+    fns = resolve_methods(methods, max_K)
     Ks = np.arange(1, max_K + 1)
     rows = []
     for label, ratings in data.items():
@@ -345,7 +345,7 @@ def tail_panel(data, methods=PUBLISHED_METHODS + ("logspline",), *, models=None,
         ranks, N, info = global_ranks_from_data(ratings, settings, rng=rng, keep_models=True,
                                                 max_dense_items=DENSE_ITEMS_MAX)
         split = info["split"]
-        F = _metric_head(N, max_K)
+        F = metric_head(N, max_K)
         H = F.shape[0]
         for model, fitted in list(info["fitted"].items()):
             t0 = time.perf_counter()
@@ -357,7 +357,7 @@ def tail_panel(data, methods=PUBLISHED_METHODS + ("logspline",), *, models=None,
                 for d, ss in enumerate(population_seed(root, label, model, n, 7).spawn(draws)):
                     g = np.random.default_rng(ss)
                     r_all, z_all, Z_all = score_draws(fitted, split.train, split.test_items, n, rng=g)
-                    for M in _user_counts(user_counts, R.size):
+                    for M in user_count_values(user_counts, R.size):
                         sel = np.arange(R.size) if M is None else np.sort(g.choice(R.size, M, replace=False))
                         Ru, r = R[sel], r_all[sel]
                         Mv = sel.size

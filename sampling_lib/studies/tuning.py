@@ -34,7 +34,7 @@ import pandas as pd
 
 from .._validation import check_int, check_ranks, check_scheme
 from ..experiments import seed_sequence
-from .panel import PUBLISHED_METHODS, _user_counts, accuracy_panel, draw_evaluation, population_seed
+from .panel import PUBLISHED_METHODS, user_count_values, accuracy_panel, draw_evaluation, population_seed
 from .panel_data import dataset_family
 
 __all__ = [
@@ -256,7 +256,7 @@ def penalty_intervals(populations, penalties, *, knot_spacing=None, metrics=("re
             n = int(n)
             if n >= N:
                 continue
-            for M in _user_counts(user_counts, R.size):
+            for M in user_count_values(user_counts, R.size):
                 Mv = R.size if M is None else M
                 for d, ss in enumerate(population_seed(root, dataset, model, n, Mv, 1).spawn(draws)):
                     g = np.random.default_rng(ss)
