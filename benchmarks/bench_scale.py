@@ -13,7 +13,7 @@ Part 2 (``--parquet``) -- a partitioned Parquet ranks file of 10^8 rows (columns
 ``rank, n_items, model``: two models, N_u = N = 10^7 for every user by default,
 ``--n-items-values k`` for k distinct per-user N_u in [N - 1000 (k - 1), N]; n = 100) is generated in 100 chunks of 10^6 rows with pyarrow in a temporary
 directory, read through the library's counts path (:func:`sampling_lib.io.counts_table`,
-dask, partition by partition -> :func:`sampling_lib.correct.counts_from_frame` ->
+dask, partition by partition -> :func:`sampling_lib.counts.counts_from_frame` ->
 ``estimate`` per model, 1,000 replicates), timed, its peak RSS measured
 in a subprocess, and deleted. Not committed, not run in CI.
 
@@ -97,7 +97,8 @@ def child_generate(directory, rows, chunk, N, k):
 
 
 def child_parquet(directory, n_boot):
-    from sampling_lib.correct import counts_from_frame, estimate
+    from sampling_lib.correct import estimate
+    from sampling_lib.counts import counts_from_frame
     from sampling_lib.io import counts_table
 
     t = time.perf_counter()

@@ -62,11 +62,11 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
+from ._compare_inputs import check_same_users, counts_inputs, model_inputs
 from ._progress import stage
 from ._threads import one_blas_thread
 from ._validation import check_confidence_level, check_float, check_int, check_ranks, check_scheme
-from .counts import (RankCounts, as_counts, bootstrap_loop, counts_from_frame, is_counts_table, rank_counts,
-                     ranked_in_full, statistics)
+from .counts import RankCounts, bootstrap_loop, rank_counts, ranked_in_full, statistics
 from .estimators import DEFAULT_METHOD, METHODS, POPULARITY_METHODS, estimator_spec, get_estimator
 from .popularity import is_popularity_input
 from .metrics import metric_matrix, metric_values, parse_metrics
@@ -615,100 +615,6 @@ def _clip_to_range(values, F_range):
 # ----------------------------------------------------------------------------
 # compare
 # ----------------------------------------------------------------------------
-def _check_distinct_names(keys):
-    """Model names are used as text: two keys with the same str() (1 and "1") would merge."""
-    seen = {}
-    for k in keys:
-        if str(k) in seen:
-            raise ValueError(f"model names must be distinct as text; {seen[str(k)]!r} and {k!r} "
-                             f"are both named {str(k)!r}")
-        seen[str(k)] = k
-
-
-def _as_model_dict(ranks, sample_sizes, N):
-    """{model: (ranks, sizes or None, items or None)} with equal lengths (same users, same order)."""
-    from .io import SampledRanks
-
-    def per_model(x, k):
-        return x.get(k) if isinstance(x, dict) else x
-
-    if isinstance(ranks, SampledRanks):
-        if ranks.ranks.isna().any().any():
-            counts = ranks.ranks.isna().sum()
-            bad = {k: int(v) for k, v in counts.items() if v}
-            raise ValueError(f"compare needs every model on the same users; missing users per "
-                             f"model: {bad}")
-        d = {}
-        for m in ranks.models:
-            r, s = ranks.for_model(m)
-            it = ranks.items_for_model(m)
-            Nm = per_model(N, m)
-            if it is not None and Nm is not None and np.ndim(Nm) == 0 and np.any(it != Nm):
-                raise ValueError(f"N={Nm} disagrees with the n_items column of model {m!r}")
-            d[m] = (r, s, it if it is not None else Nm)
-    else:
-        if isinstance(ranks, pd.DataFrame):
-            _check_distinct_names(ranks.columns)
-            d0 = {str(c): ranks[c].to_numpy() for c in ranks.columns}
-        elif isinstance(ranks, dict):
-            _check_distinct_names(ranks)
-            d0 = {str(k): np.asarray(v) for k, v in ranks.items()}
-        else:
-            raise TypeError("ranks must be a dict {model: sampled ranks}, a DataFrame with one "
-                            "column per model, SampledRanks, a counts table or a dict {model: "
-                            f"RankCounts}}; got {type(ranks).__name__}")
-        d = {}
-        for k, v in d0.items():
-            s = per_model(sample_sizes, k)
-            d[k] = (v, None if s is None else np.asarray(s), per_model(N, k))
-    if len(d) < 2:
-        raise ValueError(f"compare needs at least 2 models; got {len(d)}")
-    sizes = {k: np.asarray(v[0]).size for k, v in d.items()}
-    if len(set(sizes.values())) != 1:
-        raise ValueError(f"compare needs the same users (same length and order) for every model; "
-                         f"got sizes {sizes}")
-    for k, v in d.items():
-        if v[2] is None:
-            raise ValueError(f"N (the number of items) is required for model {k!r}")
-    return d
-
-
-def _check_same_users(logs):
-    """Popularity logs of a paired comparison list the same users in the same order."""
-    names = list(logs)
-    Ms = {m: lg.M for m, lg in logs.items()}
-    if len(set(Ms.values())) != 1:
-        raise ValueError(f"compare needs the same users (same length and order) for every model; got {Ms}")
-    ref = logs[names[0]].users
-    for m, lg in logs.items():
-        if ref is not None and lg.users is not None and not np.array_equal(np.asarray(ref), np.asarray(lg.users)):
-            raise ValueError(f"compare needs the same users in the same order; model {m!r} differs from "
-                             f"{names[0]!r}")
-
-
-def _as_counts_dict(ranks, N, n, sample_sizes):
-    """{model: RankCounts} of a counts table or a dict of RankCounts, or None."""
-    if is_counts_table(ranks):
-        if sample_sizes is not None:
-            raise ValueError("sample_sizes cannot be combined with a counts table (use its "
-                             "'sample_size' column)")
-        if N is not None and np.ndim(N) != 0:
-            raise ValueError("N must be one int for a counts table (per-cell item counts go in its "
-                             "'n_items' column)")
-        d = counts_from_frame(ranks, n=n, N=N)
-    elif isinstance(ranks, dict) and ranks and all(isinstance(v, RankCounts) for v in ranks.values()):
-        _check_distinct_names(ranks)
-        d = {str(k): v for k, v in ranks.items()}
-    else:
-        return None
-    out = {}
-    for k, st in d.items():
-        out[k] = as_counts(st, N.get(k) if isinstance(N, dict) else N, n, None)[0]
-    if len(out) < 2:
-        raise ValueError(f"compare needs at least 2 models; got {len(out)}")
-    return out
-
-
 @one_blas_thread
 def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=None,
             confidence_level=0.95, n_boot=1000, rng=None, sample_sizes=None, alpha=0.05, adjust="holm",
@@ -807,14 +713,14 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
     stats_, cell_of_user = {}, {}
     if item_weights is not None or is_popularity_input(ranks):
         stats_ = statistics(ranks, N, n, sample_sizes, item_weights, exclude, scheme)
-        _check_same_users(stats_)
+        check_same_users(stats_)
         cell_of_user = {m: np.arange(lg.M) for m, lg in stats_.items()}    # a log: one cell per user
         paired = True if paired is None else bool(paired)
     else:
         if exclude is not None:
             raise ValueError("exclude applies to popularity-sampled input only (with item_weights, or a "
                              "scores table with the logged q); these are sampled ranks")
-        cd = _as_counts_dict(ranks, N, n, sample_sizes)
+        cd = counts_inputs(ranks, N, n, sample_sizes)
         if cd is not None:
             if paired:
                 raise ValueError("paired=True needs per-user ranks (the same users for every model); "
@@ -832,7 +738,7 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
     parsed = parse_metrics(metrics)
     rng = np.random.default_rng(rng)
     if not stats_:
-        for m, (r, s, Nm) in _as_model_dict(ranks, sample_sizes, N).items():
+        for m, (r, s, Nm) in model_inputs(ranks, sample_sizes, N).items():
             rr = check_ranks(r, np.iinfo(np.int64).max, name=f"ranks[{m!r}]")
             stats_[m], cell_of_user[m] = rank_counts(rr, n, sample_sizes=s, n_items=Nm, return_inverse=True)
     if len(stats_) < 2:
