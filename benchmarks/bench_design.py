@@ -19,6 +19,10 @@ planner decides by) and the pilot's estimate of the metric over the truth (far b
 cannot see the top of P(R); an absolute width inherits that error, a ratio mostly does not). Plus the speed goal: ``estimate`` on two-stage data with
 1,000 replicates at N = 10^7, M = 10^5 under 20 s and 1 GB.
 
+``--workflow replan`` evaluates the re-planning workflow instead: the ladder's first rungs (n -> 4n) on the
+users, ``plan(..., sample_sizes=)`` on the merged ranks, then the design it picks (its cost includes the
+rungs when the design does not contain them).
+
 Needs ../shared/data (the synthetic part runs without it from a generated population). Usage:
     .venv/bin/python benchmarks/bench_design.py [--quick] [--draws 10] [--out DIR] [--parts goals,speed]
 """
@@ -79,7 +83,24 @@ def populations(quick):
     return out
 
 
-def goals_part(quick, draws, out):
+def replan(R, N, Nmed, n, pilot_res):
+    """The re-planning workflow of README's 'Resolving a metric below resolution': run the ladder's first
+    rungs (n -> 4n) on the users, plan again on the merged ranks (``plan(..., sample_sizes=)``).
+
+    Returns (design, the re-plan's prediction rows of it, the extra cost share of the rungs when the
+    design does not contain them, the pilot's prediction rows of the design).
+    """
+    rungs = Design("ladder", n, n_max=min(4 * n, Nmed))
+    r1, s1 = sample_design(R, N, rungs, rng=np.random.default_rng(4))
+    res = plan(r1, Nmed, n, M=R.size, metrics=METRICS, sample_sizes=s1)
+    d = res.best if res.best is not None else Design("single", n)
+    contains = d.kind == "ladder" and d.n_max >= rungs.n_max
+    extra = 0.0 if contains else float(np.mean((s1 - n) / np.asarray(N, dtype=float)))
+    before = pilot_res.table[pilot_res.table.design == d.describe()].set_index("metric")
+    return d, res.table[res.table.chosen].set_index("metric"), extra, before
+
+
+def goals_part(quick, draws, out, workflow="pilot"):
     rows = []
     for label, R, N, n in populations(quick):
         t0 = time.time()
@@ -88,6 +109,9 @@ def goals_part(quick, draws, out):
         res = plan(pilot, Nmed, n, M=R.size, metrics=METRICS)
         d = res.best if res.best is not None else Design("single", n)
         pred = res.table[res.table.chosen].set_index("metric")
+        extra, before = 0.0, None
+        if workflow == "replan":
+            d, pred, extra, before = replan(R, N, Nmed, n, res)
         study = studies.design_study(R, N, d, metrics=METRICS, repeats=draws, n_boot=300, rng=3)
         summ = studies.design_summary(study).set_index("metric")
         for met in METRICS:
@@ -97,20 +121,22 @@ def goals_part(quick, draws, out):
             err_goal = 0.05 if R.size >= 5000 else 0.5 * fhw / truth
             p = pred.loc[met] if met in pred.index else None
             rows.append({"population": label, "N/n": round(Nmed / n), "M": R.size, "design": d.describe(),
-                         "metric": met, "truth": truth, "draws": int(s.draws), "cost_share": s.cost_share,
+                         "metric": met, "truth": truth, "draws": int(s.draws), "cost_share": s.cost_share + extra,
                          "ratio": s.ratio, "coverage": s.coverage, "rel_error": s.rel_error, "error_goal": err_goal,
                          "pred_over_real": (p.halfwidth / s.halfwidth) if p is not None else np.nan,
                          "pred_ratio_over_real": (p.ratio / s.ratio) if p is not None else np.nan,
                          "pilot_value_over_truth": (p.value / truth) if p is not None else np.nan,
                          "range_low": (p.halfwidth_low / s.halfwidth) if p is not None else np.nan,
                          "range_high": (p.halfwidth_high / s.halfwidth) if p is not None else np.nan,
+                         "pilot_pred_over_real": (before.loc[met].halfwidth / s.halfwidth
+                                                  if before is not None and met in before.index else np.nan),
                          "seconds": time.time() - t0})
         print(pd.DataFrame(rows[-len(METRICS):]).round(3).to_string(index=False), flush=True)
     t = pd.DataFrame(rows)
     t["meets"] = ((t.ratio <= 1.3) & (t.coverage >= 0.93) & (t.rel_error <= t.error_goal)
                   & (t.cost_share <= 0.05) & ((t.pred_over_real - 1).abs() <= 0.2))
     out.mkdir(parents=True, exist_ok=True)
-    t.to_csv(out / "design_goals.csv", index=False)
+    t.to_csv(out / ("design_goals.csv" if workflow == "pilot" else "design_goals_replan.csv"), index=False)
     print("\n" + t.round(3).to_string(index=False))
     return t
 
@@ -140,11 +166,14 @@ def main():
     ap.add_argument("--draws", type=int, default=10)
     ap.add_argument("--out", default="benchmarks/results")
     ap.add_argument("--parts", default="goals,speed")
+    ap.add_argument("--workflow", choices=["pilot", "replan"], default="pilot",
+                    help="pilot: the design plan picks on the first stage; replan: the ladder's first rungs "
+                         "(n -> 4n), then plan again on the merged ranks (README's re-planning)")
     args = ap.parse_args()
     warnings.simplefilter("ignore", RuntimeWarning)
     parts = set(args.parts.split(","))
     if "goals" in parts:
-        goals_part(args.quick, args.draws, Path(args.out))
+        goals_part(args.quick, args.draws, Path(args.out), args.workflow)
     if "speed" in parts:
         speed_part(Path(args.out))
 
