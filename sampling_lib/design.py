@@ -73,31 +73,32 @@ def _r_bins(lo, hi):
     return np.r_[a, starts], np.r_[a, ends]
 
 
-def _count_cdf(x, m, R, N, done, scheme):
-    """P(X <= x) for X = items above the held-out item among m new draws (G, k).
+def _count_dist(kind, x, m, R, N, done, scheme):
+    """``kind`` ("cdf": P(X <= x), "pmf": P(X = x)) of X = items above the held-out item among m new
+    draws, shape (G, k).
 
     Binomial: X ~ Binomial(m, (R - 1)/(N - 1)). Hypergeometric: ``done`` items
     already drawn, all ranked below (R - 1 above and N - R - done below remain).
+    The pmf is exact where a difference of CDFs would round.
     """
     x = np.asarray(x, dtype=float)[None, :]
     R = np.asarray(R, dtype=float)[:, None]
     if scheme == "binomial":
-        return stats.binom.cdf(x, m, (R - 1.0) / (N - 1.0))
+        return getattr(stats.binom, kind)(x, m, (R - 1.0) / (N - 1.0))
     good, bad = np.maximum(R - 1.0, 0.0), np.maximum((N - R) - done, 0.0)
     # impossible states (fewer items left than drawn) have probability 0 upstream: any finite value
     m_eff = np.minimum(m, good + bad)
-    return np.nan_to_num(stats.hypergeom.cdf(x, good + bad, good, m_eff), nan=0.0)
+    return np.nan_to_num(getattr(stats.hypergeom, kind)(x, good + bad, good, m_eff), nan=0.0)
+
+
+def _count_cdf(x, m, R, N, done, scheme):
+    """P(X <= x), X as :func:`_count_dist`."""
+    return _count_dist("cdf", x, m, R, N, done, scheme)
 
 
 def _count_pmf(x, m, R, N, done, scheme):
-    """P(X = x), X as :func:`_count_cdf` (G, k): exact where a difference of CDFs would round."""
-    x = np.asarray(x, dtype=float)[None, :]
-    R = np.asarray(R, dtype=float)[:, None]
-    if scheme == "binomial":
-        return stats.binom.pmf(x, m, (R - 1.0) / (N - 1.0))
-    good, bad = np.maximum(R - 1.0, 0.0), np.maximum((N - R) - done, 0.0)
-    m_eff = np.minimum(m, good + bad)
-    return np.nan_to_num(stats.hypergeom.pmf(x, good + bad, good, m_eff), nan=0.0)
+    """P(X = x), X as :func:`_count_dist`."""
+    return _count_dist("pmf", x, m, R, N, done, scheme)
 
 
 def _cells_prob(lo, hi, offset, m, R, N, done, scheme):

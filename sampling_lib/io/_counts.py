@@ -14,6 +14,16 @@ __all__ = ["counts_table", "is_parquet"]
 _CELL_KEYS = ("model", "n_items", "sample_size", "rank")
 
 
+def _layout_keys(cols, where):
+    """The cell-key columns of a ranks or counts table's ``cols``, after its layout checks."""
+    if "rank" not in cols:
+        raise ValueError(f"the {where} must have a 'rank' column; found columns {cols}")
+    if "user" in cols and "count" in cols:
+        raise ValueError(f"the {where} has both 'user' and 'count' columns: a row would be one user "
+                         "(a ranks table) or 'count' users (a counts table); drop one of them")
+    return [c for c in _CELL_KEYS if c in cols]
+
+
 def is_parquet(path):
     p = os.fspath(path)
     return p.endswith((".parquet", ".pq")) or (os.path.isdir(p) and any(
@@ -120,12 +130,7 @@ def counts_table(table, *, what="ranks", n=None, N=None):
         src = table_source(df)
         where = f"{what} table" if src is None else f"{what} file {src}"
         cols = list(df.columns)
-        if "rank" not in cols:
-            raise ValueError(f"the {where} must have a 'rank' column; found columns {cols}")
-        if "user" in cols and "count" in cols:
-            raise ValueError(f"the {where} has both 'user' and 'count' columns: a row would be one user "
-                             "(a ranks table) or 'count' users (a counts table); drop one of them")
-        keys = [c for c in _CELL_KEYS if c in cols]
+        keys = _layout_keys(cols, where)
         at = lambda i: row_location(df, i)  # noqa: E731
         val = _check_cells(df, keys, "count" in cols, at, n, N, where)
         models = id_text(df["model"]) if "model" in cols else np.full(len(df), "model", dtype=object)
@@ -164,12 +169,7 @@ def _parquet_counts(path, what, n, N):
         raise ValueError(f"{what} file {path} is not a readable Parquet data set: "
                          f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
     cols = list(ddf.columns)
-    if "rank" not in cols:
-        raise ValueError(f"the {where} must have a 'rank' column; found columns {cols}")
-    if "user" in cols and "count" in cols:
-        raise ValueError(f"the {where} has both 'user' and 'count' columns: a row would be one user "
-                         "(a ranks table) or 'count' users (a counts table); drop one of them")
-    keys = [c for c in _CELL_KEYS if c in cols]
+    keys = _layout_keys(cols, where)
     has_count = "count" in cols
     try:
         d = ddf[keys + (["count"] if has_count else [])]
