@@ -52,17 +52,20 @@ References
 """
 from __future__ import annotations
 
+import hashlib
 import warnings
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import lru_cache
 
 import numpy as np
+from scipy import sparse
 from scipy.interpolate import BSpline
 
 from .._validation import check_float, check_int, check_n_items, check_N_n, check_ranks, check_scheme
 from ..counts import cells, ranked_in_full
 from ..exceptions import ConvergenceWarning
-from ..kernels import cell_kernel, log_kernel_rows, rank_grid
+from ..kernels import cell_kernel, log_kernel_rows, n_items_log_bins, rank_grid
+from ._logspline_weights import SPLINE_DEGREE, GridWeights, LogsplineResult
 
 __all__ = [
     "LogsplineResult",
@@ -88,7 +91,7 @@ EXACT_RANKS = 256
 _BIN_LOG_WIDTH = 0.05  # max bin width in log R beyond the head
 _BIN_ANGLE = 0.05      # max bin width in arcsin(sqrt(p)) units times sqrt(n - 1)
 _RIDGE = 1e-8          # fixes the flat direction (softmax is shift invariant)
-_DEGREE = 3
+_DEGREE = SPLINE_DEGREE
 
 
 @dataclass(frozen=True)
@@ -206,126 +209,6 @@ def hessian(beta, c, K, grid, P):
     return (V * np.maximum(w, floor)) @ V.T
 
 
-class GridWeights:
-    """A length-N weight vector held on the compressed rank grid, expanded on demand.
-
-    The fit works on grid cells (module docstring); the length-N vector is
-    the cell masses spread log-linearly over each cell's ranks
-    (:func:`_expand`). ``head(H)`` gives its first H entries (ranks 1..H)
-    in O(H + G) memory and time, which is all a top-K metric with K <= H
-    needs (F(R) = 0 for R > K): :func:`sampling_lib.correct.estimate` never
-    forms the length-N vector, so its memory does not grow with N.
-    ``full()`` (or ``np.asarray``) gives the length-N vector; ``head(H)``
-    equals ``full()[:H]`` exactly.
-
-    Attributes
-    ----------
-    cells : ndarray, shape (G,)
-        Mass of every grid cell.
-    N : int
-        Length of the expanded vector.
-
-    References
-    ----------
-    Efron (2016), Biometrika 103(1) (g-modeling on a grid); AAAI21 eq 14
-    (a metric is sum_R P(R) F(R)).
-
-    Examples
-    --------
-    >>> fit = logspline_fit(np.r_[np.ones(30, int), np.arange(1, 71)], 10**6, 100)
-    >>> w = fit.weights_grid
-    >>> w.shape, w.head(10).shape
-    ((1000000,), (10,))
-    >>> bool(np.array_equal(w.head(300), w.full()[:300]))
-    True
-    """
-
-    __slots__ = ("cells", "_beta", "_grid")
-
-    def __init__(self, cells, beta, grid):
-        self.cells = np.asarray(cells, dtype=float)
-        self._beta = beta
-        self._grid = grid
-
-    @property
-    def N(self):
-        return self._grid.N
-
-    @property
-    def shape(self):
-        return (self._grid.N,)
-
-    @property
-    def size(self):
-        return self._grid.N
-
-    def head(self, H):
-        """The weights of ranks 1..H (H <= N), equal to ``full()[:H]``."""
-        H = check_int(H, "H", low=1)
-        if H > self._grid.N:
-            raise ValueError(f"H must lie in 1..N={self._grid.N}; got H={H}")
-        return _expand(self.cells, self._beta, self._grid, upto=H)
-
-    def full(self):
-        """The length-N weight vector."""
-        return _expand(self.cells, self._beta, self._grid)
-
-    def __array__(self, dtype=None, copy=None):
-        a = self.full()
-        return a if dtype is None else a.astype(dtype, copy=False)
-
-    def __repr__(self):
-        return f"GridWeights(N={self._grid.N}, cells={self.cells.size})"
-
-
-@dataclass(frozen=True)
-class LogsplineResult:
-    """Fit of the log-spline prior (see :func:`logspline_fit`).
-
-    Attributes
-    ----------
-    weights : ndarray, shape (N,)
-        Posterior-mean weights: the estimate of a metric F is ``weights @ F``
-        (expanded from ``weights_grid`` on first access).
-    prior : ndarray, shape (N,)
-        The fitted prior g(R), R = 1..N (a probability vector; expanded from
-        ``prior_grid`` on first access).
-    beta : ndarray
-        Spline coefficients.
-    loglik : float
-        Log-likelihood of the sampled ranks at the fitted prior.
-    n_iter : int
-        Newton (Fisher scoring) iterations.
-    converged : bool
-        Whether the gradient norm fell below the tolerance.
-    penalty, knot_spacing : float
-        The tuning used.
-    grid_size : int
-        Number of cells of the compressed rank grid.
-    weights_grid, prior_grid : GridWeights
-        ``weights`` and ``prior`` on the grid cells; ``weights_grid.head(H)``
-        is ``weights[:H]`` without forming the length-N vector.
-    """
-
-    beta: np.ndarray
-    loglik: float
-    n_iter: int
-    converged: bool
-    penalty: float
-    knot_spacing: float
-    grid_size: int
-    weights_grid: GridWeights
-    prior_grid: GridWeights
-
-    @cached_property
-    def weights(self):
-        return self.weights_grid.full()
-
-    @cached_property
-    def prior(self):
-        return self.prior_grid.full()
-
-
 def newton(c, K, grid, P, beta0, max_iter=200, tol=1e-8, info=None):
     """Newton / Fisher scoring; ``info`` is the curvature (default the expected information
     :func:`fisher`, which needs every sampled rank of one (N, n) as a column of K; cells of
@@ -371,37 +254,6 @@ def posterior_cells(c, K, g, q):
     M = c.sum(axis=-1, keepdims=True)
     ratio = np.divide(c, q * M, out=np.zeros_like(c), where=c > 0)
     return g * (ratio @ K.T)
-
-
-def _expand(cell_w, beta, grid, upto=None):
-    """Spread cell weights (G,) over ranks 1..N log-linearly with the local slope of s.
-
-    With ``upto = H`` only ranks 1..H are returned (length H; equal to the
-    first H entries of the full expansion): only the cells starting at or
-    before H are expanded, so memory and time are O(H + G), not O(N).
-    """
-    N = grid.N
-    H = N if upto is None else min(int(upto), N)
-    width = grid.hi - grid.lo + 1
-    if np.all(width == 1):
-        out = np.zeros(H)
-        sel = grid.lo <= H
-        out[grid.lo[sel] - 1] = cell_w[sel]
-        return out
-    spl = BSpline(grid.spline_t, beta, _DEGREE, extrapolate=True)
-    xm = np.log(0.5 * (grid.lo + grid.hi))
-    slope = spl.derivative()(np.clip(xm, 0.0, np.log(N)))
-    nc = int(np.searchsorted(grid.lo, H, side="right"))   # cells with lo <= H (lo ascending)
-    width = width[:nc]
-    cell = np.repeat(np.arange(nc), width)
-    R = np.arange(1, int(grid.hi[nc - 1]) + 1, dtype=float)
-    logv = slope[cell] * (np.log(R) - xm[cell])
-    starts = np.r_[0, np.cumsum(width)[:-1]]
-    logv -= np.maximum.reduceat(logv, starts)[cell]
-    v = np.exp(logv)
-    s = np.add.reduceat(v, starts)
-    out = cell_w[cell] * v / s[cell]
-    return out if out.size == H else out[:H]
 
 
 def _setup(sampled_ranks, N, n, scheme, penalty, knot_spacing, exact_ranks):
@@ -625,10 +477,10 @@ def hessian_cells(beta, c, K, grid, P):
     g = prior_masses(beta, grid)
     q = g @ K
     ok = c > 0
-    Kc, qc, cc = K[:, ok], q[ok], c[ok]
+    Kc, qc, cc = (K, q, c) if ok.all() else (K[:, ok], q[ok], c[ok])
     v = g * ((Kc @ (cc / qc)) - cc.sum())
-    J = grid.B.T @ (g[:, None] * (Kc - qc[None, :]))
     Bg, Bv = grid.B.T @ g, grid.B.T @ v
+    J = (grid.B.T * g) @ Kc - np.outer(Bg, qc)     # B' (g (K - q)) without a (G, C) temporary
     H = (J * (cc / qc ** 2)) @ J.T - (grid.B.T * v) @ grid.B + np.outer(Bv, Bg) + np.outer(Bg, Bv) + P
     H = 0.5 * (H + H.T)
     w, V = np.linalg.eigh(H)
@@ -650,13 +502,95 @@ def cells_setup(n_items, sizes, ranks, counts, scheme, penalty, knot_spacing, ex
                          f"{Nc.shape}, {nc.shape}, {rc.shape}, {c.shape}")
     if nc.min() < 2 or np.any(nc > Nc) or rc.min() < 1 or np.any(rc > nc) or np.any(c < 0):
         raise ValueError("cells must satisfy N_u >= n_u >= 2, 1 <= r <= n_u and count >= 0")
+    grid, K, _ = cells_kernel(Nc, nc, rc, scheme, knot_spacing, exact_ranks)
+    P = penalty_matrix(grid.B.shape[1], penalty)
+    return c, grid, K, P, penalty, knot_spacing
+
+
+#: The cells path solves first on a surrogate likelihood when there are at least this many cells
+#: and the surrogate has at most a quarter of them (see :class:`CellsSurrogate`).
+SURROGATE_MIN_CELLS = 2048
+#: Width in log N_u of the surrogate's bins of item counts.
+SURROGATE_LOG_WIDTH = 0.05
+_CELLS_CACHE = {}
+_CELLS_CACHE_BYTES = 2**28
+
+
+@dataclass(frozen=True)
+class CellsSurrogate:
+    """A coarser likelihood that starts the cells path's solvers (per-user N_u).
+
+    The item counts N_u of the sampled cells are binned in log N
+    (:func:`sampling_lib.kernels.n_items_log_bins`, width
+    :data:`SURROGATE_LOG_WIDTH`: every N_u within 5% of its bin's N_b) and cells
+    with equal (N_b, n_u, r) merged, so the likelihood has a few bins x n columns
+    instead of one per distinct (N_u, r). It is never the answer: the point fit
+    continues with Newton steps on the exact cells from the surrogate's optimum,
+    and each bootstrap replicate starts from its surrogate refit shifted by the
+    difference of the two full-sample optima, then iterates on the exact cells
+    under the same convergence test as before (Newton decrement below the
+    bootstrap's ``tol``). Results therefore agree with the exact solver's to
+    its tolerance; only the number of exact likelihood evaluations (O(G x
+    cells) each) falls.
+
+    Attributes
+    ----------
+    index : ndarray of int, shape (C,)
+        The surrogate cell of every exact cell.
+    K : ndarray, shape (G, C_s)
+        The surrogate's likelihood columns on the grid.
+    """
+
+    index: np.ndarray
+    K: np.ndarray
+
+    def counts(self, c):
+        """Counts (..., C) of the exact cells summed into the surrogate's cells (..., C_s)."""
+        c = np.asarray(c, dtype=float)
+        S = sparse.csr_matrix((np.ones(self.index.size), (np.arange(self.index.size), self.index)),
+                              shape=(self.index.size, self.K.shape[1]))
+        return np.asarray((S.T @ c.T).T)
+
+
+def cells_kernel(n_items, sizes, ranks, scheme, knot_spacing, exact_ranks):
+    """(grid, likelihood columns K (G, C), :class:`CellsSurrogate` or None) of validated cells.
+
+    Built once per cells: the fits with the alternative penalties and the bootstrap reuse them
+    (a one-entry cache, for kernels up to 256 MB; K is returned read-only)."""
+    Nc, nc, rc = (np.ascontiguousarray(a, dtype=np.int64) for a in (n_items, sizes, ranks))
+    digest = hashlib.sha1(b"".join(a.tobytes() for a in (Nc, nc, rc))).hexdigest()
+    key = (digest, Nc.size, scheme, float(knot_spacing), int(exact_ranks))
+    if key in _CELLS_CACHE:
+        return _CELLS_CACHE[key]
     full = ranked_in_full(nc, Nc, scheme)
     grid = spline_grid(int(Nc.max()), grid_size_n(nc[~full]), knot_spacing, exact_ranks, scheme)
     K = cell_kernel(grid.mid, Nc, nc, rc, scheme)
     if full.any():
         K[:, full] = full_ranking_columns(grid, rc[full])
-    P = penalty_matrix(grid.B.shape[1], penalty)
-    return c, grid, K, P, penalty, knot_spacing
+    K.setflags(write=False)
+    out = grid, K, _surrogate(grid, Nc, nc, rc, full, scheme)
+    _CELLS_CACHE.clear()
+    if K.nbytes <= _CELLS_CACHE_BYTES:
+        _CELLS_CACHE[key] = out
+    return out
+
+
+def _surrogate(grid, Nc, nc, rc, full, scheme):
+    """The :class:`CellsSurrogate` of the cells, or None when it would not save much."""
+    if Nc.size < SURROGATE_MIN_CELLS:
+        return None
+    rep = Nc.copy()
+    rep[~full] = n_items_log_bins(Nc[~full], nc[~full], SURROGATE_LOG_WIDTH)
+    keys, index = np.unique(np.stack([rep, nc, rc]), axis=1, return_inverse=True)
+    if 4 * keys.shape[1] > Nc.size:
+        return None
+    Ns, ns, rs = keys
+    K = cell_kernel(grid.mid, Ns, ns, rs, scheme)
+    fs = ranked_in_full(ns, Ns, scheme)
+    if fs.any():
+        K[:, fs] = full_ranking_columns(grid, rs[fs])
+    K.setflags(write=False)
+    return CellsSurrogate(index=index.ravel().astype(np.int64), K=K)
 
 
 #: Largest n the grid's bins are cut for in the cells path (see :func:`grid_size_n`).
@@ -724,8 +658,9 @@ def counts_fit_state(n_items, sizes, ranks, counts, *, scheme="binomial", penalt
     if uses_cells(n_items, sizes, scheme):
         c, grid, K, P, penalty, knot_spacing = cells_setup(n_items, sizes, ranks, counts, scheme, penalty,
                                                            knot_spacing, exact_ranks)
-        fit = _cells_fit_from(c, grid, K, P, penalty, knot_spacing, n_items, sizes, ranks, scheme)
-        return fit.weights_grid, (fit.beta, grid, K)
+        sur = cells_kernel(n_items, sizes, ranks, scheme, knot_spacing, exact_ranks)[2]
+        fit, beta_s = _cells_fit_from(c, grid, K, P, penalty, knot_spacing, n_items, sizes, ranks, scheme, sur)
+        return fit.weights_grid, (fit.beta, grid, K, sur, beta_s)
     fit = _counts_fit(n_items, sizes, ranks, counts, scheme=scheme, penalty=penalty,
                       knot_spacing=knot_spacing, exact_ranks=exact_ranks)
     return fit.weights_grid, fit.beta
@@ -769,11 +704,14 @@ def logspline_cells_fit(n_items, sizes, ranks, counts, *, scheme="binomial",
     """
     c, grid, K, P, penalty, knot_spacing = cells_setup(n_items, sizes, ranks, counts, scheme,
                                                         penalty, knot_spacing, exact_ranks)
-    return _cells_fit_from(c, grid, K, P, penalty, knot_spacing, n_items, sizes, ranks, scheme)
+    sur = cells_kernel(n_items, sizes, ranks, scheme, knot_spacing, exact_ranks)[2]
+    return _cells_fit_from(c, grid, K, P, penalty, knot_spacing, n_items, sizes, ranks, scheme, sur)[0]
 
 
-def _cells_fit_from(c, grid, K, P, penalty, knot_spacing, n_items, sizes, ranks, scheme):
-    """The Newton fit of the cells path on a prepared grid and likelihood columns."""
+def _cells_fit_from(c, grid, K, P, penalty, knot_spacing, n_items, sizes, ranks, scheme, sur=None):
+    """The Newton fit of the cells path on a prepared grid and likelihood columns: (result, the
+    surrogate's coefficients or None). With a :class:`CellsSurrogate` the exact Newton iteration
+    starts at the surrogate's optimum (same convergence test, fewer exact steps)."""
     beta0 = None
     nc = np.asarray(sizes, dtype=np.int64)
     if np.unique(nc).size == 1 and not ranked_in_full(nc, n_items, scheme).any():
@@ -783,7 +721,12 @@ def _cells_fit_from(c, grid, K, P, penalty, knot_spacing, n_items, sizes, ranks,
         c1 = np.bincount(rc - 1, weights=c, minlength=int(nc[0]))
         K1 = kernel_on_grid(grid, grid.N, int(nc[0]), scheme)
         beta0 = newton(fit_counts_weight(c1), K1, grid, P, np.zeros(grid.B.shape[1]))[0]
-    return _fit_from(c, K, grid, P, penalty, knot_spacing, info=hessian_cells, beta0=beta0)
+    beta_s = None
+    if sur is not None:
+        beta0 = np.zeros(grid.B.shape[1]) if beta0 is None else beta0
+        beta_s = newton(fit_counts_weight(sur.counts(c)), sur.K, grid, P, beta0, info=hessian_cells)[0]
+        beta0 = beta_s
+    return _fit_from(c, K, grid, P, penalty, knot_spacing, info=hessian_cells, beta0=beta0), beta_s
 
 
 # ----------------------------------------------------------------------------

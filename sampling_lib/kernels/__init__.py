@@ -41,7 +41,7 @@ References
 from __future__ import annotations
 from ._grid import DEFAULT_GRID_TOL, GRID_EXACT_RANKS, RankGrid, em_grid, rank_grid, rank_grid_tv
 from ._groups import (DEFAULT_N_ITEMS_TOL, KernelGroup, cell_kernel, kernel_groups, n_items_bins,
-                      n_items_tv_bound)
+                      n_items_log_bins, n_items_tv_bound)
 from ._laws import (binomial, expected_shr_curve, hypergeometric, kernel, kernel_columns, kernel_entries,
                     log_kernel_rows, sampled_rank_pmf, shr_cdf, shr_hoeffding_bound, shr_mean_var)
 
@@ -66,6 +66,7 @@ __all__ = [
     "DEFAULT_N_ITEMS_TOL",
     "n_items_tv_bound",
     "n_items_bins",
+    "n_items_log_bins",
     "KernelGroup",
     "kernel_groups",
     "cell_kernel",

@@ -17,6 +17,7 @@ __all__ = [
     "DEFAULT_N_ITEMS_TOL",
     "n_items_tv_bound",
     "n_items_bins",
+    "n_items_log_bins",
     "KernelGroup",
     "kernel_groups",
     "cell_kernel",
@@ -164,6 +165,49 @@ def n_items_bins(n_items, n, tol=DEFAULT_N_ITEMS_TOL, scheme="binomial"):
     return rep
 
 
+def n_items_log_bins(n_items, n, width):
+    """Representative N_b of bins of log N_u of width ``width``, within each sample size.
+
+    Item counts with equal ``floor(log(N_u) / width)`` and equal n share a bin;
+    its representative is the rounded geometric mean of the bin's smallest and
+    largest N_u (so min <= N_b <= max, and |log(N_b / N_u)| <= ``width``).
+    Unlike :func:`n_items_bins` this states no bound on the kernels: it is for
+    a *surrogate* likelihood that only starts a solver whose convergence test
+    uses the exact kernels (the log-spline cells path).
+
+    Parameters
+    ----------
+    n_items : array_like of int
+        N_u.
+    n : int or array_like of int
+        Sample sizes (same length as ``n_items``, or one int).
+    width : float > 0
+        Bin width in log N.
+
+    Returns
+    -------
+    ndarray of int64
+        N_b for every entry of ``n_items``.
+
+    Examples
+    --------
+    >>> n_items_log_bins([1000, 1010, 1100, 5000], 100, 0.05).tolist()
+    [1005, 1005, 1100, 5000]
+    """
+    width = check_float(width, "width", 0.0, low_open=True)
+    Nu = np.asarray(n_items, dtype=np.int64)
+    nn = np.broadcast_to(np.asarray(n, dtype=np.int64), Nu.shape)
+    key = np.floor(np.log(Nu) / width).astype(np.int64)
+    _, inv = np.unique(np.stack([nn.ravel(), key.ravel()]), axis=1, return_inverse=True)
+    inv = inv.ravel()
+    lo = np.full(inv.max(initial=-1) + 1, np.iinfo(np.int64).max)
+    hi = np.zeros_like(lo)
+    np.minimum.at(lo, inv, Nu.ravel())
+    np.maximum.at(hi, inv, Nu.ravel())
+    rep = np.clip(np.rint(np.sqrt(lo.astype(float) * hi)).astype(np.int64), lo, hi)
+    return rep[inv].reshape(Nu.shape)
+
+
 @dataclass(frozen=True)
 class KernelGroup:
     """Cells (N_u, n, r) that share one kernel P(r | R; N_b, n) (see :func:`kernel_groups`).
@@ -298,14 +342,29 @@ def cell_kernel(R, n_items, sizes, ranks, scheme="binomial"):
     sizes = np.asarray(sizes, dtype=np.int64)
     ranks = np.asarray(ranks, dtype=np.int64)
     if scheme == "binomial":
-        Rf = R.astype(float)[:, None]
-        x = (ranks - 1.0)[None, :]
-        m = (sizes - 1.0)[None, :]
-        p = np.minimum((Rf - 1.0) / (n_items - 1.0)[None, :], 1.0)
-        with np.errstate(divide="ignore"):
-            L = (-np.log1p(m) - special.betaln(x + 1.0, m - x + 1.0)
-                 + special.xlogy(x, p) + special.xlog1py(m - x, -p))
-        return np.where(Rf <= n_items[None, :], np.exp(L), 0.0)
+        # log p and log(1 - p) once per distinct N_c (p = (R - 1)/(N_c - 1)), gathered per cell;
+        # log 0 is stored as -1e300 so that 0 * log 0 = 0 (xlogy) and a positive power of 0 is 0
+        uN, inv = np.unique(n_items, return_inverse=True)
+        inv = inv.ravel()
+        p = (R.astype(float)[:, None] - 1.0) / (uN - 1.0)[None, :]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logp = np.maximum(np.log(p), -1e300)
+            log1mp = np.where(p < 1.0, np.maximum(np.log1p(-np.minimum(p, 1.0)), -1e300), -1e300)
+        x = ranks - 1.0
+        m = sizes - 1.0
+        const = -np.log1p(m) - special.betaln(x + 1.0, m - x + 1.0)
+        # rows of the transposed tables are gathered (contiguous) and updated in place; the result
+        # is returned as the transpose of a (C, len(R)) array (Fortran order, no copy)
+        L = np.ascontiguousarray(logp.T)[inv]
+        L *= x[:, None]
+        tmp = np.ascontiguousarray(log1mp.T)[inv]
+        tmp *= (m - x)[:, None]
+        L += tmp
+        del tmp
+        L += const[:, None]
+        np.exp(L, out=L)
+        L[R[None, :] > n_items[:, None]] = 0.0
+        return L.T
     K = np.zeros((R.size, ranks.size))
     pairs, inv = np.unique(np.stack([n_items, sizes]), axis=1, return_inverse=True)
     inv = inv.ravel()
