@@ -48,7 +48,7 @@ from .estimators import SENSITIVITY_FACTOR
 from .estimators._logspline import GRID_N_MAX, penalty_matrix, prior_masses, spline_grid
 from .sampling import Design, size_ladder
 
-__all__ = ["design_law", "predict", "plan", "PlanResult", "candidate_designs", "resolution_width"]
+__all__ = ["design_law", "predict", "plan", "PlanResult", "candidate_designs", "choose_design", "resolution_width"]
 
 _EXACT_R = 64          # sampled ranks 1.._EXACT_R are cells of their own in the predictions
 _R_LOG_WIDTH = 0.05    # beyond, cells of at most this width in log r
@@ -404,9 +404,13 @@ class PlanResult:
     ----------
     table : pandas.DataFrame
         One row per (design, metric) as :func:`predict`, with ``kind``, ``meets``
-        (the design meets the target for every metric) and ``chosen``.
+        (the design meets the target for every metric), ``within_budget``
+        (its cost share is at most ``max_cost``; True without a budget) and
+        ``chosen``.
     best : Design or None
-        The cheapest design that meets the target (None if none does).
+        The cheapest design within the budget that meets the target; with a
+        budget that no such design fits, the most precise within it (its
+        ``meets`` is False); else None (:func:`choose_design`).
     prior : LogsplineResult
         The prior the predictions use (fitted to the pilot).
     target : str
@@ -419,11 +423,13 @@ class PlanResult:
     target: str
 
     def designs(self):
-        """One row per design: kind, description, cost, cost_share, the worst ratio, meets, chosen."""
+        """One row per design: kind, description, cost, cost_share, the worst ratio, meets, within_budget,
+        chosen."""
         t = self.table
         return (t.groupby(["design", "kind"], sort=False)
                 .agg(cost=("cost", "first"), cost_share=("cost_share", "first"), ratio=("ratio", "max"),
-                     halfwidth=("halfwidth", "max"), meets=("meets", "first"), chosen=("chosen", "first"))
+                     halfwidth=("halfwidth", "max"), meets=("meets", "first"),
+                     within_budget=("within_budget", "first"), chosen=("chosen", "first"))
                 .reset_index())
 
 
@@ -459,7 +465,8 @@ def candidate_designs(N, n, *, thresholds=(1, 2, 5), factors=None, fractions=(0.
 
 def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10", "ndcg@10"),
          target_ratio=1.3, target_halfwidth=None, confidence_level=0.95, scheme="binomial",
-         designs=None, robust=False, max_size=None, rng=0, progress=False, sample_sizes=None):
+         designs=None, robust=False, max_size=None, rng=0, progress=False, sample_sizes=None,
+         max_cost=None):
     """Score candidate designs on a pilot and pick the cheapest that meets a target.
 
     Parameters
@@ -490,6 +497,14 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
     max_size : int, optional, keyword-only
         The largest set a design may give a user (default N; with per-user
         N_u the smallest N_u, so that every user's sets fit).
+    max_cost : float in (0, 1], optional, keyword-only
+        A budget: the largest expected scoring cost as a share of full
+        ranking (items scored per user / N; e.g. 0.05 for a twentieth).
+        Designs above it are never chosen. If no design within it meets the
+        target, the most precise design within it is chosen (smallest worst
+        ratio, or half-width with ``target_halfwidth``, over the metrics) and
+        its ``meets`` stays False: what the budget buys. Default: no budget
+        (the cheapest design meeting the target, else none).
     sample_sizes : array_like of int, optional, keyword-only
         The pilot's per-user set sizes n_u (held-out item included) when the
         pilot is a design already run in part: e.g. the merged ranks after
@@ -560,6 +575,8 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
         target_ratio = check_float(target_ratio, "target_ratio", low=1.0)
         target = f"precision ratio <= {target_ratio:g}"
     max_size = N if max_size is None else check_int(max_size, "max_size", low=n, high=N)
+    if max_cost is not None:
+        max_cost = check_float(max_cost, "max_cost", 0.0, 1.0, low_open=True)
     cands = list(candidate_designs(max_size, n) if designs is None else designs)
     rows = []
     bar = progress_bar(len(cands), progress, "plan: predicting", unit="designs")
@@ -576,14 +593,42 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
     if bar is not None:
         bar.close()
     table = pd.concat(rows, ignore_index=True)
-    per = table.groupby("design", sort=False).agg(cost=("cost", "first"), meets=("meets", "first"))
-    ok = per[per.meets]
-    best = None
-    if len(ok):
-        name = ok.cost.idxmin()
-        best = cands[list(per.index).index(name)]
-    table["chosen"] = table.design == (best.describe() if best is not None else None)
+    table["within_budget"] = True if max_cost is None else table.cost_share <= max_cost
+    col = ("halfwidth" if target_halfwidth is not None else "ratio") + ("_high" if robust else "")
+    table["precision"] = table[col]
+    name = choose_design(table.groupby("design", sort=False).agg(
+        cost=("cost", "first"), meets=("meets", "first"), within_budget=("within_budget", "first"),
+        worst=("precision", "max")))
+    table = table.drop(columns="precision")
+    best = None if name is None else cands[[d.describe() for d in cands].index(name)]
+    table["chosen"] = table.design == name
     return PlanResult(table, best, prior, target)
+
+
+def choose_design(per):
+    """The design :func:`plan` chooses from one row per design (index: its description).
+
+    ``per`` has ``cost``, ``meets``, ``within_budget`` and ``worst`` (the worst
+    predicted ratio or half-width over the metrics, the quantity the target
+    bounds). The cheapest design within the budget that meets the target; if
+    none does, the one within the budget with the smallest ``worst`` when a
+    budget excluded some design (what the budget buys), else None.
+
+    Examples
+    --------
+    >>> per = pd.DataFrame({"cost": [100, 400, 900], "meets": [False, True, True],
+    ...                     "within_budget": [True, True, False], "worst": [2.0, 1.2, 1.0]},
+    ...                    index=["a", "b", "c"])
+    >>> choose_design(per), choose_design(per.assign(within_budget=[True, False, False]))
+    ('b', 'a')
+    """
+    inside = per[per.within_budget]
+    ok = inside[inside.meets]
+    if len(ok):
+        return ok.cost.idxmin()
+    if len(inside) and not per.within_budget.all():
+        return inside.worst.idxmin()
+    return None
 
 
 def _pilot_from_guess(guess, N, n, M, scheme, rng):

@@ -187,6 +187,27 @@ def test_plan_prints_the_designs_marks_the_cheapest_that_meets_the_target_and_it
     assert "sampling-lib negatives --stage 2 --previous STAGE1.csv" in p.stdout and flags[res.best.kind] in p.stdout
 
 
+def test_plan_with_a_budget(run, tmp_path):
+    base = ("plan", "-N", 4000, "-n", 20, "--users", 2000, "--guess-recall", 0.3, "--metric", "recall@10")
+    p = run(*base, "--format", "csv", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    t = pd.read_csv(pd.io.common.StringIO(p.stdout))
+    chosen = t[t.chosen].iloc[0]
+    cap = 0.99 * float(chosen.cost_share)
+    p = run(*base, "--max-cost", f"{100 * cap:.6f}%", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "no candidate design within the budget" in p.stdout and "what the budget buys" in p.stdout
+    rows = [ln for ln in p.stdout.splitlines() if "<- chosen" in ln]
+    assert len(rows) == 1 and "over budget" not in rows[0]
+    assert chosen.design not in rows[0]
+    p = run(*base, "--max-cost", cap, "--format", "csv", cwd=tmp_path)
+    t2 = pd.read_csv(pd.io.common.StringIO(p.stdout))
+    c2 = t2[t2.chosen].iloc[0]
+    assert c2.cost_share <= cap and not c2.meets and (t2.within_budget == (t2.cost_share <= cap)).all()
+    one_line_error(run(*base, "--max-cost", "0", cwd=tmp_path), 2, "--max-cost")
+    one_line_error(run(*base, "--max-cost", "150%", cwd=tmp_path), 2, "--max-cost")
+
+
 def test_plan_without_a_pilot_and_its_bad_command_lines(run, tmp_path):
     p = run("plan", "-N", 400, "-n", 20, "--users", 300, "--guess-recall", 0.3, "--metric", "recall@10",
             "--target-halfwidth", 0.2, cwd=tmp_path)

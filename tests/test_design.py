@@ -134,6 +134,30 @@ def test_plan_with_an_unreachable_target_chooses_nothing():
     assert res.best is None and not res.table.chosen.any() and not res.table.meets.any()
 
 
+def test_plan_with_a_budget_never_chooses_above_it_and_buys_the_most_precise():
+    R, _ = _prior(M=2000, n=20)
+    pilot = sample_ranks(R, N, 20, rng=3)
+    free = plan(pilot, N, 20, metrics="recall@10", target_ratio=1.1)
+    cost = free.designs().set_index("design").cost_share
+    assert free.best is not None and free.table.within_budget.all()
+    assert cost[free.best.describe()] > cost.min()                 # a second stage is needed
+    # a budget above the cheapest meeting design's cost: the same choice
+    same = plan(pilot, N, 20, metrics="recall@10", target_ratio=1.1, max_cost=float(cost[free.best.describe()]))
+    assert same.best.describe() == free.best.describe()
+    # a budget below it: the most precise design within it, which does not meet the target
+    cap = float(cost[free.best.describe()]) * 0.99
+    tight = plan(pilot, N, 20, metrics="recall@10", target_ratio=1.1, max_cost=cap)
+    d = tight.designs()
+    inside = d[d.cost_share <= cap]
+    assert (d.within_budget == (d.cost_share <= cap)).all() and len(inside) >= 1
+    chosen = d[d.chosen].iloc[0]
+    assert chosen.cost_share <= cap and not chosen.meets
+    assert chosen.ratio == inside.ratio.min()
+    assert tight.best.describe() == chosen.design
+    with pytest.raises(ValueError, match="max_cost"):
+        plan(pilot, N, 20, metrics="recall@10", max_cost=0.0)
+
+
 def test_plan_from_a_guess_and_max_size():
     res = plan(None, 5000, 50, M=2000, guess=0.2, metrics="recall@10", max_size=800, target_ratio=2.0)
     sizes = [{"single": d.n, "threshold": d.n + d.n2, "ladder": d.n_max, "full_subset": d.n}[d.kind]
@@ -194,7 +218,7 @@ def test_plan_table_columns():
     res = plan(None, 5000, 50, M=2000, guess=0.2, metrics=["recall@10", "ndcg@10"],
                designs=[Design("single", 50), Design("ladder", 50, n_max=400)])
     cols = {"design", "kind", "metric", "value", "cost", "cost_share", "halfwidth", "halfwidth_low",
-            "halfwidth_high", "full_halfwidth", "ratio", "ratio_high", "meets", "chosen"}
+            "halfwidth_high", "full_halfwidth", "ratio", "ratio_high", "meets", "within_budget", "chosen"}
     assert cols <= set(res.table.columns)
     assert isinstance(res.designs(), pd.DataFrame) and len(res.designs()) == 2
 

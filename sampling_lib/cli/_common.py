@@ -55,6 +55,21 @@ def int_in(low, high=_INT64_MAX):
     return parse
 
 
+def share(text):
+    """argparse type of a budget: a share of full ranking in (0, 1], as 0.05 or 5%."""
+    t = text.strip()
+    try:
+        v = float(t[:-1]) / 100.0 if t.endswith("%") else float(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a share in (0, 1] such as 0.05 or 5%; got {cut(text)!r}") from None
+    if not 0.0 < v <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a share in (0, 1] such as 0.05 or 5%; got {cut(text)!r}")
+    return v
+
+
+share.__name__ = "share"
+
+
 def emit(text, output):
     if output:
         with open(output, "w") as fh:

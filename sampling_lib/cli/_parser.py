@@ -5,7 +5,7 @@ import argparse
 
 from ..estimators import DEFAULT_METHOD, METHODS, POPULARITY_METHODS
 from ..io import STAGE_FORMATS
-from ._common import PROG, Parser, int_in, nonneg_int
+from ._common import PROG, Parser, int_in, nonneg_int, share
 
 __all__ = ["build_parser", "EXAMPLES", "INPUT_FORMATS"]
 
@@ -216,6 +216,10 @@ def build_parser():
     p.add_argument("--robust", action="store_true",
                    help="judge each design by the high end of its predicted half-width (the top of P(R) is an "
                         "extrapolation in the pilot: its prior refitted with weaker and stronger smoothing)")
+    p.add_argument("--max-cost", type=share, default=None, metavar="SHARE",
+                   help="a budget: the largest expected cost as a share of full ranking (0.05 or 5%%); designs "
+                        "above it are never chosen, and if none within it meets the target, the most precise "
+                        "within it is (default: no budget)")
     p.add_argument("--confidence-level", type=float, default=0.95,
                    help="confidence level of the intervals (default 0.95)")
     p.add_argument("--scheme", choices=["binomial", "hypergeometric"], default="binomial",

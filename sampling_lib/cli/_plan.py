@@ -47,13 +47,14 @@ def cmd_plan(args):
         raise UsageError("give one target: --target-ratio or --target-halfwidth")
     if args.wide and args.format != "table":
         raise UsageError(f"--wide applies to --format table; --format {args.format} has every row")
-    from ..design import candidate_designs
+    from ..design import candidate_designs, choose_design
 
     pilots, N, n, max_size = _pilots(args)
     M = args.users
     cands = candidate_designs(max_size, n)
     kw = dict(metrics=args.metric or ("recall@10", "ndcg@10"), confidence_level=args.confidence_level,
-              scheme=args.scheme, rng=args.seed, designs=cands, robust=args.robust, max_size=max_size)
+              scheme=args.scheme, rng=args.seed, designs=cands, robust=args.robust, max_size=max_size,
+              max_cost=args.max_cost)
     if args.target_halfwidth is not None:
         kw["target_halfwidth"] = args.target_halfwidth
     else:
@@ -72,19 +73,24 @@ def cmd_plan(args):
             t.insert(0, "model", model)
         tables.append(t)
     table = pd.concat(tables, ignore_index=True)
+    worst = ("halfwidth" if args.target_halfwidth is not None else "ratio") + ("_high" if args.robust else "")
     per = (table.groupby(["design", "kind"], sort=False)
-           .agg(cost=("cost", "max"), cost_share=("cost_share", "max"), meets=("meets", "all")).reset_index())
-    ok = per[per.meets]
-    best_name = ok.loc[ok.cost.idxmin(), "design"] if len(ok) else None
+           .agg(cost=("cost", "max"), cost_share=("cost_share", "max"), meets=("meets", "all"),
+                worst=(worst, "max")).reset_index())
+    # several models share the added items: the union costs at least the largest, and within the budget
+    # means every model's cost is
+    per["within_budget"] = True if args.max_cost is None else per.cost_share <= args.max_cost
+    best_name = choose_design(per.set_index("design"))
     table["chosen"] = table.design == best_name
     first = next(iter(results.values()))
     best = {d.describe(): d for d in cands}.get(best_name)
+    meets = best_name is not None and bool(per.set_index("design").meets[best_name])
     if args.format != "table":
         write(table, args.format, args.output)
-        print(_advice(best, args, N, n, first.target, len(results)), file=sys.stderr)
+        print(_advice(best, args, N, n, first.target, len(results), meets), file=sys.stderr)
         return
     emit(_plan_view(table, per, best_name, args, N, n, M or _pilot_users(pilots), first.target, len(results))
-         + _advice(best, args, N, n, first.target, len(results)) + "\n", args.output)
+         + _advice(best, args, N, n, first.target, len(results), meets) + "\n", args.output)
 
 
 def _pilot_users(pilots):
@@ -169,6 +175,7 @@ def _plan_view(table, per, best_name, args, N, n, M, target, n_models):
         for _, g in per.groupby("kind", sort=False):
             good = g[g.meets]
             pick.append(good.cost.idxmin() if len(good) else g.index[worst_ratio.reindex(g.design).to_numpy().argmin()])
+        pick += list(per.index[per.design == best_name])         # the chosen one is always shown
         per = per.loc[sorted(set(pick), key=lambda i: per.cost[i])]
     rows = []
     for _, d in per.iterrows():
@@ -177,7 +184,8 @@ def _plan_view(table, per, best_name, args, N, n, M, target, n_models):
             w = worst.loc[(d.design, m)]
             row[f"{m} ±"] = f"{w.hw:.4f}"
             row[f"{m} ratio"] = f"{w.ratio:.2f}"
-        row[""] = "<- chosen" if d.design == best_name else ("meets" if d.meets else "")
+        mark = "<- chosen" if d.design == best_name else ("meets" if d.meets else "")
+        row[""] = mark + ("" if d.within_budget else (", " if mark else "") + "over budget")
         rows.append(row)
     view = pd.DataFrame(rows)
     width = int(view["design"].str.len().max())
@@ -201,13 +209,21 @@ def _plan_view(table, per, best_name, args, N, n, M, target, n_models):
     return head + body + legend
 
 
-def _advice(best, args, N, n, target, n_models):
+def _advice(best, args, N, n, target, n_models, meets=True):
     """Which design meets the target at least cost, and the command that writes its stage-2 negatives."""
+    budget = "" if args.max_cost is None else f" within the budget ({100 * args.max_cost:g}% of full ranking)"
     if best is None:
-        return f"no candidate design meets the target ({target}): relax it, or plan for more users"
+        return (f"no candidate design{budget} meets the target ({target}): relax it, "
+                + ("raise --max-cost, " if args.max_cost is not None else "") + "or plan for more users")
+    if not meets:
+        head = (f"no candidate design{budget} meets the target ({target}); the most precise within the budget "
+                "is chosen (what the budget buys): ")
+    else:
+        head = ""
     ranks = f" --ranks {args.pilot}" if args.pilot is not None else " --ranks RANKS1.csv"
     if best.kind == "single" and best.n == n:
-        return f"chosen: {best.describe()}: the first stage alone meets the target; no second stage needed"
+        return (f"{head}chosen: {best.describe()}: the first stage alone "
+                + ("meets the target; " if meets else "is all the budget allows; ") + "no second stage needed")
     if best.kind == "single":
         flags, ranks = f"--n2 {best.n - n}", ""
     elif best.kind == "threshold":
@@ -225,7 +241,7 @@ def _advice(best, args, N, n, target, n_models):
         k = len(size_ladder(n, best.n_max))
         more = (f"\n  then stages 3..{k} the same way (--stage K, --previous the files of stages 1..K-1, the ranks of "
                 "their merged sets)" if k > 2 else "")
-    return (f"chosen: {best.describe()}\n"
+    return (f"{head}chosen: {best.describe()}\n"
             f"write its stage-2 negatives:\n  {cmd}{more}\n"
             "  (-N: the item ids 0..N-1 of stage 1; NCF or Elliot files: --input-format ncf|elliot; the users' "
             "history: --exclude TRAIN.csv; see sampling-lib negatives --help)")
