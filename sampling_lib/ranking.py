@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["TIE_RULES", "apply_ties", "ranks_from_scores"]
+__all__ = ["TIE_RULES", "apply_ties", "ranks_from_scores", "check_score_arrays"]
 
 #: Tie rules: where the held-out item is placed among items with its own score.
 TIE_RULES = ("pessimistic", "optimistic", "random")
@@ -102,22 +102,40 @@ def ranks_from_scores(pos_scores, neg_scores, *, ties="pessimistic", rng=None):
     """
     if ties not in TIE_RULES:
         raise ValueError(f"ties must be one of {TIE_RULES}; got {ties!r}")
-    pos = np.asarray(pos_scores, dtype=float)
-    neg = np.asarray(neg_scores, dtype=float)
-    if pos.ndim != 1 or pos.size == 0:
-        raise ValueError(f"pos_scores must be a non-empty 1-D array; got shape {pos.shape}")
-    if neg.ndim != 2 or neg.shape[0] != pos.size or neg.shape[1] < 1:
-        raise ValueError(f"neg_scores must have shape (M, n-1) = ({pos.size}, >=1); got {neg.shape}")
-    if not np.all(np.isfinite(pos)):
-        raise ValueError("pos_scores must be finite (no NaN/inf): every user needs a held-out score")
-    if np.any(np.isinf(neg)):
-        raise ValueError("neg_scores must not contain inf (NaN marks a missing negative)")
-    valid = ~np.isnan(neg)
+    pos, neg, valid = check_score_arrays(pos_scores, neg_scores)
     sizes = 1 + valid.sum(axis=1)
-    if np.any(sizes < 2):
-        raise ValueError("every user needs at least one negative score")
     with np.errstate(invalid="ignore"):
         gt = ((neg > pos[:, None]) & valid).sum(axis=1)
         eq = ((neg == pos[:, None]) & valid).sum(axis=1)
     r = apply_ties(gt, eq, ties, np.random.default_rng(rng))
     return r.astype(np.int64), sizes.astype(np.int64)
+
+
+def check_score_arrays(pos_scores, neg_scores):
+    """Validated (pos, neg, valid) of one held-out score per user and a (M, k) array of negatives' scores.
+
+    ``pos_scores`` must be finite; ``neg_scores`` may hold NaN for a missing negative (``valid`` is
+    False there) but no inf, and every user needs at least one negative. Shared by
+    :func:`ranks_from_scores` and :func:`sampling_lib.popularity.popularity_log`.
+
+    Examples
+    --------
+    >>> pos, neg, valid = check_score_arrays([0.5, 0.2], [[0.1, np.nan], [0.3, 0.4]])
+    >>> valid.tolist()
+    [[True, False], [True, True]]
+    """
+    pos = np.asarray(pos_scores, dtype=float)
+    neg = np.asarray(neg_scores, dtype=float)
+    if pos.ndim != 1 or pos.size == 0:
+        raise ValueError(f"pos_scores must be a non-empty 1-D array; got shape {pos.shape}")
+    if neg.ndim != 2 or neg.shape[0] != pos.size or neg.shape[1] < 1:
+        raise ValueError(f"neg_scores must have shape (M, k) = ({pos.size}, >=1), one row of negatives per "
+                         f"user; got {neg.shape}")
+    if not np.all(np.isfinite(pos)):
+        raise ValueError("pos_scores must be finite (no NaN/inf): every user needs a held-out score")
+    if np.any(np.isinf(neg)):
+        raise ValueError("neg_scores must not contain inf (NaN marks a missing negative)")
+    valid = ~np.isnan(neg)
+    if np.any(valid.sum(axis=1) < 1):
+        raise ValueError("every user needs at least one negative score")
+    return pos, neg, valid

@@ -18,6 +18,7 @@ from scipy import sparse
 
 from .._validation import check_columns, check_int_column
 from ..io import id_text, read_table, row_location, table_name
+from ..ranking import check_score_arrays
 from ._weights import candidate_totals, check_item_weights, exclusion_matrix, show_value
 
 __all__ = [
@@ -198,22 +199,10 @@ def popularity_log(pos_scores, neg_scores, neg_q, n_candidates, *, ties="pessimi
     ([2, 1], [0, 2, 1, 1, 0, 2])
     """
     ties = check_ties(ties)
-    pos = np.asarray(pos_scores, dtype=float)
-    neg = np.asarray(neg_scores, dtype=float)
+    pos, neg, valid = check_score_arrays(pos_scores, neg_scores)
     q = np.asarray(neg_q, dtype=float)
-    if pos.ndim != 1 or pos.size == 0:
-        raise ValueError(f"pos_scores must be a non-empty 1-D array; got shape {pos.shape}")
-    if neg.ndim != 2 or neg.shape[0] != pos.size or neg.shape[1] < 1:
-        raise ValueError(f"neg_scores must have shape (M, k) = ({pos.size}, >=1); got {neg.shape}")
     if q.shape != neg.shape:
         raise ValueError(f"neg_q must have the shape of neg_scores {neg.shape}; got {q.shape}")
-    if not np.all(np.isfinite(pos)):
-        raise ValueError("pos_scores must be finite (no NaN/inf)")
-    if np.any(np.isinf(neg)):
-        raise ValueError("neg_scores must not contain inf (NaN marks a missing negative)")
-    valid = ~np.isnan(neg)
-    if np.any(valid.sum(axis=1) < 1):
-        raise ValueError("every user needs at least one negative")
     qv = q[valid]
     if not np.all(np.isfinite(qv)) or np.any(qv < np.finfo(float).tiny) or np.any(qv > 1):
         raise ValueError(f"neg_q must lie in (0, 1] and be a normal float (at least {np.finfo(float).tiny:g}, "
