@@ -518,20 +518,19 @@ _CELLS_CACHE_BYTES = 2**28
 
 @dataclass(frozen=True)
 class CellsSurrogate:
-    """A coarser likelihood that starts the cells path's solvers (per-user N_u).
+    """A coarser likelihood that helps the cells path's solvers (per-user N_u).
 
     The item counts N_u of the sampled cells are binned in log N
     (:func:`sampling_lib.kernels.n_items_log_bins`, width
     :data:`SURROGATE_LOG_WIDTH`: every N_u within 5% of its bin's N_b) and cells
     with equal (N_b, n_u, r) merged, so the likelihood has a few bins x n columns
-    instead of one per distinct (N_u, r). It is never the answer: the point fit
-    continues with Newton steps on the exact cells from the surrogate's optimum,
-    and each bootstrap replicate starts from its surrogate refit shifted by the
-    difference of the two full-sample optima, then iterates on the exact cells
-    under the same convergence test as before (Newton decrement below the
-    bootstrap's ``tol``). Results therefore agree with the exact solver's to
-    its tolerance; only the number of exact likelihood evaluations (O(G x
-    cells) each) falls.
+    instead of one per distinct (N_u, r). It is never the answer. The point fit
+    continues with Newton steps on the exact cells from the surrogate's optimum
+    (same convergence test: the estimate is the exact solver's). The bootstrap
+    uses the surrogate's refits to correct one-step replicates on the exact
+    cells, checked against exact refits
+    (:func:`sampling_lib.estimators._logspline_boot.logspline_cells_replicates`),
+    and to start exact refits where those are needed.
 
     Attributes
     ----------

@@ -259,13 +259,14 @@ def logspline_cells_replicates(counts_b, n_items, sizes, ranks, beta, F, *, sche
     Ts_b - Ts1_b the same one-step error measured on the surrogate (its exact refit minus its own
     one-step estimate, on the same replicate's counts; the surrogate has a few bins x n cells).
     The two likelihoods differ only in the binning of N_u, so their nonlinear remainders nearly
-    cancel: on 10^5 users the replicates were within 0.013 bootstrap standard deviations of
-    exact refits, the one-step values alone within 0.4 (`benchmarks/bench_peruser.py`). They are
+    cancel: on 10^5 users with 2,295 distinct N_u the replicates were within 0.010 bootstrap
+    standard deviations of exact refits, the one-step values alone within 0.28
+    (``benchmarks/bench_peruser.py``, penalties 7 to 700). They are
     checked once per fit: in the first chunk (at least :data:`ONE_STEP_CHECKS` + 1 replicates)
     the :data:`ONE_STEP_CHECKS` replicates farthest from the fit (Newton distance) are refitted
     exactly and replace their values; if any differs by more than :data:`ONE_STEP_TOL` of the
     chunk's bootstrap standard deviation, every replicate of that fit is refitted exactly, in this
-    chunk and the next.
+    chunk and every later one.
 
     Exact refits (few cells, no ``counts``, or a failed check) run the batched quasi-Newton
     iteration of :func:`bootstrap_core` to its Newton-decrement test ``tol``. With a surrogate each
