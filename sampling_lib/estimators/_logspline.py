@@ -511,7 +511,7 @@ def cells_setup(n_items, sizes, ranks, counts, scheme, penalty, knot_spacing, ex
 #: and the surrogate has at most a quarter of them (see :class:`CellsSurrogate`).
 SURROGATE_MIN_CELLS = 2048
 #: Width in log N_u of the surrogate's bins of item counts.
-SURROGATE_LOG_WIDTH = 0.05
+SURROGATE_LOG_WIDTH = 0.1
 _CELLS_CACHE = {}
 _CELLS_CACHE_BYTES = 2**28
 
@@ -522,7 +522,7 @@ class CellsSurrogate:
 
     The item counts N_u of the sampled cells are binned in log N
     (:func:`sampling_lib.kernels.n_items_log_bins`, width
-    :data:`SURROGATE_LOG_WIDTH`: every N_u within 5% of its bin's N_b) and cells
+    :data:`SURROGATE_LOG_WIDTH` = 0.1: every N_u within about 5% of its bin's N_b) and cells
     with equal (N_b, n_u, r) merged, so the likelihood has a few bins x n columns
     instead of one per distinct (N_u, r). It is never the answer. The point fit
     continues with Newton steps on the exact cells from the surrogate's optimum

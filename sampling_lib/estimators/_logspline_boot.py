@@ -259,8 +259,8 @@ def logspline_cells_replicates(counts_b, n_items, sizes, ranks, beta, F, *, sche
     Ts_b - Ts1_b the same one-step error measured on the surrogate (its exact refit minus its own
     one-step estimate, on the same replicate's counts; the surrogate has a few bins x n cells).
     The two likelihoods differ only in the binning of N_u, so their nonlinear remainders nearly
-    cancel: on 10^5 users with 2,295 distinct N_u the replicates were within 0.010 bootstrap
-    standard deviations of exact refits, the one-step values alone within 0.28
+    cancel: on 10^5 users with 2,295 distinct N_u the replicates were within 0.018 bootstrap
+    standard deviations of exact refits, the one-step values alone within 0.27
     (``benchmarks/bench_peruser.py``, penalties 7 to 700). They are
     checked once per fit: in the first chunk (at least :data:`ONE_STEP_CHECKS` + 1 replicates)
     the :data:`ONE_STEP_CHECKS` replicates farthest from the fit (Newton distance) are refitted
