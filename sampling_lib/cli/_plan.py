@@ -191,8 +191,9 @@ def _plan_view(table, per, best_name, args, N, n, M, target, n_models):
     width = int(view["design"].str.len().max())
     view["design"] = view["design"].str.ljust(width)
     view = view.rename(columns={"design": "design".ljust(width)})
+    budget = "" if args.max_cost is None else f"; budget: {100 * args.max_cost:g}% of full ranking"
     head = (f"N = {N:,}, n = {n}, {M:,} users{f', {n_models} models' if n_models > 1 else ''}; target: {target} "
-            f"for {', '.join(metrics)} ({args.confidence_level:.0%} intervals); predicted from the "
+            f"for {', '.join(metrics)} ({args.confidence_level:.0%} intervals){budget}; predicted from the "
             f"{'guessed Recall@10' if args.pilot is None else 'pilot'}'s fitted prior\n\n")
     with pd.option_context("display.width", 250, "display.max_columns", 50, "display.max_colwidth", 80):
         body = view.to_string(index=False, justify="left") + "\n\n"
@@ -216,8 +217,8 @@ def _advice(best, args, N, n, target, n_models, meets=True):
         return (f"no candidate design{budget} meets the target ({target}): relax it, "
                 + ("raise --max-cost, " if args.max_cost is not None else "") + "or plan for more users")
     if not meets:
-        head = (f"no candidate design{budget} meets the target ({target}); the most precise within the budget "
-                "is chosen (what the budget buys): ")
+        head = (f"no candidate design{budget} meets the target ({target}); what the budget buys, the most "
+                "precise design within it:\n")
     else:
         head = ""
     ranks = f" --ranks {args.pilot}" if args.pilot is not None else " --ranks RANKS1.csv"
