@@ -48,7 +48,8 @@ from .estimators import SENSITIVITY_FACTOR
 from .estimators._logspline import GRID_N_MAX, penalty_matrix, prior_masses, spline_grid
 from .sampling import Design, size_ladder
 
-__all__ = ["design_law", "predict", "plan", "PlanResult", "candidate_designs", "choose_design", "resolution_width"]
+__all__ = ["design_law", "predict", "plan", "PlanResult", "candidate_designs", "choose_design", "judged_column",
+           "resolution_width"]
 
 _EXACT_R = 64          # sampled ranks 1.._EXACT_R are cells of their own in the predictions
 _R_LOG_WIDTH = 0.05    # beyond, cells of at most this width in log r
@@ -578,6 +579,8 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
     if max_cost is not None:
         max_cost = check_float(max_cost, "max_cost", 0.0, 1.0, low_open=True)
     cands = list(candidate_designs(max_size, n) if designs is None else designs)
+    col = judged_column(target_halfwidth, robust)
+    bound = target_halfwidth if target_halfwidth is not None else target_ratio
     rows = []
     bar = progress_bar(len(cands), progress, "plan: predicting", unit="designs")
     for d in cands:
@@ -586,23 +589,30 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
         t = predict(d, prior, metrics, M=M, confidence_level=confidence_level, scheme=scheme, alternatives=alts,
                     grid_n=min(n, GRID_N_MAX))
         t.insert(1, "kind", d.kind)
-        hw = t.halfwidth_high if robust else t.halfwidth
-        ok = (hw <= target_halfwidth) if target_halfwidth is not None else (hw / t.full_halfwidth <= target_ratio)
-        t["meets"] = bool(ok.all())
+        t["meets"] = bool((t[col] <= bound).all())
         rows.append(t)
     if bar is not None:
         bar.close()
     table = pd.concat(rows, ignore_index=True)
     table["within_budget"] = True if max_cost is None else table.cost_share <= max_cost
-    col = ("halfwidth" if target_halfwidth is not None else "ratio") + ("_high" if robust else "")
-    table["precision"] = table[col]
     name = choose_design(table.groupby("design", sort=False).agg(
         cost=("cost", "first"), meets=("meets", "first"), within_budget=("within_budget", "first"),
-        worst=("precision", "max")))
-    table = table.drop(columns="precision")
+        worst=(col, "max")))
     best = None if name is None else cands[[d.describe() for d in cands].index(name)]
     table["chosen"] = table.design == name
     return PlanResult(table, best, prior, target)
+
+
+def judged_column(target_halfwidth=None, robust=False):
+    """The column of :func:`predict` a plan's target bounds: ``ratio`` (or ``halfwidth`` with a
+    half-width target), its high end ``*_high`` with ``robust``.
+
+    Examples
+    --------
+    >>> judged_column(), judged_column(0.01, robust=True)
+    ('ratio', 'halfwidth_high')
+    """
+    return ("halfwidth" if target_halfwidth is not None else "ratio") + ("_high" if robust else "")
 
 
 def choose_design(per):

@@ -47,7 +47,7 @@ def cmd_plan(args):
         raise UsageError("give one target: --target-ratio or --target-halfwidth")
     if args.wide and args.format != "table":
         raise UsageError(f"--wide applies to --format table; --format {args.format} has every row")
-    from ..design import candidate_designs, choose_design
+    from ..design import candidate_designs, choose_design, judged_column
 
     pilots, N, n, max_size = _pilots(args)
     M = args.users
@@ -73,7 +73,7 @@ def cmd_plan(args):
             t.insert(0, "model", model)
         tables.append(t)
     table = pd.concat(tables, ignore_index=True)
-    worst = ("halfwidth" if args.target_halfwidth is not None else "ratio") + ("_high" if args.robust else "")
+    worst = judged_column(args.target_halfwidth, args.robust)
     per = (table.groupby(["design", "kind"], sort=False)
            .agg(cost=("cost", "max"), cost_share=("cost_share", "max"), meets=("meets", "all"),
                 worst=(worst, "max")).reset_index())

@@ -55,7 +55,7 @@ from __future__ import annotations
 import hashlib
 import warnings
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 from scipy import sparse
@@ -489,6 +489,12 @@ def hessian_cells(beta, c, K, grid, P):
 
 
 def cells_setup(n_items, sizes, ranks, counts, scheme, penalty, knot_spacing, exact_ranks):
+    """(counts, grid, likelihood columns, penalty matrix, penalty, knot spacing) of validated cells."""
+    return cells_setup_surrogate(n_items, sizes, ranks, counts, scheme, penalty, knot_spacing, exact_ranks)[:6]
+
+
+def cells_setup_surrogate(n_items, sizes, ranks, counts, scheme, penalty, knot_spacing, exact_ranks):
+    """:func:`cells_setup` and the cells' :class:`CellsSurrogate` (or None) from one kernel build."""
     scheme = check_scheme(scheme)
     exact_ranks = check_int(exact_ranks, "exact_ranks", low=1)
     penalty = check_float(penalty, "penalty", low=0.0)
@@ -502,9 +508,9 @@ def cells_setup(n_items, sizes, ranks, counts, scheme, penalty, knot_spacing, ex
                          f"{Nc.shape}, {nc.shape}, {rc.shape}, {c.shape}")
     if nc.min() < 2 or np.any(nc > Nc) or rc.min() < 1 or np.any(rc > nc) or np.any(c < 0):
         raise ValueError("cells must satisfy N_u >= n_u >= 2, 1 <= r <= n_u and count >= 0")
-    grid, K, _ = cells_kernel(Nc, nc, rc, scheme, knot_spacing, exact_ranks)
+    grid, K, sur = cells_kernel(Nc, nc, rc, scheme, knot_spacing, exact_ranks)
     P = penalty_matrix(grid.B.shape[1], penalty)
-    return c, grid, K, P, penalty, knot_spacing
+    return c, grid, K, P, penalty, knot_spacing, sur
 
 
 #: The cells path solves first on a surrogate likelihood when there are at least this many cells
@@ -543,12 +549,16 @@ class CellsSurrogate:
     index: np.ndarray
     K: np.ndarray
 
+    @cached_property
+    def _sum(self):
+        """The (C_s, C) 0/1 matrix that sums exact cells into surrogate cells (built once)."""
+        return sparse.csr_matrix((np.ones(self.index.size), (self.index, np.arange(self.index.size))),
+                                 shape=(self.K.shape[1], self.index.size))
+
     def counts(self, c):
         """Counts (..., C) of the exact cells summed into the surrogate's cells (..., C_s)."""
         c = np.asarray(c, dtype=float)
-        S = sparse.csr_matrix((np.ones(self.index.size), (np.arange(self.index.size), self.index)),
-                              shape=(self.index.size, self.K.shape[1]))
-        return np.asarray((S.T @ c.T).T)
+        return np.asarray((self._sum @ c.T).T)
 
 
 def cells_kernel(n_items, sizes, ranks, scheme, knot_spacing, exact_ranks):
@@ -563,10 +573,7 @@ def cells_kernel(n_items, sizes, ranks, scheme, knot_spacing, exact_ranks):
         return _CELLS_CACHE[key]
     full = ranked_in_full(nc, Nc, scheme)
     grid = spline_grid(int(Nc.max()), grid_size_n(nc[~full]), knot_spacing, exact_ranks, scheme)
-    K = cell_kernel(grid.mid, Nc, nc, rc, scheme)
-    if full.any():
-        K[:, full] = full_ranking_columns(grid, rc[full])
-    K.setflags(write=False)
+    K = _columns(grid, Nc, nc, rc, full, scheme)
     out = grid, K, _surrogate(grid, Nc, nc, rc, full, scheme)
     _CELLS_CACHE.clear()
     if K.nbytes <= _CELLS_CACHE_BYTES:
@@ -584,12 +591,18 @@ def _surrogate(grid, Nc, nc, rc, full, scheme):
     if 4 * keys.shape[1] > Nc.size:
         return None
     Ns, ns, rs = keys
-    K = cell_kernel(grid.mid, Ns, ns, rs, scheme)
-    fs = ranked_in_full(ns, Ns, scheme)
-    if fs.any():
-        K[:, fs] = full_ranking_columns(grid, rs[fs])
-    K.setflags(write=False)
+    K = _columns(grid, Ns, ns, rs, ranked_in_full(ns, Ns, scheme), scheme)
     return CellsSurrogate(index=index.ravel().astype(np.int64), K=K)
+
+
+def _columns(grid, Nc, nc, rc, full, scheme):
+    """Read-only likelihood columns (G, C) of cells: the kernel at the grid points, and the point
+    masses of the cells ranked in full (``full``)."""
+    K = cell_kernel(grid.mid, Nc, nc, rc, scheme)
+    if full.any():
+        K[:, full] = full_ranking_columns(grid, rc[full])
+    K.setflags(write=False)
+    return K
 
 
 #: Largest n the grid's bins are cut for in the cells path (see :func:`grid_size_n`).
@@ -655,9 +668,8 @@ def counts_fit_state(n_items, sizes, ranks, counts, *, scheme="binomial", penalt
     fit took the cells path (the bootstrap reuses them: :func:`uses_cells`).
     """
     if uses_cells(n_items, sizes, scheme):
-        c, grid, K, P, penalty, knot_spacing = cells_setup(n_items, sizes, ranks, counts, scheme, penalty,
-                                                           knot_spacing, exact_ranks)
-        sur = cells_kernel(n_items, sizes, ranks, scheme, knot_spacing, exact_ranks)[2]
+        c, grid, K, P, penalty, knot_spacing, sur = cells_setup_surrogate(n_items, sizes, ranks, counts, scheme,
+                                                                          penalty, knot_spacing, exact_ranks)
         fit, beta_s = _cells_fit_from(c, grid, K, P, penalty, knot_spacing, n_items, sizes, ranks, scheme, sur)
         return fit.weights_grid, (fit.beta, grid, K, sur, beta_s)
     fit = _counts_fit(n_items, sizes, ranks, counts, scheme=scheme, penalty=penalty,
@@ -701,9 +713,8 @@ def logspline_cells_fit(n_items, sizes, ranks, counts, *, scheme="binomial",
     >>> fit.weights.shape, round(float(fit.weights.sum()), 12)
     ((1000,), 1.0)
     """
-    c, grid, K, P, penalty, knot_spacing = cells_setup(n_items, sizes, ranks, counts, scheme,
-                                                        penalty, knot_spacing, exact_ranks)
-    sur = cells_kernel(n_items, sizes, ranks, scheme, knot_spacing, exact_ranks)[2]
+    c, grid, K, P, penalty, knot_spacing, sur = cells_setup_surrogate(n_items, sizes, ranks, counts, scheme,
+                                                                      penalty, knot_spacing, exact_ranks)
     return _cells_fit_from(c, grid, K, P, penalty, knot_spacing, n_items, sizes, ranks, scheme, sur)[0]
 
 

@@ -19,7 +19,7 @@ import weakref
 import numpy as np
 
 from ..exceptions import ConvergenceWarning
-from ._logspline import (DEFAULT_KNOT_SPACING, DEFAULT_PENALTY, EXACT_RANKS, cells_kernel, cells_setup, gradient,
+from ._logspline import (DEFAULT_KNOT_SPACING, DEFAULT_PENALTY, EXACT_RANKS, cells_setup_surrogate, gradient,
                          grid_and_kernel, hessian, hessian_cells, newton, objective, penalty_matrix,
                          fit_counts_weight, posterior_cells, prior_masses, solve_psd, uses_cells)
 
@@ -95,8 +95,13 @@ def bootstrap_core(counts_b, K, grid, P, fit_beta, F, max_iter, tol, info=None, 
     if F is None:
         return None, beta
     Fc = cell_metric(F, grid)
-    nc = int(np.flatnonzero(np.any(Fc != 0, axis=1)).max(initial=-1)) + 1   # cells the metrics see
+    nc = _head_cells(Fc)
     return posterior_cells(c, K[:nc], g[:, :nc], q) @ Fc[:nc], beta
+
+
+def _head_cells(Fc):
+    """The number of leading grid cells a metric matrix Fc (G, m) sees (0 beyond them)."""
+    return int(np.flatnonzero(np.any(Fc != 0, axis=1)).max(initial=-1)) + 1
 
 
 def quasi_newton(idx, H, beta, f, g, q, c, K, grid, P, tol, max_iter):
@@ -276,9 +281,8 @@ def logspline_cells_replicates(counts_b, n_items, sizes, ranks, beta, F, *, sche
     """
     cb = np.asarray(counts_b, dtype=float)
     if setup is None:
-        _, grid, K, P, _, _ = cells_setup(n_items, sizes, ranks, cb.mean(axis=0), scheme, penalty,
-                                           knot_spacing, exact_ranks)
-        sur = cells_kernel(n_items, sizes, ranks, scheme, knot_spacing, exact_ranks)[2]
+        _, grid, K, P, _, _, sur = cells_setup_surrogate(n_items, sizes, ranks, cb.mean(axis=0), scheme, penalty,
+                                                          knot_spacing, exact_ranks)
         beta_s = None if sur is None else newton(fit_counts_weight(sur.counts(cb.mean(axis=0))), sur.K,
                                                  grid, P, beta, info=hessian_cells)[0]
     else:
@@ -352,7 +356,7 @@ def one_step_replicates(counts_b, counts, K, grid, P, beta, F):
         w_hat = fit_counts_weight(counts)
         H = hessian_cells(beta, w_hat, K, grid, P)
         Fc = cell_metric(F, grid)
-        nc = int(np.flatnonzero(np.any(Fc != 0, axis=1)).max(initial=-1)) + 1
+        nc = _head_cells(Fc)
         Kh = K[:nc]
         phi = (Kh.T @ (g[:nc, None] * Fc[:nc])) / q[:, None]          # (C, m)
         dphi = np.stack([(Kh.T @ (gB[:nc] * Fc[:nc, j][:, None]) - phi[:, j, None] * KgB) / q[:, None]
