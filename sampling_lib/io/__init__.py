@@ -36,9 +36,10 @@ from ._negatives import (DUPLICATES, ranks_from_negatives, read_elliot_negatives
                          read_negatives)
 from ._stages import STAGE_FORMATS, check_stage_sizes, read_stages, stage_file_name, write_stage_negatives
 from ._runs import CANDIDATES, RUN_FORMATS, ranks_from_run, read_ranx_json, read_trec_qrels, read_trec_run
-from ._tables import TABLE_LAYOUTS, SampledRanks, ranks_from_score_table, ranks_from_table, table_layout
+from ._tables import (TABLE_LAYOUTS, SampledRanks, check_scores_and_labels, ranks_from_score_table, ranks_from_table,
+                      table_layout)
 
-__all__ = ["SampledRanks", "read_table", "ranks_from_table", "ranks_from_score_table",
+__all__ = ["SampledRanks", "read_table", "check_scores_and_labels", "ranks_from_table", "ranks_from_score_table",
            "read_trec_run", "read_trec_qrels", "read_ranx_json", "ranks_from_run", "CANDIDATES",
            "read_ncf_negatives", "read_elliot_negatives", "read_negatives", "ranks_from_negatives",
            "DUPLICATES", "counts_table", "is_parquet", "RUN_FORMATS", "TABLE_LAYOUTS", "table_layout",

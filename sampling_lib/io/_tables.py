@@ -10,7 +10,8 @@ from .._validation import check_columns, check_int, check_int_column, show_value
 from ..ranking import TIE_RULES, apply_ties
 from ._files import read_table, row_location, table_name, table_source
 
-__all__ = ["SampledRanks", "ranks_from_table", "ranks_from_score_table", "TABLE_LAYOUTS", "table_layout"]
+__all__ = ["SampledRanks", "ranks_from_table", "ranks_from_score_table", "TABLE_LAYOUTS", "table_layout",
+           "check_scores_and_labels"]
 
 #: The documented layouts of a table of sampled results: (required columns, optional columns).
 #: A table given to ``sampling-lib estimate`` / ``compare`` must match exactly one of them
@@ -355,16 +356,7 @@ def ranks_from_score_table(table, *, user_col="user", score_col="score", label_c
         raise ValueError("the scores table has no rows")
     at = _where(df)
     _check_not_blank(df, [user_col] + ([model_col] if model_col in df.columns else []), "scores")
-    score = pd.to_numeric(df[score_col], errors="coerce")
-    if score.isna().any() or not np.all(np.isfinite(score)):
-        i = int(np.flatnonzero((score.isna() | ~np.isfinite(score)).to_numpy())[0])
-        raise ValueError(f"column {score_col!r} must hold finite numbers; got "
-                         f"{show_value(df[score_col].iloc[i])} in {at(i)}")
-    label = check_int_column(df[label_col], label_col, at)
-    if not label.isin([0, 1]).all():
-        i = int(np.flatnonzero(~label.isin([0, 1]).to_numpy())[0])
-        raise ValueError(f"column {label_col!r} must be 0 (negative) or 1 (held-out item); got "
-                         f"{label.iloc[i]} in {at(i)}")
+    score, label = check_scores_and_labels(df, score_col, label_col, at)
     # every (model, user) group as an integer code in order of appearance: numpy on the codes instead of
     # groupby on text ids (seconds at 10^6 rows)
     users = df[user_col].to_numpy()
@@ -429,3 +421,23 @@ def ranks_from_score_table(table, *, user_col="user", score_col="score", label_c
     if items is not None:
         out["n_items"] = items
     return ranks_from_table(out)
+
+
+def check_scores_and_labels(df, score_col, label_col, at):
+    """(scores as floats, labels as ints) of a scores table, or a ValueError naming the first bad row.
+
+    Scores must be finite numbers; labels 0 (a negative) or 1 (the held-out item). ``at(i)`` names
+    row i in messages. Shared by :func:`ranks_from_score_table` and
+    :func:`sampling_lib.popularity.popularity_logs_from_table`.
+    """
+    score = pd.to_numeric(df[score_col], errors="coerce")
+    if score.isna().any() or not np.all(np.isfinite(score)):
+        i = int(np.flatnonzero((score.isna() | ~np.isfinite(score)).to_numpy())[0])
+        raise ValueError(f"column {score_col!r} must hold finite numbers; got "
+                         f"{show_value(df[score_col].iloc[i])} in {at(i)}")
+    label = check_int_column(df[label_col], label_col, at)
+    if not label.isin([0, 1]).all():
+        i = int(np.flatnonzero(~label.isin([0, 1]).to_numpy())[0])
+        raise ValueError(f"column {label_col!r} must be 0 (negative) or 1 (held-out item); got "
+                         f"{label.iloc[i]} in {at(i)}")
+    return score, label

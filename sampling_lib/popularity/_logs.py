@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from .._validation import check_columns, check_int_column
-from ..io import id_text, read_table, row_location, table_name
+from .._validation import check_columns
+from ..io import check_scores_and_labels, id_text, read_table, row_location, table_name
 from ..ranking import check_score_arrays
 from ._weights import candidate_totals, check_item_weights, exclusion_matrix, show_value
 
@@ -280,16 +280,7 @@ def popularity_logs_from_table(table, item_weights=None, *, exclude=None, ties="
         if blank.any():
             i = int(np.flatnonzero(blank.to_numpy())[0])
             raise ValueError(f"column {c!r} of the scores table is blank in {at(i)}")
-    score = pd.to_numeric(df[score_col], errors="coerce")
-    if score.isna().any() or not np.all(np.isfinite(score)):
-        i = int(np.flatnonzero((score.isna() | ~np.isfinite(score)).to_numpy())[0])
-        raise ValueError(f"column {score_col!r} must hold finite numbers; got {show_value(df[score_col].iloc[i])} "
-                         f"in {at(i)}")
-    label = check_int_column(df[label_col], label_col, at)
-    if not label.isin([0, 1]).all():
-        i = int(np.flatnonzero(~label.isin([0, 1]).to_numpy())[0])
-        raise ValueError(f"column {label_col!r} must be 0 (negative) or 1 (held-out item); got {label.iloc[i]} "
-                         f"in {at(i)}")
+    score, label = check_scores_and_labels(df, score_col, label_col, at)
     if replace_col in df.columns:
         # the negatives' rows say how they were drawn (the held-out rows may be empty)
         rep = df[replace_col].to_numpy()[label.to_numpy() == 0]
