@@ -16,7 +16,10 @@ Cases (side by side in one process, best of 3 where cheap):
    per-user N against one N; ``mle`` refuses with a clear message (its exact kernels
    would need N x columns memory).
 
-Usage: .venv/bin/python benchmarks/bench_peruser.py [--quick]
+4. ``--method bv`` and ``mn`` with per-user N (fitted per group of N_u: 20,000 users, about 2,300
+   groups) against one N, 1,000 replicates.
+
+Usage: .venv/bin/python benchmarks/bench_peruser.py [--quick] [--cases 1,2,3,4]
 """
 from __future__ import annotations
 
@@ -64,11 +67,23 @@ def histories(M, rng):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer replicates and a smaller case 2")
+    ap.add_argument("--cases", default="1,2,3,4", help="which cases to run (comma-separated)")
     args = ap.parse_args()
+    cases = set(args.cases.split(","))
     rng = np.random.default_rng(2024)
     n = 100
 
-    # -------- case 1
+    if "1" in cases:
+        case1(rng, n, args.quick)
+    if "2" in cases:
+        case2(rng, n, args.quick)
+    if "3" in cases:
+        case3(rng, args.quick)
+    if "4" in cases:
+        case4(np.random.default_rng(4), args.quick)
+
+
+def case1(rng, n, quick):
     N, M = 1682, 943
     src, h = histories(M, rng)
     Nu = N - h
@@ -86,7 +101,7 @@ def main():
         t1, _ = best_of(lambda: est(r, Nu, n))
         t0, _ = best_of(lambda: est(r, int(round(Nu.mean())), n))
         print(f"{name}: per-user N {t1:.3f} s, one N {t0:.3f} s, ratio {t1 / t0:.1f}")
-    B = 200 if args.quick else 1000
+    B = 200 if quick else 1000
     for name in ("mle", "logspline"):
         t1, _ = best_of(lambda: estimate(r, Nu, n, ["recall@10", "ndcg@10"], method=name, n_boot=B,
                                          rng=0), 1)
@@ -95,8 +110,9 @@ def main():
         print(f"estimate({name}, n_boot={B}): per-user N {t1:.1f} s, one N {t0:.1f} s, "
               f"ratio {t1 / t0:.1f}")
 
-    # -------- case 2
-    N, M = 10**6, (5000 if args.quick else 20000)
+
+def case2(rng, n, quick):
+    N, M = 10**6, (5000 if quick else 20000)
     h = np.minimum(2000, rng.geometric(0.005, M))
     Nu = N - h
     R = np.minimum(Nu, np.ceil(np.exp(rng.uniform(0, np.log(N), M))).astype(np.int64))
@@ -115,8 +131,10 @@ def main():
     except MemoryError as exc:
         print(f"mle: refused in {time.perf_counter() - t:.2f} s: {exc}")
 
-    # -------- case 3: issue 27 item 2's goal (10^5 users x 10 models with per-user N under 10 s)
-    M, n = (20_000 if args.quick else 100_000), 100
+
+def case3(rng, quick):
+    """Issue 27 item 2's goal: 10^5 users x 10 models with per-user N under 10 s."""
+    M, n = (20_000 if quick else 100_000), 100
     Nu = rng.integers(1393, 3688, M)           # the N_u range of NCF's ml-1m file
     scales = np.linspace(1.5, 3.5, 10)         # 10 models: log-ranks exponential with these scales
     Rs = [np.minimum(Nu, np.floor(np.exp(np.minimum(rng.exponential(s_, M), 20.0))).astype(np.int64) + 1)
@@ -183,6 +201,24 @@ def main():
         print(f"replicates, penalty {pen:g}: max |one-step - exact| {np.max(np.abs(one - exact) / sd):.3f} SD, "
               f"corrected {np.max(np.abs(cor - exact) / sd):.3f} SD (percentile ends "
               f"{np.max(np.abs(ends) / sd):.3f} SD); {ta:.2f} s against {tb:.2f} s for exact refits")
+
+
+def case4(rng, quick):
+    """``--method bv`` (and mn) with per-user N: fitted per group of N_u (2,295 groups here), against one N."""
+    M, n = (5_000 if quick else 20_000), 100
+    Nu = rng.integers(1393, 3688, M)
+    R = np.minimum(Nu, np.floor(np.exp(np.minimum(rng.exponential(2.5, M), 20.0))).astype(np.int64) + 1)
+    r = sample_ranks(R, Nu, n, rng=5)
+    print(f"== case 4: M = {M:,}, n = {n}, N_u {Nu.min()}..{Nu.max()} ({np.unique(Nu).size} distinct), "
+          "recall@10 and ndcg@10, 1,000 replicates ==")
+    for method in ("bv", "mn"):
+        t1, e1 = best_of(lambda: estimate(r, Nu, n, ["recall@10", "ndcg@10"], method=method, n_boot=1000,
+                                          rng=0), 1)
+        t0, e0 = best_of(lambda: estimate(r, int(np.median(Nu)), n, ["recall@10", "ndcg@10"], method=method,
+                                          n_boot=1000, rng=0), 2)
+        print(f"{method}: per-user N {t1:.1f} s, one N (the median) {t0:.2f} s, ratio {t1 / t0:.0f}; recall@10 "
+              f"{e1['estimate'].iloc[0]:.4f} [{e1['ci_low'].iloc[0]:.4f}, {e1['ci_high'].iloc[0]:.4f}], "
+              f"one N {e0['estimate'].iloc[0]:.4f}, truth {np.mean(R <= 10):.4f}")
 
 
 if __name__ == "__main__":

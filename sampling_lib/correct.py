@@ -422,7 +422,9 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
     likelihood in N_u; the others (BV, MN, CLS and their fitted-prior
     variants) are fitted per group of users with the same N_u bin and
     averaged with the groups' user shares (exactly the per-user form of BV and
-    MN when every group holds one N_u). Equal per-user values give the result
+    MN when every group holds one N_u; MN's M is the evaluation's number of
+    users in every group, as the averaged estimate's variance is that of M
+    users). Equal per-user values give the result
     of the int, exactly. The sufficient statistic has a cell per
     (N_u, n_u, r), so many distinct N_u make the bootstrap cost grow with the
     number of cells.

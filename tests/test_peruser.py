@@ -234,9 +234,9 @@ def test_methods_without_a_per_user_likelihood_fit_per_group_of_n_u():
     F = metric_values("ndcg@5", 60)
     brute_bv = np.mean([bv_sampled_metric(F[:N], N, 8)[ru - 1] for ru, N in zip(r, Nu)])
     assert get_estimator("bv")(r, Nu, 8) @ F == pytest.approx(brute_bv, rel=1e-12)
-    M_g = {N: int(np.sum(Nu == N)) for N in np.unique(Nu)}
+    # MN's M: the evaluation's users in every group (the averaged estimate's variance is that of M users)
     pr = lambda N: np.full(N, 1.0 / N)  # noqa: E731  (MN's uniform prior)
-    brute_mn = np.mean([mn_sampled_metric(F[:N], N, 8, pr(N), M_g[N])[ru - 1] for ru, N in zip(r, Nu)])
+    brute_mn = np.mean([mn_sampled_metric(F[:N], N, 8, pr(N), Nu.size)[ru - 1] for ru, N in zip(r, Nu)])
     assert get_estimator("mn")(r, Nu, 8) @ F == pytest.approx(brute_mn, rel=1e-10)
     # the fitted-prior variants: the MLE prior on all users (own N_u), restricted per group
     w_mle = get_estimator("mle")(r, Nu, 8)
@@ -266,6 +266,48 @@ def test_estimate_of_bv_mn_with_per_user_n_bootstraps_per_group():
         w = get_estimator(name)(r, Nu, 8)
         assert t.estimate.item() == pytest.approx(np.sum(w[:5]), rel=1e-9)
         assert t.ci_low.item() <= t.ci_high.item()
+
+
+def test_per_group_bootstrap_rows_are_each_users_own_sampled_metric():
+    # the one-pass fit of BV / MN per group of N_u (fit and bootstrap rows together, sharing the group's
+    # kernel and Gram matrix) against each cell's sampled metric computed on its own, from scratch
+    from sampling_lib.estimators import bv_sampled_metric, mn_sampled_metric
+
+    Nu = np.repeat([40, 47, 60], [50, 30, 70])
+    g = np.random.default_rng(6)
+    R = np.minimum(Nu, 1 + g.geometric(0.1, Nu.size))
+    r = sample_ranks(R, Nu, 8, rng=g)
+    st = rank_counts(r, 8, n_items=Nu)
+    F = np.stack([metric_values("recall@5", 60), metric_values("ndcg@10", 60)], axis=1)
+    for name in ("bv", "mn"):
+        fit = get_estimator(name).fit_counts(st, None, F)
+        for c in range(st.ranks.size):
+            N, rc = int(st.n_items[c]), int(st.ranks[c])
+            M = int(st.counts.sum())          # MN's M: the evaluation's users, in every group
+            for j in range(F.shape[1]):
+                x = (bv_sampled_metric(F[:N, j], N, 8) if name == "bv"
+                     else mn_sampled_metric(F[:N, j], N, 8, None, M))
+                assert fit.X[c, j] == pytest.approx(x[rc - 1], rel=1e-12, abs=1e-14)
+        # the weights: the per-user form, (1/M) sum_u x_{N_u}(r_u)
+        assert fit.weights @ F[:, 0] == pytest.approx(np.sum(fit.X[:, 0] * st.counts) / st.counts.sum(), rel=1e-12)
+
+
+def test_gram_reuse_follows_the_prior():
+    # a remembered Gram matrix is reused only for the same prior: a changed prior of the same N gives the
+    # fresh result
+    from sampling_lib.estimators import bv_sampled_metric
+    from sampling_lib.estimators import _linear
+
+    F = metric_values("recall@5", 50)
+    p1 = np.random.default_rng(0).dirichlet(np.ones(50))
+    p2 = np.random.default_rng(1).dirichlet(np.ones(50))
+    a1 = bv_sampled_metric(F, 50, 8, prior=p1)
+    a2 = bv_sampled_metric(F, 50, 8, prior=p2)
+    _linear._LAST_GRAM.clear()
+    np.testing.assert_array_equal(a2, bv_sampled_metric(F, 50, 8, prior=p2))
+    _linear._LAST_GRAM.clear()
+    np.testing.assert_array_equal(a1, bv_sampled_metric(F, 50, 8, prior=p1))
+    assert not np.allclose(a1, a2)
 
 
 def test_sample_ranks_rank_among_own_candidates():
@@ -573,3 +615,18 @@ def test_one_step_bootstrap_falls_back_to_exact_refits_when_the_check_fails(monk
     sd = exact.std()
     # every chunk refitted exactly (the decrement test of the exact bootstrap, 1e-6)
     assert np.abs(np.r_[first[:, 0], later[:, 0]] - exact[:, 0]).max() <= 1e-3 * sd
+
+
+def test_mn_per_user_n_with_many_small_groups_stays_near_one_n():
+    # MN fitted per group of N_u with the group's own user count as M overweighted the variance by the
+    # number of groups and shrank the estimate towards 0 (Recall@10 0.01 against a truth of 0.60 with
+    # 2,295 groups of ~9 users). With the evaluation's M every group solves the one-N problem of its N_u:
+    # N_u within 2% of each other must give nearly the one-N estimate.
+    g = np.random.default_rng(8)
+    M = 3000
+    Nu = g.integers(980, 1001, M)                      # 21 groups of ~140 users
+    R = np.minimum(Nu, 1 + g.geometric(0.05, M))
+    r = sample_ranks(R, Nu, 30, rng=g)
+    per_user = estimate(r, Nu, 30, ["recall@10"], method="mn", n_boot=0).estimate.item()
+    one_n = estimate(r, 1000, 30, ["recall@10"], method="mn", n_boot=0).estimate.item()
+    assert per_user == pytest.approx(one_n, rel=0.05)

@@ -42,6 +42,7 @@ References
 """
 from __future__ import annotations
 
+import hashlib
 import warnings
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -198,18 +199,44 @@ def _solve_sym(G, B, what):
     return X * (s[:, None] if X.ndim == 2 else s)
 
 
-def _bv_gram(N, n, scheme, K, p, gamma):
-    c = K.T @ p
-    G = (1.0 - gamma) * _weighted_gram(K, p, _row_support(N, n, scheme))
-    G[np.diag_indices_from(G)] += gamma * c
+_LAST_GRAM = {}      # the last Gram matrix: a group's fit and its sampled metrics share it
+
+
+def _remembered_gram(kind, N, n, scheme, p, extra, build):
+    """``build()``, or the last Gram matrix when (kind, N, n, scheme, prior, extra) are the same.
+
+    Per-user N_u fits BV / MN once per group and then asks for the group's
+    sampled metrics (one solve per metric) with the same kernel and prior:
+    without this each built the same n x n matrix again (issue 27: 2,295 groups
+    of N_u). The prior is compared by value (its bytes), so a changed prior
+    never reuses a stale matrix. Read-only.
+    """
+    key = (kind, N, n, scheme, float(extra), p.size, hashlib.blake2b(p.tobytes(), digest_size=16).digest())
+    G = _LAST_GRAM.get(key)
+    if G is None:
+        G = build()
+        G.setflags(write=False)
+        _LAST_GRAM.clear()
+        _LAST_GRAM[key] = G
     return G
+
+
+def _bv_gram(N, n, scheme, K, p, gamma):
+    def build():
+        c = K.T @ p
+        G = (1.0 - gamma) * _weighted_gram(K, p, _row_support(N, n, scheme))
+        G[np.diag_indices_from(G)] += gamma * c
+        return G
+    return _remembered_gram("bv", N, n, scheme, p, gamma, build)
 
 
 def _mn_gram(N, n, scheme, K, p, M):
-    KtK, colsum = _plain_gram(N, n, scheme)
-    G = _weighted_gram(K, p, _row_support(N, n, scheme)) - KtK / M
-    G[np.diag_indices_from(G)] += colsum / M
-    return G
+    def build():
+        KtK, colsum = _plain_gram(N, n, scheme)
+        G = _weighted_gram(K, p, _row_support(N, n, scheme)) - KtK / M
+        G[np.diag_indices_from(G)] += colsum / M
+        return G
+    return _remembered_gram("mn", N, n, scheme, p, M, build)
 
 
 def _setup(N, n, prior, scheme):

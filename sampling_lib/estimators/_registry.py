@@ -65,7 +65,8 @@ the EM estimators, MES and the log-spline; the others -- BV, MN, CLS and their
 fitted-prior variants -- are fitted per group of users with the same N_u bin
 and averaged with the groups' user shares, the prior of a ``*_mle`` variant
 being fitted once on all users with their own N_u and restricted to each
-group's ranks). Equal per-user values are the int, exactly.
+group's ranks, MN's M being the evaluation's users). Equal per-user values are
+the int, exactly.
 
 References
 ----------
@@ -345,8 +346,24 @@ class Estimator:
                              f"users with N_u <= {Nb}")
         return p / total
 
+    def _group_users(self, opts, M):
+        """Options of a group's fit: MN's ``M`` (when not given) is the evaluation's M users, not the group's.
+
+        The estimate is sum_b s_b T_b over groups b with user shares s_b = M_b / M,
+        so its variance is sum_b s_b^2 Var_b / M_b = (1/M) sum_b s_b Var_b while
+        its squared bias is at most sum_b s_b bias_b^2 (Jensen): each group's
+        MN objective bias_b^2 + Var_b / M bounds the MSE term by term (TORS24
+        eq 42 with M users). The group's own M_b overweights the variance M / M_b
+        times: with ~2,300 groups of ~9 users, MN's Recall@10 fell to 0.01 (truth
+        0.60; ``benchmarks/bench_peruser.py`` case 4).
+        """
+        if "M" in self.spec.options and opts.get("M") is None:
+            return {**opts, "M": int(M)}
+        return opts
+
     def _per_group(self, r, N, n, opts):
         """Weights (length max N_u) of a ``varying_items=False`` estimator by groups of N_u."""
+        opts = self._group_users(opts, np.size(r))
         Nmax = int(N.max())
         w = np.zeros(Nmax)
         for Nb, sel in self._groups(N, n):
@@ -356,6 +373,34 @@ class Estimator:
             wb = np.asarray(self.spec.fit(r[sel], Nb, n, scheme=self.scheme, **o), dtype=float)
             w[:Nb] += sel.mean() * wb
         return w
+
+    def _per_group_linear(self, counts, r, N, n, F, prior):
+        """A linear estimator's weights (as :meth:`_per_group`) and each cell's sampled metrics
+        (the bootstrap's X), group by group in one pass.
+
+        A group's kernel, row windows and Gram matrix are then built once for its
+        fit and its sampled metrics (they are cached per (N_b, n) in
+        :mod:`sampling_lib.estimators._linear`; two passes over thousands of
+        groups evicted them in between). Same values as the two passes.
+        """
+        opts = self._group_users(dict(self.options), counts.M)
+        if self.spec.prior is not None:
+            opts["prior"] = prior
+        pr = opts.get("prior")
+        x_opts = {k: v for k, v in self.options.items() if k not in ("prior", "M")}
+        w = np.zeros(int(N.max()))
+        X = np.empty((counts.ranks.size, F.shape[1]))
+        users = dict(self._groups(N, n))
+        for Nb, sel in self._groups(counts.n_items, n):
+            su = users[Nb]
+            pb = self._group_prior(pr, Nb)
+            o = dict(opts) if pb is None else {**opts, "prior": pb}
+            w[:Nb] += su.mean() * np.asarray(self.spec.fit(r[su], Nb, n, scheme=self.scheme, **o), dtype=float)
+            xb = np.stack([self.spec.sampled_metric(_padded(F[:Nb, j], Nb), Nb, n, pb, M=opts.get("M", counts.M),
+                                                    scheme=self.scheme, **x_opts)
+                           for j in range(F.shape[1])], axis=1)
+            X[sel] = xb[counts.ranks[sel] - 1]
+        return w, X
 
     def prior_of(self, sampled_ranks, N, n, *, cache=None):
         """The fitted prior (``spec.prior``) on these ranks, or None."""
@@ -428,7 +473,7 @@ class Estimator:
         :class:`FittedEstimator` holds the weights and computes replicates.
         """
         F = np.asarray(F, dtype=float)
-        prior = state = None
+        prior = state = X = None
         if self.spec.input == "popularity":
             _check_F(F, counts.N)
             w, state = self.spec.fit_state(counts, **self.options)
@@ -465,6 +510,8 @@ class Estimator:
                 w, state = self.spec.fit_state(r, Nn, nn, scheme=self.scheme, **self.options)
                 if not hasattr(w, "head"):
                     w = np.asarray(w, dtype=float)
+            elif self.spec.bootstrap == "linear" and not isinstance(Nn, int) and not self.spec.varying_items:
+                w, X = self._per_group_linear(counts, np.asarray(r), Nn, nn, F, prior)
             else:
                 w = self(r, Nn, nn, prior=prior)
         band, alts = None, []
@@ -474,26 +521,13 @@ class Estimator:
                 alts.append(alt.fit_counts(counts, N, F, refit_prior=refit_prior, alternatives=False))
             est_alt = np.stack([a.estimate for a in alts])
             band = (est_alt.min(axis=0), est_alt.max(axis=0))
-        X = None
-        if self.spec.bootstrap == "linear":
+        if self.spec.bootstrap == "linear" and X is None:
             opts = {k: v for k, v in self.options.items() if k not in ("prior", "M")}
             pr = self.options.get("prior") if prior is None else prior
             Mv = self.options.get("M", counts.M)
-            if isinstance(Nn, int):
-                X = np.stack([self.spec.sampled_metric(_padded(F[:, j], Nn), Nn, nn, pr, M=Mv,
-                                                       scheme=self.scheme, **opts)
-                              for j in range(F.shape[1])], axis=1)[counts.ranks - 1]
-            else:       # groups of N_u (see _groups): each cell's sampled metric of its group
-                X = np.empty((counts.ranks.size, F.shape[1]))
-                cell_items = counts.n_items
-                for Nb, sel in self._groups(cell_items, int(nn) if np.ndim(nn) == 0 else
-                                            counts.sizes):
-                    Mb = self.options.get("M") or int(counts.counts[sel].sum())
-                    pb = self._group_prior(pr, Nb)
-                    xb = np.stack([self.spec.sampled_metric(_padded(F[:Nb, j], Nb), Nb, nn, pb, M=Mb,
-                                                            scheme=self.scheme, **opts)
-                                   for j in range(F.shape[1])], axis=1)
-                    X[sel] = xb[counts.ranks[sel] - 1]
+            X = np.stack([self.spec.sampled_metric(_padded(F[:, j], Nn), Nn, nn, pr, M=Mv,
+                                                   scheme=self.scheme, **opts)
+                          for j in range(F.shape[1])], axis=1)[counts.ranks - 1]
         return FittedEstimator(self, counts, Nmax, F, w, prior, X, bool(refit_prior), state, band, alts)
 
 

@@ -45,6 +45,23 @@ def log_comb(a, b):
     return out
 
 
+def _log_binomial(n, x, p):
+    """log Binomial(x; n - 1, p) for rows p (k, 1) and columns x (1, c).
+
+    x log p + (n-1-x) log(1-p) with the two logarithms taken once per row (not
+    per entry, as ``xlogy`` / ``xlog1py`` would: 2 k c logarithms); rows with
+    p = 0 or 1 take their convention 0 log 0 = 0. The one binomial formula of
+    :func:`log_kernel_rows` and :func:`kernel_entries`, so the two agree to the bit.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = log_comb(n - 1.0, x) + x * np.log(p) + (n - 1.0 - x) * np.log1p(-p)
+        edge = ((p == 0.0) | (p == 1.0)).ravel()
+        if edge.any():
+            pe = p[edge]
+            out[edge] = log_comb(n - 1.0, x) + special.xlogy(x, pe) + special.xlog1py(n - 1.0 - x, -pe)
+    return out
+
+
 def log_kernel_rows(N, n, R, scheme="binomial"):
     """log P(r | R) for the given global ranks R (rows) and r = 1..n (columns).
 
@@ -67,13 +84,7 @@ def log_kernel_rows(N, n, R, scheme="binomial"):
     R = check_ranks(R, N, name="R", upper_name="N").astype(float)[:, None]
     x = np.arange(n, dtype=float)[None, :]  # x = r - 1 items ranked above
     if scheme == "binomial":
-        p = (R - 1.0) / (N - 1.0)
-        with np.errstate(divide="ignore"):
-            return (
-                log_comb(n - 1.0, x)
-                + special.xlogy(x, p)
-                + special.xlog1py(n - 1.0 - x, -p)
-            )
+        return _log_binomial(n, x, (R - 1.0) / (N - 1.0))
     # hypergeometric: X ~ Hypergeom(N-1 items, G = R-1 ranked above, d = n-1 draws).
     # Products of ratios P(x)/P(x-1) = (G-x+1)(d-x+1) / (x (B-d+x)), B = N-R, are
     # accumulated in log space from the lower end of the support and each row is
@@ -191,14 +202,10 @@ def kernel_columns(N, n, ranks, scheme="binomial", *, cache=True):
     if scheme == "binomial":
         # the element-wise formula of log_kernel_rows on the requested columns only
         x = cols.astype(float)[None, :]
-        lc = log_comb(n - 1.0, x)
         step = max(1, BLOCK_ELEMS // max(1, cols.size))
         for start in range(0, N, step):
             R = np.arange(start + 1, min(N, start + step) + 1, dtype=float)[:, None]
-            p = (R - 1.0) / (N - 1.0)
-            with np.errstate(divide="ignore"):
-                out[start : start + R.size] = np.exp(
-                    lc + special.xlogy(x, p) + special.xlog1py(n - 1.0 - x, -p))
+            out[start : start + R.size] = np.exp(_log_binomial(n, x, (R - 1.0) / (N - 1.0)))
         return out
     step = max(1, BLOCK_ELEMS // n)
     for start in range(0, N, step):
@@ -224,10 +231,7 @@ def kernel_entries(N, n, R, ranks, scheme="binomial"):
     R = check_ranks(R, N, name="R", upper_name="N").astype(float)[:, None]
     cols = check_ranks(ranks, n, name="ranks", upper_name="n") - 1
     if scheme == "binomial":
-        x = cols.astype(float)[None, :]
-        p = (R - 1.0) / (N - 1.0)
-        with np.errstate(divide="ignore"):
-            return np.exp(log_comb(n - 1.0, x) + special.xlogy(x, p) + special.xlog1py(n - 1.0 - x, -p))
+        return np.exp(_log_binomial(n, cols.astype(float)[None, :], (R - 1.0) / (N - 1.0)))
     return np.exp(log_kernel_rows(N, n, R[:, 0].astype(np.int64), scheme)[:, cols])
 
 
