@@ -20,7 +20,8 @@ cannot see the top of P(R); an absolute width inherits that error, a ratio mostl
 1,000 replicates at N = 10^7, M = 10^5 under 20 s and 1 GB.
 
 ``--max-cost 0.05`` gives the planner a budget (``plan(..., max_cost=)``: the most precise design within
-it when none meets the target); ``--only TEXT`` keeps the populations whose label contains TEXT.
+it when none meets the target); ``--robust`` has it judge designs by the high end of their predicted range
+(``plan(..., robust=True)``); ``--only TEXT`` keeps the populations whose label contains TEXT.
 
 ``--workflow replan`` evaluates the re-planning workflow instead: the ladder's first rungs (n -> 4n) on the
 users, ``plan(..., sample_sizes=)`` on the merged ranks, then the design it picks (its cost includes the
@@ -86,7 +87,7 @@ def populations(quick):
     return out
 
 
-def replan(R, N, Nmed, n, pilot_res, max_cost=None):
+def replan(R, N, Nmed, n, pilot_res, max_cost=None, robust=False):
     """The re-planning workflow of README's 'Resolving a metric below resolution': run the ladder's first
     rungs (n -> 4n) on the users, plan again on the merged ranks (``plan(..., sample_sizes=)``).
 
@@ -95,7 +96,8 @@ def replan(R, N, Nmed, n, pilot_res, max_cost=None):
     """
     rungs = Design("ladder", n, n_max=min(4 * n, Nmed))
     r1, s1 = sample_design(R, N, rungs, rng=np.random.default_rng(4))
-    res = plan(r1, Nmed, n, M=R.size, metrics=METRICS, sample_sizes=s1, max_cost=max_cost)
+    res = plan(r1, Nmed, n, M=R.size, metrics=METRICS, sample_sizes=s1, max_cost=max_cost, robust=robust,
+               max_size=int(np.min(N)))
     d = res.best if res.best is not None else Design("single", n)
     contains = d.kind == "ladder" and d.n_max >= rungs.n_max
     extra = 0.0 if contains else float(np.mean((s1 - n) / np.asarray(N, dtype=float)))
@@ -103,7 +105,7 @@ def replan(R, N, Nmed, n, pilot_res, max_cost=None):
     return d, res.table[res.table.chosen].set_index("metric"), extra, before
 
 
-def goals_part(quick, draws, out, workflow="pilot", max_cost=None, only=None):
+def goals_part(quick, draws, out, workflow="pilot", max_cost=None, only=None, robust=False):
     rows = []
     for label, R, N, n in populations(quick):
         if only is not None and only not in label:
@@ -111,12 +113,14 @@ def goals_part(quick, draws, out, workflow="pilot", max_cost=None, only=None):
         t0 = time.time()
         Nmed = int(np.median(N)) if np.ndim(N) else int(N)
         pilot = sample_ranks(R, N, n, rng=np.random.default_rng(2))
-        res = plan(pilot, Nmed, n, M=R.size, metrics=METRICS, max_cost=max_cost)
+        # max_size: every user's sets must fit in their own N_u (plan's default is N, here the median)
+        res = plan(pilot, Nmed, n, M=R.size, metrics=METRICS, max_cost=max_cost, robust=robust,
+                   max_size=int(np.min(N)))
         d = res.best if res.best is not None else Design("single", n)
         pred = res.table[res.table.chosen].set_index("metric")
         extra, before = 0.0, None
         if workflow == "replan":
-            d, pred, extra, before = replan(R, N, Nmed, n, res, max_cost)
+            d, pred, extra, before = replan(R, N, Nmed, n, res, max_cost, robust)
         study = studies.design_study(R, N, d, metrics=METRICS, repeats=draws, n_boot=300, rng=3)
         summ = studies.design_summary(study).set_index("metric")
         for met in METRICS:
@@ -141,7 +145,8 @@ def goals_part(quick, draws, out, workflow="pilot", max_cost=None, only=None):
     t["meets"] = ((t.ratio <= 1.3) & (t.coverage >= 0.93) & (t.rel_error <= t.error_goal)
                   & (t.cost_share <= 0.05) & ((t.pred_over_real - 1).abs() <= 0.2))
     out.mkdir(parents=True, exist_ok=True)
-    name = "design_goals" + ("" if workflow == "pilot" else "_replan") + ("" if max_cost is None else "_budget")
+    name = ("design_goals" + ("" if workflow == "pilot" else "_replan") + ("" if max_cost is None else "_budget")
+            + ("_robust" if robust else ""))
     t.to_csv(out / f"{name}.csv", index=False)
     print("\n" + t.round(3).to_string(index=False))
     return t
@@ -178,11 +183,13 @@ def main():
     ap.add_argument("--max-cost", type=float, default=None,
                     help="the planner's budget (share of full ranking, e.g. 0.05): plan(..., max_cost=)")
     ap.add_argument("--only", default=None, help="only the populations whose label contains this text")
+    ap.add_argument("--robust", action="store_true",
+                    help="the planner judges designs by the high end of their predicted range: plan(..., robust=True)")
     args = ap.parse_args()
     warnings.simplefilter("ignore", RuntimeWarning)
     parts = set(args.parts.split(","))
     if "goals" in parts:
-        goals_part(args.quick, args.draws, Path(args.out), args.workflow, args.max_cost, args.only)
+        goals_part(args.quick, args.draws, Path(args.out), args.workflow, args.max_cost, args.only, args.robust)
     if "speed" in parts:
         speed_part(Path(args.out))
 
