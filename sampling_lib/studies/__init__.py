@@ -63,7 +63,7 @@ from .users import (simulate_proportion_coverage, simulate_difference_coverage,
                     simulate_ztest_rejections, simulate_familywise_error, proportion_coverage_table,
                     user_sampling_tails, user_sampling_errors)
 from .panel import (oracle_weights, posterior_mean_estimate, split_half_estimate, population_seed,
-                    draw_evaluation, accuracy_panel, panel_summary, full_ranking_interval,
+                    draw_evaluation, evaluation_draws, accuracy_panel, panel_summary, full_ranking_interval,
                     interval_coverage, n_items_comparison, PANEL_MODELS, PANEL_METHODS,
                     PUBLISHED_METHODS, REFERENCES)
 from .panel_data import (PanelDataset, PANEL_DATASETS, LARGE_MODELS, DENSE_ITEMS_MAX,
@@ -108,6 +108,7 @@ __all__ = [
     "split_half_estimate",
     "population_seed",
     "draw_evaluation",
+    "evaluation_draws",
     "accuracy_panel",
     "panel_summary",
     "full_ranking_interval",

@@ -130,6 +130,30 @@ def draw_evaluation(g, R, N, n, M, scheme):
     return Ru, r
 
 
+def evaluation_draws(root, dataset, model, R, N, sample_sizes, user_counts, draws, scheme, *salt):
+    """Every sampled evaluation of one population, as the panels draw them.
+
+    For each n in ``sample_sizes`` below N, each M of :func:`user_count_values`
+    and each draw: a generator from :func:`population_seed` (root, dataset,
+    model, n, M, ``*salt``), then :func:`draw_evaluation`. Yields
+    ``(n, Mv, draw, g, Ru, r)`` with Mv the users drawn and ``g`` the draw's
+    generator, for the caller's further randomness (bootstrap draws). The one
+    loop of :func:`accuracy_panel`, :func:`interval_coverage` and
+    :func:`sampling_lib.studies.tuning.penalty_intervals`, so that equal labels,
+    n, M and salt give the same draws in every study.
+    """
+    for n in sample_sizes:
+        n = int(n)
+        if n >= N:
+            continue
+        for M in user_count_values(user_counts, R.size):
+            Mv = R.size if M is None else M
+            for d, ss in enumerate(population_seed(root, dataset, model, n, Mv, *salt).spawn(draws)):
+                g = np.random.default_rng(ss)
+                Ru, r = draw_evaluation(g, R, N, n, M, scheme)
+                yield n, Mv, d, g, Ru, r
+
+
 def metric_head(N, max_K):
     """Recall@1..max_K and NDCG@1..max_K on ranks 1..H, H = min(N, max_K) (0 beyond): (H, 2 max_K)."""
     H = min(N, max_K)
@@ -282,38 +306,31 @@ def accuracy_panel(populations, methods=PANEL_METHODS, *, sample_sizes=(20, 50, 
         R = check_ranks(R, N, name=f"ranks of {dataset}/{model}")
         F = metric_head(N, max_K)
         H = F.shape[0]
-        for n in sample_sizes:
-            n = int(n)
-            if n >= N:
-                continue
+        for n, Mv, d, g, Ru, r in evaluation_draws(root, dataset, model, R, N, sample_sizes, user_counts, draws,
+                                                   scheme):
             w_res = (N - 1) / (n - 1)
-            for M in user_count_values(user_counts, R.size):
-                Mv = R.size if M is None else M
-                for d, ss in enumerate(population_seed(root, dataset, model, n, Mv).spawn(draws)):
-                    g = np.random.default_rng(ss)
-                    Ru, r = draw_evaluation(g, R, N, n, M, scheme)
-                    truth = (np.bincount(Ru[Ru <= H] - 1, minlength=H) / Mv) @ F
-                    ests = {}
-                    if "split-half oracle" in refs:
-                        ests["split-half oracle"] = split_half_estimate(g, Ru, r, N, n, F, scheme=scheme)
-                    if "realized oracle" in refs:
-                        ests["realized oracle"] = posterior_mean_estimate(Ru, r, N, n, F, scheme=scheme)
-                    cache = {}       # fits shared by the estimators on these ranks (e.g. mes, mn_mes's prior)
-                    for name, fn in fns.items():
-                        try:
-                            w = fn(r, N, n, cache=cache) if isinstance(fn, Estimator) else fn(r, N, n)
-                        except np.linalg.LinAlgError:
-                            # e.g. BV/MN with a fitted prior that gives some observed sampled rank zero
-                            # weight: the estimator has no answer on these ranks (NaN, counted as a failure)
-                            ests[name] = np.full(F.shape[1], np.nan)
-                            continue
-                        ests[name] = weights_head(w, H) @ F
-                    for name, e in ests.items():
-                        with np.errstate(divide="ignore", invalid="ignore"):
-                            rel = np.where(truth > 0, np.abs(e - truth) / truth, np.nan)
-                        # one block of 2 max_K rows; the table is built once at the end
-                        frames.append(((dataset, model, N, n, Mv, d, name), e, truth, rel,
-                                       np.tile(Ks < w_res, 2)))
+            truth = (np.bincount(Ru[Ru <= H] - 1, minlength=H) / Mv) @ F
+            ests = {}
+            if "split-half oracle" in refs:
+                ests["split-half oracle"] = split_half_estimate(g, Ru, r, N, n, F, scheme=scheme)
+            if "realized oracle" in refs:
+                ests["realized oracle"] = posterior_mean_estimate(Ru, r, N, n, F, scheme=scheme)
+            cache = {}       # fits shared by the estimators on these ranks (e.g. mes, mn_mes's prior)
+            for name, fn in fns.items():
+                try:
+                    w = fn(r, N, n, cache=cache) if isinstance(fn, Estimator) else fn(r, N, n)
+                except np.linalg.LinAlgError:
+                    # e.g. BV/MN with a fitted prior that gives some observed sampled rank zero
+                    # weight: the estimator has no answer on these ranks (NaN, counted as a failure)
+                    ests[name] = np.full(F.shape[1], np.nan)
+                    continue
+                ests[name] = weights_head(w, H) @ F
+            for name, e in ests.items():
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    rel = np.where(truth > 0, np.abs(e - truth) / truth, np.nan)
+                # one block of 2 max_K rows; the table is built once at the end
+                frames.append(((dataset, model, N, n, Mv, d, name), e, truth, rel,
+                               np.tile(Ks < w_res, 2)))
         if progress:
             print(f"  {dataset}/{model}: {time.perf_counter() - t0:.1f} s", flush=True)
     if not frames:
@@ -443,34 +460,27 @@ def interval_coverage(populations, methods=("logspline",), metrics=("recall@10",
         t0 = time.perf_counter()
         R = check_ranks(R, N, name=f"ranks of {dataset}/{model}")
         Fm = metric_matrix(parsed, min(N, max(K for _, _, K in parsed)))
-        for n in sample_sizes:
-            n = int(n)
-            if n >= N:
-                continue
-            for M in user_count_values(user_counts, R.size):
-                Mv = R.size if M is None else M
-                for d, ss in enumerate(population_seed(root, dataset, model, n, Mv, 1).spawn(draws)):
-                    g = np.random.default_rng(ss)
-                    Ru, r = draw_evaluation(g, R, N, n, M, scheme)
-                    f_lo, f_hi = full_ranking_interval(Ru, Fm, n_boot=n_boot, rng=g,
-                                                       confidence_level=confidence_level)
-                    for meth in methods:
-                        t = estimate(r, N, n, metrics, method=meth, n_boot=n_boot, rng=g,
-                                     scheme=scheme, confidence_level=confidence_level)
-                        for j, row in t.iterrows():
-                            truth = float(np.mean(metric_values(row["metric"], N)[Ru - 1]))
-                            width = row["ci_high"] - row["ci_low"]
-                            f_w = f_hi[j] - f_lo[j]
-                            rows.append({
-                                "dataset": dataset, "model": model, "N": N, "n": n, "M": Mv,
-                                "draw": d, "method": meth, "metric": row["metric"], "K": row["K"],
-                                "truth": truth, "estimate": row["estimate"],
-                                "ci_low": row["ci_low"], "ci_high": row["ci_high"],
-                                "covered": bool(row["ci_low"] <= truth <= row["ci_high"]),
-                                "rel_width": width / truth if truth > 0 else np.nan,
-                                "full_low": f_lo[j], "full_high": f_hi[j],
-                                "precision_ratio": width / f_w if f_w > 0 else np.nan,
-                                "below_resolution": bool(row["K"] < (N - 1) / (n - 1))})
+        for n, Mv, d, g, Ru, r in evaluation_draws(root, dataset, model, R, N, sample_sizes, user_counts, draws,
+                                                   scheme, 1):
+            f_lo, f_hi = full_ranking_interval(Ru, Fm, n_boot=n_boot, rng=g,
+                                               confidence_level=confidence_level)
+            for meth in methods:
+                t = estimate(r, N, n, metrics, method=meth, n_boot=n_boot, rng=g,
+                             scheme=scheme, confidence_level=confidence_level)
+                for j, row in t.iterrows():
+                    truth = float(np.mean(metric_values(row["metric"], N)[Ru - 1]))
+                    width = row["ci_high"] - row["ci_low"]
+                    f_w = f_hi[j] - f_lo[j]
+                    rows.append({
+                        "dataset": dataset, "model": model, "N": N, "n": n, "M": Mv,
+                        "draw": d, "method": meth, "metric": row["metric"], "K": row["K"],
+                        "truth": truth, "estimate": row["estimate"],
+                        "ci_low": row["ci_low"], "ci_high": row["ci_high"],
+                        "covered": bool(row["ci_low"] <= truth <= row["ci_high"]),
+                        "rel_width": width / truth if truth > 0 else np.nan,
+                        "full_low": f_lo[j], "full_high": f_hi[j],
+                        "precision_ratio": width / f_w if f_w > 0 else np.nan,
+                        "below_resolution": bool(row["K"] < (N - 1) / (n - 1))})
         if progress:
             print(f"  {dataset}/{model}: {time.perf_counter() - t0:.1f} s", flush=True)
     return pd.DataFrame(rows)

@@ -34,7 +34,7 @@ import pandas as pd
 
 from .._validation import check_int, check_ranks, check_scheme
 from ..experiments import seed_sequence
-from .panel import PUBLISHED_METHODS, user_count_values, accuracy_panel, draw_evaluation, population_seed
+from .panel import PUBLISHED_METHODS, accuracy_panel, evaluation_draws
 from .panel_data import dataset_family
 
 __all__ = [
@@ -252,32 +252,25 @@ def penalty_intervals(populations, penalties, *, knot_spacing=None, metrics=("re
         F = metric_matrix(parsed, min(N, max(K for _, _, K in parsed)))
         hiF = F.max(axis=0)
         Fz = np.vstack([F, np.zeros((1, F.shape[1]))])      # rank H + 1 stands for every rank beyond H
-        for n in sample_sizes:
-            n = int(n)
-            if n >= N:
-                continue
-            for M in user_count_values(user_counts, R.size):
-                Mv = R.size if M is None else M
-                for d, ss in enumerate(population_seed(root, dataset, model, n, Mv, 1).spawn(draws)):
-                    g = np.random.default_rng(ss)
-                    Ru, r = draw_evaluation(g, R, N, n, M, scheme)
-                    truth = Fz[np.minimum(Ru, F.shape[0] + 1) - 1].mean(axis=0)
-                    f_lo, f_hi = full_ranking_interval(Ru, F, n_boot=n_boot, rng=g,
-                                                       confidence_level=confidence_level)
-                    counts = rank_counts(r, n)
-                    Cb = g.multinomial(Mv, counts.counts / Mv, size=n_boot)
-                    for p in penalties:
-                        est = get_estimator("logspline", penalty=float(p), knot_spacing=spacing, scheme=scheme)
-                        fit = est.fit_counts(counts, N, F, alternatives=False)
-                        e = np.clip(fit.estimate, 0.0, hiF)
-                        reps = np.clip(fit.replicates(Cb), 0.0, hiF)
-                        lo, hi = np.quantile(reps, a, axis=0), np.quantile(reps, 1.0 - a, axis=0)
-                        for j, (name, _, K) in enumerate(parsed):
-                            rows.append({"dataset": dataset, "model": model, "N": N, "n": n, "M": Mv,
-                                         "draw": d, "penalty": float(p), "metric": f"{name}@{K}", "K": K,
-                                         "truth": truth[j], "estimate": e[j], "lo": lo[j], "hi": hi[j],
-                                         "full_low": f_lo[j], "full_high": f_hi[j],
-                                         "below_resolution": bool(K < (N - 1) / (n - 1))})
+        for n, Mv, d, g, Ru, r in evaluation_draws(root, dataset, model, R, N, sample_sizes, user_counts, draws,
+                                                   scheme, 1):
+            truth = Fz[np.minimum(Ru, F.shape[0] + 1) - 1].mean(axis=0)
+            f_lo, f_hi = full_ranking_interval(Ru, F, n_boot=n_boot, rng=g,
+                                               confidence_level=confidence_level)
+            counts = rank_counts(r, n)
+            Cb = g.multinomial(Mv, counts.counts / Mv, size=n_boot)
+            for p in penalties:
+                est = get_estimator("logspline", penalty=float(p), knot_spacing=spacing, scheme=scheme)
+                fit = est.fit_counts(counts, N, F, alternatives=False)
+                e = np.clip(fit.estimate, 0.0, hiF)
+                reps = np.clip(fit.replicates(Cb), 0.0, hiF)
+                lo, hi = np.quantile(reps, a, axis=0), np.quantile(reps, 1.0 - a, axis=0)
+                for j, (name, _, K) in enumerate(parsed):
+                    rows.append({"dataset": dataset, "model": model, "N": N, "n": n, "M": Mv,
+                                 "draw": d, "penalty": float(p), "metric": f"{name}@{K}", "K": K,
+                                 "truth": truth[j], "estimate": e[j], "lo": lo[j], "hi": hi[j],
+                                 "full_low": f_lo[j], "full_high": f_hi[j],
+                                 "below_resolution": bool(K < (N - 1) / (n - 1))})
         if progress:
             print(f"  {dataset}/{model}: {time.perf_counter() - t0:.1f} s", flush=True)
     return pd.DataFrame(rows)
