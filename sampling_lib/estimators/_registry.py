@@ -392,10 +392,12 @@ class Estimator:
         X = np.empty((counts.ranks.size, F.shape[1]))
         users = dict(self._groups(N, n))
         for Nb, sel in self._groups(counts.n_items, n):
-            su = users[Nb]
             pb = self._group_prior(pr, Nb)
-            o = dict(opts) if pb is None else {**opts, "prior": pb}
-            w[:Nb] += su.mean() * np.asarray(self.spec.fit(r[su], Nb, n, scheme=self.scheme, **o), dtype=float)
+            su = users.get(Nb)          # None: the group's cells all count 0 users (no fit, rows only)
+            if su is not None:
+                o = dict(opts) if pb is None else {**opts, "prior": pb}
+                w[:Nb] += su.mean() * np.asarray(self.spec.fit(r[su], Nb, n, scheme=self.scheme, **o),
+                                                 dtype=float)
             xb = np.stack([self.spec.sampled_metric(_padded(F[:Nb, j], Nb), Nb, n, pb, M=opts.get("M", counts.M),
                                                     scheme=self.scheme, **x_opts)
                            for j in range(F.shape[1])], axis=1)
