@@ -630,3 +630,18 @@ def test_mn_per_user_n_with_many_small_groups_stays_near_one_n():
     per_user = estimate(r, Nu, 30, ["recall@10"], method="mn", n_boot=0).estimate.item()
     one_n = estimate(r, 1000, 30, ["recall@10"], method="mn", n_boot=0).estimate.item()
     assert per_user == pytest.approx(one_n, rel=0.05)
+
+
+def test_per_group_fit_with_a_zero_count_cell():
+    # a RankCounts built directly may hold a cell of no users: its group of N_u gets bootstrap rows and no
+    # fit (a KeyError before), and the estimate equals the same table without that cell
+    from sampling_lib.counts import RankCounts
+
+    with_zero = RankCounts(np.full(5, 10), np.array([1, 2, 3, 1, 5]), np.array([5, 3, 2, 0, 4]),
+                           np.array([100, 100, 100, 120, 130]))
+    without = RankCounts(np.full(4, 10), np.array([1, 2, 3, 5]), np.array([5, 3, 2, 4]),
+                         np.array([100, 100, 100, 130]))
+    for name in ("bv", "mn"):
+        a = estimate(with_zero, None, None, ["recall@5"], method=name, n_boot=0).estimate.item()
+        b = estimate(without, None, None, ["recall@5"], method=name, n_boot=0).estimate.item()
+        assert a == pytest.approx(b, rel=1e-12)
