@@ -21,7 +21,8 @@ cannot see the top of P(R); an absolute width inherits that error, a ratio mostl
 
 ``--max-cost 0.05`` gives the planner a budget (``plan(..., max_cost=)``: the most precise design within
 it when none meets the target); ``--robust`` has it judge designs by the high end of their predicted range
-(``plan(..., robust=True)``); ``--only TEXT`` keeps the populations whose label contains TEXT (comma-separated: any of them).
+(``plan(..., robust=True)``); ``--only TEXT`` keeps the populations whose label contains TEXT
+(comma-separated: any of them).
 
 ``--workflow replan`` evaluates the re-planning workflow instead: the ladder's first rungs (n -> 4n) on the
 users, ``plan(..., sample_sizes=)`` on the merged ranks, then the design it picks (its cost includes the
