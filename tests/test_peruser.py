@@ -289,7 +289,8 @@ def test_per_group_bootstrap_rows_are_each_users_own_sampled_metric():
                      else mn_sampled_metric(F[:N, j], N, 8, None, M))
                 assert fit.X[c, j] == pytest.approx(x[rc - 1], rel=1e-12, abs=1e-14)
         # the weights: the per-user form, (1/M) sum_u x_{N_u}(r_u)
-        assert fit.weights @ F[:, 0] == pytest.approx(np.sum(fit.X[:, 0] * st.counts) / st.counts.sum(), rel=1e-12)
+        per_user = np.sum(fit.X[:, 0] * st.counts) / st.counts.sum()
+        assert fit.weights @ F[:, 0] == pytest.approx(per_user, rel=1e-12)
 
 
 def test_gram_reuse_follows_the_prior():
