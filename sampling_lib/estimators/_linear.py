@@ -211,7 +211,7 @@ def _remembered_gram(kind, N, n, scheme, p, extra, build):
     of N_u). The prior is compared by value (its bytes), so a changed prior
     never reuses a stale matrix. Read-only.
     """
-    key = (kind, N, n, scheme, float(extra), p.size, hashlib.blake2b(p.tobytes(), digest_size=16).digest())
+    key = (kind, N, n, scheme, float(extra), hashlib.blake2b(p.tobytes(), digest_size=16).digest())
     G = _LAST_GRAM.get(key)
     if G is None:
         G = build()

@@ -361,43 +361,45 @@ class Estimator:
             return {**opts, "M": int(M)}
         return opts
 
+    def _group_options(self, opts, Nb):
+        """A group's fit options (the prior, if any, restricted to ranks 1..N_b) and that prior or None."""
+        pb = self._group_prior(opts.get("prior"), Nb)
+        return (opts if pb is None else {**opts, "prior": pb}), pb
+
     def _per_group(self, r, N, n, opts):
         """Weights (length max N_u) of a ``varying_items=False`` estimator by groups of N_u."""
         opts = self._group_users(opts, np.size(r))
         Nmax = int(N.max())
         w = np.zeros(Nmax)
         for Nb, sel in self._groups(N, n):
-            o = dict(opts)
-            if o.get("prior") is not None:
-                o["prior"] = self._group_prior(o["prior"], Nb)
-            wb = np.asarray(self.spec.fit(r[sel], Nb, n, scheme=self.scheme, **o), dtype=float)
-            w[:Nb] += sel.mean() * wb
+            o, _ = self._group_options(opts, Nb)
+            w[:Nb] += sel.mean() * np.asarray(self.spec.fit(r[sel], Nb, n, scheme=self.scheme, **o), dtype=float)
         return w
 
-    def _per_group_linear(self, counts, r, N, n, F, prior):
+    def _per_group_linear(self, counts, n, F, prior):
         """A linear estimator's weights (as :meth:`_per_group`) and each cell's sampled metrics
-        (the bootstrap's X), group by group in one pass.
+        (the bootstrap's X), group by group in one pass over the cells' groups of N_u.
 
         A group's kernel, row windows and Gram matrix are then built once for its
         fit and its sampled metrics (they are cached per (N_b, n) in
         :mod:`sampling_lib.estimators._linear`; two passes over thousands of
-        groups evicted them in between). Same values as the two passes.
+        groups evicted them in between). A group's users are its cells' ranks
+        repeated by their counts, as :meth:`RankCounts.expand_cells` gives them.
+        Same values as the two passes.
         """
         opts = self._group_users(dict(self.options), counts.M)
         if self.spec.prior is not None:
             opts["prior"] = prior
-        pr = opts.get("prior")
         x_opts = {k: v for k, v in self.options.items() if k not in ("prior", "M")}
-        w = np.zeros(int(N.max()))
+        w = np.zeros(int(counts.n_items.max()))
         X = np.empty((counts.ranks.size, F.shape[1]))
-        users = dict(self._groups(N, n))
         for Nb, sel in self._groups(counts.n_items, n):
-            pb = self._group_prior(pr, Nb)
-            su = users.get(Nb)          # None: the group's cells all count 0 users (no fit, rows only)
-            if su is not None:
-                o = dict(opts) if pb is None else {**opts, "prior": pb}
-                w[:Nb] += su.mean() * np.asarray(self.spec.fit(r[su], Nb, n, scheme=self.scheme, **o),
-                                                 dtype=float)
+            o, pb = self._group_options(opts, Nb)
+            users = int(counts.counts[sel].sum())
+            if users:           # a group whose cells count no users gets its rows and no fit
+                rb = np.repeat(counts.ranks[sel], counts.counts[sel])
+                w[:Nb] += users / counts.M * np.asarray(self.spec.fit(rb, Nb, n, scheme=self.scheme, **o),
+                                                         dtype=float)
             xb = np.stack([self.spec.sampled_metric(_padded(F[:Nb, j], Nb), Nb, n, pb, M=opts.get("M", counts.M),
                                                     scheme=self.scheme, **x_opts)
                            for j in range(F.shape[1])], axis=1)
@@ -513,7 +515,7 @@ class Estimator:
                 if not hasattr(w, "head"):
                     w = np.asarray(w, dtype=float)
             elif self.spec.bootstrap == "linear" and not isinstance(Nn, int) and not self.spec.varying_items:
-                w, X = self._per_group_linear(counts, np.asarray(r), Nn, nn, F, prior)
+                w, X = self._per_group_linear(counts, nn, F, prior)
             else:
                 w = self(r, Nn, nn, prior=prior)
         band, alts = None, []
