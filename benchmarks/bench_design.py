@@ -61,8 +61,14 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 METRICS = ("recall@10", "ndcg@10")
 
 
-def populations(quick):
-    """(label, global ranks, N or per-user N_u, first-stage n) of every cell."""
+def wanted(label, only):
+    """``--only``: the label contains one of the comma-separated texts (every label without it)."""
+    return only is None or any(o in label for o in only.split(","))
+
+
+def populations(quick, only=None):
+    """(label, global ranks, N or per-user N_u, first-stage n) of every cell (the LightGCN data sets are
+    loaded and their models trained only when ``only`` keeps one of their labels)."""
     out = []
     ml, lf = SHARED / "ml-100k" / "u.data", SHARED / "lastfm-2k" / "user_artists.dat"
     base = {}
@@ -88,6 +94,8 @@ def populations(quick):
         if quick or not all((SHARED / f).exists() for f in spec.files):
             continue
         models = {m: LARGE_MODELS[m] for m in ("als-64", "itemknn", "popularity")}
+        if not any(wanted(f"{label} {m}", only) for m in models):
+            continue
         ranks, N, info = experiments.global_ranks_from_data(spec.ratings(SHARED), models, rng=0,
                                                             keep_models=False, max_dense_items=DENSE_ITEMS_MAX)
         for m, R in ranks.items():
@@ -125,8 +133,8 @@ def replan(R, N, Nmed, n, pilot_res, max_cost=None, robust=False):
 
 def goals_part(quick, draws, out, workflow="pilot", max_cost=None, only=None, robust=False):
     rows = []
-    for label, R, N, n in populations(quick):
-        if only is not None and not any(o in label for o in only.split(",")):
+    for label, R, N, n in populations(quick, only):
+        if not wanted(label, only):
             continue
         t0 = time.time()
         Nmed = int(np.median(N)) if np.ndim(N) else int(N)
