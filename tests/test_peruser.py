@@ -618,6 +618,93 @@ def test_one_step_bootstrap_falls_back_to_exact_refits_when_the_check_fails(monk
     assert np.abs(np.r_[first[:, 0], later[:, 0]] - exact[:, 0]).max() <= 1e-3 * sd
 
 
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_within_cell_share_is_the_variance_that_coarse_draws_leave_out(scheme):
+    """Coarse draws (issue 27 item 2): a multinomial draw of the exact cells, replaced by its
+    coarse cells' counts spread back in proportion to the full-sample counts, changes each one-step
+    replicate by a term whose variance is the within-cell part of the bootstrap variance
+    (law of total variance). within_cell_share computes that share from the fit; here it is
+    measured on 400 draws (relative Monte Carlo error of a variance ~ sqrt(2/400) = 7%)."""
+    from sampling_lib.estimators import _logspline_boot as LB
+    st, Cb = _many_cells(scheme, seed=11)
+    F = np.c_[np.ones(10), 1 / np.log2(1 + np.arange(1, 11))]
+    L._CELLS_CACHE.clear()
+    LB._ONE_STEP_CACHE.clear()
+    w, state = L.counts_fit_state(st.n_items, st.sizes, st.ranks, st.counts, scheme=scheme)
+    beta, grid, K, sur, _ = state
+    assert sur is not None
+    P = L.penalty_matrix(grid.B.shape[1], L.DEFAULT_PENALTY)
+    _, T, pre = LB.one_step_replicates(Cb, st.counts, K, grid, P, beta, F)
+    share = LB.within_cell_share(pre, st.counts, sur.index, sur.K.shape[1])
+    spread = LB._spread_counts(sur, st.counts)
+    _, Tc, _ = LB.one_step_replicates(sur.counts(Cb), st.counts, K, grid, P, beta, F, coarse=sur.index)
+    _, Ts, _ = LB.one_step_replicates(spread(sur.counts(Cb)), st.counts, K, grid, P, beta, F)
+    LB._ONE_STEP_CACHE.clear()
+    # the coarse products equal those on the spread counts (linear in the counts)
+    np.testing.assert_allclose(Tc, Ts, rtol=1e-10, atol=1e-13)
+    measured = (T - Ts).var(axis=0) / T.var(axis=0)
+    assert np.all(share > 0)
+    np.testing.assert_allclose(measured, share, rtol=0.3)
+
+
+def test_coarse_draw_replicates_equal_those_of_the_spread_counts():
+    """``replicates(Cb, coarse=True)`` on coarse counts gives the replicates of the same counts
+    spread over the exact cells (every path: corrected one-step, its check, exact refits)."""
+    from sampling_lib.estimators import _logspline_boot as LB
+    from sampling_lib.estimators import get_estimator
+    st, _ = _many_cells("binomial", seed=13)
+    F = np.c_[np.ones(10), 1 / np.log2(1 + np.arange(1, 11))]
+    L._CELLS_CACHE.clear()
+    fit = get_estimator("logspline").fit_counts(st, None, F)
+    index, n_coarse, share = fit.coarse_draws()
+    assert n_coarse < st.counts.size and np.all(share <= LB.COARSE_DRAW_MAX_SHARE)
+    Cs = np.random.default_rng(2).multinomial(st.M, np.bincount(index, st.counts) / st.M, 60).astype(float)
+    spread = LB._spread_counts(fit.state[3], st.counts)
+    np.testing.assert_allclose(spread(Cs).sum(axis=1), st.M)
+    for tol in (LB.ONE_STEP_TOL, -1.0):                 # -1: the check fails, every replicate refitted
+        keep, LB.ONE_STEP_TOL = LB.ONE_STEP_TOL, tol
+        try:
+            LB._ONE_STEP_CACHE.clear()
+            a = fit.replicates(Cs, coarse=True)
+            LB._ONE_STEP_CACHE.clear()
+            b = fit.replicates(spread(Cs))
+        finally:
+            LB.ONE_STEP_TOL = keep
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+    LB._ONE_STEP_CACHE.clear()
+    with pytest.raises(ValueError, match="draw_cells"):
+        get_estimator("mle").fit_counts(st, None, F).replicates(Cs, coarse=True)
+
+
+def test_estimate_draws_on_coarse_cells_only_within_the_share_bound(monkeypatch):
+    """estimate() with many cells: the point estimate does not depend on how the bootstrap draws;
+    the intervals from coarse and from exact draws agree within the Monte Carlo error of two
+    independent 400-replicate bootstraps; a share bound below the fit's share gives exact draws."""
+    from sampling_lib.estimators import _logspline_boot as LB
+    from sampling_lib import correct as C
+    rng = np.random.default_rng(17)
+    M, n = 20000, 50
+    Nu = rng.integers(300, 1500, M)
+    R = np.minimum(Nu, 1 + np.floor(np.exp(rng.exponential(2.0, M))).astype(int))
+    r = sample_ranks(R, Nu, n, rng=18)
+    used = []
+    real = C._cell_draws
+    monkeypatch.setattr(C, "_cell_draws", lambda fit, counts: used.append(real(fit, counts)[1]) or real(fit, counts))
+    out = {}
+    for bound in (LB.COARSE_DRAW_MAX_SHARE, 1e-12):
+        monkeypatch.setattr(LB, "COARSE_DRAW_MAX_SHARE", bound)
+        LB._ONE_STEP_CACHE.clear()
+        out[bound] = estimate(r, Nu, n, ["recall@10", "ndcg@10"], n_boot=400, rng=0)
+    assert used == [True, False]
+    a, b = out[LB.COARSE_DRAW_MAX_SHARE], out[1e-12]
+    np.testing.assert_allclose(a.estimate, b.estimate, rtol=1e-12)
+    np.testing.assert_allclose(a.naive, b.naive, rtol=1e-12)
+    # two independent bootstraps: endpoint Monte Carlo SD ~0.13 replicate SD each at 400 replicates
+    for col in ("ci_low", "ci_high", "naive_ci_low", "naive_ci_high"):
+        assert np.all(np.abs(a[col] - b[col]) <= 0.6 * b.se)
+    assert np.all(np.abs(a.se / b.se - 1) <= 0.15)
+
+
 def test_mn_per_user_n_with_many_small_groups_stays_near_one_n():
     # MN fitted per group of N_u with the group's own user count as M overweighted the variance by the
     # number of groups and shrank the estimate towards 0 (Recall@10 0.01 against a truth of 0.60 with

@@ -103,11 +103,32 @@ class FittedEstimator:
         H = self.F.shape[0]
         return tuple(weights_head(b, H) @ self.F for b in self.bounds)
 
-    def replicates(self, Cb):
-        """Estimates (B, m) for bootstrap count vectors ``Cb`` (B, number of cells)."""
+    def coarse_draws(self):
+        """(index, number of coarse cells, shares) for bootstrap draws on coarse cells, or None.
+
+        The estimator's ``draw_cells`` (:class:`EstimatorSpec`) for this fit and every fitted
+        alternative (they are replicated on the same draws): None unless all of them accept the
+        same coarse cells; ``shares`` is the largest share over the fits, per metric.
+        """
+        outs = []
+        for f in [self] + list(self.alternatives):
+            hook = f.estimator.spec.draw_cells
+            o = None if hook is None else hook(f)
+            if o is None or (outs and not np.array_equal(o[0], outs[0][0])):
+                return None
+            outs.append(o)
+        return outs[0][0], outs[0][1], np.max([o[2] for o in outs], axis=0)
+
+    def replicates(self, Cb, coarse=False):
+        """Estimates (B, m) for bootstrap count vectors ``Cb`` (B, number of cells); ``coarse``:
+        ``Cb`` counts the coarse cells of :meth:`coarse_draws` (B, number of coarse cells)."""
         est, st, N, F = self.estimator, self.counts, self.N, self.F
         spec, opts = est.spec, est.options
         Cb = np.asarray(Cb)
+        if coarse:
+            if spec.draw_cells is None:
+                raise ValueError(f"estimator {est.name!r} draws on its exact cells (no draw_cells)")
+            return np.asarray(spec.replicates(self, Cb, coarse=True), dtype=float)
         if spec.bootstrap == "batched":
             out = spec.replicates(self, Cb)
             if out is not None:

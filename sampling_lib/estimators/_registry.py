@@ -162,6 +162,15 @@ class EstimatorSpec:
     alternatives : callable, optional
         ``alternatives(options) -> list of dict``: option sets of the same
         estimator under alternative tuning (see the module docstring).
+    draw_cells : callable, optional
+        ``"batched"`` only: ``draw_cells(fitted) -> (index, n_coarse, shares)``
+        or None: coarse cells on which the bootstrap may draw (each exact
+        cell's coarse cell ``index``; the draws are spread back over the exact
+        cells in proportion to their counts) and the share of each metric's
+        bootstrap variance this leaves out
+        (:func:`sampling_lib.estimators._logspline_boot.coarse_draw_cells`);
+        ``replicates(fitted, Cb, coarse=True)`` then takes counts of the
+        coarse cells. None: draw on the exact cells.
     fit_cells : callable, optional
         ``"batched"`` only: ``fit_cells(n_items, sizes, ranks, counts, *, scheme,
         **options) -> (w, state)``, the result of ``fit_state`` from the cells
@@ -206,6 +215,7 @@ class EstimatorSpec:
     fit_state: Callable | None = None
     replicates: Callable | None = None
     alternatives: Callable | None = None
+    draw_cells: Callable | None = None
     fit_cells: Callable | None = None
     linear_kind: str | None = None
     input: str = "ranks"
@@ -778,6 +788,7 @@ register(EstimatorSpec("adaptive_mle", _fit_adaptive, _EM_OPTIONS + _GRID, "em",
 register(EstimatorSpec("logspline", _logspline.fit_weights, ("penalty", "knot_spacing", "exact_ranks"),
                        "batched", fit_state=_logspline.fit_state, replicates=_logspline_boot.counts_replicates,
                        alternatives=_logspline.alternatives, fit_cells=_logspline.counts_fit_state,
+                       draw_cells=_logspline_boot.coarse_draw_cells,
                        varying_items=True, varying_sizes=True, full_ranking=True,
                        summary="empirical Bayes: smooth log-spline prior on log R, posterior mean "
                                f"(default; interval over penalties x/÷ {_logspline.SENSITIVITY_FACTOR:g})",
