@@ -1,7 +1,8 @@
 """Benchmark: per-user candidate counts N_u (issue 14) against one N and against the per-user brute force.
 
 Case 3 (issue 27 item 2): 10^5 users with 2,295 distinct N_u, the default with 1,000 replicates,
-against one N and against exact refits of every replicate (surrogate and one-step replicates off).
+against one N, against its bootstrap drawn on the exact cells (coarse draws off) and against exact
+refits of every replicate (surrogate and one-step replicates off).
 
 Cases (side by side in one process, best of 3 where cheap):
 
@@ -154,6 +155,22 @@ def case3(rng, quick):
     t1, e1 = best_of(lambda: estimate(r, Nu, n, ["recall@10", "ndcg@10"], n_boot=1000, rng=0), 1)
     t0, _ = best_of(lambda: estimate(r, int(np.median(Nu)), n, ["recall@10", "ndcg@10"], n_boot=1000, rng=0), 1)
     print(f"one model: per-user N {t1:.1f} s, one N {t0:.1f} s, ratio {t1 / t0:.1f}")
+    # the default with its bootstrap drawn on the exact cells (coarse draws off): the same draws as the
+    # exact refits below, and the reference of the coarse draws (independent draws: their interval ends
+    # differ by the bootstrap's Monte Carlo error, ~0.1 half-widths at 1,000 replicates)
+    from sampling_lib.estimators import _logspline_boot as LB
+    keep_share = LB.COARSE_DRAW_MAX_SHARE
+    LB.COARSE_DRAW_MAX_SHARE = 0.0
+    try:
+        t1x, e1x = best_of(lambda: estimate(r, Nu, n, ["recall@10", "ndcg@10"], n_boot=1000, rng=0), 1)
+    finally:
+        LB.COARSE_DRAW_MAX_SHARE = keep_share
+    cols = ["estimate", "ci_low", "ci_high"]
+    hw1 = (e1x["ci_high"] - e1x["ci_low"]).to_numpy()[:, None] / 2
+    dx = np.abs(e1[cols].to_numpy() - e1x[cols].to_numpy()) / hw1
+    print(f"one model, bootstrap drawn on the exact cells: {t1x:.1f} s; coarse against exact draws: interval "
+          f"ends differ by at most {dx.max():.3f} half-widths (independent draws), se ratio "
+          f"{(e1['se'] / e1x['se']).min():.3f}..{(e1['se'] / e1x['se']).max():.3f}")
     # the same call with the cells path's surrogate switched off: the exact solver from the one-N warm
     # start and an exact refit of every bootstrap replicate (the code before the surrogate and the
     # one-step replicates, with the same kernel and Hessian code): the reference of their gain
@@ -166,19 +183,18 @@ def case3(rng, quick):
     finally:
         L.SURROGATE_MIN_CELLS = keep
         L._CELLS_CACHE.clear()
-    cols = ["estimate", "ci_low", "ci_high"]
-    diff = float(np.max(np.abs(e1[cols].to_numpy() - e2[cols].to_numpy())))
+    diff = float(np.max(np.abs(e1x[cols].to_numpy() - e2[cols].to_numpy())))
     hw = float(np.min(e2["ci_high"] - e2["ci_low"]) / 2)
     print(f"per-user N with exact refits (no surrogate, no one-step replicates): {t2:.1f} s ({t2 / t1:.1f}x the "
-          f"default's time); max |difference| of estimate and interval ends {diff:.1e} ({diff / hw:.1%} of the "
-          f"smallest half-width); truth recall@10 {np.mean(R <= 10):.4f}, "
+          f"default's time); max |difference| of estimate and interval ends from the default on the same "
+          f"(exact-cell) draws {diff:.1e} ({diff / hw:.1%} of the smallest half-width); truth recall@10 "
+          f"{np.mean(R <= 10):.4f}, "
           f"estimate {e1['estimate'].iloc[0]:.4f} [{e1['ci_low'].iloc[0]:.4f}, {e1['ci_high'].iloc[0]:.4f}]")
 
     # the replicates themselves, same draws (200), per prior (the default's penalty and the two
     # alternatives of the below-resolution union): the one-step values alone and corrected by the
     # surrogate's one-step error, against exact refits, in bootstrap standard deviations
     from sampling_lib.counts import cells
-    from sampling_lib.estimators import _logspline_boot as LB
     st = cells(r, np.full(M, n), Nu)
     Cb = np.random.default_rng(1).multinomial(M, st.counts / M, 200).astype(float)
     F = np.c_[np.ones(10), 1 / np.log2(1 + np.arange(1, 11))]
@@ -196,7 +212,19 @@ def case3(rng, quick):
         exact = LB.logspline_cells_replicates(Cb, st.n_items, st.sizes, st.ranks, beta, F, penalty=pen,
                                               setup=(grid, K, sur, beta_s))
         tb = time.perf_counter() - tb
+        # the same draws summed into the surrogate's cells (coarse draws): the variance they leave out,
+        # measured, against the share computed from the fit (within_cell_share)
+        LB._ONE_STEP_CACHE.clear()
+        coarse = LB.logspline_cells_replicates(sur.counts(Cb), st.n_items, st.sizes, st.ranks, beta, F,
+                                               penalty=pen, setup=(grid, K, sur, beta_s), counts=st.counts,
+                                               coarse=True)
+        _, _, pre = LB.one_step_replicates(Cb[:1], st.counts, K, grid, P, beta, F)
+        share = LB.within_cell_share(pre, st.counts, sur.index, sur.K.shape[1])
+        LB._ONE_STEP_CACHE.clear()
         sd = exact.std(axis=0)
+        print(f"coarse draws, penalty {pen:g}: variance left out, measured "
+              f"{np.array2string((coarse - cor).var(axis=0) / cor.var(axis=0), precision=4)}, computed "
+              f"{np.array2string(share, precision=4)} (bound {LB.COARSE_DRAW_MAX_SHARE})")
         ends = np.percentile(cor, [2.5, 97.5], axis=0) - np.percentile(exact, [2.5, 97.5], axis=0)
         print(f"replicates, penalty {pen:g}: max |one-step - exact| {np.max(np.abs(one - exact) / sd):.3f} SD, "
               f"corrected {np.max(np.abs(cor - exact) / sd):.3f} SD (percentile ends "
