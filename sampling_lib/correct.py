@@ -581,7 +581,8 @@ def _estimate_one(model, stat, method, parsed, scheme, options, refit_prior, ci,
             return ((Cb / M) @ Fd, fit.replicates(Cb, coarse=coarse),
                     [a.replicates(Cb, coarse=coarse) for a in fit.alternatives])
 
-        outs = bootstrap_loop(n_boot, rng, draw, work, progress=progress, desc=f"bootstrap {method}")
+        desc = f"bootstrap {method}" + (f" (draws on {Fd.shape[0]:,} coarse cells)" if coarse else "")
+        outs = bootstrap_loop(n_boot, rng, draw, work, progress=progress, desc=desc)
         nb = np.concatenate([o[0] for o in outs])
         eb = _clip_to_range(np.concatenate([o[1] for o in outs]), F_range)[0]
         lo, hi = _percentile(eb, ci)
