@@ -298,6 +298,9 @@ def logspline_cells_replicates(counts_b, n_items, sizes, ranks, beta, F, *, sche
         P = penalty_matrix(grid.B.shape[1], penalty)
     if coarse and (sur is None or counts is None):
         raise ValueError("coarse counts need the fit's surrogate and the full-sample counts")
+    if coarse and cb.shape[-1] != sur.K.shape[1]:
+        raise ValueError(f"coarse counts_b must have one column per surrogate cell ({sur.K.shape[1]}); "
+                         f"got {cb.shape[-1]}")
     spread = _spread_counts(sur, counts) if coarse else (lambda x: x)
     start = H = None
     if sur is not None and counts is not None:
@@ -330,12 +333,17 @@ def logspline_cells_replicates(counts_b, n_items, sizes, ranks, beta, F, *, sche
     return est
 
 
+def _spread_fractions(index, counts, n_coarse):
+    """Each exact cell's share of its coarse cell's count (0 in a coarse cell of no users)."""
+    c = np.asarray(counts, dtype=float)
+    tot = np.bincount(index, weights=c, minlength=n_coarse)[index]
+    return np.divide(c, tot, out=np.zeros(c.size), where=tot > 0)
+
+
 def _spread_counts(sur, counts):
     """``spread(cs)``: surrogate-cell counts (B, C_s) spread over the exact cells (B, C) in proportion
     to the full-sample ``counts`` (the conditional expectation of an exact multinomial draw)."""
-    c = np.asarray(counts, dtype=float)
-    tot = sur.counts(c)[sur.index]
-    frac = np.divide(c, tot, out=np.zeros(c.size), where=tot > 0)
+    frac = _spread_fractions(sur.index, counts, sur.K.shape[1])
     return lambda cs: np.asarray(cs, dtype=float)[:, sur.index] * frac
 
 
@@ -400,9 +408,7 @@ def one_step_replicates(counts_b, counts, K, grid, P, beta, F, coarse=None):
     if coarse is not None:
         idx = np.asarray(coarse, dtype=np.int64)
         if pre.get("coarse") is None or not np.array_equal(pre["coarse"][0], idx):
-            c = np.asarray(counts, dtype=float)
-            tot = np.bincount(idx, weights=c, minlength=cb.shape[1])
-            frac = np.divide(c, tot[idx], out=np.zeros(c.size), where=tot[idx] > 0)
+            frac = _spread_fractions(idx, counts, cb.shape[1])
             spread = sparse.csr_matrix((frac, (idx, np.arange(idx.size))), shape=(cb.shape[1], idx.size))
             pre["coarse"] = (idx, np.asarray(spread @ pre["Z"]))
         Zm = pre["coarse"][1]
