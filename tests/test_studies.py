@@ -328,3 +328,36 @@ def test_metric_curves_rows_equal_one_product_per_metric_estimator_and_K():
     assert [(m, e, k) for m, e, k, *_ in expected] == list(zip(d.metric, d.estimator, d.K))
     np.testing.assert_allclose(d.estimate, [x[3] for x in expected], rtol=1e-12, atol=0)
     np.testing.assert_allclose(d.truth, [x[4] for x in expected], rtol=1e-12, atol=0)
+
+
+def test_stretch_ranks_without_bandwidth_is_the_block_map():
+    # bandwidth 0 (the default): rank R goes to a uniform integer of [R^c, (R + 1)^c), same draws
+    from sampling_lib.studies import stretch_ranks
+    R = np.arange(1, 1001)
+    c = np.log(10**6) / np.log(1000)
+    u = np.random.default_rng(4).random(R.size)
+    lo, hi = np.floor(R ** c), np.minimum(np.floor((R + 1.0) ** c), 10**6 + 1.0)
+    want = np.clip(np.floor(lo + u * np.maximum(hi - lo, 1.0)).astype(np.int64), 1, 10**6)
+    np.testing.assert_array_equal(stretch_ranks(R, 1000, 10**6, rng=4), want)
+
+
+def test_stretch_ranks_with_bandwidth_draws_log_ranks_from_the_kernel_density():
+    # away from the boundaries, log(out) = c (log(R + U) + h Z) up to the floor: mean c log(R + 1/2)
+    # and standard deviation c sqrt(h^2 + Var log(R + U)) (Z standard normal, U uniform)
+    from sampling_lib.studies import log_rank_bandwidth, stretch_ranks
+    R = np.full(20_000, 100)
+    h, c = 0.2, 2.0
+    x = np.log(stretch_ranks(R, 1000, 10**6, bandwidth=h, rng=5))
+    sd = c * np.sqrt(h ** 2 + np.var(np.log(100 + np.random.default_rng(0).random(10**6))))
+    assert abs(x.mean() - c * np.log(100.5)) < 4 * sd / np.sqrt(R.size)
+    assert x.std() == pytest.approx(sd, rel=0.03)
+    # reflected at rank 1: nothing below it, and the source's top rank stays within N
+    s = stretch_ranks(np.r_[np.ones(5000, int), np.full(5000, 1000)], 1000, 10**6, bandwidth=0.5, rng=6)
+    assert s.min() >= 1 and s.max() <= 10**6 and np.mean(s[:5000] <= 3) > 0.5
+    # Silverman's rule: 0.9 min(sd, IQR / 1.34) M^(-1/5) of log R
+    lr = np.log(np.arange(1, 1001))
+    q = np.percentile(lr, [75, 25])
+    assert log_rank_bandwidth(np.arange(1, 1001)) == pytest.approx(
+        0.9 * min(lr.std(ddof=1), (q[0] - q[1]) / 1.34) * 1000 ** -0.2)
+    with pytest.raises(ValueError, match="bandwidth"):
+        stretch_ranks(R, 1000, 10**6, bandwidth=-1.0)
