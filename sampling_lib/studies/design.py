@@ -42,7 +42,7 @@ def log_rank_bandwidth(global_ranks):
         raise ValueError("global_ranks must hold at least 2 ranks >= 1")
     q75, q25 = np.percentile(x, [75, 25])
     spread = min(float(x.std(ddof=1)), (q75 - q25) / 1.34) or float(x.std(ddof=1))
-    return 0.9 * spread * x.size ** -0.2
+    return float(0.9 * spread * x.size ** -0.2)
 
 
 def stretch_ranks(global_ranks, N0, N, *, bandwidth=0.0, rng=None):
