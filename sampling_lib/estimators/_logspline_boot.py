@@ -292,7 +292,7 @@ def logspline_cells_replicates(counts_b, n_items, sizes, ranks, beta, F, *, sche
         _, grid, K, P, _, _, sur = cells_setup_surrogate(n_items, sizes, ranks, cb.mean(axis=0), scheme, penalty,
                                                           knot_spacing, exact_ranks)
         beta_s = None if sur is None else newton(fit_counts_weight(sur.counts(cb.mean(axis=0))), sur.K,
-                                                 grid, P, beta, info=hessian_cells)[0]
+                                                 sur.grid, P, beta, info=hessian_cells)[0]
     else:
         grid, K, sur, beta_s = setup
         P = penalty_matrix(grid.B.shape[1], penalty)
@@ -309,8 +309,8 @@ def logspline_cells_replicates(counts_b, n_items, sizes, ranks, beta, F, *, sche
         # the one-step error, estimated on the surrogate: its refits minus its own one-step values
         # (the refits start at the surrogate's one-step coefficients: its first quasi-Newton step)
         cs = cb if coarse else sur.counts(cb)
-        b1s, est1s, pre_s = one_step_replicates(cs, sur.counts(counts), sur.K, grid, P, beta_s, F)
-        est_s, bs = bootstrap_core(cs, sur.K, grid, P, beta_s, F, max_iter, tol, info=hessian_cells,
+        b1s, est1s, pre_s = one_step_replicates(cs, sur.counts(counts), sur.K, sur.grid, P, beta_s, F)
+        est_s, bs = bootstrap_core(cs, sur.K, sur.grid, P, beta_s, F, max_iter, tol, info=hessian_cells,
                                    H=pre_s["H"], start=b1s)
         est += est_s - est1s
         b1 = b1 + (bs - b1s)
@@ -326,7 +326,7 @@ def logspline_cells_replicates(counts_b, n_items, sizes, ranks, beta, F, *, sche
             return est
         start = b1
     if start is None and sur is not None:
-        _, refit = bootstrap_core(sur.counts(cb), sur.K, grid, P, beta_s, None, max_iter, tol,
+        _, refit = bootstrap_core(sur.counts(cb), sur.K, sur.grid, P, beta_s, None, max_iter, tol,
                                   info=hessian_cells)
         start = refit + (beta - beta_s)
     est, _ = bootstrap_core(spread(cb), K, grid, P, beta, F, max_iter, tol, info=hessian_cells, start=start, H=H)
