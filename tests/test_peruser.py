@@ -733,3 +733,33 @@ def test_per_group_fit_with_a_zero_count_cell():
         a = estimate(with_zero, None, None, ["recall@5"], method=name, n_boot=0).estimate.item()
         b = estimate(without, None, None, ["recall@5"], method=name, n_boot=0).estimate.item()
         assert a == pytest.approx(b, rel=1e-12)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_cell_kernel_is_the_per_user_kernel_and_zero_beyond_n_items(scheme):
+    # every cell's column is its user's kernel P(r | R; N_c, n_c) for R <= N_c and 0 beyond, also for the
+    # cells ranked last (r = n: no (1 - p) factor, so the entries beyond N_c need their own zero)
+    from sampling_lib.kernels import cell_kernel, kernel
+    Nc = np.array([40, 40, 55, 55, 30])
+    nc = np.array([5, 5, 5, 8, 8])
+    rc = np.array([5, 2, 5, 8, 1])
+    R = np.arange(1, 61)
+    K = cell_kernel(R, Nc, nc, rc, scheme)
+    for j in range(Nc.size):
+        want = np.zeros(R.size)
+        want[: Nc[j]] = kernel(int(Nc[j]), int(nc[j]), scheme)[:, rc[j] - 1]
+        np.testing.assert_allclose(K[:, j], want, rtol=1e-10, atol=1e-15)
+
+
+def test_hessian_cells_with_the_callers_product_is_the_same_hessian():
+    # the one-step quantities pass K^T (g B), which they need anyway; a zero-count cell is left out in both
+    st, _ = _many_cells("binomial", seed=21, M=3000)
+    c = st.counts.astype(float)
+    c[3] = 0.0
+    _, grid, K, P, _, _ = L.cells_setup(st.n_items, st.sizes, st.ranks, c, "binomial", L.DEFAULT_PENALTY,
+                                        L.DEFAULT_KNOT_SPACING, L.EXACT_RANKS)
+    beta = np.random.default_rng(2).normal(0, 0.3, grid.B.shape[1])
+    g = L.prior_masses(beta, grid)
+    KgB = K.T @ (g[:, None] * grid.B)
+    np.testing.assert_allclose(L.hessian_cells(beta, c, K, grid, P, KgB=KgB), L.hessian_cells(beta, c, K, grid, P),
+                               rtol=1e-10, atol=1e-8)

@@ -468,13 +468,14 @@ def _user_cells(sampled_ranks, N, n, scheme="binomial"):
     return st.n_items, st.sizes, st.ranks, st.counts
 
 
-def hessian_cells(beta, c, K, grid, P):
+def hessian_cells(beta, c, K, grid, P, KgB=None):
     """Analytic observed Hessian of the penalized objective for any likelihood columns.
 
     With g = softmax(eta), eta = B beta + log w, q_c = g . K_c, a = sum_c c_c K_c / q_c,
     v = g (a - M) and J = B^T (g (K - q)) (df x C):
     -d2 ll / dbeta2 = J diag(c / q^2) J^T - B^T (diag(v) - v g^T - g v^T) B; plus the penalty P.
-    Eigenvalues are floored as in :func:`hessian` (positive definite).
+    Eigenvalues are floored as in :func:`hessian` (positive definite). ``KgB``: K^T (g B) (C, df)
+    at this beta when the caller has it (the one-step quantities), the costliest product here.
     """
     g = prior_masses(beta, grid)
     q = g @ K
@@ -482,7 +483,10 @@ def hessian_cells(beta, c, K, grid, P):
     Kc, qc, cc = (K, q, c) if ok.all() else (K[:, ok], q[ok], c[ok])
     v = g * ((Kc @ (cc / qc)) - cc.sum())
     Bg, Bv = grid.B.T @ g, grid.B.T @ v
-    J = (grid.B.T * g) @ Kc - np.outer(Bg, qc)     # B' (g (K - q)) without a (G, C) temporary
+    if KgB is None:
+        J = (grid.B.T * g) @ Kc - np.outer(Bg, qc)     # B' (g (K - q)) without a (G, C) temporary
+    else:
+        J = (KgB if ok.all() else KgB[ok]).T - np.outer(Bg, qc)
     H = (J * (cc / qc ** 2)) @ J.T - (grid.B.T * v) @ grid.B + np.outer(Bv, Bg) + np.outer(Bg, Bv) + P
     H = 0.5 * (H + H.T)
     w, V = np.linalg.eigh(H)

@@ -389,7 +389,7 @@ def one_step_replicates(counts_b, counts, K, grid, P, beta, F, coarse=None):
         KgB = K.T @ gB                                               # (C, df)
         S = KgB / q[:, None] - (grid.B.T @ g)[None, :]                # scores d log q_c / d beta
         w_hat = fit_counts_weight(counts)
-        H = hessian_cells(beta, w_hat, K, grid, P)
+        H = hessian_cells(beta, w_hat, K, grid, P, KgB=KgB)
         Fc = cell_metric(F, grid)
         nc = _head_cells(Fc)
         Kh = K[:nc]

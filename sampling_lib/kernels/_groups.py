@@ -363,7 +363,11 @@ def cell_kernel(R, n_items, sizes, ranks, scheme="binomial"):
         del tmp
         L += const[:, None]
         np.exp(L, out=L)
-        L[R[None, :] > n_items[:, None]] = 0.0
+        # R > N_c: p > 1 and log(1 - p) is -1e300, so the entry is already 0 unless r = n (no
+        # (1 - p) factor): only those cells are masked
+        last = np.flatnonzero(x == m)
+        if last.size:
+            L[last] *= R[None, :] <= n_items[last, None]
         return L.T
     K = np.zeros((R.size, ranks.size))
     pairs, inv = np.unique(np.stack([n_items, sizes]), axis=1, return_inverse=True)
