@@ -215,11 +215,11 @@ def case3(rng, quick):
         # the same draws summed into the surrogate's cells (coarse draws): the variance they leave out,
         # measured, against the share computed from the fit (within_cell_share)
         LB._ONE_STEP_CACHE.clear()
-        coarse = LB.logspline_cells_replicates(sur.counts(Cb), st.n_items, st.sizes, st.ranks, beta, F,
+        coarse = LB.logspline_cells_replicates(sur.coarse_counts(Cb), st.n_items, st.sizes, st.ranks, beta, F,
                                                penalty=pen, setup=(grid, K, sur, beta_s), counts=st.counts,
                                                coarse=True)
         _, _, pre = LB.one_step_replicates(Cb[:1], st.counts, K, grid, P, beta, F)
-        share = LB.within_cell_share(pre, st.counts, sur.index, sur.K.shape[1])
+        share = LB.within_cell_share(pre, st.counts, sur.index, sur.n_coarse)
         LB._ONE_STEP_CACHE.clear()
         sd = exact.std(axis=0)
         print(f"coarse draws, penalty {pen:g}: variance left out, measured "

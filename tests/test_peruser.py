@@ -635,10 +635,10 @@ def test_within_cell_share_is_the_variance_that_coarse_draws_leave_out(scheme):
     assert sur is not None
     P = L.penalty_matrix(grid.B.shape[1], L.DEFAULT_PENALTY)
     _, T, pre = LB.one_step_replicates(Cb, st.counts, K, grid, P, beta, F)
-    share = LB.within_cell_share(pre, st.counts, sur.index, sur.K.shape[1])
+    share = LB.within_cell_share(pre, st.counts, sur.index, sur.n_coarse)
     spread = LB._spread_counts(sur, st.counts)
-    _, Tc, _ = LB.one_step_replicates(sur.counts(Cb), st.counts, K, grid, P, beta, F, coarse=sur.index)
-    _, Ts, _ = LB.one_step_replicates(spread(sur.counts(Cb)), st.counts, K, grid, P, beta, F)
+    _, Tc, _ = LB.one_step_replicates(sur.coarse_counts(Cb), st.counts, K, grid, P, beta, F, coarse=sur.index)
+    _, Ts, _ = LB.one_step_replicates(spread(sur.coarse_counts(Cb)), st.counts, K, grid, P, beta, F)
     LB._ONE_STEP_CACHE.clear()
     # the coarse products equal those on the spread counts (linear in the counts)
     np.testing.assert_allclose(Tc, Ts, rtol=1e-10, atol=1e-13)

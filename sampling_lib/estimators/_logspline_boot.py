@@ -276,7 +276,7 @@ def logspline_cells_replicates(counts_b, n_items, sizes, ranks, beta, F, *, sche
     chunk's bootstrap standard deviation, every replicate of that fit is refitted exactly, in this
     chunk and every later one.
 
-    ``coarse=True``: ``counts_b`` are counts (B, C_s) of the surrogate's cells, spread over the
+    ``coarse=True``: ``counts_b`` are counts (B, C_c) of the surrogate's coarse cells, spread over the
     exact cells in proportion to ``counts`` (:func:`coarse_draw_cells`); the exact one-step
     products are then taken on the surrogate's cells (the same values: they are linear in the
     counts), and only the replicates refitted exactly are spread out.
@@ -298,8 +298,8 @@ def logspline_cells_replicates(counts_b, n_items, sizes, ranks, beta, F, *, sche
         P = penalty_matrix(grid.B.shape[1], penalty)
     if coarse and (sur is None or counts is None):
         raise ValueError("coarse counts need the fit's surrogate and the full-sample counts")
-    if coarse and cb.shape[-1] != sur.K.shape[1]:
-        raise ValueError(f"coarse counts_b must have one column per surrogate cell ({sur.K.shape[1]}); "
+    if coarse and cb.shape[-1] != sur.n_coarse:
+        raise ValueError(f"coarse counts_b must have one column per coarse cell ({sur.n_coarse}); "
                          f"got {cb.shape[-1]}")
     spread = _spread_counts(sur, counts) if coarse else (lambda x: x)
     start = H = None
@@ -308,7 +308,7 @@ def logspline_cells_replicates(counts_b, n_items, sizes, ranks, beta, F, *, sche
         H = pre["H"]
         # the one-step error, estimated on the surrogate: its refits minus its own one-step values
         # (the refits start at the surrogate's one-step coefficients: its first quasi-Newton step)
-        cs = cb if coarse else sur.counts(cb)
+        cs = sur.fold_counts(cb) if coarse else sur.counts(cb)
         b1s, est1s, pre_s = one_step_replicates(cs, sur.counts(counts), sur.K, sur.grid, P, beta_s, F)
         est_s, bs = bootstrap_core(cs, sur.K, sur.grid, P, beta_s, F, max_iter, tol, info=hessian_cells,
                                    H=pre_s["H"], start=b1s)
@@ -341,9 +341,9 @@ def _spread_fractions(index, counts, n_coarse):
 
 
 def _spread_counts(sur, counts):
-    """``spread(cs)``: surrogate-cell counts (B, C_s) spread over the exact cells (B, C) in proportion
+    """``spread(cs)``: coarse-cell counts (B, C_c) spread over the exact cells (B, C) in proportion
     to the full-sample ``counts`` (the conditional expectation of an exact multinomial draw)."""
-    frac = _spread_fractions(sur.index, counts, sur.K.shape[1])
+    frac = _spread_fractions(sur.index, counts, sur.n_coarse)
     return lambda cs: np.asarray(cs, dtype=float)[:, sur.index] * frac
 
 
@@ -487,10 +487,10 @@ def coarse_draw_cells(fitted):
     P = penalty_matrix(grid.B.shape[1], fitted.estimator.options.get("penalty", DEFAULT_PENALTY))
     _, _, pre = one_step_replicates(np.asarray(st.counts, dtype=float)[None, :], st.counts, K, grid, P, beta,
                                     fitted.F)
-    share = within_cell_share(pre, st.counts, sur.index, sur.K.shape[1])
+    share = within_cell_share(pre, st.counts, sur.index, sur.n_coarse)
     if not np.all(share <= COARSE_DRAW_MAX_SHARE):
         return None
-    return sur.index, sur.K.shape[1], share
+    return sur.index, sur.n_coarse, share
 
 
 def counts_replicates(fitted, Cb, coarse=False):
