@@ -763,3 +763,33 @@ def test_hessian_cells_with_the_callers_product_is_the_same_hessian():
     KgB = K.T @ (g[:, None] * grid.B)
     np.testing.assert_allclose(L.hessian_cells(beta, c, K, grid, P, KgB=KgB), L.hessian_cells(beta, c, K, grid, P),
                                rtol=1e-10, atol=1e-8)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_surrogate_likelihood_bins_sampled_ranks_into_coarsened_observations(monkeypatch, scheme):
+    # the surrogate's columns beyond rank 32 are P(r in bin | R): summed over all bins of one (N_b, n) they
+    # are the total probability 1 for every global rank R <= N_b; the coarse cells keep every r
+    from sampling_lib.kernels import cell_kernel
+    monkeypatch.setattr(L, "SURROGATE_MIN_CELLS", 0)
+    n = 100
+    Nu = np.repeat(np.arange(500, 541), n)                  # 41 item counts in one log-bin of width 0.1
+    r = np.tile(np.arange(1, n + 1), 41)
+    grid = L.spline_grid(540, n, L.DEFAULT_KNOT_SPACING, L.EXACT_RANKS, scheme)
+    sur = L._surrogate(grid, Nu, np.full(Nu.size, n), r, np.zeros(Nu.size, bool), scheme, L.DEFAULT_KNOT_SPACING,
+                       L.EXACT_RANKS)
+    assert sur.n_coarse == n                                # every r its own coarse cell
+    E = L.SURROGATE_EXACT_SAMPLED_RANKS
+    bins = L._sampled_rank_bins(np.arange(1, n + 1))
+    assert sur.K.shape[1] == E + np.unique(bins[E:]).size   # ranks 1..E, then the log-bins
+    assert np.all(np.diff(bins) >= 0) and np.all(bins[:E] == np.arange(1, E + 1))
+    Nb = int(np.unique(L.n_items_log_bins(Nu, n, L.SURROGATE_LOG_WIDTH))[0])
+    inside = sur.grid.mid <= Nb
+    np.testing.assert_allclose(sur.K[inside].sum(axis=1), 1.0, rtol=1e-9)
+    # a binned column is the kernel summed over the bin's ranks
+    j = sur.fold[np.flatnonzero(bins == bins[-1])[0]]
+    rr = np.flatnonzero(bins == bins[-1]) + 1
+    want = cell_kernel(sur.grid.mid, np.full(rr.size, Nb), np.full(rr.size, n), rr, scheme).sum(axis=1)
+    np.testing.assert_allclose(sur.K[:, j], want, rtol=1e-10, atol=1e-300)
+    # counts: exact -> coarse -> likelihood columns, the same as exact -> columns directly
+    c = np.random.default_rng(0).integers(0, 5, Nu.size).astype(float)
+    np.testing.assert_allclose(sur.fold_counts(sur.coarse_counts(c)), sur.counts(c))
