@@ -307,6 +307,10 @@ def kernel_groups(n_items, sizes, ranks, scheme="binomial", *, tol=0.0):
     return out
 
 
+#: Entries per block of :func:`cell_kernel`'s binomial formula (its temporaries stay in cache).
+_KERNEL_BLOCK = 2**16
+
+
 def cell_kernel(R, n_items, sizes, ranks, scheme="binomial"):
     """P(r_c | R; N_c, n_c) for global ranks R (rows) and cells c = (N_c, n_c, r_c) (columns).
 
@@ -353,16 +357,23 @@ def cell_kernel(R, n_items, sizes, ranks, scheme="binomial"):
         x = ranks - 1.0
         m = sizes - 1.0
         const = -np.log1p(m) - special.betaln(x + 1.0, m - x + 1.0)
-        # rows of the transposed tables are gathered (contiguous) and updated in place; the result
-        # is returned as the transpose of a (C, len(R)) array (Fortran order, no copy)
-        L = np.ascontiguousarray(logp.T)[inv]
-        L *= x[:, None]
-        tmp = np.ascontiguousarray(log1mp.T)[inv]
-        tmp *= (m - x)[:, None]
-        L += tmp
-        del tmp
-        L += const[:, None]
-        np.exp(L, out=L)
+        # rows of the transposed tables are gathered (contiguous) and updated in place, in blocks of
+        # cells whose temporaries stay in cache; the result is returned as the transpose of a
+        # (C, len(R)) array (Fortran order, no copy)
+        lpT, l1T = np.ascontiguousarray(logp.T), np.ascontiguousarray(log1mp.T)
+        L = np.empty((ranks.size, R.size))
+        step = max(1, _KERNEL_BLOCK // max(R.size, 1))
+        tmp = np.empty((min(step, ranks.size), R.size))
+        for a in range(0, ranks.size, step):
+            b = min(a + step, ranks.size)
+            blk, t = L[a:b], tmp[: b - a]
+            np.take(lpT, inv[a:b], axis=0, out=blk)
+            blk *= x[a:b, None]
+            np.take(l1T, inv[a:b], axis=0, out=t)
+            t *= (m[a:b] - x[a:b])[:, None]
+            blk += t
+            blk += const[a:b, None]
+            np.exp(blk, out=blk)
         # R > N_c: p > 1 and log(1 - p) is -1e300, so the entry is already 0 unless r = n (no
         # (1 - p) factor): only those cells are masked
         last = np.flatnonzero(x == m)
