@@ -539,7 +539,8 @@ SURROGATE_ANGLE_FACTOR = 4.0
 SURROGATE_EXACT_SAMPLED_RANKS = 32
 SURROGATE_RANK_LOG_WIDTH = 0.1
 #: Steps of the cells path's exact solve with the surrogate's Hessian (a chord method) before exact
-#: Hessians: on 10^5 users 3-6 steps met the solver's test (2-3 Newton steps, each 26 ms of Hessian).
+#: Hessians: on 10^5 users 5-10 steps met the solver's test, or came close enough for one Newton step
+#: (2-3 Newton steps from the surrogate's optimum otherwise, each with a 26 ms exact Hessian).
 CHORD_STEPS = 10
 _CELLS_CACHE = {}
 _CELLS_CACHE_BYTES = 2**28
