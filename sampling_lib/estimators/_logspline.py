@@ -58,7 +58,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
 import numpy as np
-from scipy import sparse
+from scipy import sparse, stats
 from scipy.interpolate import BSpline
 
 from .._validation import check_float, check_int, check_n_items, check_N_n, check_ranks, check_scheme
@@ -590,10 +590,10 @@ class CellsSurrogate:
         return self.fold.size
 
     @cached_property
-    def _sum(self):
-        """The (C_s, C) 0/1 matrix that sums exact cells into the likelihood's columns (built once)."""
-        return sparse.csr_matrix((np.ones(self.index.size), (self.fold[self.index], np.arange(self.index.size))),
-                                 shape=(self.K.shape[1], self.index.size))
+    def _coarse_sum(self):
+        """The (C_c, C) 0/1 matrix that sums exact cells into coarse cells (built once)."""
+        return sparse.csr_matrix((np.ones(self.index.size), (self.index, np.arange(self.index.size))),
+                                 shape=(self.n_coarse, self.index.size))
 
     @cached_property
     def _fold_sum(self):
@@ -601,21 +601,27 @@ class CellsSurrogate:
         return sparse.csr_matrix((np.ones(self.fold.size), (self.fold, np.arange(self.fold.size))),
                                  shape=(self.K.shape[1], self.fold.size))
 
+    @cached_property
+    def _sum(self):
+        """The (C_s, C) 0/1 matrix that sums exact cells into the likelihood's columns."""
+        return (self._fold_sum @ self._coarse_sum).tocsr()
+
+    @staticmethod
+    def _apply(S, c):
+        c = np.asarray(c, dtype=float)
+        return np.asarray((S @ c.T).T)
+
     def counts(self, c):
         """Counts (..., C) of the exact cells summed into the surrogate's columns (..., C_s)."""
-        c = np.asarray(c, dtype=float)
-        return np.asarray((self._sum @ c.T).T)
+        return self._apply(self._sum, c)
 
     def coarse_counts(self, c):
         """Counts (..., C) of the exact cells summed into the coarse cells (..., C_c)."""
-        c = np.asarray(c, dtype=float)
-        return np.stack([np.bincount(self.index, weights=row, minlength=self.n_coarse)
-                         for row in np.atleast_2d(c)]).reshape(c.shape[:-1] + (self.n_coarse,))
+        return self._apply(self._coarse_sum, c)
 
     def fold_counts(self, cc):
         """Counts (..., C_c) of the coarse cells summed into the surrogate's columns (..., C_s)."""
-        cc = np.asarray(cc, dtype=float)
-        return np.asarray((self._fold_sum @ cc.T).T)
+        return self._apply(self._fold_sum, cc)
 
 
 def cells_kernel(n_items, sizes, ranks, scheme, knot_spacing, exact_ranks):
@@ -661,20 +667,43 @@ def _surrogate(grid, Nc, nc, rc, full, scheme, knot_spacing, exact_ranks):
     if one.any():
         K[:, one] = _columns(gs, Nf[one], nf[one], bf[one], ff[one], scheme)
     if (~one).any():
-        # a bin's column: the kernel summed over every sampled rank of the bin (1..n_u)
         j = np.flatnonzero(~one)
-        lo = SURROGATE_EXACT_SAMPLED_RANKS * np.exp((bf[j] - SURROGATE_EXACT_SAMPLED_RANKS - 1)
-                                                    * SURROGATE_RANK_LOG_WIDTH)
-        first = np.maximum(np.floor(lo).astype(np.int64) - 1, SURROGATE_EXACT_SAMPLED_RANKS + 1)
-        span = np.ceil(lo * (np.exp(SURROGATE_RANK_LOG_WIDTH) - 1)).astype(np.int64) + 3
-        r = first[:, None] + np.arange(int(span.max()))[None, :]
-        member = (r <= nf[j, None]) & (_sampled_rank_bins(r) == bf[j, None])
-        owner = np.broadcast_to(np.arange(j.size)[:, None], r.shape)[member]
-        kr = cell_kernel(gs.mid, Nf[j][owner], nf[j][owner], r[member], scheme)
-        K[:, j] = (sparse.csr_matrix((np.ones(owner.size), (owner, np.arange(owner.size))),
-                                     shape=(j.size, owner.size)) @ kr.T).T
+        K[:, j] = _binned_columns(gs.mid, Nf[j], nf[j], bf[j], scheme)
     K.setflags(write=False)
     return CellsSurrogate(index=index.ravel().astype(np.int64), fold=fold.ravel().astype(np.int64), K=K, grid=gs)
+
+
+def _binned_columns(R, N, n, b, scheme):
+    """P(r in bin b | R; N, n) for global ranks R (rows) and cells (N, n, b) (columns): the binomial
+    or hypergeometric probability that the items ranked above, r - 1, lie in the bin's range,
+    from the distribution's CDF (upper tails by its survival function), O(len(R)) per column
+    whatever the bin's width; 0 where R > N."""
+    lo, hi = _sampled_rank_bin_edges(b, n)
+    R = np.asarray(R, dtype=float)[:, None]
+    a, z = lo[None, :] - 2.0, hi[None, :] - 1.0          # X = r - 1 in (a, z]
+    if scheme == "binomial":
+        p = np.clip((R - 1.0) / (N[None, :] - 1.0), 0.0, 1.0)
+        dist = stats.binom(n[None, :] - 1, p)
+    else:
+        dist = stats.hypergeom(N[None, :] - 1, np.minimum(R, N[None, :]) - 1, n[None, :] - 1)
+    low = dist.cdf(a)
+    out = np.where(low > 0.5, dist.sf(a) - dist.sf(z), dist.cdf(z) - low)
+    return np.where(R <= N[None, :], np.maximum(out, 0.0), 0.0)
+
+
+def _sampled_rank_bin_edges(b, n):
+    """(first, last) sampled rank of the surrogate's bins b > SURROGATE_EXACT_SAMPLED_RANKS, last <= n."""
+    b = np.asarray(b, dtype=np.int64)
+    E = SURROGATE_EXACT_SAMPLED_RANKS
+    lo = np.ceil(E * np.exp((b - E - 1) * SURROGATE_RANK_LOG_WIDTH)).astype(np.int64)
+    for _ in range(2):      # the formula's rounding, corrected against the bins themselves
+        lo = np.where(_sampled_rank_bins(lo) < b, lo + 1, lo)
+        lo = np.where(_sampled_rank_bins(lo - 1) == b, lo - 1, lo)
+    hi = np.ceil(E * np.exp((b - E) * SURROGATE_RANK_LOG_WIDTH)).astype(np.int64)
+    for _ in range(2):
+        hi = np.where(_sampled_rank_bins(hi) <= b, hi + 1, hi)
+        hi = np.where(_sampled_rank_bins(hi - 1) > b, hi - 1, hi)
+    return lo, np.minimum(hi - 1, np.asarray(n, dtype=np.int64))
 
 
 def _sampled_rank_bins(r):
