@@ -221,7 +221,7 @@ def case3(rng, quick):
         coarse = LB.logspline_cells_replicates(sur.coarse_counts(Cb), st.n_items, st.sizes, st.ranks, beta, F,
                                                penalty=pen, setup=(grid, K, sur, beta_s), counts=st.counts,
                                                coarse=True)
-        _, _, pre = LB.one_step_replicates(Cb[:1], st.counts, K, grid, P, beta, F)
+        pre = LB.one_step_record(st.counts, K, grid, P, beta, F)
         share = LB.within_cell_share(pre, st.counts, sur.index, sur.n_coarse)
         LB._ONE_STEP_CACHE.clear()
         sd = exact.std(axis=0)

@@ -377,6 +377,33 @@ def one_step_replicates(counts_b, counts, K, grid, P, beta, F, coarse=None):
     Efron and Tibshirani (1993), An Introduction to the Bootstrap, Sec 21.3 (the one-step
     bootstrap); van der Vaart (1998), Asymptotic Statistics, Sec 5.7 (one-step estimators).
     """
+    pre = one_step_record(counts, K, grid, P, beta, F)
+    cb = np.asarray(counts_b, dtype=float)
+    df, m = pre["S"].shape[1], pre["phi"].shape[1]
+    Zm = pre["Z"]
+    if coarse is not None:
+        idx = np.asarray(coarse, dtype=np.int64)
+        if pre.get("coarse") is None or not np.array_equal(pre["coarse"][0], idx):
+            frac = _spread_fractions(idx, counts, cb.shape[1])
+            spread = sparse.csr_matrix((frac, (idx, np.arange(idx.size))), shape=(cb.shape[1], idx.size))
+            pre["coarse"] = (idx, np.asarray(spread @ pre["Z"]))
+        Zm = pre["coarse"][1]
+    Z = cb @ Zm                                 # one pass over the counts: [S | phi | grad phi_j ...]
+    w = fit_counts_weight(cb)                   # the counts themselves up to FIT_USERS_MAX users
+    wS = Z[:, :df] if w is cb else w @ Zm[:, :df]
+    dbeta = solve_psd(pre["H"], wS - pre["wS_hat"])
+    lin = np.einsum("bjd,bd->bj", Z[:, df + m:].reshape(cb.shape[0], m, df), dbeta)
+    est = (Z[:, df:df + m] + lin) / cb.sum(axis=1, keepdims=True)
+    return beta + dbeta, est, pre
+
+
+def one_step_record(counts, K, grid, P, beta, F):
+    """The per-fit quantities of :func:`one_step_replicates` (a dict), computed once per (fit, metrics).
+
+    ``"S"`` the cells' scores (C, df), ``"H"`` the fit's Hessian, ``"wS_hat"`` S' w at the fit,
+    ``"phi"`` the cells' posterior means (C, m), ``"Z"`` [S | phi | grad phi_j ...] (C, df + m + m
+    df), and the check's ``"verdict"`` / ``"error"`` (set by :func:`logspline_cells_replicates`).
+    """
     F = np.asarray(F, dtype=float)
     key = (id(K), K.shape, beta.tobytes(), np.asarray(counts, dtype=float).tobytes(), F.tobytes())
     pre = _ONE_STEP_CACHE.get(key)
@@ -397,28 +424,12 @@ def one_step_replicates(counts_b, counts, K, grid, P, beta, F, coarse=None):
         dphi = np.stack([(Kh.T @ (gB[:nc] * Fc[:nc, j][:, None]) - phi[:, j, None] * KgB) / q[:, None]
                          for j in range(Fc.shape[1])])               # (m, C, df)
         Z = np.concatenate([S, phi, np.concatenate(list(dphi), axis=1)], axis=1)
-        pre = {"S": S, "H": H, "w_hat": w_hat, "phi": phi, "Z": Z, "verdict": None, "error": None,
+        pre = {"S": S, "H": H, "wS_hat": w_hat @ S, "phi": phi, "Z": Z, "verdict": None, "error": None,
                "K": weakref.ref(K)}
         if len(_ONE_STEP_CACHE) >= 6:          # a fit and its two alternatives, exact and surrogate
             _ONE_STEP_CACHE.pop(next(iter(_ONE_STEP_CACHE)))
         _ONE_STEP_CACHE[key] = pre
-    cb = np.asarray(counts_b, dtype=float)
-    df, m = pre["S"].shape[1], pre["phi"].shape[1]
-    Zm = pre["Z"]
-    if coarse is not None:
-        idx = np.asarray(coarse, dtype=np.int64)
-        if pre.get("coarse") is None or not np.array_equal(pre["coarse"][0], idx):
-            frac = _spread_fractions(idx, counts, cb.shape[1])
-            spread = sparse.csr_matrix((frac, (idx, np.arange(idx.size))), shape=(cb.shape[1], idx.size))
-            pre["coarse"] = (idx, np.asarray(spread @ pre["Z"]))
-        Zm = pre["coarse"][1]
-    Z = cb @ Zm                                 # one pass over the counts: [S | phi | grad phi_j ...]
-    w = fit_counts_weight(cb)                   # the counts themselves up to FIT_USERS_MAX users
-    wS = Z[:, :df] if w is cb else w @ Zm[:, :df]
-    dbeta = solve_psd(pre["H"], wS - pre["w_hat"] @ pre["S"])
-    lin = np.einsum("bjd,bd->bj", Z[:, df + m:].reshape(cb.shape[0], m, df), dbeta)
-    est = (Z[:, df:df + m] + lin) / cb.sum(axis=1, keepdims=True)
-    return beta + dbeta, est, pre
+    return pre
 
 
 #: Largest share of any metric's (linearized) bootstrap variance that may lie *within* the
@@ -485,9 +496,8 @@ def coarse_draw_cells(fitted):
         return None
     st = fitted.counts
     P = penalty_matrix(grid.B.shape[1], fitted.estimator.options.get("penalty", DEFAULT_PENALTY))
-    _, _, pre = one_step_replicates(np.asarray(st.counts, dtype=float)[None, :], st.counts, K, grid, P, beta,
-                                    fitted.F)
-    share = within_cell_share(pre, st.counts, sur.index, sur.n_coarse)
+    share = within_cell_share(one_step_record(st.counts, K, grid, P, beta, fitted.F), st.counts, sur.index,
+                              sur.n_coarse)
     if not np.all(share <= COARSE_DRAW_MAX_SHARE):
         return None
     return sur.index, sur.n_coarse, share
