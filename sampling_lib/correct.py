@@ -582,7 +582,7 @@ def _estimate_one(model, stat, method, parsed, scheme, options, refit_prior, ci,
                     [a.replicates(Cb, coarse=coarse) for a in fit.alternatives])
 
         desc = f"bootstrap {method}" + (f" (draws on {Fd.shape[0]:,} coarse cells)" if coarse else "")
-        outs = bootstrap_loop(n_boot, rng, draw, work, progress=progress, desc=desc)
+        outs = bootstrap_loop(n_boot, rng, draw, work, cells=Fd.shape[0], progress=progress, desc=desc)
         nb = np.concatenate([o[0] for o in outs])
         eb = _clip_to_range(np.concatenate([o[1] for o in outs]), F_range)[0]
         lo, hi = _percentile(eb, ci)
@@ -818,6 +818,7 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
         def work(Ct):
             return {m: fits[m].replicates(np.asarray((maps[m].T @ Ct.T).T)) for m in names}
         users = M
+        drawn = T
     else:
         Ms = {m: stats_[m].M for m in names}
         draws = {m: _cell_draws(fits[m], _cells_of(stats_[m])[2]) for m in names}
@@ -828,8 +829,9 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
         def work(Cd):
             return {m: fits[m].replicates(Cd[m], coarse=draws[m][1]) for m in names}
         users = Ms[names[0]] if len(set(Ms.values())) == 1 else -1
+        drawn = sum(draws[m][2].size for m in names)
 
-    outs = bootstrap_loop(n_boot, rng, draw, work, progress=progress,
+    outs = bootstrap_loop(n_boot, rng, draw, work, cells=drawn, progress=progress,
                           desc=f"{'paired' if paired else 'unpaired'} bootstrap {meth}")
     boot = {m: np.concatenate([o[m] for o in outs]) for m in names}
     rows = bootstrap_pairwise_rows(parsed, {m: point[m] for m in names}, boot, ci, adjust=adjust,

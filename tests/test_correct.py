@@ -447,3 +447,26 @@ def test_simulate_coverage_shape_and_naive_far_off():
                           n_boot=40, rng=0)
     assert len(d) == 3 and d.naive_covered.sum() == 0     # naive HR@10 of 30 >> global HR@10
     assert np.all(d.truth == d.truth[0])
+
+
+def test_bootstrap_chunks_follow_the_cells_and_draw_the_same_replicates():
+    """Chunks grow to BOOT_CHUNK_MAX replicates while a chunk's counts stay within
+    BOOT_CHUNK_ENTRIES entries (never below BOOT_CHUNK); the replicates are those of one
+    multinomial draw of all of them, whatever the chunk size."""
+    from sampling_lib.counts import (BOOT_CHUNK, BOOT_CHUNK_ENTRIES, BOOT_CHUNK_MAX, boot_chunk,
+                                     bootstrap_loop)
+
+    p = np.random.default_rng(0).dirichlet(np.ones(300))
+    chunks = bootstrap_loop(600, np.random.default_rng(1), lambda k, g: g.multinomial(1000, p, size=k),
+                            lambda x: x, cells=p.size)
+    assert [c.shape[0] for c in chunks] == [BOOT_CHUNK_MAX, BOOT_CHUNK_MAX, 600 - 2 * BOOT_CHUNK_MAX]
+    np.testing.assert_array_equal(np.concatenate(chunks), np.random.default_rng(1).multinomial(1000, p, size=600))
+    assert [c.shape[0] for c in bootstrap_loop(150, np.random.default_rng(1), lambda k, g: np.zeros(k),
+                                                lambda x: x)] == [BOOT_CHUNK, BOOT_CHUNK, 150 - 2 * BOOT_CHUNK]
+    for cells in (1, BOOT_CHUNK_ENTRIES // BOOT_CHUNK_MAX, BOOT_CHUNK_ENTRIES // BOOT_CHUNK_MAX + 1, 10**5, 10**9):
+        k = boot_chunk(cells)
+        assert BOOT_CHUNK <= k <= BOOT_CHUNK_MAX
+        assert k * cells <= BOOT_CHUNK_ENTRIES or k == BOOT_CHUNK
+        assert k == BOOT_CHUNK_MAX or 2 * k * cells > BOOT_CHUNK_ENTRIES       # the largest that fits
+    with pytest.raises(ValueError, match="n_cells"):
+        boot_chunk(0)
