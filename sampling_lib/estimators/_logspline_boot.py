@@ -20,15 +20,12 @@ import numpy as np
 from scipy import sparse
 
 from ..exceptions import ConvergenceWarning
-from ._logspline import (DEFAULT_KNOT_SPACING, DEFAULT_PENALTY, EXACT_RANKS, cells_setup_surrogate, gradient,
-                         grid_and_kernel, hessian, hessian_cells, newton, objective, penalty_matrix,
-                         fit_counts_weight, posterior_cells, prior_masses, solve_psd, uses_cells)
+from ._logspline import (DEFAULT_KNOT_SPACING, DEFAULT_PENALTY, EXACT_RANKS, _backtrack, cells_setup_surrogate,
+                         gradient, grid_and_kernel, hessian, hessian_cells, newton, objective, penalty_matrix,
+                         fit_counts_weight, posterior_cells, prior_masses, quasi_newton, solve_psd, uses_cells)
 
 __all__ = ["logspline_bootstrap", "logspline_replicates", "logspline_cells_replicates", "coarse_draw_cells",
            "within_cell_share"]
-
-_MAX_STEP = 1.0        # largest change of one spline coefficient per batched Newton step
-
 
 def logspline_bootstrap(counts_b, N, n, fit_beta, *, scheme="binomial", penalty=DEFAULT_PENALTY,
                         knot_spacing=DEFAULT_KNOT_SPACING, exact_ranks=EXACT_RANKS, F=None, max_iter=50,
@@ -106,55 +103,6 @@ def _head_cells(Fc):
     return int(np.flatnonzero(np.any(Fc != 0, axis=1)).max(initial=-1)) + 1
 
 
-def quasi_newton(idx, H, beta, f, g, q, c, K, grid, P, tol, max_iter):
-    """Batched quasi-Newton (BFGS) descent of the replicates ``idx``, in place.
-
-    Every replicate starts from the shared curvature ``H`` (the full-sample
-    Hessian; replicates are close to the full-sample fit) and updates its own
-    inverse-Hessian approximation from its gradients (BFGS; Nocedal and
-    Wright (2006), eq 6.17), which costs O(df^2) per replicate and step
-    instead of the O(G n df) of a Fisher information. A replicate stops when
-    its Newton decrement grad' H_b^-1 grad (about twice the distance to the
-    optimum, in log-likelihood units) is below ``tol``; steps are capped at
-    ``_MAX_STEP`` per coefficient and backtracked per replicate. An update
-    whose curvature y's is not positive is skipped (the objective need not be
-    convex in beta), so every H_b^-1 stays positive definite.
-    """
-    act = np.asarray(idx)
-    stalled = []
-    Hinv = np.broadcast_to(np.linalg.solve(H, np.eye(H.shape[0])), (act.size,) + H.shape).copy()
-    grad = gradient(beta[act], c[act], K, grid, P, g[act], q[act])
-    for _ in range(max_iter):
-        step = np.einsum("bij,bj->bi", Hinv, grad)
-        keep = np.einsum("ij,ij->i", grad, step) > tol
-        act, step, grad, Hinv = act[keep], step[keep], grad[keep], Hinv[keep]
-        if act.size == 0:
-            break
-        # trust region: at most _MAX_STEP per coefficient (log-scale of the prior)
-        step *= np.minimum(1.0, _MAX_STEP / np.max(np.abs(step), axis=1))[:, None]
-        old = beta[act]
-        good = _backtrack(act, step, beta, f, g, q, c, K, grid, P, halvings=30)
-        # a replicate with no decrease along the step has stalled: not converged
-        stalled.append(act[~good])
-        act, grad, Hinv, old = act[good], grad[good], Hinv[good], old[good]
-        if act.size == 0:
-            break
-        new_grad = gradient(beta[act], c[act], K, grid, P, g[act], q[act])
-        s, y = beta[act] - old, new_grad - grad
-        ys = np.einsum("ij,ij->i", y, s)
-        ok = ys > 1e-12 * np.sqrt(np.einsum("ij,ij->i", y, y) * np.einsum("ij,ij->i", s, s))
-        if ok.any():
-            Hi, s_, y_ = Hinv[ok], s[ok], y[ok]
-            rho = 1.0 / ys[ok]
-            Hy = np.einsum("bij,bj->bi", Hi, y_)
-            coef = (rho * rho * np.einsum("ij,ij->i", y_, Hy) + rho)[:, None, None]
-            Hinv[ok] = (Hi - rho[:, None, None] * (s_[:, :, None] * Hy[:, None, :]
-                                                 + Hy[:, :, None] * s_[:, None, :])
-                        + coef * s_[:, :, None] * s_[:, None, :])
-        grad = new_grad
-    return np.sort(np.concatenate([act] + stalled))
-
-
 def _fisher_batched(idx, beta, f, g, q, c, K, grid, P, tol, max_iter=50):
     """Fisher scoring on the replicates ``idx`` at once (in place), each with its own
     expected information M J' diag(1/q) J + P (:func:`fisher`), backtracking per replicate;
@@ -181,30 +129,6 @@ def _fisher_batched(idx, beta, f, g, q, c, K, grid, P, tol, max_iter=50):
         failed.append(act[~good])      # no decrease along the step: left to the caller; the others go on
         act = act[good]
     return np.sort(np.concatenate([act] + failed))
-
-
-def _backtrack(act, step, beta, f, g, q, c, K, grid, P, *, halvings, armijo=0.0):
-    """Per-replicate step halving for the replicates ``act`` along ``-step``: accept the
-    first step length t with objective <= f - t * armijo (relative slack 1e-12); updates
-    beta, f, g, q in place and returns the mask of replicates that accepted a step. Each
-    halving evaluates only the replicates still without an accepted step."""
-    armijo = np.broadcast_to(np.asarray(armijo, dtype=float), act.shape)
-    t = np.ones(act.size)
-    good = np.zeros(act.size, dtype=bool)
-    pend = np.arange(act.size)
-    for _ in range(halvings):
-        i = act[pend]
-        nb = beta[i] - t[pend, None] * step[pend]
-        nf, ng, nq = objective(nb, c[i], K, grid, P)
-        ok = np.isfinite(nf) & (nf <= f[i] + 1e-12 * np.abs(f[i]) - t[pend] * armijo[pend])
-        j = i[ok]
-        beta[j], f[j], g[j], q[j] = nb[ok], nf[ok], ng[ok], nq[ok]
-        good[pend[ok]] = True
-        pend = pend[~ok]
-        if pend.size == 0:
-            break
-        t[pend] *= 0.5
-    return good
 
 
 def cell_metric(F, grid):
