@@ -330,3 +330,33 @@ def test_ranks_command_refuses_counts_and_popularity_tables(run, tmp_path):
     one_line_error(run("ranks", "c.csv", "-n", 10, cwd=tmp_path), 1, "counts table already")
     (tmp_path / "p.csv").write_text("user,item,score,label,q,n_candidates\na,1,0.5,1,,9\na,2,0.1,0,0.1,9\n")
     one_line_error(run("ranks", "p.csv", cwd=tmp_path), 1, "popularity-sampled")
+
+
+def test_plan_says_how_to_re_plan_when_its_first_stage_is_below_resolution(run, tmp_path):
+    """A ladder chosen on a first stage below resolution (K < w): the note on the extrapolated half-widths
+    and the commands that re-plan on the merged ranks; none when the first stage resolves K, and none on
+    merged ranks (already re-planning)."""
+    base = ("--users", 2000, "--guess-recall", 0.3, "--metric", "recall@10", "--format", "csv")
+    p = run("plan", "-N", 4000, "-n", 20, *base, cwd=tmp_path)          # w = 210 > 10
+    assert p.returncode == 0, p.stderr
+    t = pd.read_csv(pd.io.common.StringIO(p.stdout))
+    assert t[t.chosen].kind.iloc[0] == "ladder"
+    assert "below resolution for recall@10 (w = (N - 1)/(n - 1) = 210 > K)" in p.stderr
+    assert "sampling-lib plan merged.csv -n 20 -N 4000" in p.stderr
+    p = run("plan", "-N", 4000, "-n", 20, *base[:-2], cwd=tmp_path)     # the table view prints it too
+    assert "sampling-lib plan merged.csv -n 20 -N 4000" in p.stdout
+    p = run("plan", "-N", 1000, "-n", 40, "--users", 3000, "--guess-recall", 0.3, "--metric", "recall@50",
+            "--target-ratio", 1.05, "--format", "csv", cwd=tmp_path)          # a ladder, w = 25.6 < 50
+    assert p.returncode == 0, p.stderr
+    t = pd.read_csv(pd.io.common.StringIO(p.stdout))
+    assert t[t.chosen].kind.iloc[0] == "ladder" and "chosen: ladder" in p.stderr
+    assert "below resolution" not in p.stderr
+    from sampling_lib.sampling import Design, sample_design
+
+    g = np.random.default_rng(3)
+    R = np.minimum(4000, np.floor(np.exp(g.exponential(2.0, 1000))).astype(np.int64) + 1)
+    r, s = sample_design(R, 4000, Design("ladder", 20, n_max=80), rng=4)
+    pd.DataFrame({"user": np.arange(R.size), "rank": r, "sample_size": s}).to_csv(tmp_path / "merged.csv", index=False)
+    p = run("plan", "merged.csv", "-N", 4000, "--metric", "recall@10", "--format", "csv", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "below resolution" not in p.stderr
