@@ -143,6 +143,44 @@ def _cell_draws(fit, counts):
     return (lambda k, g: g.multinomial(M, ps, size=k)), True, rows
 
 
+def _tuple_draws(fits, stats_, cell_of_user):
+    """(tuples (T, models), their user counts, columns per model, coarse) of the paired bootstrap.
+
+    A paired design's joint sufficient statistic is the count of users per tuple of the models'
+    cells (columns in sorted-name order, so that the draws do not depend on the order the models
+    were given). Where every model's fit draws on coarse cells (:func:`_cell_draws`: per-user N_u,
+    many cells), the tuples of *coarse* cells are drawn instead, each model's coarse counts
+    spread over its exact cells as in :func:`estimate`, when that moves the first-order bootstrap
+    variance of every metric's difference of every pair of models by at most
+    ``COARSE_DRAW_MAX_SHARE`` (:func:`sampling_lib.counts.coarse_share` of psi_a - psi_b, the
+    models' influence values per user, against the difference of their coarse means; a paired
+    difference of similar models has a small variance, so the bound is checked on it, not only on
+    each model's own). Else the exact tuples (at 10^5 users with per-user N_u nearly one per user).
+    """
+    from .counts import coarse_means, coarse_share
+    from .estimators import _logspline_boot
+
+    order = sorted(fits)
+    U = np.stack([cell_of_user[m] for m in order], axis=1)
+    tuples, tcount = np.unique(U, axis=0, return_counts=True)
+    exact = tuples, tcount, [_cells_of(stats_[m])[2].size for m in order], False
+    draws = [fits[m].coarse_draws() for m in order]
+    psi = [None if d is None else fits[m].influence() for m, d in zip(order, draws)]
+    if any(x is None for x in psi):
+        return exact
+    p = tcount / tcount.sum()
+    bars = [coarse_means(x, _cells_of(stats_[m])[2], d[0], d[1])[d[0]] for m, x, d in zip(order, psi, draws)]
+    for a in range(len(order)):
+        for b in range(a + 1, len(order)):
+            D = psi[a][tuples[:, a]] - psi[b][tuples[:, b]]
+            Db = bars[a][tuples[:, a]] - bars[b][tuples[:, b]]
+            if np.any(coarse_share(D, Db, p) > _logspline_boot.COARSE_DRAW_MAX_SHARE):
+                return exact
+    Uc = np.stack([d[0][U[:, k]] for k, d in enumerate(draws)], axis=1)
+    ct, ccount = np.unique(Uc, axis=0, return_counts=True)
+    return ct, ccount, [d[1] for d in draws], True
+
+
 def _n_items_of(stat):
     """Item counts N_u of the cells (RankCounts) or users (PopularityLog)."""
     return stat.n_items if isinstance(stat, RankCounts) else stat.N_u
@@ -657,7 +695,11 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
     the same user): the users are resampled jointly (a paired bootstrap: one
     multinomial draw over the distinct tuples of per-model cells), every
     model is re-estimated on the replicate, and each pairwise difference of
-    corrected metrics gets a bootstrap standard error.
+    corrected metrics gets a bootstrap standard error. With per-user N_u
+    (many cells) the tuples of the default's coarse cells are drawn instead
+    when that moves the first-order variance of no difference by more than
+    1% (the coarse draws of :func:`estimate`; 10^5 users and 2 models: 4.2 s
+    -> 1.9 s).
 
     Parameters
     ----------
@@ -799,16 +841,13 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
                           "differences (clipping both models would hide their difference)",
                           RuntimeWarning, stacklevel=2)
     if paired:
-        # distinct tuples of per-model cells = joint sufficient statistic of the paired design
-        # columns in sorted-name order, so that the bootstrap draws (and hence every
-        # interval) do not depend on the order in which the models were given
+        # distinct tuples of per-model cells (or coarse cells) = joint sufficient statistic of the
+        # paired design (_tuple_draws)
         col = {m: i for i, m in enumerate(sorted(names))}
-        U = np.stack([cell_of_user[m] for m in sorted(names)], axis=1)
-        tuples, tcount = np.unique(U, axis=0, return_counts=True)
+        tuples, tcount, ncols, coarse_t = _tuple_draws(fits, stats_, cell_of_user)
         M = int(tcount.sum())
         T = tuples.shape[0]
-        maps = {m: sparse.csr_matrix((np.ones(T), (np.arange(T), tuples[:, col[m]])),
-                                     shape=(T, _cells_of(stats_[m])[2].size))
+        maps = {m: sparse.csr_matrix((np.ones(T), (np.arange(T), tuples[:, col[m]])), shape=(T, ncols[col[m]]))
                 for m in names}
         p = tcount / M
 
@@ -816,7 +855,7 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
             return g.multinomial(M, p, size=k)
 
         def work(Ct):
-            return {m: fits[m].replicates(np.asarray((maps[m].T @ Ct.T).T)) for m in names}
+            return {m: fits[m].replicates(np.asarray((maps[m].T @ Ct.T).T), coarse=coarse_t) for m in names}
         users = M
         drawn = T
     else:
@@ -830,9 +869,11 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
             return {m: fits[m].replicates(Cd[m], coarse=draws[m][1]) for m in names}
         users = Ms[names[0]] if len(set(Ms.values())) == 1 else -1
         drawn = sum(draws[m][2].size for m in names)
+        coarse_t = False
 
     outs = bootstrap_loop(n_boot, rng, draw, work, cells=drawn, progress=progress,
-                          desc=f"{'paired' if paired else 'unpaired'} bootstrap {meth}")
+                          desc=f"{'paired' if paired else 'unpaired'} bootstrap {meth}"
+                          + (f" (draws on {drawn:,} coarse user tuples)" if paired and coarse_t else ""))
     boot = {m: np.concatenate([o[m] for o in outs]) for m in names}
     rows = bootstrap_pairwise_rows(parsed, {m: point[m] for m in names}, boot, ci, adjust=adjust,
                                    alpha=alpha, extra={"method": meth, "users": users,

@@ -46,6 +46,8 @@ __all__ = [
     "check_sampled",
     "bootstrap_counts",
     "bootstrap_loop",
+    "coarse_means",
+    "coarse_share",
     "BOOT_CHUNK",
     "BOOT_CHUNK_MAX",
     "BOOT_CHUNK_ENTRIES",
@@ -504,6 +506,56 @@ def statistics(data, N=None, n=None, sample_sizes=None, item_weights=None, exclu
 # ----------------------------------------------------------------------------
 # the bootstrap
 # ----------------------------------------------------------------------------
+def coarse_means(values, weights, index, n_coarse):
+    """Weighted means (n_coarse, m) of ``values`` (C, m) over the coarse cells ``index`` (C,) of
+    the exact cells, with the exact cells' ``weights`` (C,); 0 in a coarse cell of zero weight.
+
+    The value a coarse bootstrap draw gives each exact cell when it is spread over them in
+    proportion to ``weights`` (:func:`coarse_share`).
+
+    Examples
+    --------
+    >>> coarse_means(np.array([[1.0], [3.0], [5.0]]), [1, 3, 2], [0, 0, 1], 2).ravel().tolist()
+    [2.5, 5.0]
+    """
+    v = np.asarray(values, dtype=float)
+    w = np.asarray(weights, dtype=float)
+    tot = np.bincount(index, weights=w, minlength=n_coarse)
+    s = np.stack([np.bincount(index, weights=w * v[:, j], minlength=n_coarse) for j in range(v.shape[1])], axis=1)
+    return np.divide(s, tot[:, None], out=np.zeros_like(s), where=tot[:, None] > 0)
+
+
+def coarse_share(values, coarse_values, p):
+    """Relative change (m,) of the first-order bootstrap variance when exact cells are drawn on
+    coarse ones: |1 - Var_p(coarse_values) / Var_p(values)| per column (0 where Var_p(values) is 0).
+
+    A multinomial replicate w_b of M users over exact cells with probabilities p moves a
+    statistic that is linear to first order, T_b - T = (1/M) sum_c (w_bc - w_c) psi_c, with
+    variance Var_p(psi) / M; drawn on coarse cells and spread back over the exact ones, each
+    exact cell contributes the value its coarse draw gives it (``coarse_values``: e.g. the
+    :func:`coarse_means` of psi), so the variance is Var_p(coarse_values) / M. When the coarse
+    values are the p-weighted means of psi over the coarse cells the ratio is at most 1 (law of
+    total variance: the share of the variance within the coarse cells); a difference of two
+    models' values, each averaged over its own coarse cells, may move it either way.
+
+    Examples
+    --------
+    >>> p = np.full(4, 0.25)
+    >>> round(float(coarse_share(np.array([[0.0], [1.0], [2.0], [3.0]]),
+    ...                          np.array([[0.5], [0.5], [2.5], [2.5]]), p)[0]), 3)
+    0.2
+    """
+    v = np.asarray(values, dtype=float)
+    vb = np.asarray(coarse_values, dtype=float)
+    p = np.asarray(p, dtype=float)
+
+    def var(x):
+        return p @ (x - p @ x) ** 2
+
+    total = var(v)
+    return np.abs(1.0 - np.divide(var(vb), total, out=np.ones(v.shape[1]), where=total > 0))
+
+
 def bootstrap_counts(counts, n_boot, *, rng=None):
     """Bootstrap replicates of a count vector: rows of Multinomial(M, counts / M).
 

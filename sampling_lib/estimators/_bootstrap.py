@@ -119,6 +119,12 @@ class FittedEstimator:
             outs.append(o)
         return outs[0][0], outs[0][1], np.max([o[2] for o in outs], axis=0)
 
+    def influence(self):
+        """First-order influence values (cells, m) of the exact cells on the estimates (the
+        estimator's ``cell_influence``, :class:`EstimatorSpec`), or None."""
+        hook = self.estimator.spec.cell_influence
+        return None if hook is None else hook(self)
+
     def replicates(self, Cb, coarse=False):
         """Estimates (B, m) for bootstrap count vectors ``Cb`` (B, number of cells); ``coarse``:
         ``Cb`` counts the coarse cells of :meth:`coarse_draws` (B, number of coarse cells)."""

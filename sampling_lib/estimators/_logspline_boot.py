@@ -19,6 +19,7 @@ import weakref
 import numpy as np
 from scipy import sparse
 
+from ..counts import coarse_means, coarse_share
 from ..exceptions import ConvergenceWarning
 from ._logspline import (DEFAULT_KNOT_SPACING, DEFAULT_PENALTY, EXACT_RANKS, _backtrack, cells_setup_surrogate,
                          gradient, grid_and_kernel, hessian, hessian_cells, newton, objective, penalty_matrix,
@@ -365,8 +366,8 @@ def one_step_record(counts, K, grid, P, beta, F):
 COARSE_DRAW_MAX_SHARE = 0.01
 
 
-def within_cell_share(pre, counts, index, n_coarse):
-    """Share (m,) of each metric's bootstrap variance that lies within the coarse cells ``index``.
+def cell_influence(pre, counts):
+    """First-order influence values psi (C, m) of the cells on the metric estimates of a fit.
 
     To first order (the one-step expansion of :func:`one_step_replicates`, record ``pre``), a
     multinomial replicate w_b of the counts w (M users) gives the estimate
@@ -375,10 +376,6 @@ def within_cell_share(pre, counts, index, n_coarse):
 
     with phi_c the cell's posterior means, S_c its scores, H the Hessian of the fit, G = (1/M)
     sum_c w_c grad phi_c (m, df) and a the fit's weight per user (:func:`fit_counts_weight`).
-    Its variance is Var_p(psi) / M (p = w / M). Drawing the coarse cells' counts and spreading
-    each over its exact cells in proportion to w (the conditional expectation given the coarse
-    counts) leaves the variance Var_p(psi_bar) / M, psi_bar the p-weighted mean of psi over each
-    coarse cell; the share returned is 1 - Var_p(psi_bar) / Var_p(psi) (law of total variance).
     """
     c = np.asarray(counts, dtype=float)
     M = c.sum()
@@ -387,15 +384,41 @@ def within_cell_share(pre, counts, index, n_coarse):
     m = phi.shape[1]
     a = fit_counts_weight(c).sum() / M
     G = np.einsum("c,cjd->jd", c, pre["Z"][:, df + m:].reshape(C, m, df)) / M
-    psi = phi + (M * a) * (S @ solve_psd(pre["H"], G).T)
-    p = c / M
-    mean = p @ psi
-    total = p @ (psi - mean) ** 2
-    ps = np.bincount(index, weights=p, minlength=n_coarse)
-    bar = np.stack([np.bincount(index, weights=p * psi[:, j], minlength=n_coarse) for j in range(m)], axis=1)
-    bar = np.divide(bar, ps[:, None], out=np.zeros_like(bar), where=ps[:, None] > 0)
-    between = ps @ (bar - mean) ** 2
-    return np.divide(total - between, total, out=np.zeros(m), where=total > 0).clip(0.0, 1.0)
+    return phi + (M * a) * (S @ solve_psd(pre["H"], G).T)
+
+
+def within_cell_share(pre, counts, index, n_coarse):
+    """Share (m,) of each metric's bootstrap variance that lies within the coarse cells ``index``.
+
+    The replicate's first-order variance is Var_p(psi) / M (:func:`cell_influence`; p = w / M).
+    Drawing the coarse cells' counts and spreading each over its exact cells in proportion to w
+    (the conditional expectation given the coarse counts) leaves the variance Var_p(psi_bar) / M,
+    psi_bar the p-weighted mean of psi over each coarse cell; the share returned is 1 -
+    Var_p(psi_bar) / Var_p(psi) (law of total variance; :func:`sampling_lib.counts.coarse_share`).
+    """
+    c = np.asarray(counts, dtype=float)
+    psi = cell_influence(pre, c)
+    bar = coarse_means(psi, c, index, n_coarse)[index]
+    return coarse_share(psi, bar, c / c.sum()).clip(0.0, 1.0)
+
+
+def _surrogate_record(fitted):
+    """(the :func:`one_step_record` of a fit on many cells, its surrogate), or None for a fit without
+    a :class:`~sampling_lib.estimators._logspline.CellsSurrogate`."""
+    if not isinstance(fitted.state, tuple):
+        return None
+    beta, grid, K, sur, _ = fitted.state
+    if sur is None:
+        return None
+    P = penalty_matrix(grid.B.shape[1], fitted.estimator.options.get("penalty", DEFAULT_PENALTY))
+    return one_step_record(fitted.counts.counts, K, grid, P, beta, fitted.F), sur
+
+
+def fit_influence(fitted):
+    """The registry's ``cell_influence`` of the log-spline prior: :func:`cell_influence` of a fit on
+    many cells (one with a surrogate, the fits :func:`coarse_draw_cells` may draw coarsely), else None."""
+    rec = _surrogate_record(fitted)
+    return None if rec is None else cell_influence(rec[0], fitted.counts.counts)
 
 
 def coarse_draw_cells(fitted):
@@ -413,15 +436,11 @@ def coarse_draw_cells(fitted):
     draws are used only when that share is at most :data:`COARSE_DRAW_MAX_SHARE` for every metric
     (else None: exact draws). The point estimate is unchanged.
     """
-    if COARSE_DRAW_MAX_SHARE <= 0 or not isinstance(fitted.state, tuple):
+    rec = None if COARSE_DRAW_MAX_SHARE <= 0 else _surrogate_record(fitted)
+    if rec is None:
         return None
-    beta, grid, K, sur, _ = fitted.state
-    if sur is None:
-        return None
-    st = fitted.counts
-    P = penalty_matrix(grid.B.shape[1], fitted.estimator.options.get("penalty", DEFAULT_PENALTY))
-    share = within_cell_share(one_step_record(st.counts, K, grid, P, beta, fitted.F), st.counts, sur.index,
-                              sur.n_coarse)
+    pre, sur = rec
+    share = within_cell_share(pre, fitted.counts.counts, sur.index, sur.n_coarse)
     if not np.all(share <= COARSE_DRAW_MAX_SHARE):
         return None
     return sur.index, sur.n_coarse, share

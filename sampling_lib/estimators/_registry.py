@@ -171,6 +171,13 @@ class EstimatorSpec:
         (:func:`sampling_lib.estimators._logspline_boot.coarse_draw_cells`);
         ``replicates(fitted, Cb, coarse=True)`` then takes counts of the
         coarse cells. None: draw on the exact cells.
+    cell_influence : callable, optional
+        With ``draw_cells``: ``cell_influence(fitted) -> (cells, m)``, the
+        first-order influence of each exact cell on the metric estimates
+        (:func:`sampling_lib.estimators._logspline_boot.cell_influence`), or
+        None; the paired bootstrap of :func:`sampling_lib.correct.compare`
+        checks with it how much drawing coarse user tuples moves the variance
+        of each difference.
     fit_cells : callable, optional
         ``"batched"`` only: ``fit_cells(n_items, sizes, ranks, counts, *, scheme,
         **options) -> (w, state)``, the result of ``fit_state`` from the cells
@@ -216,6 +223,7 @@ class EstimatorSpec:
     replicates: Callable | None = None
     alternatives: Callable | None = None
     draw_cells: Callable | None = None
+    cell_influence: Callable | None = None
     fit_cells: Callable | None = None
     linear_kind: str | None = None
     input: str = "ranks"
@@ -788,7 +796,7 @@ register(EstimatorSpec("adaptive_mle", _fit_adaptive, _EM_OPTIONS + _GRID, "em",
 register(EstimatorSpec("logspline", _logspline.fit_weights, ("penalty", "knot_spacing", "exact_ranks"),
                        "batched", fit_state=_logspline.fit_state, replicates=_logspline_boot.counts_replicates,
                        alternatives=_logspline.alternatives, fit_cells=_logspline.counts_fit_state,
-                       draw_cells=_logspline_boot.coarse_draw_cells,
+                       draw_cells=_logspline_boot.coarse_draw_cells, cell_influence=_logspline_boot.fit_influence,
                        varying_items=True, varying_sizes=True, full_ranking=True,
                        summary="empirical Bayes: smooth log-spline prior on log R, posterior mean "
                                f"(default; interval over penalties x/÷ {_logspline.SENSITIVITY_FACTOR:g})",
