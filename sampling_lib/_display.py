@@ -33,6 +33,10 @@ COLUMN_NOTES = {
 }
 
 _BELOW, _CLIPPED = "*", "!"
+#: How a metric below resolution is resolved: more items only where the held-out item is near the top.
+_RESOLVE = ("To resolve it at a few percent of full ranking's cost, `sampling-lib plan` on these ranks picks a "
+            "staged design that adds items only where the held-out item is near the top (README: 'Resolving "
+            "a metric below resolution').")
 
 
 def resolution_width(n_items_max, sample_size_min):
@@ -152,8 +156,7 @@ def resolution_note(metrics, w, *, widened):
         body = ("from the estimator's assumptions about P(R) inside that bin; the bootstrap interval covers "
                 "user and item sampling only, not the bias of that extrapolation, and is often too narrow "
                 "there (notebooks 09, 10). The default method (logspline) widens its interval to cover it.")
-    return (f"{head} {body} To resolve it, raise the sample size (w shrinks as 1/n) or sample adaptively "
-            "(README: 'Below resolution').")
+    return f"{head} {body} {_RESOLVE}"
 
 
 def _marks(table, w):
@@ -302,8 +305,7 @@ def compare_view(table, *, n_items=None, sample_size=None, seed=None):
                           + (f" = {w:.1f}" if w is not None else "")
                           + ": both models' estimates are extrapolated inside the first sampled bin; the "
                           "difference shares that extrapolation, and its interval covers sampling noise "
-                          "only. Resolve with a larger sample size or adaptive sampling (README: 'Below "
-                          "resolution')."))
+                          f"only. {_RESOLVE}"))
     if contradictions:
         why = []
         if adjust == "holm":

@@ -234,3 +234,16 @@ def test_views_of_a_per_user_table_without_context():
 
         fig = plot_estimates(t)
         assert "n = 10" in fig._suptitle.get_text() and "N =" not in fig._suptitle.get_text()
+
+
+def test_below_resolution_notes_point_to_the_planner_and_an_existing_readme_section():
+    """The notes of estimate and compare name `sampling-lib plan` and a README section that exists."""
+    import re
+    from pathlib import Path
+    from sampling_lib import _display
+    headings = {ln.lstrip("#").strip() for ln in
+                (Path(__file__).resolve().parents[1] / "README.md").read_text().splitlines() if ln.startswith("#")}
+    named = re.findall(r"README: '([^']+)'", _display._RESOLVE)
+    assert named and all(h in headings for h in named)
+    assert "sampling-lib plan" in _display._RESOLVE
+    assert _display._RESOLVE in _display.resolution_note(["recall@10"], 37.4, widened=True)
