@@ -857,3 +857,19 @@ def test_paired_compare_draws_coarse_tuples_within_the_share_bound(monkeypatch):
     half = (b.ci_high - b.ci_low) / 2
     for col in ("ci_low", "ci_high"):
         assert np.all(np.abs(a[col] - b[col]) <= 0.3 * half)
+
+
+def test_exact_refits_in_blocks_of_replicates_equal_one_block(monkeypatch):
+    """The exact refits of many cells run in blocks of replicates whose arrays stay within
+    BOOT_CHUNK_ENTRIES; every replicate's iteration is its own, so the blocks give the same values."""
+    from sampling_lib.estimators import _logspline_boot as LB
+    st, Cb = _many_cells("binomial", seed=7)
+    F = np.c_[np.ones(10), 1 / np.log2(1 + np.arange(1, 11))]
+    L._CELLS_CACHE.clear()
+    w, state = L.counts_fit_state(st.n_items, st.sizes, st.ranks, st.counts)
+    args = (st.n_items, st.sizes, st.ranks, state[0], F)
+    one = LB.logspline_cells_replicates(Cb[:20], *args, setup=state[1:])
+    monkeypatch.setattr(LB, "BOOT_CHUNK_ENTRIES", 3 * state[2].shape[1])       # blocks of 3 replicates
+    blocks = LB.logspline_cells_replicates(Cb[:20], *args, setup=state[1:])
+    L._CELLS_CACHE.clear()
+    np.testing.assert_allclose(blocks, one, rtol=1e-9, atol=1e-12)

@@ -19,7 +19,7 @@ import weakref
 import numpy as np
 from scipy import sparse
 
-from ..counts import coarse_means, coarse_share
+from ..counts import BOOT_CHUNK_ENTRIES, coarse_means, coarse_share
 from ..exceptions import ConvergenceWarning
 from ._logspline import (DEFAULT_KNOT_SPACING, DEFAULT_PENALTY, EXACT_RANKS, _backtrack, cells_setup_surrogate,
                          gradient, grid_and_kernel, hessian, hessian_cells, newton, objective, penalty_matrix,
@@ -254,8 +254,15 @@ def logspline_cells_replicates(counts_b, n_items, sizes, ranks, beta, F, *, sche
         _, refit = bootstrap_core(sur.counts(cb), sur.K, sur.grid, P, beta_s, None, max_iter, tol,
                                   info=hessian_cells)
         start = refit + (beta - beta_s)
-    est, _ = bootstrap_core(spread(cb), K, grid, P, beta, F, max_iter, tol, info=hessian_cells, start=start, H=H)
-    return est
+    # exact refits, in blocks of replicates whose (replicates x exact cells) arrays stay within
+    # BOOT_CHUNK_ENTRIES (the chunk was sized by the cells drawn, which may be the coarse ones)
+    step = max(1, BOOT_CHUNK_ENTRIES // K.shape[1])
+    if H is None:      # bootstrap_core's default, once for every block (the spread is linear in the counts)
+        H = hessian_cells(beta, fit_counts_weight(spread(cb.mean(axis=0, keepdims=True)))[0], K, grid, P)
+    return np.concatenate([
+        bootstrap_core(spread(cb[a:a + step]), K, grid, P, beta, F, max_iter, tol, info=hessian_cells,
+                       start=None if start is None else start[a:a + step], H=H)[0]
+        for a in range(0, cb.shape[0], step)])
 
 
 def _spread_fractions(index, counts, n_coarse):
