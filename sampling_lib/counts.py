@@ -61,7 +61,8 @@ BOOT_CHUNK = 64
 #: BOOT_CHUNK_MAX replicates while a chunk's count matrix (replicates x cells) has at most
 #: :data:`BOOT_CHUNK_ENTRIES` entries. Larger chunks spread the per-chunk work of the batched refits
 #: (Python steps of the quasi-Newton iteration) over more replicates: 10 models x 10^5 users with
-#: per-user N, 1,000 replicates, 11.0 s at 64 against 10.0 s at 256 (``benchmarks/bench_peruser.py``).
+#: per-user N, 1,000 replicates, 10.6-11.2 s at 64 against 10.1-10.4 s at 256 (3 alternated runs each,
+#: ``benchmarks/bench_peruser.py``'s case 3).
 BOOT_CHUNK_MAX = 256
 #: Entries (replicates x cells) of a chunk's count matrix above which chunks stay at BOOT_CHUNK
 #: (2^22: 32 MB of float64 per chunk-sized array).

@@ -260,8 +260,10 @@ _MAX_STEP = 1.0
 def quasi_newton(idx, H, beta, f, g, q, c, K, grid, P, tol, max_iter):
     """Batched quasi-Newton (BFGS) descent of the replicates ``idx``, in place.
 
-    Every replicate starts from the shared curvature ``H`` (the full-sample
-    Hessian; replicates are close to the full-sample fit) and updates its own
+    Every replicate starts from the shared curvature ``H`` (for bootstrap
+    replicates the full-sample Hessian: they are close to the full-sample fit;
+    for the exact solve of a fit on many cells, one row, the surrogate's
+    Hessian at its optimum: :func:`_cells_fit_from`) and updates its own
     inverse-Hessian approximation from its gradients (BFGS; Nocedal and
     Wright (2006), eq 6.17), which costs O(df^2) per replicate and step
     instead of the O(G n df) of a Fisher information. A replicate stops when

@@ -26,7 +26,8 @@ from ._logspline import (DEFAULT_KNOT_SPACING, DEFAULT_PENALTY, EXACT_RANKS, _ba
                          fit_counts_weight, posterior_cells, prior_masses, quasi_newton, solve_psd, uses_cells)
 
 __all__ = ["logspline_bootstrap", "logspline_replicates", "logspline_cells_replicates", "coarse_draw_cells",
-           "within_cell_share"]
+           "within_cell_share", "cell_influence"]
+
 
 def logspline_bootstrap(counts_b, N, n, fit_beta, *, scheme="binomial", penalty=DEFAULT_PENALTY,
                         knot_spacing=DEFAULT_KNOT_SPACING, exact_ranks=EXACT_RANKS, F=None, max_iter=50,
