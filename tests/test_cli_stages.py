@@ -360,3 +360,21 @@ def test_plan_says_how_to_re_plan_when_its_first_stage_is_below_resolution(run, 
     p = run("plan", "merged.csv", "-N", 4000, "--metric", "recall@10", "--format", "csv", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert "below resolution" not in p.stderr
+
+
+def test_plan_on_a_pilot_with_per_user_n_items_does_not_print_the_median_as_the_catalogue(run, tmp_path):
+    """-N of the printed negatives / ranks commands is the catalogue (item ids 0..N-1); a pilot with an
+    n_items column gives plan the median N_u, which is not it, so the commands show a placeholder."""
+    g = np.random.default_rng(5)
+    M = 1500
+    Nu = g.integers(3000, 3900, M)
+    R = np.minimum(Nu, np.floor(np.exp(g.exponential(2.0, M))).astype(np.int64) + 1)
+    from sampling_lib.sampling import sample_ranks
+    pd.DataFrame({"user": np.arange(M), "rank": sample_ranks(R, Nu, 20, rng=6), "n_items": Nu}).to_csv(
+        tmp_path / "pilot.csv", index=False)
+    p = run("plan", "pilot.csv", "-n", 20, "--metric", "recall@10", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    cmds = [ln for ln in p.stdout.splitlines() if ln.strip().startswith(("sampling-lib negatives", "sampling-lib ranks"))]
+    assert cmds and all("-N N_ITEMS" in c for c in cmds)
+    assert f"-N {int(np.median(Nu))}" not in p.stdout
+    assert "the catalogue, not the median N_u" in p.stdout

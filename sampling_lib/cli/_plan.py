@@ -116,8 +116,14 @@ def _replan_note(table, best, args, N, n, staged):
         "realized in 46 of 50 benchmark cells, against 37 of 50 from the first stage):",
         110, subsequent_indent="  ")
         + "\n  sampling-lib ranks STAGE1.csv STAGE2.csv STAGE3.csv --input-format negatives --held-out USERS.csv "
-        f"--scores SCORES.csv -N {N} -o merged.csv\n  sampling-lib plan merged.csv -n {n}"
+        f"--scores SCORES.csv -N {_catalogue(args, N)} -o merged.csv\n  sampling-lib plan merged.csv -n {n}"
         + ("" if args.n_items is None else f" -N {N}"))
+
+
+def _catalogue(args, N):
+    """-N of the negatives and ranks commands: the catalogue (item ids 0..N-1). A pilot with an n_items
+    column gave N as the median N_u, not the catalogue, so the commands show a placeholder."""
+    return "N_ITEMS" if args.pilot is not None and args.n_items is None else N
 
 
 def _pilot_users(pilots):
@@ -260,8 +266,8 @@ def _advice(best, args, N, n, target, n_models, meets=True):
         flags = f"--n-max {best.n_max}"
     else:
         flags, ranks = f"--full-fraction {best.fraction:g}", ""
-    cmd = (f"sampling-lib negatives --stage 2 --previous STAGE1.csv --users USERS.csv{ranks} {flags} -N {N} "
-           f"--seed {args.seed} -o STAGE2.csv")
+    cmd = (f"sampling-lib negatives --stage 2 --previous STAGE1.csv --users USERS.csv{ranks} {flags} "
+           f"-N {_catalogue(args, N)} --seed {args.seed} -o STAGE2.csv")
     more = ""
     if best.kind == "ladder":
         from ..sampling import size_ladder
@@ -271,5 +277,7 @@ def _advice(best, args, N, n, target, n_models, meets=True):
                 "their merged sets)" if k > 2 else "")
     return (f"{head}chosen: {best.describe()}\n"
             f"write its stage-2 negatives:\n  {cmd}{more}\n"
-            "  (-N: the item ids 0..N-1 of stage 1; NCF or Elliot files: --input-format ncf|elliot; the users' "
-            "history: --exclude TRAIN.csv; see sampling-lib negatives --help)")
+            "  (-N: the item ids 0..N-1 of stage 1"
+            + (", the catalogue, not the median N_u of the pilot's n_items column" if _catalogue(args, N) != N else "")
+            + "; NCF or Elliot files: --input-format ncf|elliot; the users' history: --exclude TRAIN.csv; see "
+            "sampling-lib negatives --help)")
