@@ -323,3 +323,44 @@ def test_report_names_the_code_commit_and_uncommitted_changes_only_of_the_source
     env = environment_info(tmp_path)
     assert env["dirty"] is True and sorted(env["changed_sources"]) == ["notebooks/02_new.ipynb", "sampling_lib/x.py"]
     assert commit_label(env) == f"{code[:12]} (uncommitted changes)"
+
+
+def test_report_commit_runs_the_notebook_filter_only_for_notebooks_whose_raw_file_changed(tmp_path):
+    """The notebooks' git clean filter (nbstripout under `make setup`) costs a process per notebook, and
+    git runs it for every notebook whose stat data it cannot trust (a fresh clone: 13 s per report). The
+    runner compares raw files and filters only the notebooks that differ; one whose difference the filter
+    removes (outputs JupyterLab saved) is no change, one with a real change is. (The previous code ran
+    the filter on all 5 notebooks here.)"""
+    import subprocess
+    import sys
+
+    from sampling_lib.reporting.environment import NOTEBOOK_FILTER, environment_info
+
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True, text=True).stdout.strip()
+
+    log = tmp_path / "filter.log"
+    strip = tmp_path / "strip.py"       # the stand-in for nbstripout: drops lines with OUTPUT, logs each call
+    strip.write_text("import sys\n"
+                     f"open({str(log)!r}, 'a').write('x\\n')\n"
+                     "sys.stdout.write(''.join(l for l in sys.stdin if 'OUTPUT' not in l))\n")
+    git("init", "-q")
+    git("config", "user.email", "t@example.org")
+    git("config", "user.name", "t")
+    git("config", f"filter.{NOTEBOOK_FILTER}.clean", f"{sys.executable} {strip}")
+    git("config", f"filter.{NOTEBOOK_FILTER}.smudge", "cat")
+    (tmp_path / ".gitattributes").write_text(f"notebooks/*.ipynb filter={NOTEBOOK_FILTER}\n")
+    (tmp_path / "notebooks").mkdir()
+    for k in range(5):
+        (tmp_path / "notebooks" / f"0{k}.ipynb").write_text(f"cell {k}\n")
+    git("add", "-A")
+    git("commit", "-q", "-m", "code")
+    log.write_text("")
+    env = environment_info(tmp_path)
+    assert env["dirty"] is False and env["changed_sources"] == []
+    assert log.read_text() == ""                         # no notebook filtered: none changed
+    (tmp_path / "notebooks" / "01.ipynb").write_text("cell 1\nOUTPUT 42\n")    # only what the filter strips
+    (tmp_path / "notebooks" / "02.ipynb").write_text("cell 2 edited\n")
+    env = environment_info(tmp_path)
+    assert env["changed_sources"] == ["notebooks/02.ipynb"]
+    assert len(log.read_text().splitlines()) == 2        # the two changed raw files, nothing else
