@@ -99,11 +99,12 @@ def cmd_plan(args):
 def _replan_note(table, best, args, N, n, staged):
     """For a ladder chosen on a first stage below resolution: why its predicted half-widths are uncertain,
     and how to re-plan on the merged ranks of its first rungs ("" otherwise)."""
+    from .._display import resolution_width
     from ..metrics import parse_metrics
 
     if best is None or best.kind != "ladder" or staged:
         return ""
-    w = (N - 1) / (n - 1)
+    w = resolution_width(N, n)
     below = [m for m, _, K in parse_metrics(list(dict.fromkeys(table.metric))) if K < w]
     if not below:
         return ""

@@ -335,7 +335,8 @@ def one_step_record(counts, K, grid, P, beta, F):
 
     ``"S"`` the cells' scores (C, df), ``"H"`` the fit's Hessian, ``"wS_hat"`` S' w at the fit,
     ``"phi"`` the cells' posterior means (C, m), ``"Z"`` [S | phi | grad phi_j ...] (C, df + m + m
-    df), and the check's ``"verdict"`` / ``"error"`` (set by :func:`logspline_cells_replicates`).
+    df), the check's ``"verdict"`` / ``"error"`` (set by :func:`logspline_cells_replicates`) and, once
+    asked for, ``"psi"`` (:func:`cell_influence`).
     """
     F = np.asarray(F, dtype=float)
     key = (id(K), K.shape, beta.tobytes(), np.asarray(counts, dtype=float).tobytes(), F.tobytes())
@@ -384,15 +385,19 @@ def cell_influence(pre, counts):
 
     with phi_c the cell's posterior means, S_c its scores, H the Hessian of the fit, G = (1/M)
     sum_c w_c grad phi_c (m, df) and a the fit's weight per user (:func:`fit_counts_weight`).
+    psi is kept in the record for these counts (the coarse draws' share and the paired bootstrap's
+    check both ask for it).
     """
     c = np.asarray(counts, dtype=float)
-    M = c.sum()
-    S, phi = pre["S"], pre["phi"]
-    C, df = S.shape
-    m = phi.shape[1]
-    a = fit_counts_weight(c).sum() / M
-    G = np.einsum("c,cjd->jd", c, pre["Z"][:, df + m:].reshape(C, m, df)) / M
-    return phi + (M * a) * (S @ solve_psd(pre["H"], G).T)
+    if pre.get("psi") is None or not np.array_equal(pre["psi"][0], c):
+        M = c.sum()
+        S, phi = pre["S"], pre["phi"]
+        C, df = S.shape
+        m = phi.shape[1]
+        a = fit_counts_weight(c).sum() / M
+        G = np.einsum("c,cjd->jd", c, pre["Z"][:, df + m:].reshape(C, m, df)) / M
+        pre["psi"] = c.copy(), phi + (M * a) * (S @ solve_psd(pre["H"], G).T)
+    return pre["psi"][1]
 
 
 def within_cell_share(pre, counts, index, n_coarse):
