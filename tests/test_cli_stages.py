@@ -378,3 +378,44 @@ def test_plan_on_a_pilot_with_per_user_n_items_does_not_print_the_median_as_the_
     assert cmds and all("-N N_ITEMS" in c for c in cmds)
     assert f"-N {int(np.median(Nu))}" not in p.stdout
     assert "the catalogue, not the median N_u" in p.stdout
+
+
+def test_a_catalogue_with_any_ids_draws_the_same_design_as_its_positions(run, world):
+    """--items ITEMS.csv: a framework's own item ids (gaps, text). The draws are those of -N on the positions,
+    written as the catalogue's ids: the same files up to the mapping, at stage 1 and at a later stage."""
+    d = world
+    stage_one(run, d)                                   # -N: s1.csv, sc1.csv, ranks1.csv on ids 0..N-1
+    cat = np.array([f"i{7 * j + 3}" for j in np.random.default_rng(5).permutation(N)], dtype=object)
+    pd.DataFrame({"item": cat}).to_csv(d / "items.csv", index=False)
+    to_id = lambda t: t.assign(item=cat[t["item"].to_numpy()])      # noqa: E731
+    to_id(pd.read_csv(d / "users.csv")).to_csv(d / "users_c.csv", index=False)
+    to_id(pd.read_csv(d / "train.csv")).to_csv(d / "train_c.csv", index=False)
+    p = run("negatives", "--items", "items.csv", "--users", "users_c.csv", "-n", n, "--seed", 0, "--exclude",
+            "train_c.csv", "-o", "c1.csv", cwd=d)
+    assert p.returncode == 0, p.stderr
+    s1, c1 = pd.read_csv(d / "s1.csv"), pd.read_csv(d / "c1.csv")
+    pd.testing.assert_frame_equal(c1, to_id(s1))
+    # stage 2 of a ladder from the same ranks, in the catalogue's ids
+    p = run("negatives", "--stage", 2, "--previous", "s1.csv", "--users", "users.csv", "--ranks", "ranks1.csv",
+            "--n-max", 80, "-N", N, "--seed", 0, "--exclude", "train.csv", "-o", "s2.csv", cwd=d)
+    assert p.returncode == 0, p.stderr
+    p = run("negatives", "--stage", 2, "--previous", "c1.csv", "--users", "users_c.csv", "--ranks", "ranks1.csv",
+            "--n-max", 80, "--items", "items.csv", "--seed", 0, "--exclude", "train_c.csv", "-o", "c2.csv", cwd=d)
+    assert p.returncode == 0, p.stderr
+    assert f"-N {N} " in p.stderr                       # the estimate command: N is the catalogue's size
+    pd.testing.assert_frame_equal(pd.read_csv(d / "c2.csv"), to_id(pd.read_csv(d / "s2.csv")))
+    # -N that disagrees, an id outside the catalogue, a catalogue listing an item twice
+    one_line_error(run("negatives", "--items", "items.csv", "-N", N + 1, "--users", "users_c.csv", "-n", n,
+                       "--seed", 0, cwd=d), 1, rf"-N {N + 1} disagrees with --items items.csv, which lists {N}")
+    one_line_error(run("negatives", "--items", "items.csv", "--users", "users.csv", "-n", n, "--seed", 0, cwd=d),
+                   1, r"users.csv, line 2: held-out item '\d+' is not an item of --items items.csv")
+    one_line_error(run("negatives", "--stage", 2, "--previous", "s1.csv", "--users", "users_c.csv", "--ranks",
+                       "ranks1.csv", "--n-max", 80, "--items", "items.csv", "--seed", 0, cwd=d),
+                   1, r"s1.csv, line \d+: item '\d+' is not an item of --items items.csv")
+    one_line_error(run("negatives", "--items", "items.csv", "--users", "users_c.csv", "-n", n, "--seed", 0,
+                       "--exclude", "train.csv", cwd=d), 1, r"train.csv, line 2: excluded item '\d+' is not an item")
+    pd.DataFrame({"item": np.r_[cat, cat[:1]]}).to_csv(d / "dup_items.csv", index=False)
+    one_line_error(run("negatives", "--items", "dup_items.csv", "--users", "users_c.csv", "-n", n, "--seed", 0,
+                       cwd=d), 1, rf"dup_items.csv, line {N + 2}: item '{cat[0]}' is listed twice")
+    one_line_error(run("negatives", "--users", "users_c.csv", "-n", n, "--seed", 0, cwd=d), 2,
+                   r"give the catalogue: -N N .* or --items ITEMS.csv")

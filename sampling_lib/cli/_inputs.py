@@ -11,7 +11,7 @@ from ._common import CLIError
 NEGATIVES_FORMATS = ("ncf", "elliot", "negatives")
 
 __all__ = ["NEGATIVES_FORMATS", "input_format", "load_ranks", "size_arg", "model_items", "pick_models", "read_weights", "popularity_logs",
-           "is_popularity", "need_n_items"]
+           "is_popularity"]
 
 def input_format(args):
     fmt = args.input_format
@@ -239,9 +239,3 @@ def is_popularity(args):
         raise CLIError(f"--method {args.method} is for popularity-sampled negatives: give --item-weights "
                         "(or a scores table with q and n_candidates columns)")
     return False
-
-
-def need_n_items(args):
-    if args.n_items is None:
-        raise CLIError("--n-items is required (unless --item-weights is given)")
-

@@ -8,14 +8,14 @@ import numpy as np
 import pandas as pd
 
 from ._common import CLIError, check_output
-from ._inputs import need_n_items, read_weights
-from ._stages import check_stage_one, cmd_stage
+from ._inputs import read_weights
+from ._stages import catalogue, check_stage_one, cmd_stage, item_positions
 
 __all__ = ["cmd_negatives"]
 
 def cmd_negatives(args):
     from .._validation import check_columns
-    from ..io import id_text, read_table
+    from ..io import id_text, read_table, row_location
     from ..sampling import sample_negatives
 
     check_output(args)
@@ -32,9 +32,10 @@ def cmd_negatives(args):
     if args.item_weights:
         from ..popularity import sample_popularity_negatives
 
-        if args.n_items is not None:
-            raise CLIError("--n-items does not apply with --item-weights: the items are those of the weights "
-                            "table or of the interactions (items without an interaction weigh 0)")
+        if args.n_items is not None or args.items is not None:
+            raise CLIError(f"{'--n-items' if args.n_items is not None else '--items'} does not apply with "
+                           "--item-weights: the items are those of the weights table or of the interactions "
+                           "(items without an interaction weigh 0)")
         replace = True if args.replace is None else args.replace
         out = sample_popularity_negatives(users["user"].to_numpy(),
                                           read_weights(args, items=() if held is None else held),
@@ -43,13 +44,22 @@ def cmd_negatives(args):
     else:
         if args.weight_exponent is not None:
             raise CLIError("--weight-exponent needs --item-weights (an interactions table)")
-        need_n_items(args)
+        N, ids = catalogue(args)
         if excl is not None:
             _report_exclusions(id_text(users["user"]), excl, args.exclude)
             excl = excl.assign(user=id_text(excl["user"]))
-        out = sample_negatives(id_text(users["user"]), args.n_items, args.sample_size, exclude=excl,
+        if ids is not None:                   # the catalogue's ids as positions 0..N-1, and back below
+            if held is not None:
+                held = item_positions(id_text(users["item"]), "held-out item", N,
+                                      lambda i: row_location(users, i), ids, args.items)
+            if excl is not None:
+                excl = excl.assign(item=item_positions(id_text(excl["item"]), "excluded item", N,
+                                                       lambda i: row_location(excl, i), ids, args.items))
+        out = sample_negatives(id_text(users["user"]), N, args.sample_size, exclude=excl,
                                held_out=held, scheme="binomial" if args.replace else "hypergeometric",
                                rng=args.seed)
+        if ids is not None:
+            out = out.assign(item=ids.to_numpy()[out["item"].to_numpy()])
     if args.output:
         out.to_csv(args.output, index=False)
     else:

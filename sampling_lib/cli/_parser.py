@@ -239,6 +239,10 @@ def build_parser():
     p.add_argument("--n-items", "-N", type=int_in(2), default=None, metavar="N",
                    help="number of items; item ids are 0..N-1 (refused with --item-weights: the items are "
                         "those of the weights)")
+    p.add_argument("--items", default=None, metavar="ITEMS.csv",
+                   help="instead of -N, the catalogue with any ids (gaps, text): column item, every item a "
+                        "user can be ranked against, once; negatives are drawn from its ids. The same file at "
+                        "every stage; estimate with -N = its number of rows")
     p.add_argument("--users", default=None, metavar="USERS.csv",
                    help="column user [, item = the held-out item, never sampled]; required for stage 1, and "
                         "for a later stage whose files do not name the held-out items (--input-format "

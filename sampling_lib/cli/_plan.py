@@ -280,5 +280,6 @@ def _advice(best, args, N, n, target, n_models, meets=True):
             f"write its stage-2 negatives:\n  {cmd}{more}\n"
             "  (-N: the item ids 0..N-1 of stage 1"
             + (", the catalogue, not the median N_u of the pilot's n_items column" if _catalogue(args, N) != N else "")
-            + "; NCF or Elliot files: --input-format ncf|elliot; the users' history: --exclude TRAIN.csv; see "
+            + "; other item ids: --items ITEMS.csv instead; NCF or Elliot files: --input-format ncf|elliot; the "
+            "users' history: --exclude TRAIN.csv; see "
             "sampling-lib negatives --help)")

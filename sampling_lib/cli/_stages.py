@@ -18,7 +18,7 @@ import pandas as pd
 
 from ._common import CLIError, UsageError
 
-__all__ = ["cmd_stage", "check_stage_one"]
+__all__ = ["cmd_stage", "check_stage_one", "catalogue", "item_positions"]
 
 #: the options that only a later stage reads
 STAGE_OPTIONS = ("previous", "ranks", "scores", "ties", "threshold", "n2", "n_max", "full_fraction", "input_format")
@@ -61,23 +61,65 @@ def _design_of(args, K):
     return kind
 
 
-def _item_ids(items, what, N, where):
-    """Text item ids as ints in 0..N-1 (the ids -N draws); the first bad one names its file and line."""
+def catalogue(args):
+    """(N, the catalogue's item ids as text or None) of ``-N`` (ids 0..N-1) or ``--items ITEMS.csv``.
+
+    ``--items`` names the items as a framework's files do (gaps in integer ids,
+    text ids): its ``item`` column lists every item a user can be ranked
+    against, once. The draws pick positions 0..N-1 in it and write its ids.
+    """
+    from .._validation import check_columns
+    from ..io import id_text, read_table, row_location
+
+    if args.items is None:
+        if args.n_items is None:
+            raise UsageError("give the catalogue: -N N (item ids 0..N-1) or --items ITEMS.csv (any ids)")
+        return args.n_items, None
+    table = read_table(args.items, "items")
+    check_columns(table, ["item"], f"the items file {args.items}")
+    ids = id_text(table["item"])
+    blank = pd.Series(ids, dtype=object).str.strip() == ""
+    if blank.any():
+        raise CLIError(f"{row_location(table, int(np.flatnonzero(blank)[0]))}: the item id is blank")
+    dup = pd.Series(ids, dtype=object).duplicated().to_numpy()
+    if dup.any():
+        raise CLIError(f"{row_location(table, int(np.flatnonzero(dup)[0]))}: item {ids[np.flatnonzero(dup)[0]]!r} "
+                       f"is listed twice; the items file lists each item of the catalogue once")
+    if len(ids) < 2:
+        raise CLIError(f"{args.items} lists {len(ids)} item(s); a catalogue has at least 2")
+    if args.n_items is not None and args.n_items != len(ids):
+        raise CLIError(f"-N {args.n_items} disagrees with --items {args.items}, which lists {len(ids):,} items; "
+                       "give one of them")
+    return len(ids), pd.Index(ids)
+
+
+def item_positions(items, what, N, where, ids=None, source=None):
+    """Text item ids as positions 0..N-1 of the catalogue: the ids themselves under ``-N`` (``ids`` None),
+    their rows in ``--items`` (``ids``, read from ``source``) otherwise; the first bad one names its file
+    and line (``where(i)``)."""
     s = pd.Series(items, dtype=object)
+    if ids is not None:
+        v = ids.get_indexer(s.to_numpy())
+        bad = v < 0
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise CLIError(f"{where(i)}: {what} {s.iloc[i]!r} is not an item of --items {source}: every item id "
+                           "of the files must be one of the catalogue's")
+        return v.astype(np.int64)
     ok = s.str.fullmatch(r"[0-9]+").fillna(False).to_numpy()
     v = np.full(len(s), -1, dtype=np.int64)
     v[ok] = [int(x) if len(x) < 19 else -1 for x in s[ok]]
     bad = (v < 0) | (v >= N)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise CLIError(f"{where(i)}: {what} {s.iloc[i]!r} is not an item id in 0..N-1={N - 1}: a later stage draws "
-                       "the ids 0..N-1 of -N, so every id of the earlier stages must be one of them")
+        raise CLIError(f"{where(i)}: {what} {s.iloc[i]!r} is not an item id in 0..N-1={N - 1}: -N draws the ids "
+                       "0..N-1, so every id of the files must be one of them (other ids: --items ITEMS.csv)")
     return v
 
 
 def cmd_stage(args):
     from ..io import (concat_tables, id_text, ranks_from_negatives, ranks_from_table, read_stages, read_table,
-                      stage_file_name, write_stage_negatives)
+                      row_location, stage_file_name, write_stage_negatives)
     from ..io._stages import check_stage_sizes
     from ..sampling import Design, next_stage_sizes, sample_added_negatives
 
@@ -91,9 +133,7 @@ def cmd_stage(args):
     if len(prev) != K - 1:
         raise UsageError(f"--stage {K} needs the files of stages 1..{K - 1} in --previous; got {len(prev)}")
     kind = _design_of(args, K)
-    if args.n_items is None:
-        raise UsageError("a later stage needs -N (item ids 0..N-1, as stage 1)")
-    N = args.n_items
+    N, ids = catalogue(args)
     needs_ranks = kind == "ladder" or (kind == "threshold" and args.threshold is not None)
     if needs_ranks and (args.ranks is None) == (args.scores is None):
         raise UsageError("give the current ranks: --ranks RANKS.csv or --scores SCORES.csv (one of them)")
@@ -125,7 +165,7 @@ def cmd_stage(args):
         r = cand.iloc[i]
         return f"{names[int(r['stage']) - 1]}, line {int(r['line'])}"
 
-    items = _item_ids(cand["item"].to_numpy(), "item", N, where)
+    items = item_positions(cand["item"].to_numpy(), "item", N, where, ids, args.items)
     users = pd.Index(pd.unique(cand["user"]))
     held = pd.Series(items[(cand.label == 1).to_numpy()], index=cand.loc[cand.label == 1, "user"].to_numpy())
     held = held.reindex(users)
@@ -133,7 +173,8 @@ def cmd_stage(args):
     excl_int = None
     if excl is not None:
         eu = id_text(excl["user"])
-        ei = _item_ids(id_text(excl["item"]), "excluded item", N, lambda i: f"{args.exclude}, row {i + 1}")
+        ei = item_positions(id_text(excl["item"]), "excluded item", N, lambda i: row_location(excl, i), ids,
+                            args.items)
         excl_int = pd.DataFrame({"user": eu, "item": ei}).drop_duplicates()
         mine = excl_int[excl_int.user.isin(users)]
         mine = mine[mine["item"].to_numpy() != held.reindex(mine["user"]).to_numpy()]
@@ -179,6 +220,9 @@ def cmd_stage(args):
     out = sample_added_negatives(users.to_numpy()[go], N, added[go], earlier=earlier, exclude=excl_int,
                                  held_out=held.to_numpy()[go], scheme=scheme, rng=rng)
     hold = held[go] if (fmt == "ncf" or (fmt == "elliot" and args.users is None)) else None
+    if ids is not None:                       # positions in --items back to its ids
+        out = out.assign(item=ids.to_numpy()[out["item"].to_numpy()])
+        hold = None if hold is None else pd.Series(ids.to_numpy()[hold.to_numpy()], index=hold.index)
     write_stage_negatives(out, args.output or sys.stdout, fmt, held_out=hold)
     dest = args.output or "stdout"
     n_add = np.unique(added[go])
