@@ -378,6 +378,7 @@ def test_plan_on_a_pilot_with_per_user_n_items_does_not_print_the_median_as_the_
     assert cmds and all("-N N_ITEMS" in c for c in cmds)
     assert f"-N {int(np.median(Nu))}" not in p.stdout
     assert "the catalogue, not the median N_u" in p.stdout
+    assert p.stdout.startswith(f"N = {int(np.median(Nu)):,} (the median N_u of the pilot's n_items column), n = 20")
 
 
 def test_a_catalogue_with_any_ids_draws_the_same_design_as_its_positions(run, world):

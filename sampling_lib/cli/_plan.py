@@ -226,7 +226,8 @@ def _plan_view(table, per, best_name, args, N, n, M, target, n_models):
     view["design"] = view["design"].str.ljust(width)
     view = view.rename(columns={"design": "design".ljust(width)})
     budget = "" if args.max_cost is None else f"; budget: {100 * args.max_cost:g}% of full ranking"
-    head = (f"N = {N:,}, n = {n}, {M:,} users{f', {n_models} models' if n_models > 1 else ''}; target: {target} "
+    per_user = " (the median N_u of the pilot's n_items column)" if _catalogue(args, N) != N else ""
+    head = (f"N = {N:,}{per_user}, n = {n}, {M:,} users{f', {n_models} models' if n_models > 1 else ''}; target: {target} "
             f"for {', '.join(metrics)} ({args.confidence_level:.0%} intervals){budget}; predicted from the "
             f"{'guessed Recall@10' if args.pilot is None else 'pilot'}'s fitted prior\n\n")
     with pd.option_context("display.width", 250, "display.max_columns", 50, "display.max_colwidth", 80):
