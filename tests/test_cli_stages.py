@@ -420,3 +420,24 @@ def test_a_catalogue_with_any_ids_draws_the_same_design_as_its_positions(run, wo
                        cwd=d), 1, rf"dup_items.csv, line {N + 2}: item '{cat[0]}' is listed twice")
     one_line_error(run("negatives", "--users", "users_c.csv", "-n", n, "--seed", 0, cwd=d), 2,
                    r"give the catalogue: -N N .* or --items ITEMS.csv")
+
+
+@pytest.mark.parametrize("fmt", ["ncf", "elliot"])
+def test_stage_one_written_in_a_frameworks_format_holds_the_same_draws(run, world, fmt):
+    """negatives --input-format ncf|elliot at stage 1: the draws of the CSV (same seed), in the framework's
+    lines, which read_stages reads back to the same candidates."""
+    d = world
+    args = ["negatives", "-N", N, "--users", "users.csv", "-n", n, "--seed", 0, "--exclude", "train.csv"]
+    assert run(*args, "-o", "s1.csv", cwd=d).returncode == 0
+    p = run(*args, "--input-format", fmt, "-o", f"s1.{fmt}", cwd=d)
+    assert p.returncode == 0, p.stderr
+    users = pd.read_csv(d / "users.csv", dtype={"user": str}).set_index("user")["item"]
+    a = io.read_stages([d / "s1.csv"], "negatives", held_out=d / "users.csv")
+    b = io.read_stages([d / f"s1.{fmt}"], fmt, held_out=None)
+    cols = ["user", "item", "label"]
+    pd.testing.assert_frame_equal(a[cols].reset_index(drop=True), b[cols].reset_index(drop=True))
+    heads = [ln.split("\t")[0] for ln in (d / f"s1.{fmt}").read_text().splitlines()]
+    assert heads == [f"({u},{users[u]})" for u in users.index]
+    pd.DataFrame({"user": users.index}).to_csv(d / "bare.csv", index=False)
+    one_line_error(run(*[a if a != "users.csv" else "bare.csv" for a in args], "--input-format", "ncf", cwd=d),
+                   1, "an NCF file names each user's held-out item")

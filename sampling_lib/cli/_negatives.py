@@ -15,13 +15,17 @@ __all__ = ["cmd_negatives"]
 
 def cmd_negatives(args):
     from .._validation import check_columns
-    from ..io import id_text, read_table, row_location
+    from ..io import id_text, read_table, row_location, write_stage_negatives
     from ..sampling import sample_negatives
 
     check_output(args)
     if args.stage >= 2:
         return cmd_stage(args)
     check_stage_one(args)
+    fmt = args.input_format or "negatives"
+    if fmt != "negatives" and args.item_weights:
+        raise CLIError(f"--input-format {fmt} cannot carry the draw probabilities q of popularity-sampled "
+                       "negatives, which their estimators need: write the negatives CSV (the default)")
     users = read_table(args.users, "users")
     check_columns(users, ["user"], f"the users file {args.users}")
     excl = None
@@ -29,6 +33,8 @@ def cmd_negatives(args):
         excl = read_table(args.exclude, "exclude")
         check_columns(excl, ["user", "item"], f"the exclude file {args.exclude}")
     held = users["item"].to_numpy() if "item" in users.columns else None
+    if held is None and fmt == "ncf":
+        raise CLIError(f"an NCF file names each user's held-out item: give it in the column item of {args.users}")
     if args.item_weights:
         from ..popularity import sample_popularity_negatives
 
@@ -60,10 +66,14 @@ def cmd_negatives(args):
                                rng=args.seed)
         if ids is not None:
             out = out.assign(item=ids.to_numpy()[out["item"].to_numpy()])
-    if args.output:
-        out.to_csv(args.output, index=False)
-    else:
-        out.to_csv(sys.stdout, index=False)
+    if fmt == "negatives":
+        out.to_csv(args.output or sys.stdout, index=False)
+        return
+    # a framework's format: NCF lines name the held-out item; Elliot lines do when --users gives it
+    hold = None
+    if held is not None:
+        hold = pd.Series(id_text(users["item"]), index=id_text(users["user"]))
+    write_stage_negatives(out, args.output or sys.stdout, fmt, held_out=hold)
 
 
 def _report_exclusions(users, excl, path):

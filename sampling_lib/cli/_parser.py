@@ -269,8 +269,9 @@ def build_parser():
     g.add_argument("--previous", nargs="+", default=None, metavar="FILE",
                    help="stage K >= 2: the negatives files of stages 1..K-1, first stage first")
     g.add_argument("--input-format", default=None, choices=STAGE_FORMATS,
-                   help="format of the --previous files, and of the file written: negatives (user,item CSV, "
-                        "the default; held-out items in --users), ncf (*.test.negative lines) or elliot (TSV)")
+                   help="format of the --previous files, and of the file written (stage 1 too): negatives "
+                        "(user,item CSV, the default; held-out items in --users), ncf (*.test.negative lines) or "
+                        "elliot (TSV)")
     g.add_argument("--ranks", default=None, metavar="RANKS.csv",
                    help="the current ranks: user, rank[, model][, sample_size] (the rank of the held-out item "
                         "among its merged set of stages 1..K-1, per model)")

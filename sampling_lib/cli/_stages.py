@@ -21,7 +21,7 @@ from ._common import CLIError, UsageError
 __all__ = ["cmd_stage", "check_stage_one", "catalogue", "item_positions"]
 
 #: the options that only a later stage reads
-STAGE_OPTIONS = ("previous", "ranks", "scores", "ties", "threshold", "n2", "n_max", "full_fraction", "input_format")
+STAGE_OPTIONS = ("previous", "ranks", "scores", "ties", "threshold", "n2", "n_max", "full_fraction")
 
 POPULARITY_STAGE = (
     "a later stage of popularity-sampled negatives is not supported: the users that go on are chosen by their "
