@@ -168,11 +168,11 @@ def read_stages(files, file_format="negatives", *, held_out=None, exclude=None, 
             r = neg.iloc[int(np.flatnonzero(is_held)[0])]
             raise ValueError(f"{_where(name, r['line'])}: negative {show_value(r['item'])} of user "
                              f"{show_value(r['user'])} is its held-out item")
-        if not replace:
-            _check_repeats(parts, neg, k, names)
         parts.append(neg.assign(stage=k))
         prev_users = users
     out = pd.concat(parts, ignore_index=True)
+    if not replace and len(files) > 1:
+        _check_repeats(out, names)
     if exclude is not None:
         _check_history(out, exclude, names)
     if n_items is not None:
@@ -184,29 +184,26 @@ def read_stages(files, file_format="negatives", *, held_out=None, exclude=None, 
     return out
 
 
-def _check_repeats(parts, neg, k, names):
-    """Without replacement, stage k's negatives repeat neither each other nor an earlier stage's (per user)."""
-    earlier = pd.concat([p[p.label == 0] for p in parts], ignore_index=True)
-    u = np.concatenate([earlier["user"].to_numpy(object), neg["user"].to_numpy(object)])
-    it = np.concatenate([earlier["item"].to_numpy(object), neg["item"].to_numpy(object)])
-    uc, _ = pd.factorize(u)
-    ic, iu = pd.factorize(it)
-    key = uc.astype(np.int64) * max(len(iu), 1) + ic       # (user, item) as one integer
-    ek, nk = key[:len(earlier)], key[len(earlier):]
-    name = names[k - 1]
-    dup = pd.Series(nk).duplicated().to_numpy()
-    if dup.any():
-        r = neg.iloc[int(np.flatnonzero(dup)[0])]
-        raise ValueError(f"{_where(name, r['line'])}: negative {show_value(r['item'])} of user "
-                         f"{show_value(r['user'])} is listed twice; the stages draw without replacement")
-    hit = np.isin(nk, ek)
-    if hit.any():
-        i = int(np.flatnonzero(hit)[0])
-        r = neg.iloc[i]
-        e = earlier.iloc[int(np.flatnonzero(ek == nk[i])[0])]
-        raise ValueError(f"{_where(name, r['line'])}: negative {show_value(r['item'])} of user "
-                         f"{show_value(r['user'])} is already a negative of stage {int(e['stage'])} "
-                         f"({_where(names[int(e['stage']) - 1], e['line'])}); the stages draw without replacement")
+def _check_repeats(out, names):
+    """Without replacement, a later stage's negatives repeat neither each other nor an earlier stage's (per
+    user); the first repeat in stage and file order is reported. One factorization of every stage's (user,
+    item) pairs (a stage-by-stage check re-read the earlier stages at each: quadratic in the stages)."""
+    neg = out[out.label == 0]
+    uc, _ = pd.factorize(neg["user"].to_numpy(object))
+    ic, iu = pd.factorize(neg["item"].to_numpy(object))
+    key = pd.Series(uc.astype(np.int64) * max(len(iu), 1) + ic)      # (user, item) as one integer
+    stage = neg["stage"].to_numpy()
+    dup = key.duplicated().to_numpy() & (stage > 1)     # stage 1 is the framework's file, read as it is
+    if not dup.any():
+        return
+    i = int(np.flatnonzero(dup)[0])
+    r, e = neg.iloc[i], neg.iloc[int(np.flatnonzero(key.to_numpy() == key.iloc[i])[0])]
+    if int(e["stage"]) == int(r["stage"]):
+        raise ValueError(f"{_where(names[int(r['stage']) - 1], r['line'])}: negative {show_value(r['item'])} of "
+                         f"user {show_value(r['user'])} is listed twice; the stages draw without replacement")
+    raise ValueError(f"{_where(names[int(r['stage']) - 1], r['line'])}: negative {show_value(r['item'])} of user "
+                     f"{show_value(r['user'])} is already a negative of stage {int(e['stage'])} "
+                     f"({_where(names[int(e['stage']) - 1], e['line'])}); the stages draw without replacement")
 
 
 def _first_lines(t):
