@@ -144,7 +144,7 @@ def _cell_draws(fit, counts):
 
 
 def _tuple_draws(fits, stats_, cell_of_user):
-    """(tuples (T, models), their user counts, columns per model, coarse) of the paired bootstrap.
+    """(tuples (T, models), their user counts, cells per model, coarse, {model: column}) of the paired bootstrap.
 
     A paired design's joint sufficient statistic is the count of users per tuple of the models'
     cells (columns in sorted-name order, so that the draws do not depend on the order the models
@@ -161,9 +161,10 @@ def _tuple_draws(fits, stats_, cell_of_user):
     from .estimators import _logspline_boot
 
     order = sorted(fits)
+    col = {m: k for k, m in enumerate(order)}
     U = np.stack([cell_of_user[m] for m in order], axis=1)
     tuples, tcount = np.unique(U, axis=0, return_counts=True)
-    exact = tuples, tcount, [_cells_of(stats_[m])[2].size for m in order], False
+    exact = tuples, tcount, [_cells_of(stats_[m])[2].size for m in order], False, col
     draws = [fits[m].coarse_draws() for m in order]
     psi = [None if d is None else fits[m].influence() for m, d in zip(order, draws)]
     if any(x is None for x in psi):
@@ -178,7 +179,7 @@ def _tuple_draws(fits, stats_, cell_of_user):
                 return exact
     Uc = np.stack([d[0][U[:, k]] for k, d in enumerate(draws)], axis=1)
     ct, ccount = np.unique(Uc, axis=0, return_counts=True)
-    return ct, ccount, [d[1] for d in draws], True
+    return ct, ccount, [d[1] for d in draws], True, col
 
 
 def _n_items_of(stat):
@@ -843,8 +844,7 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
     if paired:
         # distinct tuples of per-model cells (or coarse cells) = joint sufficient statistic of the
         # paired design (_tuple_draws)
-        col = {m: i for i, m in enumerate(sorted(names))}
-        tuples, tcount, ncols, coarse_t = _tuple_draws(fits, stats_, cell_of_user)
+        tuples, tcount, ncols, coarse_t, col = _tuple_draws(fits, stats_, cell_of_user)
         M = int(tcount.sum())
         T = tuples.shape[0]
         maps = {m: sparse.csr_matrix((np.ones(T), (np.arange(T), tuples[:, col[m]])), shape=(T, ncols[col[m]]))
