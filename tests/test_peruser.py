@@ -873,3 +873,56 @@ def test_exact_refits_in_blocks_of_replicates_equal_one_block(monkeypatch):
     blocks = LB.logspline_cells_replicates(Cb[:20], *args, setup=state[1:])
     L._CELLS_CACHE.clear()
     np.testing.assert_allclose(blocks, one, rtol=1e-9, atol=1e-12)
+
+
+def _gowalla_two_popularity_models():
+    """Global ranks of two item-score models on LightGCN's Gowalla split (train and test pooled, one random
+    held-out item per user, per-user N_u = N - history): training counts, and the counts times a fixed
+    log-normal factor per item (a different, correlated model). Ranks by counting, pessimistic ties."""
+    from sampling_lib.data import leave_one_out
+    from sampling_lib.studies import PANEL_DATASETS
+    from conftest import REPO
+    spec = PANEL_DATASETS["gowalla"]
+    shared = REPO.parent / "shared" / "data"
+    if not all((shared / f).exists() for f in spec.files):
+        pytest.skip(f"Gowalla (LightGCN) not found under {shared}")
+    split = leave_one_out(spec.ratings(shared), rng=0)
+    X = split.train.tocsr()
+    counts = np.asarray(X.sum(axis=0)).ravel()
+    noise = np.exp(np.random.default_rng(3).normal(0.0, 0.7, counts.size))
+    h, Nu = split.test_items, split.n_items - np.diff(X.indptr)
+    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    ranks = {}
+    for name, s in (("counts", counts.astype(float)), ("noisy", counts * noise)):
+        above = s.size - np.searchsorted(np.sort(s), s[h], side="left")      # items scored >= the held-out
+        in_hist = np.bincount(rows, weights=s[X.indices] >= s[h][rows], minlength=h.size)
+        ranks[name] = (above - in_hist).astype(np.int64)                        # the held-out counts itself
+    return ranks, Nu
+
+
+def test_paired_coarse_tuples_on_real_per_user_n_u(monkeypatch):
+    """The coarse tuple draws of compare (paired, per-user N_u) on real data with hundreds of N_u
+    values (Gowalla, ~3 x 10^4 users; the synthetic check above has two made-up models): the coarse
+    draws are used and the intervals agree with exact tuple draws (share bound 0) within the Monte
+    Carlo error of two independent 400-replicate bootstraps, as there."""
+    from sampling_lib import correct as C
+    from sampling_lib.estimators import _logspline_boot as LB
+    R, Nu = _gowalla_two_popularity_models()
+    assert np.unique(Nu).size > 100 and all((1 <= r).all() and (r <= Nu).all() for r in R.values())
+    sampled = {m: sample_ranks(r, Nu, 100, rng=k) for k, (m, r) in enumerate(R.items())}
+    used = []
+    real = C._tuple_draws
+    monkeypatch.setattr(C, "_tuple_draws", lambda *a: used.append(real(*a)) or used[-1])
+    out = {}
+    for bound in (LB.COARSE_DRAW_MAX_SHARE, 0.0):
+        monkeypatch.setattr(LB, "COARSE_DRAW_MAX_SHARE", bound)
+        LB._ONE_STEP_CACHE.clear()
+        out[bound] = compare(sampled, Nu, 100, ["recall@10", "ndcg@10"], n_boot=400, rng=0, paired=True)
+    LB._ONE_STEP_CACHE.clear()
+    assert [u[3] for u in used] == [True, False]
+    assert used[0][0].shape[0] < used[1][0].shape[0] / 2          # fewer tuples to draw
+    a, b = out[LB.COARSE_DRAW_MAX_SHARE], out[0.0]
+    np.testing.assert_allclose(a.difference, b.difference, rtol=1e-12)
+    half = (b.ci_high - b.ci_low) / 2
+    for col in ("ci_low", "ci_high"):
+        assert np.all(np.abs(a[col] - b[col]) <= 0.3 * half), (a[col], b[col], half)
