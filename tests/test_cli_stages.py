@@ -166,8 +166,13 @@ def test_plan_prints_the_designs_marks_the_cheapest_that_meets_the_target_and_it
     p = run("plan", "ranks1.csv", "--metric", "recall@10", "--format", "csv", cwd=d)
     assert p.returncode == 0, p.stderr
     t = pd.read_csv(pd.io.common.StringIO(p.stdout))
-    assert {"model", "design", "kind", "cost", "cost_share", "halfwidth", "ratio", "meets", "chosen"} <= set(t.columns)
-    per = t.groupby("design").agg(cost=("cost", "max"), meets=("meets", "all"), chosen=("chosen", "first"))
+    assert {"model", "design", "kind", "cost", "cost_share", "halfwidth", "ratio", "meets", "chosen",
+            "cost_all_models"} <= set(t.columns)
+    # two models share the added items: the cost of a design is that of the union of the users they send on
+    per = t.groupby("design").agg(cost=("cost_all_models", "first"), one=("cost", "max"), sum=("cost", "sum"),
+                                  meets=("meets", "all"), chosen=("chosen", "first"))
+    assert (per.cost >= per.one - 1e-9).all() and (per.cost <= per["sum"] - n + 1e-9).all()
+    assert (per.cost > per.one + 1).any()                  # the union costs more than the largest model alone
     assert per.chosen.sum() == 1
     best = per[per.chosen].iloc[0]
     assert best.meets and best.cost == per[per.meets].cost.min()
@@ -441,3 +446,31 @@ def test_stage_one_written_in_a_frameworks_format_holds_the_same_draws(run, worl
     pd.DataFrame({"user": users.index}).to_csv(d / "bare.csv", index=False)
     one_line_error(run(*[a if a != "users.csv" else "bare.csv" for a in args], "--input-format", "ncf", cwd=d),
                    1, "an NCF file names each user's held-out item")
+
+
+def test_plan_of_several_models_costs_the_union_and_budgets_by_it(run, world):
+    """The cost plan prints for two models is design.shared_cost on the pilot's paired ranks with the
+    models' own fitted priors, and --max-cost judges designs by it (a budget between the largest model's
+    cost and the union's puts the design over budget)."""
+    from sampling_lib.design import Design, candidate_designs, plan, shared_cost
+    d = world
+    r1 = stage_one(run, d)
+    p = run("plan", "ranks1.csv", "--metric", "recall@10", "--format", "csv", cwd=d)
+    assert p.returncode == 0, p.stderr
+    t = pd.read_csv(pd.io.common.StringIO(p.stdout))
+    wide = r1.pivot(index="user", columns="model", values="rank")
+    fits = [plan(wide[m].to_numpy(), N - H, n, metrics="recall@10", max_size=N - H,
+                 designs=candidate_designs(N - H, n)[:1]).prior for m in wide.columns]
+    ladders = t[t.kind == "ladder"].drop_duplicates("design")
+    assert len(ladders) > 3
+    for _, row in ladders.iterrows():
+        design = Design("ladder", n, n_max=int(row.design.split("-> ")[1].split()[0]))
+        assert design.describe() == row.design
+        assert row.cost_all_models == pytest.approx(shared_cost(design, fits, wide.to_numpy()), rel=1e-9)
+    gap = t.groupby("design").agg(one=("cost", "max"), union=("cost_all_models", "first"))
+    name = (gap.union - gap.one).idxmax()
+    cap = (gap.one[name] + gap.union[name]) / 2 / (N - H)
+    p = run("plan", "ranks1.csv", "--metric", "recall@10", "--format", "csv", "--max-cost", cap, cwd=d)
+    t2 = pd.read_csv(pd.io.common.StringIO(p.stdout))
+    assert not t2[t2.design == name].within_budget.any()
+    assert (t2.within_budget == (t2.cost_all_models / (N - H) <= cap)).all()

@@ -256,3 +256,101 @@ def test_plan_on_a_pilot_with_per_user_sizes():
     assert abs(vc - truth) < 0.5 * abs(va - truth), (va, vc, truth)
     with pytest.raises(ValueError, match="sample_sizes must be >= the first stage's n=21"):
         plan(np.minimum(pilot, 20), N, n, designs=designs, sample_sizes=np.full(M, 20))
+
+
+# ---------------------------------------------------------------------------- several models: the union's cost
+def _shared_ladder(Ra, Rb, N, n, n_max, coupling, g):
+    """Stage by stage, a ladder whose added items two models share (binomial scheme): each added item lies
+    above a user's held-out item under model m with probability (R_m - 1)/(N - 1), independently for the two
+    models or through one uniform (comonotone). A user goes on while either model has it at rank 1; each
+    model alone would go on while it does. Returns (stage-1 ranks (M, 2), mean union cost, mean cost of
+    each model alone)."""
+    p = np.c_[Ra - 1, Rb - 1] / (N - 1)
+
+    def above(m, idx):
+        a, b = p[idx, 0], p[idx, 1]
+        if coupling == "independent":
+            return np.c_[g.binomial(m, a), g.binomial(m, b)]
+        lo, hi = np.minimum(a, b), np.maximum(a, b)
+        c_lo = g.binomial(m, lo)
+        c_hi = c_lo + g.binomial(m - c_lo, np.divide(hi - lo, 1 - lo, out=np.zeros_like(lo), where=lo < 1))
+        return np.c_[np.where(a <= b, c_lo, c_hi), np.where(a <= b, c_hi, c_lo)]
+
+    M = Ra.size
+    x = above(n - 1, np.arange(M))
+    top = x == 0
+    sizes = size_ladder(n, n_max)
+    union, alone = np.full(M, float(n)), np.full((M, 2), float(n))
+    for j in range(1, sizes.size):
+        m = int(sizes[j] - sizes[j - 1])
+        go = top.any(axis=1)
+        union[go] += m
+        alone[top] += m
+        top[~go] = False
+        top[go] &= above(m, np.flatnonzero(go)) == 0
+    return 1 + x, union, alone
+
+
+@pytest.mark.parametrize("case", ["independent", "correlated", "comonotone"])
+def test_shared_cost_of_a_ladder_against_a_stage_by_stage_simulation(case):
+    """design.shared_cost (the union of the users two models send on) against the simulated ladder. For
+    independent models it is the exact union up to the models' own cost predictions (the error budget: each
+    model's predicted cost against its simulated one, plus 3 Monte Carlo standard errors); for dependent
+    models the union lies between the comonotone (dependence 1) and independent (0) predictions widened by
+    that budget, and the pilot's dependence puts the prediction nearer the simulated union than either
+    end's farther one."""
+    from sampling_lib.design import shared_cost
+    g = np.random.default_rng({"independent": 1, "correlated": 2, "comonotone": 3}[case])
+    N, n, n_max, M = 5000, 50, 1600, 20000
+    pmf = synthetic_models(N)["beta_a0.35"]
+    Ra = draw_global_ranks(pmf, M, rng=g)
+    Rb = (draw_global_ranks(pmf, M, rng=g) if case == "independent"
+          else np.clip((Ra * np.exp(g.normal(0.0, 0.5, M))).astype(np.int64), 1, N))
+    r1, union, alone = _shared_ladder(Ra, Rb, N, n, n_max, "comonotone" if case == "comonotone" else "independent", g)
+    d = Design("ladder", n, n_max=n_max)
+    fits = [logspline_fit(r1[:, k], N, n) for k in range(2)]
+    single = np.array([predict(d, f, "recall@10", M=M).cost[0] for f in fits])
+    budget = (np.abs(single / alone.mean(axis=0) - 1).max() + 3 * union.std() / np.sqrt(M) / union.mean())
+    pred, lo, hi = (shared_cost(d, fits, r1, dependence=x) for x in (None, 1.0, 0.0))
+    sim = union.mean()
+    assert sim >= alone.mean(axis=0).max() * (1 - 3 * union.std() / np.sqrt(M) / sim)     # at least the largest
+    if case == "independent":
+        assert abs(pred / sim - 1) <= budget, (pred, sim, budget)
+    else:
+        assert lo * (1 - budget) <= sim <= hi * (1 + budget), (lo, sim, hi, budget)
+        assert abs(pred - sim) < max(abs(lo - sim), abs(hi - sim)), (lo, pred, hi, sim)
+
+
+def test_shared_cost_identities_and_bad_input():
+    """Exact cases: one rung (n -> 2n) and a second stage to threshold t extend the pilot's own union;
+    two identical models cost as one (dependence 1: the pilot's rank-1 share carried by the prior's
+    survival); without a pilot the models are independent; bad input names the argument."""
+    from sampling_lib.design import shared_cost
+    g = np.random.default_rng(4)
+    N, n, M = 3000, 30, 4000
+    R = draw_global_ranks(synthetic_models(N)["beta_a0.35"], M, rng=g)
+    r = np.c_[sample_ranks(R, N, n, rng=5), sample_ranks(R, N, n, rng=6)]
+    fits = [logspline_fit(r[:, k], N, n) for k in range(2)]
+    assert shared_cost(Design("ladder", n, n_max=2 * n), fits, r) == pytest.approx(n + n * (r == 1).any(axis=1).mean())
+    thr = Design("threshold", n, threshold=3, n2=200)
+    assert shared_cost(thr, fits, r) == pytest.approx(n + 200 * (r <= 3).any(axis=1).mean())
+    assert shared_cost(Design("single", 4 * n), fits, r) == 4 * n
+    # identical models: the union is one model's path; the prior carries the pilot's rank-1 share
+    lad = Design("ladder", n, n_max=960)
+    same = np.c_[r[:, 0], r[:, 0]]
+    one = predict(lad, fits[0], "recall@10", M=M).cost[0]
+    from sampling_lib.design import _log_survive
+    from sampling_lib.estimators._logspline import prior_masses, spline_grid
+    grid = spline_grid(N, n, fits[0].knot_spacing, None, "binomial")
+    p1 = prior_masses(fits[0].beta, grid) @ np.exp(_log_survive(grid.mid, N, n - 1, "binomial"))
+    want = n + (same[:, 0] == 1).mean() / p1 * (one - n)
+    assert shared_cost(lad, [fits[0], fits[0]], same) == pytest.approx(want, rel=1e-9)
+    # no pilot: independent models, between the largest single cost and the sum
+    ind = shared_cost(lad, fits, None)
+    costs = [predict(lad, f, "recall@10", M=M).cost[0] for f in fits]
+    assert max(costs) <= ind <= sum(costs) - n + 1e-9
+    for kw, match in (({"pilot": r[:, :1]}, "pilot must be an"), ({"pilot": r + n}, "sampled ranks in 1..n=30"),
+                      ({"pilot": r, "dependence": 1.5}, "dependence"), ({"pilot": r, "priors": []}, "priors")):
+        args = {"priors": fits, **kw}
+        with pytest.raises(ValueError, match=match):
+            shared_cost(lad, args.pop("priors"), args.pop("pilot"), **args)

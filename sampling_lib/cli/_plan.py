@@ -77,9 +77,15 @@ def cmd_plan(args):
     per = (table.groupby(["design", "kind"], sort=False)
            .agg(cost=("cost", "max"), cost_share=("cost_share", "max"), meets=("meets", "all"),
                 worst=(worst, "max")).reset_index())
-    # several models share the added items: the union costs at least the largest, and within the budget
-    # means every model's cost is
+    if len(results) > 1:
+        # several models share the added items: a user goes on when any model needs it, so the cost is that
+        # of the union (design.shared_cost), from the pilot's paired ranks where it has them
+        union = _shared_costs(cands, results, pilots, args.scheme, n)
+        per["cost"] = per.design.map(union)
+        per["cost_share"] = per.cost / N
+        table["cost_all_models"] = table.design.map(union)
     per["within_budget"] = True if args.max_cost is None else per.cost_share <= args.max_cost
+    table["within_budget"] = table.design.map(per.set_index("design").within_budget).astype(bool)
     best_name = choose_design(per.set_index("design"))
     table["chosen"] = table.design == best_name
     first = next(iter(results.values()))
@@ -94,6 +100,21 @@ def cmd_plan(args):
         return
     emit(_plan_view(table, per, best_name, args, N, n, M or _pilot_users(pilots), first.target, len(results))
          + advice + "\n", args.output)
+
+
+def _shared_costs(cands, results, pilots, scheme, n):
+    """{design: expected items per user of the union of the users the models send on}: the pilot's paired
+    first-stage ranks (a ranks table at one size n) give the models' dependence; else (counts, a design run
+    in part) they are taken as independent."""
+    from ..design import shared_cost
+
+    paired = None
+    if all(isinstance(r, np.ndarray) for r in pilots.values()) and len({r.size for r in pilots.values()}) == 1:
+        paired = np.stack(list(pilots.values()), axis=1)
+        if paired.min() < 1 or paired.max() > n:
+            paired = None
+    priors = [res.prior for res in results.values()]
+    return {d.describe(): shared_cost(d, priors, paired, scheme=scheme) for d in cands}
 
 
 def _replan_note(table, best, args, N, n, staged):
@@ -239,8 +260,9 @@ def _plan_view(table, per, best_name, args, N, n, M, target, n_models):
         "half-width of the interval; ratio: its width over full ranking's (precision ratio)"
         + ("; --robust: the high end of each prediction (the pilot's prior refitted with a 10x weaker and a "
            "10x stronger penalty)" if args.robust else "")
-        + ("; several models: the largest cost and the worst value over them (their added items are "
-           "shared: the union costs at least the largest)" if n_models > 1 else ""), 110,
+        + ("; several models: the cost of the union of the users any model sends on (they share the added "
+           "items; at least the largest model's cost, at most their sum; the models' dependence from the "
+           "pilot's first stage, design.shared_cost) and the worst value over them" if n_models > 1 else ""), 110,
         subsequent_indent="  ") + "\n"
     return head + body + legend
 
