@@ -35,6 +35,7 @@ References
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -524,13 +525,17 @@ class PlanResult:
         One row per (design, metric) as :func:`predict`, with ``kind``, ``meets``
         (the design meets the target for every metric), ``within_budget``
         (its cost share is at most ``max_cost``; True without a budget) and
-        ``chosen``.
+        ``chosen``. Several models: a row per (model, design, metric), the
+        ``model`` first; ``meets`` for every model; ``cost_all_models``, the
+        cost of the union of the users the models send on
+        (:func:`shared_cost`), by which the design is priced and budgeted.
     best : Design or None
         The cheapest design within the budget that meets the target; with a
         budget that no such design fits, the most precise within it (its
         ``meets`` is False); else None (:func:`choose_design`).
-    prior : LogsplineResult
-        The prior the predictions use (fitted to the pilot).
+    prior : LogsplineResult or dict
+        The prior the predictions use (fitted to the pilot); several models:
+        {model: prior}.
     target : str
         The target, in words.
     """
@@ -544,6 +549,8 @@ class PlanResult:
         """One row per design: kind, description, cost, cost_share, the worst ratio, meets, within_budget,
         chosen."""
         t = self.table
+        if "cost_all_models" in t.columns:
+            t = t.assign(cost=t.cost_all_models, cost_share=t.cost_all_models * t.cost_share / t.cost)
         return (t.groupby(["design", "kind"], sort=False)
                 .agg(cost=("cost", "first"), cost_share=("cost_share", "first"), ratio=("ratio", "max"),
                      halfwidth=("halfwidth", "max"), meets=("meets", "first"),
@@ -589,10 +596,15 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
 
     Parameters
     ----------
-    pilot : array_like of int, optional
+    pilot : array_like of int, or dict {model: array_like of int}, optional
         First-stage sampled ranks (1..n) of the users: the prior is the
         default estimator's log-spline fitted to them. Without a pilot,
-        ``guess`` is required.
+        ``guess`` is required. Several models (a dict): each is planned on
+        its own ranks, a design meets the target when it does for every
+        model, and it is priced by the union of the users the models send on
+        (they share the added items, so that ``compare`` stays paired;
+        :func:`shared_cost`, with the models' dependence from their paired
+        ranks when every model ranks the same users in the same order).
     N, n : int
         Items (N_u; the median when users differ) and first-stage set size
         (held-out item included).
@@ -623,7 +635,7 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
         ratio, or half-width with ``target_halfwidth``, over the metrics) and
         its ``meets`` stays False: what the budget buys. Default: no budget
         (the cheapest design meeting the target, else none).
-    sample_sizes : array_like of int, optional, keyword-only
+    sample_sizes : array_like of int, or dict {model: array_like}, optional, keyword-only
         The pilot's per-user set sizes n_u (held-out item included) when the
         pilot is a design already run in part: e.g. the merged ranks after
         the first rungs of a ladder or a second stage. The prior is then the
@@ -660,6 +672,11 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
     >>> res.best.kind in ("threshold", "ladder") and bool(res.designs().chosen.sum() == 1)
     True
     """
+    if isinstance(pilot, Mapping):
+        return _plan_models(pilot, N, n, M=M, metrics=metrics, target_ratio=target_ratio,
+                            target_halfwidth=target_halfwidth, confidence_level=confidence_level, scheme=scheme,
+                            designs=designs, robust=robust, max_size=max_size, rng=rng, progress=progress,
+                            sample_sizes=sample_sizes, max_cost=max_cost)
     from .counts import rank_counts
     from .estimators import logspline_cells_fit, logspline_fit
     from .estimators._logspline import sensitivity_penalties
@@ -718,6 +735,48 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
     best = None if name is None else cands[[d.describe() for d in cands].index(name)]
     table["chosen"] = table.design == name
     return PlanResult(table, best, prior, target)
+
+
+def _plan_models(pilots, N, n, *, sample_sizes, max_cost, robust, target_halfwidth, **kw):
+    """:func:`plan` of several models: each planned alone, designs priced by :func:`shared_cost`."""
+    if not pilots:
+        raise ValueError("pilot must map at least one model to its first-stage ranks")
+    if isinstance(sample_sizes, Mapping) and set(sample_sizes) != set(pilots):
+        raise ValueError(f"sample_sizes must name the models of pilot ({list(pilots)}); got {list(sample_sizes)}")
+    if max_cost is not None:
+        max_cost = check_float(max_cost, "max_cost", 0.0, 1.0, low_open=True)
+    N, n = check_int(N, "N", low=2), check_int(n, "n", low=2)
+    kw["designs"] = list(candidate_designs(N if kw.get("max_size") is None else kw["max_size"], n)
+                         if kw.get("designs") is None else kw["designs"])
+    results = {}
+    for m, r in pilots.items():
+        s = sample_sizes[m] if isinstance(sample_sizes, Mapping) else sample_sizes
+        results[m] = plan(None if r is None else np.asarray(r), N, n, sample_sizes=s, robust=robust,
+                          target_halfwidth=target_halfwidth, **kw)
+    table = pd.concat([res.table.drop(columns=["chosen", "within_budget"]).assign(model=m)
+                       for m, res in results.items()], ignore_index=True)
+    table.insert(0, "model", table.pop("model"))
+    # a pilot pairs the models' ranks when every model ranks the same users at the first stage's n
+    ranks = [None if r is None else np.asarray(r) for r in pilots.values()]
+    paired = None
+    if sample_sizes is None and all(r is not None and r.ndim == 1 for r in ranks) and len({r.size for r in ranks}) == 1:
+        paired = np.stack(ranks, axis=1)
+    priors = [res.prior for res in results.values()]
+    if len(priors) == 1:
+        table["cost_all_models"] = table.cost
+    else:
+        union = {d.describe(): shared_cost(d, priors, paired, scheme=kw["scheme"]) for d in kw["designs"]}
+        table["cost_all_models"] = table.design.map(union)
+    table["meets"] = table.groupby("design", sort=False).meets.transform("all")
+    share = table.cost_all_models * table.cost_share / table.cost
+    table["within_budget"] = True if max_cost is None else share <= max_cost
+    col = judged_column(target_halfwidth, robust)
+    name = choose_design(table.groupby("design", sort=False).agg(
+        cost=("cost_all_models", "first"), meets=("meets", "first"), within_budget=("within_budget", "first"),
+        worst=(col, "max")))
+    table["chosen"] = table.design == name
+    best = None if name is None else kw["designs"][[d.describe() for d in kw["designs"]].index(name)]
+    return PlanResult(table, best, {m: res.prior for m, res in results.items()}, next(iter(results.values())).target)
 
 
 def judged_column(target_halfwidth=None, robust=False):

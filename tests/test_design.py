@@ -354,3 +354,32 @@ def test_shared_cost_identities_and_bad_input():
         args = {"priors": fits, **kw}
         with pytest.raises(ValueError, match=match):
             shared_cost(lad, args.pop("priors"), args.pop("pilot"), **args)
+
+
+def test_plan_of_several_models_in_python():
+    """plan({model: ranks}): each model planned on its own ranks; a design meets the target when it does for
+    every model and is priced by shared_cost on the paired ranks; the cheapest such design is chosen. One
+    model in a dict chooses what its array does."""
+    from sampling_lib.design import shared_cost
+    g = np.random.default_rng(8)
+    N, n, M = 4000, 40, 3000
+    R = draw_global_ranks(synthetic_models(N)["beta_a0.35"], M, rng=g)
+    R2 = np.clip((R * np.exp(g.normal(0.0, 0.7, M))).astype(np.int64), 1, N)
+    r = {"a": sample_ranks(R, N, n, rng=1), "b": sample_ranks(R2, N, n, rng=2)}
+    cands = candidate_designs(N, n, factors=(4, 16, 64), thresholds=(1, 2), fractions=(0.2,))
+    res = plan(r, N, n, metrics="recall@10", designs=cands)
+    t = res.table
+    assert list(t.columns[:2]) == ["model", "design"] and set(t.model) == {"a", "b"} and set(res.prior) == {"a", "b"}
+    alone = {m: plan(x, N, n, metrics="recall@10", designs=cands).table.set_index("design") for m, x in r.items()}
+    per = res.designs().set_index("design")
+    for d in cands:
+        name = d.describe()
+        assert per.cost[name] == pytest.approx(shared_cost(d, [res.prior["a"], res.prior["b"]],
+                                                           np.c_[r["a"], r["b"]]), rel=1e-12)
+        assert per.meets[name] == (alone["a"].meets[name].all() and alone["b"].meets[name].all())
+    ok = per[per.meets]
+    assert res.best.describe() == ok.cost.idxmin()
+    one = plan({"a": r["a"]}, N, n, metrics="recall@10", designs=cands)
+    assert one.best == plan(r["a"], N, n, metrics="recall@10", designs=cands).best
+    with pytest.raises(ValueError, match="sample_sizes must name the models"):
+        plan(r, N, n, metrics="recall@10", designs=cands, sample_sizes={"a": np.full(M, n)})

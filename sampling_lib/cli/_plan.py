@@ -47,7 +47,7 @@ def cmd_plan(args):
         raise UsageError("give one target: --target-ratio or --target-halfwidth")
     if args.wide and args.format != "table":
         raise UsageError(f"--wide applies to --format table; --format {args.format} has every row")
-    from ..design import candidate_designs, choose_design, judged_column
+    from ..design import candidate_designs, judged_column
 
     pilots, N, n, max_size = _pilots(args)
     M = args.users
@@ -59,62 +59,29 @@ def cmd_plan(args):
         kw["target_halfwidth"] = args.target_halfwidth
     else:
         kw["target_ratio"] = 1.3 if args.target_ratio is None else args.target_ratio
-    results, tables = {}, []
-    for model, ranks in pilots.items():
-        if ranks is None:
-            res = plan(None, N, n, M=M, guess=args.guess_recall, **kw)
-        elif isinstance(ranks, tuple):       # a design run in part: per-user sizes
-            res = plan(ranks[0], N, n, M=M, sample_sizes=ranks[1], **kw)
-        else:
-            res = plan(ranks, N, n, M=M, **kw)
-        results[model] = res
-        t = res.table.drop(columns="chosen")
-        if model is not None:
-            t.insert(0, "model", model)
-        tables.append(t)
-    table = pd.concat(tables, ignore_index=True)
+    sizes = {m: r[1] for m, r in pilots.items() if isinstance(r, tuple)}
+    ranks = {m: r[0] if isinstance(r, tuple) else r for m, r in pilots.items()}
+    if list(pilots) == [None]:              # one model, no model column (or a guess without a pilot)
+        res = plan(ranks[None], N, n, M=M, guess=args.guess_recall, sample_sizes=sizes.get(None), **kw)
+    else:
+        res = plan(ranks, N, n, M=M, sample_sizes=sizes or None, **kw)
+    table = res.table
     worst = judged_column(args.target_halfwidth, args.robust)
-    per = (table.groupby(["design", "kind"], sort=False)
-           .agg(cost=("cost", "max"), cost_share=("cost_share", "max"), meets=("meets", "all"),
-                worst=(worst, "max")).reset_index())
-    if len(results) > 1:
-        # several models share the added items: a user goes on when any model needs it, so the cost is that
-        # of the union (design.shared_cost), from the pilot's paired ranks where it has them
-        union = _shared_costs(cands, results, pilots, args.scheme, n)
-        per["cost"] = per.design.map(union)
-        per["cost_share"] = per.cost / N
-        table["cost_all_models"] = table.design.map(union)
-    per["within_budget"] = True if args.max_cost is None else per.cost_share <= args.max_cost
-    table["within_budget"] = table.design.map(per.set_index("design").within_budget).astype(bool)
-    best_name = choose_design(per.set_index("design"))
-    table["chosen"] = table.design == best_name
-    first = next(iter(results.values()))
-    best = {d.describe(): d for d in cands}.get(best_name)
+    per = res.designs().rename(columns={"ratio": "worst_ratio"})
+    per["worst"] = table.groupby("design", sort=False)[worst].max().reindex(per.design).to_numpy()
+    best_name = None if res.best is None else res.best.describe()
+    n_models = len(pilots)
+    best = res.best
     meets = best_name is not None and bool(per.set_index("design").meets[best_name])
-    staged = any(isinstance(r, tuple) for r in pilots.values())
-    advice = _advice(best, args, N, n, first.target, len(results), meets) + _replan_note(
+    staged = bool(sizes)
+    advice = _advice(best, args, N, n, res.target, n_models, meets) + _replan_note(
         table, best, args, N, n, staged)
     if args.format != "table":
         write(table, args.format, args.output)
         print(advice, file=sys.stderr)
         return
-    emit(_plan_view(table, per, best_name, args, N, n, M or _pilot_users(pilots), first.target, len(results))
+    emit(_plan_view(table, per, best_name, args, N, n, M or _pilot_users(pilots), res.target, n_models)
          + advice + "\n", args.output)
-
-
-def _shared_costs(cands, results, pilots, scheme, n):
-    """{design: expected items per user of the union of the users the models send on}: the pilot's paired
-    first-stage ranks (a ranks table at one size n) give the models' dependence; else (counts, a design run
-    in part) they are taken as independent."""
-    from ..design import shared_cost
-
-    paired = None
-    if all(isinstance(r, np.ndarray) for r in pilots.values()) and len({r.size for r in pilots.values()}) == 1:
-        paired = np.stack(list(pilots.values()), axis=1)
-        if paired.min() < 1 or paired.max() > n:
-            paired = None
-    priors = [res.prior for res in results.values()]
-    return {d.describe(): shared_cost(d, priors, paired, scheme=scheme) for d in cands}
 
 
 def _replan_note(table, best, args, N, n, staged):
