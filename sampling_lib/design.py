@@ -298,9 +298,14 @@ def shared_cost(design, priors, pilot, *, scheme="binomial", grid_n=None, depend
     rank 1, I = 1 - prod_m (1 - p_m) and X = max_m p_m for the models'
     shares p_m; the later rungs take (1 - lambda) (1 - prod_m (1 - a_m)) +
     lambda max_m a_m. At the second stage this is the pilot's own union;
-    beyond, an assumption (the same dependence at every rung), checked by
-    simulation of two models with independent, correlated and comonotone
-    ranks (within 10% of the simulated cost).
+    beyond, an assumption (the same dependence at every rung), checked
+    against stage-by-stage simulations of two models sharing the added items
+    (tests/test_design.py; N = 5,000, n = 50, ladder to 1,600, 20,000 users):
+    independent models 358 items per user predicted against 380 simulated
+    (each model's own predicted cost was 7% low there), correlated ranks 281
+    against 267, comonotone 245 against 245; the largest single model's
+    cost was 213-231. On Last.fm 2K (ALS and item-KNN, ladder 100 -> 3,200)
+    1,238 against the 1,174 the two models' shared stages scored.
 
     Examples
     --------

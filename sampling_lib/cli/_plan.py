@@ -47,7 +47,7 @@ def cmd_plan(args):
         raise UsageError("give one target: --target-ratio or --target-halfwidth")
     if args.wide and args.format != "table":
         raise UsageError(f"--wide applies to --format table; --format {args.format} has every row")
-    from ..design import candidate_designs, judged_column
+    from ..design import candidate_designs
 
     pilots, N, n, max_size = _pilots(args)
     M = args.users
@@ -65,13 +65,9 @@ def cmd_plan(args):
         res = plan(ranks[None], N, n, M=M, guess=args.guess_recall, sample_sizes=sizes.get(None), **kw)
     else:
         res = plan(ranks, N, n, M=M, sample_sizes=sizes or None, **kw)
-    table = res.table
-    worst = judged_column(args.target_halfwidth, args.robust)
-    per = res.designs().rename(columns={"ratio": "worst_ratio"})
-    per["worst"] = table.groupby("design", sort=False)[worst].max().reindex(per.design).to_numpy()
-    best_name = None if res.best is None else res.best.describe()
+    table, best, per = res.table, res.best, res.designs()
+    best_name = None if best is None else best.describe()
     n_models = len(pilots)
-    best = res.best
     meets = best_name is not None and bool(per.set_index("design").meets[best_name])
     staged = bool(sizes)
     advice = _advice(best, args, N, n, res.target, n_models, meets) + _replan_note(
