@@ -237,6 +237,10 @@ def table_lines(table):
     return k if k.size == len(table) else None
 
 
+#: id columns longer than this are factorized before their ids become text (:func:`id_text`)
+_SHARED_TEXT_MIN = 4096
+
+
 def id_text(values):
     """Ids as text, the one form in which the ids of every file of a call are compared.
 
@@ -250,7 +254,16 @@ def id_text(values):
     --------
     >>> id_text([1, "01", " 1.0", 2.0, np.int64(7)]).tolist()
     ['1', '01', '1.0', '2', '7']
+
+    A long column of repeated ids (a scores table: every candidate of every
+    user) is factorized first: each distinct id is converted once, and the
+    result points to those texts (8 bytes a row instead of a string object
+    each; 4.6 x 10^6 score rows of a Last.fm ladder: ~0.6 GB less).
     """
+    if isinstance(values, (pd.Series, pd.Index, np.ndarray)) and values.ndim == 1 and len(values) > _SHARED_TEXT_MIN:
+        codes, uniq = pd.factorize(values)
+        if len(uniq) <= len(values) // 2 and codes.min() >= 0:          # repeats, no missing value
+            return id_text(np.asarray(uniq))[codes]
     if isinstance(values, (pd.Series, pd.Index)):
         a = values.to_numpy()
     elif isinstance(values, np.ndarray):
