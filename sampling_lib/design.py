@@ -307,6 +307,10 @@ def shared_cost(design, priors, pilot, *, scheme="binomial", grid_n=None, depend
     cost was 213-231. On Last.fm 2K (ALS and item-KNN, ladder 100 -> 3,200)
     1,238 against the 1,174 the two models' shared stages scored.
 
+    References
+    ----------
+    TORS24 Algorithm 1 (the ladder) and eq 44 (its cost for one model).
+
     Examples
     --------
     >>> from sampling_lib.estimators import logspline_fit
