@@ -238,6 +238,16 @@ def read_negatives(path, held_out):
 DUPLICATES = ("count", "collapse")
 
 
+def _joint_codes(a, b):
+    """Integer codes of two text id columns over the ids of both, and their number: each column factorized
+    as it is (no Python string per row), then its few distinct ids matched."""
+    ca, ua = pd.factorize(a, sort=False)
+    cb, ub = pd.factorize(b, sort=False)
+    ua, ub = pd.Index(np.asarray(ua, dtype=object)), pd.Index(np.asarray(ub, dtype=object))
+    both = ua.append(ub).unique()
+    return (both.get_indexer(ua)[ca].astype(np.int64), both.get_indexer(ub)[cb].astype(np.int64), len(both))
+
+
 def _scores_lookup(scores, cand):
     """Scores of the candidate rows: from a callable or a ``user, item, score[, model][, n_items]`` table."""
     if callable(scores):
@@ -268,14 +278,16 @@ def _scores_lookup(scores, cand):
                          f"{show_value(df['score'].iloc[i])} in {at(i)}")
     # (user, item) pairs as one int64 key each (factorized over candidates and scores together): duplicate
     # checks and lookups on integers instead of text (seconds at 10^6-10^7 rows)
-    ucode, uniq_u = pd.factorize(np.concatenate([cand["user"].to_numpy(object), sc["user"].to_numpy(object)]))
-    icode, uniq_i = pd.factorize(np.concatenate([cand["item"].to_numpy(object), sc["item"].to_numpy(object)]))
-    key = ucode.astype(np.int64) * max(len(uniq_i), 1) + icode
-    ckey, skey = key[:len(cand)], key[len(cand):]
-    mcode, models = pd.factorize(sc["model"].to_numpy(object), sort=False)
+    cu, su, n_u = _joint_codes(cand["user"], sc["user"])
+    ci, si, n_i = _joint_codes(cand["item"], sc["item"])
+    ckey = cu * max(n_i, 1) + ci
+    skey = su * max(n_i, 1) + si
+    mcode, models = pd.factorize(sc["model"], sort=False)
+    models = np.asarray(models, dtype=object)
     mkey = pd.Series(skey * len(models) + mcode)          # (pair, model)
     orig = np.arange(len(sc))
-    if df.attrs.get(PARTS):     # several files (e.g. one per stage): the same score given again is no conflict
+    if df.attrs.get(PARTS) and mkey.duplicated().any():
+        # several files (e.g. one per stage): the same score given again is no conflict
         again = pd.DataFrame({"k": mkey, "s": sc["score"].to_numpy(float)}).duplicated().to_numpy()
         if again.any():
             keep = ~again

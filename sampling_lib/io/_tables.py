@@ -358,11 +358,17 @@ def ranks_from_score_table(table, *, user_col="user", score_col="score", label_c
     _check_not_blank(df, [user_col] + ([model_col] if model_col in df.columns else []), "scores")
     score, label = check_scores_and_labels(df, score_col, label_col, at)
     # every (model, user) group as an integer code in order of appearance: numpy on the codes instead of
-    # groupby on text ids (seconds at 10^6 rows)
-    users = df[user_col].to_numpy()
-    models = df[model_col].astype(str).to_numpy() if model_col in df.columns else np.full(len(df), "model")
-    ucode, _ = pd.factorize(users, sort=False)
-    mcode, _ = pd.factorize(models, sort=False)
+    # groupby on text ids (seconds at 10^6 rows); the columns are factorized as they are (no Python string
+    # per row) and a row's ids looked up when needed. Models are compared as text: a column of mixed types
+    # (object) becomes text first.
+    ucode, uniq_u = pd.factorize(df[user_col], sort=False)
+    model = df[model_col] if model_col in df.columns else pd.Series(np.zeros(len(df), np.int8))
+    if model.dtype == object:
+        model = model.astype(str)
+    mcode, uniq_m = pd.factorize(model, sort=False)
+    uniq_u = np.asarray(uniq_u, dtype=object)
+    uniq_m = (np.asarray(uniq_m).astype(str).astype(object) if model_col in df.columns
+              else np.array(["model"], dtype=object))
     grp, first_key = pd.factorize(mcode.astype(np.int64) * (int(ucode.max()) + 1) + ucode, sort=False)
     G = len(first_key)
     first = np.full(G, len(df), dtype=np.int64)
@@ -374,7 +380,7 @@ def ranks_from_score_table(table, *, user_col="user", score_col="score", label_c
 
     def who(k):
         i = int(first[k])
-        return f"user {show_value(users[i])} of model {show_value(models[i])}", at(i)
+        return f"user {show_value(uniq_u[ucode[i]])} of model {show_value(uniq_m[mcode[i]])}", at(i)
 
     if (npos != 1).any():
         k = int(np.flatnonzero(npos != 1)[0])
@@ -416,7 +422,7 @@ def ranks_from_score_table(table, *, user_col="user", score_col="score", label_c
     gt = np.bincount(grp[neg], weights=sc[neg] > pos[grp[neg]], minlength=G).astype(np.int64)
     eq = np.bincount(grp[neg], weights=sc[neg] == pos[grp[neg]], minlength=G).astype(np.int64)
     r = apply_ties(gt, eq, ties, np.random.default_rng(rng))
-    out = pd.DataFrame({"model": models[first], "user": users[first], "rank": np.asarray(r),
+    out = pd.DataFrame({"model": uniq_m[mcode[first]], "user": uniq_u[ucode[first]], "rank": np.asarray(r),
                         "sample_size": size})
     if items is not None:
         out["n_items"] = items
