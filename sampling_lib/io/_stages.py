@@ -19,7 +19,8 @@ import pandas as pd
 
 from .._validation import check_columns, check_int, check_scheme, show_value
 from ._files import SOURCE, id_text, table_lines, table_name
-from ._negatives import id_table, negatives_lines, read_elliot_negatives, read_ncf_negatives, read_negatives
+from ._negatives import (_joint_codes, id_table, negatives_lines, read_elliot_negatives, read_ncf_negatives,
+                         read_negatives)
 
 __all__ = ["STAGE_FORMATS", "read_stages", "write_stage_negatives", "stage_file_name", "check_stage_sizes"]
 
@@ -189,8 +190,8 @@ def _check_repeats(out, names):
     user); the first repeat in stage and file order is reported. One factorization of every stage's (user,
     item) pairs (a stage-by-stage check re-read the earlier stages at each: quadratic in the stages)."""
     neg = out[out.label == 0]
-    uc, _ = pd.factorize(neg["user"].to_numpy(object))
-    ic, iu = pd.factorize(neg["item"].to_numpy(object))
+    uc, _ = pd.factorize(neg["user"])         # the columns as they are: no Python string per row
+    ic, iu = pd.factorize(neg["item"])
     key = pd.Series(uc.astype(np.int64) * max(len(iu), 1) + ic)      # (user, item) as one integer
     stage = neg["stage"].to_numpy()
     dup = key.duplicated().to_numpy() & (stage > 1)     # stage 1 is the framework's file, read as it is
@@ -218,11 +219,13 @@ def _first_lines(t):
 
 def _check_history(out, exclude, names):
     df, ids = id_table(exclude, ("user", "item"), "exclude")
-    hist = ids.drop_duplicates()
     neg = out[out.label == 0]
-    hit = neg.reset_index(drop=True).merge(hist, on=["user", "item"])
-    if len(hit):
-        r = hit.sort_values(["stage", "line"]).iloc[0]
+    # (user, item) pairs as integers over the ids of both tables (a merge on text hashes every row's text)
+    nu, hu, _ = _joint_codes(neg["user"], ids["user"])
+    ni, hi, n_i = _joint_codes(neg["item"], ids["item"])
+    hit = pd.Series(nu * max(n_i, 1) + ni).isin(hu * max(n_i, 1) + hi).to_numpy()
+    if hit.any():
+        r = neg[hit].sort_values(["stage", "line"]).iloc[0]
         raise ValueError(f"{_where(names[int(r['stage']) - 1], r['line'])}: negative {show_value(r['item'])} of "
                          f"user {show_value(r['user'])} is in its history ({table_name(df, 'exclude')}); negatives "
                          "are drawn from the items outside the history")
