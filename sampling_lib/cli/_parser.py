@@ -133,6 +133,8 @@ EXAMPLES = {
     "negatives": """examples:
   # stage 1: 99 distinct negatives per user (users.csv: user,item = held-out item), never from the history
   sampling-lib negatives -N 3706 --users users.csv -n 100 --seed 0 --exclude train.csv -o s1.csv
+  # the same in NCF lines, with the framework's own item ids (items.csv: column item, the catalogue)
+  sampling-lib negatives --items items.csv --users users.csv -n 100 --seed 0 --exclude train.csv --input-format ncf -o s1.test.negative
   # stage 2: 900 more items for the users whose held-out item any model ranked first (ranks of stage 1)
   sampling-lib negatives --stage 2 --previous s1.csv --users users.csv --ranks ranks1.csv --threshold 1 --n2 900 -N 3706 --seed 0 --exclude train.csv -o s2.csv
   # the doubling ladder from the stage-1 scores, NCF files: stage 2, then stage 3 from the merged scores
