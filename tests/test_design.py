@@ -383,3 +383,58 @@ def test_plan_of_several_models_in_python():
     assert one.best == plan(r["a"], N, n, metrics="recall@10", designs=cands).best
     with pytest.raises(ValueError, match="sample_sizes must name the models"):
         plan(r, N, n, metrics="recall@10", designs=cands, sample_sizes={"a": np.full(M, n)})
+
+
+def _scored_world(M=300, N=400, H=20, seed=11):
+    """Scores of two correlated models for M users over N items, each user's history of H items and a
+    held-out item outside it."""
+    import scipy.sparse as sp
+    g = np.random.default_rng(seed)
+    a = g.normal(size=(M, N))
+    S = {"a": a, "b": a + g.normal(scale=1.0, size=(M, N))}
+    hist = np.array([g.choice(N, H + 1, replace=False) for _ in range(M)])
+    h, rows = hist[:, -1], hist[:, :-1]
+    X = sp.csr_matrix((np.ones(M * H), (np.repeat(np.arange(M), H), rows.ravel())), shape=(M, N))
+    return S, X, h
+
+
+def test_shared_design_on_scores_is_the_union_of_the_models_own_designs():
+    """On one random order of each user's candidates (the same rng), the shared ladder's final size is the
+    largest of the models' own ladders (a rank never falls as items are added, so the union stops when the
+    last model does), a threshold design extends exactly the users some model ranks at <= t, and every
+    model's final rank is its rank at the shared final size."""
+    from sampling_lib.studies import shared_design_on_scores
+    S, X, h = _scored_world()
+    lad = Design("ladder", 10, n_max=160)
+    f, r, s = shared_design_on_scores(S, X, h, lad, rng=3)
+    alone = {m: shared_design_on_scores({m: S[m]}, X, h, lad, rng=3) for m in S}
+    np.testing.assert_array_equal(s, np.maximum(alone["a"][2], alone["b"][2]))
+    assert (s > np.minimum(alone["a"][2], alone["b"][2])).any()            # the models disagree somewhere
+    for k, m in enumerate(S):
+        np.testing.assert_array_equal(f[:, k], alone[m][0][:, 0])
+        same = alone[m][2] == s
+        np.testing.assert_array_equal(r[same, k], alone[m][1][same, 0])
+        assert (r[:, k] >= alone[m][1][:, 0]).all()                          # more items, never a better rank
+    thr = Design("threshold", 10, threshold=2, n2=50)
+    f2, r2, s2 = shared_design_on_scores(S, X, h, thr, rng=3)
+    np.testing.assert_array_equal(f2, f)
+    np.testing.assert_array_equal(s2, np.where((f2 <= 2).any(axis=1), 60, 10))
+
+
+def test_shared_design_on_scores_first_stage_follows_the_hypergeometric_law():
+    """Stage-1 ranks of each model are 1 + Hypergeometric(N_u - 1, R_u - 1, n - 1) of its global rank among
+    the candidates outside the history (recommenders.global_ranks, pessimistic ties): their mean over
+    users and 20 repeats against the exact mean, within 4 standard errors."""
+    from sampling_lib.recommenders import global_ranks
+    from sampling_lib.studies import shared_design_on_scores
+    S, X, h = _scored_world(seed=12)
+    n, H = 10, 20
+    Nu = S["a"].shape[1] - H
+    for k, m in enumerate(S):
+        R = global_ranks(S[m], X, h)
+        mean = 1 + (n - 1) * (R - 1) / (Nu - 1)
+        var = (n - 1) * (R - 1) / (Nu - 1) * (1 - (R - 1) / (Nu - 1)) * (Nu - n) / (Nu - 2)
+        got = np.mean([shared_design_on_scores(S, X, h, Design("single", n), rng=j)[0][:, k].mean()
+                       for j in range(20)])
+        se = np.sqrt(var.sum() / R.size ** 2 / 20)
+        assert abs(got - mean.mean()) <= 4 * se, (m, got, mean.mean(), se)

@@ -84,7 +84,8 @@ from .metric_estimators import (winner_counts, metric_curves, average_relative_e
                                 metric_estimator_study, simulate_mse_bound, mn_bv_growth, mean_sd)
 from .random_baseline import (ap_enumeration_check, ap_monte_carlo, ap_scenarios)
 from .real_data import (sampled_rank_as_global, expected_shr, score_sampling_summary)
-from .design import (log_rank_bandwidth, stretch_ranks, full_ranking_halfwidth, design_study, design_summary)
+from .design import (log_rank_bandwidth, stretch_ranks, full_ranking_halfwidth, design_study, design_summary,
+                     shared_design_on_scores)
 
 __all__ = [
     # correction
@@ -194,4 +195,5 @@ __all__ = [
     "full_ranking_halfwidth",
     "design_study",
     "design_summary",
+    "shared_design_on_scores",
 ]

@@ -19,6 +19,7 @@ __all__ = [
     "full_ranking_halfwidth",
     "design_study",
     "design_summary",
+    "shared_design_on_scores",
 ]
 
 
@@ -200,3 +201,99 @@ def design_summary(study, by=("design", "metric")):
                  halfwidth=("halfwidth", "mean"), rel_error=("rel_error", "mean"),
                  cost_share=("cost_share", "mean"))
             .reset_index())
+
+
+def shared_design_on_scores(scores, train, test_items, design, *, rng=None):
+    """A nested design run on real scores, several models sharing the added items: (first-stage ranks,
+    final ranks, final set sizes).
+
+    Each user's candidates are the items outside its history other than its
+    held-out item (N_u - 1 of them, drawn without replacement: the
+    ``--exclude`` protocol of ``sampling-lib negatives``). The items a user
+    is ever shown are the first ones of one random order of its candidates,
+    so the stages are nested prefixes: stage 1 shows n - 1 of them; a
+    threshold design shows n2 more when any model ranks the held-out item
+    at <= t, the ladder (TORS24 Algorithm 1) doubles the set while any model
+    ranks it first, up to n_max. A model's rank at set size s is 1 + the
+    number of the first s - 1 shown items it scores at least as high as the
+    held-out item (ties pessimistic). This is the two-stage workflow of the
+    command line, simulated: what :func:`sampling_lib.design.shared_cost`
+    predicts the cost of.
+
+    Parameters
+    ----------
+    scores : dict {model: ndarray (M, N)}
+        Every user's score of every item, per model.
+    train : scipy.sparse matrix (M, N)
+        The users' histories (never shown).
+    test_items : array_like of int, shape (M,)
+        The held-out item of each user.
+    design : Design
+        ``"single"``, ``"threshold"`` or ``"ladder"``.
+    rng : keyword-only
+
+    Returns
+    -------
+    first : ndarray (M, models)
+        Stage-1 sampled ranks (the pilot of :func:`sampling_lib.design.plan`).
+    final : ndarray (M, models)
+        Sampled ranks in the final sets.
+    sizes : ndarray (M,)
+        Final set sizes (held-out item included); their mean is the scoring cost per user.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> from sampling_lib.sampling import Design
+    >>> S = {"a": np.tile(np.arange(50.0), (4, 1)), "b": np.tile(-np.arange(50.0), (4, 1))}
+    >>> f, r, s = shared_design_on_scores(S, sp.csr_matrix((4, 50)), [49, 49, 0, 0], Design("ladder", 5, n_max=40),
+    ...                                   rng=0)
+    >>> s.tolist(), r[:, 0].tolist(), r[:, 1].tolist()
+    ([40, 40, 40, 40], [1, 1, 40, 40], [40, 40, 1, 1])
+    """
+    from ..sampling import Design, size_ladder
+
+    if not isinstance(design, Design) or design.kind == "full_subset":
+        raise ValueError("design must be a sampling_lib.sampling.Design of kind single, threshold or ladder")
+    names = list(scores)
+    if not names:
+        raise ValueError("scores must hold at least one model's score matrix")
+    S = [np.asarray(scores[m], dtype=float) for m in names]
+    M, N = S[0].shape
+    if any(s.shape != (M, N) for s in S):
+        raise ValueError(f"every score matrix must have the shape (M, N) = {(M, N)}")
+    X = train.tocsr()
+    if X.shape != (M, N):
+        raise ValueError(f"train must have the shape of the scores {(M, N)}; got {X.shape}")
+    h = np.asarray(test_items, dtype=np.int64)
+    if h.shape != (M,) or h.min() < 0 or h.max() >= N:
+        raise ValueError(f"test_items must hold one item in 0..N-1={N - 1} per user")
+    top = {"single": design.n, "threshold": design.n + (design.n2 or 0), "ladder": design.n_max}[design.kind]
+    Nu = N - np.diff(X.indptr) + np.asarray(X[np.arange(M), h]).ravel().astype(np.int64)   # history minus held-out
+    design.check(int(Nu.min()))
+    g = np.random.default_rng(rng)
+    above = np.zeros((M, top - 1, len(names)), dtype=bool)      # shown item j of user u scored >= held-out
+    for u in range(M):
+        bad = np.zeros(N, bool)
+        bad[X.indices[X.indptr[u]:X.indptr[u + 1]]] = True
+        bad[h[u]] = True
+        cand = np.flatnonzero(~bad)
+        shown = cand[g.permutation(cand.size)[:top - 1]]
+        for k, s in enumerate(S):
+            above[u, :, k] = s[u, shown] >= s[u, h[u]]
+    counts = np.concatenate([np.zeros((M, 1, len(names)), np.int64), np.cumsum(above, axis=1)], axis=1)
+
+    def rank_at(size):
+        return 1 + counts[:, size - 1, :]
+
+    first = rank_at(design.n)
+    sizes = np.full(M, design.n, dtype=np.int64)
+    if design.kind == "threshold":
+        sizes[(first <= design.threshold).any(axis=1)] = top
+    elif design.kind == "ladder":
+        ladder = size_ladder(design.n, design.n_max)
+        for s_prev, s_next in zip(ladder[:-1], ladder[1:]):
+            go = (sizes == s_prev) & (rank_at(int(s_prev)) == 1).any(axis=1)
+            sizes[go] = s_next
+    final = 1 + counts[np.arange(M), sizes - 1, :]
+    return first, final, sizes
