@@ -304,8 +304,13 @@ def shared_cost(design, priors, pilot, *, scheme="binomial", grid_n=None, depend
     independent models 358 items per user predicted against 380 simulated
     (each model's own predicted cost was 7% low there), correlated ranks 281
     against 267, comonotone 245 against 245; the largest single model's
-    cost was 213-231. On Last.fm 2K (ALS and item-KNN, ladder 100 -> 3,200)
-    1,238 against the 1,174 the two models' shared stages scored.
+    cost was 213-231. On real scores run through the stages
+    (:func:`sampling_lib.studies.shared_design_on_scores`, notebook 12; the
+    command line on Last.fm 2K, benchmarks/README.md): Last.fm ALS and
+    item-KNN 1,238 against 1,174 scored, MovieLens 100K popularity and ALS
+    72.7 against 80.0, synthetic ratings 174.5 against 185.7 (the largest
+    model alone: 1,064, 63.3, 159.1); where it is low, so are the models'
+    own cost predictions, which extrapolate the top of P(R) from the pilot.
 
     References
     ----------
