@@ -269,7 +269,7 @@ def shared_design_on_scores(scores, train, test_items, design, *, rng=None):
     if h.shape != (M,) or h.min() < 0 or h.max() >= N:
         raise ValueError(f"test_items must hold one item in 0..N-1={N - 1} per user")
     top = {"single": design.n, "threshold": design.n + (design.n2 or 0), "ladder": design.n_max}[design.kind]
-    Nu = N - np.diff(X.indptr) + np.asarray(X[np.arange(M), h]).ravel().astype(np.int64)   # history minus held-out
+    Nu = N - np.diff(X.indptr) + (np.asarray(X[np.arange(M), h]).ravel() != 0)   # history minus held-out
     design.check(int(Nu.min()))
     g = np.random.default_rng(rng)
     above = np.zeros((M, top - 1, len(names)), dtype=bool)      # shown item j of user u scored >= held-out
@@ -278,7 +278,7 @@ def shared_design_on_scores(scores, train, test_items, design, *, rng=None):
         bad[X.indices[X.indptr[u]:X.indptr[u + 1]]] = True
         bad[h[u]] = True
         cand = np.flatnonzero(~bad)
-        shown = cand[g.permutation(cand.size)[:top - 1]]
+        shown = g.choice(cand, size=top - 1, replace=False)
         for k, s in enumerate(S):
             above[u, :, k] = s[u, shown] >= s[u, h[u]]
     counts = np.concatenate([np.zeros((M, 1, len(names)), np.int64), np.cumsum(above, axis=1)], axis=1)
