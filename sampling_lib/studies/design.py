@@ -278,7 +278,7 @@ def shared_design_on_scores(scores, train, test_items, design, *, rng=None):
         bad[X.indices[X.indptr[u]:X.indptr[u + 1]]] = True
         bad[h[u]] = True
         cand = np.flatnonzero(~bad)
-        shown = g.choice(cand, size=top - 1, replace=False)
+        shown = cand[g.permutation(cand.size)[:top - 1]]     # prefixes: stage 1 does not depend on the design
         for k, s in enumerate(S):
             above[u, :, k] = s[u, shown] >= s[u, h[u]]
     counts = np.concatenate([np.zeros((M, 1, len(names)), np.int64), np.cumsum(above, axis=1)], axis=1)
