@@ -308,8 +308,8 @@ def shared_cost(design, priors, pilot, *, scheme="binomial", grid_n=None, depend
     (:func:`sampling_lib.studies.shared_design_on_scores`, notebook 12; the
     command line on Last.fm 2K, benchmarks/README.md): Last.fm ALS and
     item-KNN 1,238 against 1,174 scored, MovieLens 100K popularity and ALS
-    72.7 against 80.0, synthetic ratings 174.5 against 185.7 (the largest
-    model alone: 1,064, 63.3, 159.1); where it is low, so are the models'
+    91.1 against 96.5, synthetic ratings 178.1 against 186.9 (the largest
+    model alone: 1,064, 72.8, 164.4); where it is low, so are the models'
     own cost predictions, which extrapolate the top of P(R) from the pilot.
 
     References
