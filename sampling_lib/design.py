@@ -605,7 +605,7 @@ def candidate_designs(N, n, *, thresholds=(1, 2, 5), factors=None, fractions=(0.
 def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10", "ndcg@10"),
          target_ratio=1.3, target_halfwidth=None, confidence_level=0.95, scheme="binomial",
          designs=None, robust=False, max_size=None, rng=0, progress=False, sample_sizes=None,
-         max_cost=None):
+         max_cost=None, paired=True):
     """Score candidate designs on a pilot and pick the cheapest that meets a target.
 
     Parameters
@@ -618,7 +618,7 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
         model, and it is priced by the union of the users the models send on
         (they share the added items, so that ``compare`` stays paired;
         :func:`shared_cost`, with the models' dependence from their paired
-        ranks when every model ranks the same users in the same order).
+        ranks, see ``paired``).
     N, n : int
         Items (N_u; the median when users differ) and first-stage set size
         (held-out item included).
@@ -674,6 +674,11 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
         the prediction under the default's own fit.
     rng : keyword-only
         Draws the pilot of a ``guess``.
+    paired : bool, default True, keyword-only
+        Several models: whether the arrays pair the models' ranks user by
+        user (the same users in the same order; a counts table does not).
+        Then their dependence at the first stage prices the union; else (or
+        with ``sample_sizes``) the models are taken as independent.
 
     Returns
     -------
@@ -690,7 +695,7 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
         return _plan_models(pilot, N, n, M=M, metrics=metrics, target_ratio=target_ratio,
                             target_halfwidth=target_halfwidth, confidence_level=confidence_level, scheme=scheme,
                             designs=designs, robust=robust, max_size=max_size, rng=rng, progress=progress,
-                            sample_sizes=sample_sizes, max_cost=max_cost)
+                            sample_sizes=sample_sizes, max_cost=max_cost, paired=paired)
     from .counts import rank_counts
     from .estimators import logspline_cells_fit, logspline_fit
     from .estimators._logspline import sensitivity_penalties
@@ -751,7 +756,7 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
     return PlanResult(table, best, prior, target)
 
 
-def _plan_models(pilots, N, n, *, sample_sizes, max_cost, robust, target_halfwidth, **kw):
+def _plan_models(pilots, N, n, *, sample_sizes, max_cost, robust, target_halfwidth, paired, **kw):
     """:func:`plan` of several models: each planned alone, designs priced by :func:`shared_cost`."""
     if not pilots:
         raise ValueError("pilot must map at least one model to its first-stage ranks")
@@ -772,14 +777,15 @@ def _plan_models(pilots, N, n, *, sample_sizes, max_cost, robust, target_halfwid
     table.insert(0, "model", table.pop("model"))
     # a pilot pairs the models' ranks when every model ranks the same users at the first stage's n
     ranks = [None if r is None else np.asarray(r) for r in pilots.values()]
-    paired = None
-    if sample_sizes is None and all(r is not None and r.ndim == 1 for r in ranks) and len({r.size for r in ranks}) == 1:
-        paired = np.stack(ranks, axis=1)
+    pairs = None
+    if (paired and sample_sizes is None and all(r is not None and r.ndim == 1 for r in ranks)
+            and len({r.size for r in ranks}) == 1):
+        pairs = np.stack(ranks, axis=1)
     priors = [res.prior for res in results.values()]
     if len(priors) == 1:
         table["cost_all_models"] = table.cost
     else:
-        union = {d.describe(): shared_cost(d, priors, paired, scheme=kw["scheme"]) for d in kw["designs"]}
+        union = {d.describe(): shared_cost(d, priors, pairs, scheme=kw["scheme"]) for d in kw["designs"]}
         table["cost_all_models"] = table.design.map(union)
     table["meets"] = table.groupby("design", sort=False).meets.transform("all")
     share = table.cost_all_models * table.cost_share / table.cost

@@ -474,3 +474,27 @@ def test_plan_of_several_models_costs_the_union_and_budgets_by_it(run, world):
     t2 = pd.read_csv(pd.io.common.StringIO(p.stdout))
     assert not t2[t2.design == name].within_budget.any()
     assert (t2.within_budget == (t2.cost_all_models / (N - H) <= cap)).all()
+
+
+def test_plan_of_several_models_from_counts_takes_them_as_independent(run, world):
+    """A counts pilot does not pair the models' ranks user by user (its rows are ranks, not users): the
+    union is priced with the models independent (shared_cost without a pilot), and the legend says so; a
+    ranks pilot says the dependence came from its first stage. (A counts pilot with -N was refused before:
+    "-N does not apply", since the N filled into the counts read as the table's own n_items column.)"""
+    from sampling_lib.design import Design, candidate_designs, plan, shared_cost
+    d = world
+    r1 = stage_one(run, d)
+    counts = r1.groupby(["model", "rank"]).size().rename("count").reset_index()
+    counts.assign(sample_size=n).to_csv(d / "counts1.csv", index=False)
+    p = run("plan", "counts1.csv", "--metric", "recall@10", "-N", N - H, "--format", "csv", cwd=d)
+    assert p.returncode == 0, p.stderr
+    t = pd.read_csv(pd.io.common.StringIO(p.stdout))
+    fits = [plan(np.repeat(g["rank"].to_numpy(), g["count"].to_numpy()), N - H, n, metrics="recall@10",
+                 designs=candidate_designs(N - H, n)[:1]).prior for _, g in counts.groupby("model")]
+    row = t[t.kind == "ladder"].iloc[0]
+    design = Design("ladder", n, n_max=int(row.design.split("-> ")[1].split()[0]))
+    assert row.cost_all_models == pytest.approx(shared_cost(design, fits, None), rel=1e-9)
+    p = run("plan", "counts1.csv", "--metric", "recall@10", "-N", N - H, cwd=d)
+    assert "taken as independent" in " ".join(p.stdout.split())
+    p = run("plan", "ranks1.csv", "--metric", "recall@10", cwd=d)
+    assert "dependence from the pilot's first stage" in " ".join(p.stdout.split())

@@ -49,7 +49,7 @@ def cmd_plan(args):
         raise UsageError(f"--wide applies to --format table; --format {args.format} has every row")
     from ..design import candidate_designs
 
-    pilots, N, n, max_size = _pilots(args)
+    pilots, N, n, max_size, paired = _pilots(args)
     M = args.users
     cands = candidate_designs(max_size, n)
     kw = dict(metrics=args.metric or ("recall@10", "ndcg@10"), confidence_level=args.confidence_level,
@@ -64,7 +64,7 @@ def cmd_plan(args):
     if list(pilots) == [None]:              # one model, no model column (or a guess without a pilot)
         res = plan(ranks[None], N, n, M=M, guess=args.guess_recall, sample_sizes=sizes.get(None), **kw)
     else:
-        res = plan(ranks, N, n, M=M, sample_sizes=sizes or None, **kw)
+        res = plan(ranks, N, n, M=M, sample_sizes=sizes or None, paired=paired, **kw)
     table, best, per = res.table, res.best, res.designs()
     best_name = None if best is None else best.describe()
     n_models = len(pilots)
@@ -76,7 +76,8 @@ def cmd_plan(args):
         write(table, args.format, args.output)
         print(advice, file=sys.stderr)
         return
-    emit(_plan_view(table, per, best_name, args, N, n, M or _pilot_users(pilots), res.target, n_models)
+    emit(_plan_view(table, per, best_name, args, N, n, M or _pilot_users(pilots), res.target, n_models,
+                    paired and not sizes)
          + advice + "\n", args.output)
 
 
@@ -129,7 +130,7 @@ def _pilots(args):
                              + ", ".join(missing))
         if args.model is not None:
             raise UsageError("--model applies to a pilot file with a model column")
-        return {None: None}, args.n_items, args.sample_size, args.n_items
+        return {None: None}, args.n_items, args.sample_size, args.n_items, False
     if args.guess_recall is not None:
         raise UsageError("--guess-recall applies without a pilot file (the pilot's ranks give the prior)")
     df = io.read_table(args.pilot, "pilot")
@@ -138,16 +139,18 @@ def _pilots(args):
         raise CLIError(f"{args.pilot}: a pilot is a ranks table (user, rank[, model][, sample_size][, n_items]) "
                        f"or a counts table (rank, count[, ...]); got a {layout} table")
     pilots, sizes, items = {}, {}, []
+    paired = False          # a counts table does not pair the models' ranks user by user
     if layout == "counts":
         stats = counts_from_frame(io.counts_table(df, n=args.sample_size, N=args.n_items), n=args.sample_size,
                                   N=args.n_items)
         for m, st in stats.items():
             pilots[m] = np.repeat(st.ranks, st.counts)
             sizes[m] = np.repeat(st.sizes, st.counts)
-            if st.n_items is not None:
+            if "n_items" in df.columns:          # per-cell N_u of the table (else -N, filled in by counts_table)
                 items.append(np.repeat(st.n_items, st.counts))
     else:
         sr = io.ranks_from_table(df, n=args.sample_size, N=args.n_items)
+        paired = not sr.ranks.isna().to_numpy().any()       # every model ranks every user: rows pair them
         for m in sr.models:
             r, s = sr.for_model(m)
             if s is None and args.sample_size is None:
@@ -179,10 +182,10 @@ def _pilots(args):
         raise UsageError(f"-N is required: {args.pilot} has no n_items column")
     else:
         N = max_size = args.n_items
-    return pilots, N, n, max_size
+    return pilots, N, n, max_size, paired
 
 
-def _plan_view(table, per, best_name, args, N, n, M, target, n_models):
+def _plan_view(table, per, best_name, args, N, n, M, target, n_models, paired=True):
     """The compact view: one row per design, cost and the worst half-width and ratio per metric."""
     metrics = list(dict.fromkeys(table.metric))
     hw_col, ratio_col = ("halfwidth_high", "ratio_high") if args.robust else ("halfwidth", "ratio")
@@ -224,8 +227,10 @@ def _plan_view(table, per, best_name, args, N, n, M, target, n_models):
         + ("; --robust: the high end of each prediction (the pilot's prior refitted with a 10x weaker and a "
            "10x stronger penalty)" if args.robust else "")
         + ("; several models: the cost of the union of the users any model sends on (they share the added "
-           "items; at least the largest model's cost, at most their sum; the models' dependence from the "
-           "pilot's first stage, design.shared_cost) and the worst value over them" if n_models > 1 else ""), 110,
+           "items; at least the largest model's cost, at most their sum; design.shared_cost, "
+           + ("the models' dependence from the pilot's first stage" if paired else
+              "the models taken as independent: the pilot does not pair their first-stage ranks user by user")
+           + ") and the worst value over them" if n_models > 1 else ""), 110,
         subsequent_indent="  ") + "\n"
     return head + body + legend
 
