@@ -349,12 +349,12 @@ def shared_cost(design, priors, pilot, *, scheme="binomial", grid_n=None, depend
         dependence = check_float(dependence, "dependence", 0.0, 1.0)
     if design.kind in ("single", "full_subset"):
         return float(n if design.kind == "single" else (1.0 - design.fraction) * n + design.fraction * N)
+    if design.kind == "threshold" and pilot is not None:      # the pilot's own union
+        return float(n + design.n2 * np.mean((pilot <= design.threshold).any(axis=1)))
     grid_n = min(n, GRID_N_MAX) if grid_n is None else check_int(grid_n, "grid_n", low=2, high=N)
     grids = [(spline_grid(N, grid_n, p.knot_spacing, None, scheme), p) for p in priors]
     masses = [(prior_masses(p.beta, grid), grid.mid) for grid, p in grids]
     if design.kind == "threshold":
-        if pilot is not None:
-            return float(n + design.n2 * np.mean((pilot <= design.threshold).any(axis=1)))
         p = np.array([g @ _count_cdf([design.threshold - 1], n - 1, R, N, 0, scheme)[:, 0] for g, R in masses])
         return float(n + design.n2 * (1.0 - np.prod(1.0 - p)))
     sizes = size_ladder(n, design.n_max)

@@ -837,26 +837,32 @@ def test_paired_compare_draws_coarse_tuples_within_the_share_bound(monkeypatch):
     """compare(paired) with per-user N_u: the point differences do not depend on how the bootstrap
     draws; coarse tuple draws and exact tuple draws (a share bound of 0 forces them) agree within
     the Monte Carlo error of two independent 400-replicate bootstraps; the coarse draws are used."""
-    from sampling_lib import correct as C
-    from sampling_lib.estimators import _logspline_boot as LB
     Nu, ranks = _two_models_many_cells()
-    used = []
-    real = C._tuple_draws
-    monkeypatch.setattr(C, "_tuple_draws", lambda *a: used.append(real(*a)) or used[-1])
-    out = {}
-    for bound in (LB.COARSE_DRAW_MAX_SHARE, 0.0):
-        monkeypatch.setattr(LB, "COARSE_DRAW_MAX_SHARE", bound)
-        LB._ONE_STEP_CACHE.clear()
-        out[bound] = compare(ranks, Nu, 50, ["recall@10", "ndcg@10"], n_boot=400, rng=0, paired=True)
-    LB._ONE_STEP_CACHE.clear()
+    used, a, b = _coarse_and_exact_tuple_compare(monkeypatch, ranks, Nu, 50)
     assert [u[3] for u in used] == [True, False]
     assert used[0][0].shape[0] < used[1][0].shape[0] / 3          # far fewer tuples to draw
     assert used[0][1].sum() == used[1][1].sum() == Nu.size
-    a, b = out[LB.COARSE_DRAW_MAX_SHARE], out[0.0]
     np.testing.assert_allclose(a.difference, b.difference, rtol=1e-12)
     half = (b.ci_high - b.ci_low) / 2
     for col in ("ci_low", "ci_high"):
         assert np.all(np.abs(a[col] - b[col]) <= 0.3 * half)
+
+
+def _coarse_and_exact_tuple_compare(monkeypatch, ranks, Nu, n):
+    """compare(paired, 400 replicates) twice: with the coarse-draw share bound as it is, then with
+    bound 0 (exact tuples). Returns (the _tuple_draws results of the two calls, the two tables)."""
+    from sampling_lib import correct as C
+    from sampling_lib.estimators import _logspline_boot as LB
+    used = []
+    real = C._tuple_draws
+    monkeypatch.setattr(C, "_tuple_draws", lambda *a: used.append(real(*a)) or used[-1])
+    out = []
+    for bound in (LB.COARSE_DRAW_MAX_SHARE, 0.0):
+        monkeypatch.setattr(LB, "COARSE_DRAW_MAX_SHARE", bound)
+        LB._ONE_STEP_CACHE.clear()
+        out.append(compare(ranks, Nu, n, ["recall@10", "ndcg@10"], n_boot=400, rng=0, paired=True))
+    LB._ONE_STEP_CACHE.clear()
+    return used, out[0], out[1]
 
 
 def test_exact_refits_in_blocks_of_replicates_equal_one_block(monkeypatch):
@@ -905,23 +911,12 @@ def test_paired_coarse_tuples_on_real_per_user_n_u(monkeypatch):
     values (Gowalla, ~3 x 10^4 users; the synthetic check above has two made-up models): the coarse
     draws are used and the intervals agree with exact tuple draws (share bound 0) within the Monte
     Carlo error of two independent 400-replicate bootstraps, as there."""
-    from sampling_lib import correct as C
-    from sampling_lib.estimators import _logspline_boot as LB
     R, Nu = _gowalla_two_popularity_models()
     assert np.unique(Nu).size > 100 and all((1 <= r).all() and (r <= Nu).all() for r in R.values())
     sampled = {m: sample_ranks(r, Nu, 100, rng=k) for k, (m, r) in enumerate(R.items())}
-    used = []
-    real = C._tuple_draws
-    monkeypatch.setattr(C, "_tuple_draws", lambda *a: used.append(real(*a)) or used[-1])
-    out = {}
-    for bound in (LB.COARSE_DRAW_MAX_SHARE, 0.0):
-        monkeypatch.setattr(LB, "COARSE_DRAW_MAX_SHARE", bound)
-        LB._ONE_STEP_CACHE.clear()
-        out[bound] = compare(sampled, Nu, 100, ["recall@10", "ndcg@10"], n_boot=400, rng=0, paired=True)
-    LB._ONE_STEP_CACHE.clear()
+    used, a, b = _coarse_and_exact_tuple_compare(monkeypatch, sampled, Nu, 100)
     assert [u[3] for u in used] == [True, False]
     assert used[0][0].shape[0] < used[1][0].shape[0] / 2          # fewer tuples to draw
-    a, b = out[LB.COARSE_DRAW_MAX_SHARE], out[0.0]
     np.testing.assert_allclose(a.difference, b.difference, rtol=1e-12)
     half = (b.ci_high - b.ci_low) / 2
     for col in ("ci_low", "ci_high"):
