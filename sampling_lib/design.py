@@ -605,7 +605,7 @@ def candidate_designs(N, n, *, thresholds=(1, 2, 5), factors=None, fractions=(0.
 def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10", "ndcg@10"),
          target_ratio=1.3, target_halfwidth=None, confidence_level=0.95, scheme="binomial",
          designs=None, robust=False, max_size=None, rng=0, progress=False, sample_sizes=None,
-         max_cost=None, paired=True):
+         max_cost=None, paired=True, first_ranks=None):
     """Score candidate designs on a pilot and pick the cheapest that meets a target.
 
     Parameters
@@ -678,7 +678,15 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
         Several models: whether the arrays pair the models' ranks user by
         user (the same users in the same order; a counts table does not).
         Then their dependence at the first stage prices the union; else (or
-        with ``sample_sizes``) the models are taken as independent.
+        with ``sample_sizes`` and no ``first_ranks``) the models are taken as
+        independent.
+    first_ranks : dict {model: array_like of int}, optional, keyword-only
+        Several models with ``sample_sizes`` (a pilot of merged ranks): each
+        user's rank within the first stage's n items, in the pilot's user
+        order (the ``first_rank`` column that ``sampling-lib ranks`` writes
+        for stage files). They pair the models' first stages, so the union is
+        priced with the models' dependence as for a first-stage pilot; at
+        most the merged rank (the sets are nested).
 
     Returns
     -------
@@ -695,7 +703,10 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
         return _plan_models(pilot, N, n, M=M, metrics=metrics, target_ratio=target_ratio,
                             target_halfwidth=target_halfwidth, confidence_level=confidence_level, scheme=scheme,
                             designs=designs, robust=robust, max_size=max_size, rng=rng, progress=progress,
-                            sample_sizes=sample_sizes, max_cost=max_cost, paired=paired)
+                            sample_sizes=sample_sizes, max_cost=max_cost, paired=paired, first_ranks=first_ranks)
+    if first_ranks is not None:
+        raise ValueError("first_ranks applies to several models' pilots (a dict): they pair the models' first "
+                         "stages to price the union of the users the models send on")
     from .counts import rank_counts
     from .estimators import logspline_cells_fit, logspline_fit
     from .estimators._logspline import sensitivity_penalties
@@ -756,7 +767,7 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
     return PlanResult(table, best, prior, target)
 
 
-def _plan_models(pilots, N, n, *, sample_sizes, max_cost, robust, target_halfwidth, paired, **kw):
+def _plan_models(pilots, N, n, *, sample_sizes, max_cost, robust, target_halfwidth, paired, first_ranks, **kw):
     """:func:`plan` of several models: each planned alone, designs priced by :func:`shared_cost`."""
     if not pilots:
         raise ValueError("pilot must map at least one model to its first-stage ranks")
@@ -777,9 +788,17 @@ def _plan_models(pilots, N, n, *, sample_sizes, max_cost, robust, target_halfwid
     table.insert(0, "model", table.pop("model"))
     # a pilot pairs the models' ranks when every model ranks the same users at the first stage's n
     ranks = [None if r is None else np.asarray(r) for r in pilots.values()]
+    if first_ranks is not None:
+        if sample_sizes is None:
+            raise ValueError("first_ranks applies with sample_sizes (a pilot of merged ranks); a pilot without "
+                             "them is the first stage itself")
+        if not paired:
+            raise ValueError("first_ranks pair the models' first stages user by user; paired=False says the "
+                             "pilot's arrays do not")
+        ranks = _check_first_ranks(first_ranks, pilots, n)
     pairs = None
-    if (paired and sample_sizes is None and all(r is not None and r.ndim == 1 for r in ranks)
-            and len({r.size for r in ranks}) == 1):
+    if (paired and (sample_sizes is None or first_ranks is not None)
+            and all(r is not None and r.ndim == 1 for r in ranks) and len({r.size for r in ranks}) == 1):
         pairs = np.stack(ranks, axis=1)
     priors = [res.prior for res in results.values()]
     if len(priors) == 1:
@@ -797,6 +816,25 @@ def _plan_models(pilots, N, n, *, sample_sizes, max_cost, robust, target_halfwid
     table["chosen"] = table.design == name
     best = None if name is None else kw["designs"][[d.describe() for d in kw["designs"]].index(name)]
     return PlanResult(table, best, {m: res.prior for m, res in results.items()}, next(iter(results.values())).target)
+
+
+def _check_first_ranks(first_ranks, pilots, n):
+    """The first-stage ranks of a merged pilot, one array per model in the pilot's order, checked."""
+    if not isinstance(first_ranks, Mapping) or set(first_ranks) != set(pilots):
+        raise ValueError(f"first_ranks must map the models of pilot ({list(pilots)}) to first-stage ranks; got "
+                         f"{list(first_ranks) if isinstance(first_ranks, Mapping) else type(first_ranks).__name__}")
+    out = []
+    for m, r in pilots.items():
+        f = np.asarray(first_ranks[m])
+        merged = np.asarray(r)
+        if f.shape != merged.shape or not np.issubdtype(f.dtype, np.integer):
+            raise ValueError(f"first_ranks of model {m!r} must be integer ranks, one per user of its pilot "
+                             f"({merged.shape[0]}); got {f.dtype} of shape {f.shape}")
+        if f.size and (f.min() < 1 or f.max() > n or (f > merged).any()):
+            raise ValueError(f"first_ranks of model {m!r} must lie in 1..n={n} and at most the merged rank "
+                             "(the sets are nested)")
+        out.append(f)
+    return out
 
 
 def judged_column(target_halfwidth=None, robust=False):

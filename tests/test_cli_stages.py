@@ -16,6 +16,7 @@ import pytest
 
 from sampling_lib import io
 from sampling_lib.correct import compare, estimate
+from sampling_lib.sampling import Design
 
 N, M, n, H = 300, 150, 20, 5
 ORDER = {"A": np.random.default_rng(1).permutation(N), "B": np.random.default_rng(2).permutation(N)}
@@ -223,7 +224,8 @@ def test_plan_without_a_pilot_and_its_bad_command_lines(run, tmp_path):
     one_line_error(run("plan", "-N", 400, "-n", 20, "--users", 30, "--guess-recall", 0.3, "--target-ratio", 2,
                        "--target-halfwidth", 0.1, cwd=tmp_path), 2, "one target")
     (tmp_path / "mixed.csv").write_text("user,rank,sample_size\na,1,20\nb,3,40\n")
-    one_line_error(run("plan", "mixed.csv", "-N", 400, "-n", 30, cwd=tmp_path), 1, "not the sample size n=30")
+    one_line_error(run("plan", "mixed.csv", "-N", 400, "-n", 30, cwd=tmp_path), 1,
+                   "-n 30 is the first stage's size, but some users have sets of 20")
 
 
 def test_plan_on_merged_ranks_of_a_design_run_in_part(run, tmp_path):
@@ -244,6 +246,88 @@ def test_plan_on_merged_ranks_of_a_design_run_in_part(run, tmp_path):
     res = plan(r, NN, n1, metrics="recall@10", sample_sizes=s, designs=candidate_designs(NN, n1), max_size=NN)
     np.testing.assert_allclose(t.halfwidth.to_numpy(), res.table.halfwidth.to_numpy(), rtol=1e-9)
     assert t[t.chosen].design.iloc[0] == res.best.describe()
+
+
+def test_merged_ranks_of_stage_files_carry_the_first_stage_and_plan_pairs_the_models_with_it(run, world):
+    """``ranks`` on stage files writes each user's rank within the first stage's set (first_rank): the
+    ranks of the stage-1 file alone. ``plan`` on those merged ranks prices several models' union with their
+    first-stage pairs (design.plan's first_ranks); without the column, as independent models; a first_rank
+    above the merged rank is a one-line error naming the line."""
+    from sampling_lib.design import candidate_designs, plan
+
+    d = world
+    r1 = stage_one(run, d)
+    files = ["s1.csv"]
+    for k in (2, 3):
+        p = run("negatives", "--stage", k, "--previous", *files, "--users", "users.csv",
+                *[a for j in range(1, k) for a in ("--scores", f"sc{j}.csv")], "--n-max", 80, "-N", N, "--seed", k, "--exclude",
+                "train.csv", "-o", f"s{k}.csv", cwd=d)
+        assert p.returncode == 0, p.stderr
+        files.append(f"s{k}.csv")
+        score_file(files, f"sc{k}.csv", d)
+    p = run("ranks", *files, "--input-format", "negatives", "--held-out", "users.csv",
+            *[a for j in (1, 2, 3) for a in ("--scores", f"sc{j}.csv")], "-N", N, "--exclude", "train.csv", "-o", "merged.csv", cwd=d)
+    assert p.returncode == 0, p.stderr
+    merged = pd.read_csv(d / "merged.csv", dtype={"user": str})
+    assert merged.columns.tolist() == ["user", "model", "rank", "sample_size", "n_items", "first_rank"]
+    assert merged.sample_size.nunique() > 1
+    first = r1.set_index(["user", "model"])["rank"]
+    got = merged.set_index(["user", "model"])
+    assert (got.first_rank == first.reindex(got.index)).all() and (got.first_rank <= got["rank"]).all()
+    # plan pairs the two models' first stages with it
+    base = ("plan", "merged.csv", "--metric", "recall@10", "-n", n)
+    p = run(*base, "--format", "csv", cwd=d)
+    assert p.returncode == 0, p.stderr
+    t = pd.read_csv(pd.io.common.StringIO(p.stdout))
+    ranks = {m: got.xs(m, level="model")["rank"].to_numpy() for m in ORDER}
+    sizes = {m: got.xs(m, level="model").sample_size.to_numpy() for m in ORDER}
+    firsts = {m: got.xs(m, level="model").first_rank.to_numpy() for m in ORDER}
+    kw = dict(metrics="recall@10", designs=candidate_designs(N - H, n), max_size=N - H, sample_sizes=sizes)
+    want = plan(ranks, N - H, n, first_ranks=firsts, **kw).table
+    np.testing.assert_allclose(t.cost_all_models, want.cost_all_models, rtol=1e-9)
+    indep = plan(ranks, N - H, n, **kw).table
+    assert not np.allclose(t.cost_all_models, indep.cost_all_models)
+    text = run(*base, cwd=d).stdout
+    assert "the models' dependence from the pilot's first stage" in " ".join(text.split())
+    merged.drop(columns="first_rank").to_csv(d / "merged_no_first.csv", index=False)
+    p = run("plan", "merged_no_first.csv", "--metric", "recall@10", "-n", n, "--format", "csv", cwd=d)
+    np.testing.assert_allclose(pd.read_csv(pd.io.common.StringIO(p.stdout)).cost_all_models, indep.cost_all_models,
+                               rtol=1e-9)
+    text = " ".join(run("plan", "merged_no_first.csv", "--metric", "recall@10", "-n", n, cwd=d).stdout.split())
+    assert "the models taken as independent" in text and "first_rank column" in text
+    # estimate reads the merged ranks as before (first_rank is not information about R given the merged rank)
+    a = run("estimate", "merged.csv", "--format", "csv", "--n-boot", 20, "--quiet", cwd=d)
+    b = run("estimate", "merged_no_first.csv", "--format", "csv", "--n-boot", 20, "--quiet", cwd=d)
+    assert a.returncode == 0 and a.stdout == b.stdout, a.stderr
+    bad = merged.copy()
+    k = int(np.flatnonzero(bad["rank"].to_numpy() < bad.sample_size.to_numpy())[0])
+    bad.loc[k, "first_rank"] = bad.loc[k, "rank"] + 1
+    bad.to_csv(d / "bad.csv", index=False)
+    one_line_error(run("plan", "bad.csv", "-n", n, cwd=d), 1,
+                   rf"bad.csv, line {k + 2} has first_rank {bad.loc[k, 'rank'] + 1} and rank {bad.loc[k, 'rank']}")
+
+
+def test_plan_advice_on_merged_ranks_continues_the_ladder_already_run():
+    """A pilot of merged ranks whose sets are the first rungs of the chosen ladder: the advice writes the
+    next stage (its number, the earlier stage files); a ladder the stages already complete needs no more
+    stages; a design the stages do not continue starts after stage 1, and the advice says so."""
+    from argparse import Namespace
+
+    from sampling_lib.cli._plan import _advice
+
+    args = Namespace(max_cost=None, pilot="merged.csv", n_items=1000, seed=0)
+    run_sizes = np.array([20, 40, 80])
+    text = _advice(Design("ladder", 20, n_max=640), args, 1000, 20, "t", 2, True, run_sizes)
+    assert ("sampling-lib negatives --stage 4 --previous STAGE1.csv STAGE2.csv STAGE3.csv --users USERS.csv "
+            "--ranks merged.csv --n-max 640") in text and "then stages 5..6 the same way" in text
+    assert "the stages already run (merged.csv) complete it" in _advice(
+        Design("ladder", 20, n_max=80), args, 1000, 20, "t", 2, True, run_sizes)
+    text = _advice(Design("threshold", 20, threshold=1, n2=100), args, 1000, 20, "t", 2, True, run_sizes)
+    assert "--stage 2 --previous STAGE1.csv --users USERS.csv --ranks RANKS1.csv --threshold 1 --n2 100" in text
+    assert "does not continue the stages already run" in " ".join(text.split())
+    # a first-stage pilot: stage 2, as before
+    text = _advice(Design("ladder", 20, n_max=80), args, 1000, 20, "t", 2, True, None)
+    assert "--stage 2 --previous STAGE1.csv --users USERS.csv --ranks merged.csv --n-max 80" in text
 
 
 @pytest.mark.parametrize("extra, code, match", [

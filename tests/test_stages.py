@@ -190,6 +190,17 @@ def test_merged_ranks_count_the_items_above_in_the_union_of_the_stages():
     assert r.tolist() == [1 + above[u] for u in users]
     assert s.tolist() == [size[u] for u in users]
     assert set(s.tolist()) <= {10, 20, 40, 80, 160} and (r[s < 160] > 1).all()   # stopped where resolved
+    # the rank within the first stage's set, counted on the stage-1 file alone (SampledRanks.first_ranks);
+    # with random ties the two ranks would be drawn apart, so none is given
+    first = {u: 1 for u in users}
+    for u, it in zip(files[0]["user"], files[0]["item"].astype(int)):
+        first[u] += it < held[u]
+    held_t = held_table(users, R - 1)
+    cand = io.read_stages(files, "negatives", held_out=held_t)
+    sr = io.ranks_from_negatives(cand, scorer(order_scores(N)))
+    assert sr.first_for_model("model").tolist() == [first[u] for u in users]
+    assert io.ranks_from_negatives(cand, scorer(order_scores(N)), ties="random", rng=0).first_ranks is None
+    assert io.ranks_from_negatives(cand[cand.stage == 1], scorer(order_scores(N))).first_ranks is None
 
 
 @pytest.mark.parametrize("design", [Design("threshold", 20, threshold=2, n2=60), Design("ladder", 10, n_max=80),

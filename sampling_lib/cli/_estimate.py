@@ -213,6 +213,8 @@ def cmd_ranks(args):
         cols["sample_size"] = sr.sample_sizes
     if sr.n_items is not None:
         cols["n_items"] = sr.n_items
+    if sr.first_ranks is not None:          # the merged ranks of stage files: each user's first-stage rank too
+        cols["first_rank"] = sr.first_ranks
     out = pd.concat({k: v.stack(future_stack=True) for k, v in cols.items()}, axis=1)
     out = out[out["rank"].notna()].reset_index()
     out = out.rename(columns={out.columns[0]: "user", out.columns[1]: "model"})
@@ -222,7 +224,7 @@ def cmd_ranks(args):
         out["sample_size"] = args.sample_size
     if "n_items" not in out.columns and args.n_items is not None:
         out["n_items"] = args.n_items
-    out = out[["user", "model", "rank", "sample_size"] + (["n_items"] if "n_items" in out.columns else [])]
+    out = out[["user", "model", "rank", "sample_size"] + [c for c in ("n_items", "first_rank") if c in out.columns]]
     emit(out.to_csv(index=False), args.output)
 
 

@@ -171,9 +171,10 @@ def build_parser():
     p = sub.add_parser("compare", help="pairwise model differences with Holm-adjusted decisions",
                        epilog=EXAMPLES["compare"], formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_common(p, compare=True)
-    p = sub.add_parser("ranks", help="per-user sampled ranks (user, model, rank, sample_size[, n_items]) of any "
-                       "input of estimate, e.g. negatives files + scores: the pilot of plan, the --ranks of "
-                       "negatives --stage", epilog=EXAMPLES["ranks"], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser("ranks", help="per-user sampled ranks (user, model, rank, sample_size[, n_items][, first_rank]) of "
+                       "any input of estimate, e.g. negatives files + scores: the pilot of plan, the --ranks of "
+                       "negatives --stage; for several stage files also each user's rank within the first "
+                       "stage (first_rank: plan pairs several models with it)", epilog=EXAMPLES["ranks"], formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_inputs(p)
     p.add_argument("--scheme", choices=["binomial", "hypergeometric"], default="binomial",
                    help="how the negatives were drawn: without replacement (hypergeometric) a later stage's "
@@ -198,9 +199,10 @@ def build_parser():
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("pilot", metavar="PILOT.csv", nargs="?", default=None,
                    help="stage-1 ranks (user, rank[, model][, sample_size][, n_items]) or a counts table (rank, "
-                        "count[, model][, sample_size][, n_items]); with several sample sizes, the merged ranks of a "
-                        "design run in part (re-planning: the prior sees the top of P(R)); without it: -N, -n, "
-                        "--users, --guess-recall")
+                        "count[, model][, sample_size][, n_items]); with larger sample sizes than -n, the merged "
+                        "ranks of a design run in part (re-planning: the prior sees the top of P(R); their "
+                        "first_rank column, written by sampling-lib ranks, pairs several models' first stages); "
+                        "without it: -N, -n, --users, --guess-recall")
     p.add_argument("--n-items", "-N", type=int_in(2), default=None, metavar="N",
                    help="items N (N_u; the median of an n_items column)")
     p.add_argument("--sample-size", "-n", type=int_in(2), default=None, metavar="n",

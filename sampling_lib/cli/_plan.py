@@ -49,7 +49,7 @@ def cmd_plan(args):
         raise UsageError(f"--wide applies to --format table; --format {args.format} has every row")
     from ..design import candidate_designs
 
-    pilots, N, n, max_size, paired = _pilots(args)
+    pilots, N, n, max_size, paired, firsts = _pilots(args)
     M = args.users
     cands = candidate_designs(max_size, n)
     kw = dict(metrics=args.metric or ("recall@10", "ndcg@10"), confidence_level=args.confidence_level,
@@ -64,20 +64,23 @@ def cmd_plan(args):
     if list(pilots) == [None]:              # one model, no model column (or a guess without a pilot)
         res = plan(ranks[None], N, n, M=M, guess=args.guess_recall, sample_sizes=sizes.get(None), **kw)
     else:
-        res = plan(ranks, N, n, M=M, sample_sizes=sizes or None, paired=paired, **kw)
+        # merged ranks of stage files pair the models' first stages through their first_rank column
+        firsts = firsts if sizes and paired and len(pilots) > 1 else None
+        res = plan(ranks, N, n, M=M, sample_sizes=sizes or None, paired=paired, first_ranks=firsts, **kw)
     table, best, per = res.table, res.best, res.designs()
     best_name = None if best is None else best.describe()
     n_models = len(pilots)
     meets = best_name is not None and bool(per.set_index("design").meets[best_name])
     staged = bool(sizes)
-    advice = _advice(best, args, N, n, res.target, n_models, meets) + _replan_note(
+    run_sizes = np.unique(np.concatenate([v for v in sizes.values()])) if sizes else None
+    advice = _advice(best, args, N, n, res.target, n_models, meets, run_sizes) + _replan_note(
         table, best, args, N, n, staged)
     if args.format != "table":
         write(table, args.format, args.output)
         print(advice, file=sys.stderr)
         return
     emit(_plan_view(table, per, best_name, args, N, n, M or _pilot_users(pilots), res.target, n_models,
-                    paired and not sizes)
+                    paired and (not sizes or firsts is not None))
          + advice + "\n", args.output)
 
 
@@ -118,7 +121,9 @@ def _pilot_users(pilots):
 
 
 def _pilots(args):
-    """{model or None: first-stage sampled ranks (or None for a guess)}, N and n."""
+    """{model or None: first-stage sampled ranks (or None for a guess)}, N, n, the largest set, whether the
+    rows pair the models' ranks, and {model: first-stage ranks} of merged ranks with a first_rank column (or
+    None)."""
     from .. import io
     from ..counts import counts_from_frame
 
@@ -130,15 +135,16 @@ def _pilots(args):
                              + ", ".join(missing))
         if args.model is not None:
             raise UsageError("--model applies to a pilot file with a model column")
-        return {None: None}, args.n_items, args.sample_size, args.n_items, False
+        return {None: None}, args.n_items, args.sample_size, args.n_items, False, None
     if args.guess_recall is not None:
         raise UsageError("--guess-recall applies without a pilot file (the pilot's ranks give the prior)")
     df = io.read_table(args.pilot, "pilot")
     layout = io.table_layout(df)
     if layout not in ("ranks", "counts"):
-        raise CLIError(f"{args.pilot}: a pilot is a ranks table (user, rank[, model][, sample_size][, n_items]) "
+        raise CLIError(f"{args.pilot}: a pilot is a ranks table (user, rank[, model][, sample_size][, n_items]"
+                       f"[, first_rank]) "
                        f"or a counts table (rank, count[, ...]); got a {layout} table")
-    pilots, sizes, items = {}, {}, []
+    pilots, sizes, items, firsts = {}, {}, [], None
     paired = False          # a counts table does not pair the models' ranks user by user
     if layout == "counts":
         stats = counts_from_frame(io.counts_table(df, n=args.sample_size, N=args.n_items), n=args.sample_size,
@@ -149,8 +155,13 @@ def _pilots(args):
             if "n_items" in df.columns:          # per-cell N_u of the table (else -N, filled in by counts_table)
                 items.append(np.repeat(st.n_items, st.counts))
     else:
-        sr = io.ranks_from_table(df, n=args.sample_size, N=args.n_items)
+        # with a sample_size column, -n names the first stage's size (a design run in part may give every
+        # user more); without one, it is every user's set size
+        sized = "sample_size" in df.columns
+        sr = io.ranks_from_table(df, n=None if sized else args.sample_size, N=args.n_items)
         paired = not sr.ranks.isna().to_numpy().any()       # every model ranks every user: rows pair them
+        if sr.first_ranks is not None:
+            firsts = {m: sr.first_for_model(m) for m in sr.models}
         for m in sr.models:
             r, s = sr.for_model(m)
             if s is None and args.sample_size is None:
@@ -164,14 +175,15 @@ def _pilots(args):
         if args.model not in pilots:
             raise CLIError(f"--model must be one of {list(pilots)}; got {args.model!r}")
         pilots, sizes = {args.model: pilots[args.model]}, {args.model: sizes[args.model]}
+        firsts = None if firsts is None else {args.model: firsts[args.model]}
     alln = np.unique(np.concatenate(list(sizes.values())))
     # several sizes: a design run in part (e.g. the merged ranks of a ladder's first rungs, or of a second
     # stage): the prior is fitted on the per-user sizes and the candidates start from the first stage's size
     # (-n, else the smallest)
-    n = int(alln[0]) if args.sample_size is None or alln.size == 1 else args.sample_size
+    n = int(alln[0]) if args.sample_size is None else args.sample_size
     if n > alln[0]:
         raise CLIError(f"{args.pilot}: -n {n} is the first stage's size, but some users have sets of {int(alln[0])}")
-    if alln.size > 1:
+    if alln.size > 1 or n < alln[0]:
         pilots = {m: (r, sizes[m]) for m, r in pilots.items()}
     if items:
         if args.n_items is not None:
@@ -182,7 +194,7 @@ def _pilots(args):
         raise UsageError(f"-N is required: {args.pilot} has no n_items column")
     else:
         N = max_size = args.n_items
-    return pilots, N, n, max_size, paired
+    return pilots, N, n, max_size, paired, firsts
 
 
 def _plan_view(table, per, best_name, args, N, n, M, target, n_models, paired=True):
@@ -229,14 +241,20 @@ def _plan_view(table, per, best_name, args, N, n, M, target, n_models, paired=Tr
         + ("; several models: the cost of the union of the users any model sends on (they share the added "
            "items; at least the largest model's cost, at most their sum; design.shared_cost, "
            + ("the models' dependence from the pilot's first stage" if paired else
-              "the models taken as independent: the pilot does not pair their first-stage ranks user by user")
+              "the models taken as independent: the pilot does not pair their first-stage ranks user by user (a "
+              "counts table, or merged ranks without the first_rank column that sampling-lib ranks writes for "
+              "stage files)")
            + ") and the worst value over them" if n_models > 1 else ""), 110,
         subsequent_indent="  ") + "\n"
     return head + body + legend
 
 
-def _advice(best, args, N, n, target, n_models, meets=True):
-    """Which design meets the target at least cost, and the command that writes its stage-2 negatives."""
+def _advice(best, args, N, n, target, n_models, meets=True, run_sizes=None):
+    """Which design meets the target at least cost, and the command that writes its next stage's negatives.
+
+    ``run_sizes``: the set sizes of a pilot of merged ranks (a design run in part), else None. When they are
+    the first rungs of the chosen ladder, the command continues it at the next stage; else the design starts
+    after the first stage (the stages run beyond it are not part of it, and the advice says so)."""
     budget = "" if args.max_cost is None else f" within the budget ({100 * args.max_cost:g}% of full ranking)"
     if best is None:
         return (f"no candidate design{budget} meets the target ({target}): relax it, "
@@ -258,17 +276,30 @@ def _advice(best, args, N, n, target, n_models, meets=True):
         flags = f"--n-max {best.n_max}"
     else:
         flags, ranks = f"--full-fraction {best.fraction:g}", ""
-    cmd = (f"sampling-lib negatives --stage 2 --previous STAGE1.csv --users USERS.csv{ranks} {flags} "
-           f"-N {_catalogue(args, N)} --seed {args.seed} -o STAGE2.csv")
-    more = ""
-    if best.kind == "ladder":
-        from ..sampling import size_ladder
+    from ..sampling import size_ladder
 
-        k = len(size_ladder(n, best.n_max))
-        more = (f"\n  then stages 3..{k} the same way (--stage K, --previous the files of stages 1..K-1, the ranks of "
-                "their merged sets)" if k > 2 else "")
+    rungs = size_ladder(n, best.n_max) if best.kind == "ladder" else None
+    stage, note = 2, ""
+    if run_sizes is not None and run_sizes.max() > n:
+        if rungs is not None and np.isin(run_sizes, rungs).all():
+            stage = int(np.searchsorted(rungs, run_sizes.max())) + 2
+            if stage > len(rungs):
+                return (f"{head}chosen: {best.describe()}: the stages already run ({args.pilot}) complete it; "
+                        "estimate their merged ranks")
+        else:
+            ranks = " --ranks RANKS1.csv" if ranks else ""
+            note = (f"\n  (it does not continue the stages already run, whose sets of up to {int(run_sizes.max())} "
+                    f"items are not its rungs: it starts after stage 1, from the stage-1 ranks RANKS1.csv -- the "
+                    f"first_rank column of {args.pilot} -- and the later stages already scored are not part of it)")
+    prev = " ".join(f"STAGE{k}.csv" for k in range(1, stage))
+    cmd = (f"sampling-lib negatives --stage {stage} --previous {prev} --users USERS.csv{ranks} {flags} "
+           f"-N {_catalogue(args, N)} --seed {args.seed} -o STAGE{stage}.csv")
+    more = ""
+    if rungs is not None and len(rungs) > stage:
+        more = (f"\n  then stages {stage + 1}..{len(rungs)} the same way (--stage K, --previous the files of stages "
+                "1..K-1, the ranks of their merged sets)")
     return (f"{head}chosen: {best.describe()}\n"
-            f"write its stage-2 negatives:\n  {cmd}{more}\n"
+            f"write its stage-{stage} negatives:\n  {cmd}{more}{note}\n"
             "  (-N: the item ids 0..N-1 of stage 1"
             + (", the catalogue, not the median N_u of the pilot's n_items column" if _catalogue(args, N) != N else "")
             + "; other item ids: --items ITEMS.csv instead; NCF or Elliot files: --input-format ncf|elliot; the "

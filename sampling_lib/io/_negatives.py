@@ -1,6 +1,7 @@
 """Fixed negatives files (NCF, Elliot, sampling-lab) + scores -> sampled ranks."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 
@@ -255,8 +256,7 @@ def _scores_lookup(scores, cand):
         if v.shape != (len(cand),):
             raise ValueError(f"the scores function must return one score per (user, item) pair "
                              f"({len(cand)}); got shape {v.shape}")
-        return pd.DataFrame({"user": cand["user"], "item": cand["item"], "label": cand["label"],
-                             "score": v, "model": "model"})
+        return cand.assign(score=v, model="model")
     df = read_table(scores, "scores")
     check_columns(df, ["user", "item", "score"], table_name(df, "scores"))
     extra = [c for c in df.columns if c not in ("user", "item", "score", "model", "n_items")]
@@ -365,7 +365,13 @@ def ranks_from_negatives(candidates, scores, *, duplicates="count", ties="pessim
     -------
     SampledRanks
         Per-user sampled ranks and sample sizes (and N_u with an ``n_items``
-        column of the scores), one column per model.
+        column of the scores), one column per model. Candidates of several
+        stages (a ``stage`` column, as :func:`read_stages` returns) also give
+        each user's rank within the first stage's set (``first_ranks``), which
+        pairs several models' first stages for :func:`sampling_lib.design.plan`
+        when it re-plans on the merged ranks. Not with ``ties="random"``: the
+        first stage's ties would be drawn apart from the merged set's, and the
+        two ranks would not nest.
 
     Examples
     --------
@@ -388,6 +394,9 @@ def ranks_from_negatives(candidates, scores, *, duplicates="count", ties="pessim
     check_columns(candidates, ["user", "item", "label"], "the candidates table")
     cand = pd.DataFrame({"user": id_text(candidates["user"]), "item": id_text(candidates["item"]),
                          "label": check_int_column(candidates["label"], "label").to_numpy()})
+    staged = "stage" in candidates.columns and int(candidates["stage"].max()) > 1
+    if staged:
+        cand["stage"] = check_int_column(candidates["stage"], "stage").to_numpy()
     if duplicates == "collapse":
         cand = cand.drop_duplicates(["user", "item"])
     if n is not None:
@@ -404,4 +413,10 @@ def ranks_from_negatives(candidates, scores, *, duplicates="count", ties="pessim
                              f"and {int(size[u]) - 1} {'' if duplicates == 'count' else 'distinct '}negatives), "
                              f"not the sample size n={n} (--sample-size); omit n to use each user's own size")
     table = _scores_lookup(scores, cand)
-    return ranks_from_score_table(table, ties=ties, rng=rng)
+    if not staged:
+        return ranks_from_score_table(table, ties=ties, rng=rng)
+    out = ranks_from_score_table(table.drop(columns="stage"), ties=ties, rng=rng)
+    if ties == "random":
+        return out
+    first = ranks_from_score_table(table[table["stage"].to_numpy() == 1].drop(columns="stage"), ties=ties)
+    return dataclasses.replace(out, first_ranks=first.ranks.reindex(index=out.ranks.index, columns=out.ranks.columns))

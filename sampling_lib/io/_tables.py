@@ -18,7 +18,7 @@ __all__ = ["SampledRanks", "ranks_from_table", "ranks_from_score_table", "TABLE_
 #: (:func:`table_layout`); ``popularity`` is the scores table of popularity-sampled negatives
 #: (:func:`sampling_lib.popularity.popularity_logs_from_table`).
 TABLE_LAYOUTS = {
-    "ranks": (("user", "rank"), ("model", "sample_size", "n_items")),
+    "ranks": (("user", "rank"), ("model", "sample_size", "n_items", "first_rank")),
     "counts": (("rank", "count"), ("model", "sample_size", "n_items")),
     "scores": (("user", "score", "label"), ("model", "item", "n_items")),
     "popularity": (("user", "item", "score", "label"), ("model", "q", "n_candidates", "replace")),
@@ -39,11 +39,20 @@ class SampledRanks:
     n_items : pandas.DataFrame or None
         Same shape: per-user candidate counts N_u (column ``n_items`` of the
         ranks table; None when not given).
+    first_ranks : pandas.DataFrame or None
+        Same shape: for the merged ranks of a nested design, each user's rank
+        within the first stage's set (column ``first_rank``). It tells
+        :func:`sampling_lib.design.plan` how several models' first stages
+        pair up. The estimators do not use it: given the merged (n_u, r_u),
+        the earlier ranks carry no information about R (the nested design's
+        likelihood, :func:`sampling_lib.design.design_law`). None when not
+        given.
     """
 
     ranks: pd.DataFrame
     sample_sizes: pd.DataFrame | None
     n_items: pd.DataFrame | None = None
+    first_ranks: pd.DataFrame | None = None
 
     @property
     def models(self) -> list:
@@ -125,16 +134,23 @@ class SampledRanks:
                                      f"the n_items table, fewer than its sample size {int(n_u[k])}")
             cols[m] = pd.array(np.where(has_rank, got, np.nan), dtype="Float64").astype("Int64")
         NI = pd.DataFrame(cols, index=self.ranks.index)
-        return SampledRanks(self.ranks, self.sample_sizes, NI)
+        return SampledRanks(self.ranks, self.sample_sizes, NI, self.first_ranks)
 
     def items_for_model(self, model):
         """Per-user candidate counts N_u of one model (users with a rank only), or None."""
+        return self._aligned(self.n_items, model)
+
+    def first_for_model(self, model):
+        """Per-user ranks within the first stage's set of one model (users with a rank only), or None."""
+        return self._aligned(self.first_ranks, model)
+
+    def _aligned(self, frame, model):
         if model not in self.ranks.columns:
             raise ValueError(f"model must be one of {self.models}; got {model!r}")
-        if self.n_items is None:
+        if frame is None:
             return None
         keep = self.ranks[model].notna().to_numpy()
-        return self.n_items[model].to_numpy()[keep].astype(np.int64)
+        return frame[model].to_numpy()[keep].astype(np.int64)
 
 
 
@@ -162,7 +178,7 @@ def table_layout(table, *, popularity=False):
     >>> table_layout(pd.DataFrame(columns=["user", "rank", "count"]))
     Traceback (most recent call last):
     ...
-    ValueError: the table's columns ['user', 'rank', 'count'] match none of the documented layouts: ranks (user, rank[, model][, sample_size][, n_items]), counts (rank, count[, model][, sample_size][, n_items]), scores (user, score, label[, model][, item][, n_items]) (with 'count' and 'user' both present, a row could be one user or 'count' users)
+    ValueError: the table's columns ['user', 'rank', 'count'] match none of the documented layouts: ranks (user, rank[, model][, sample_size][, n_items][, first_rank]), counts (rank, count[, model][, sample_size][, n_items]), scores (user, score, label[, model][, item][, n_items]) (with 'count' and 'user' both present, a row could be one user or 'count' users)
     """
     df = read_table(table, "ranks")
     cols = [str(c) for c in df.columns]
@@ -199,21 +215,24 @@ def _where(df):
 
 
 def ranks_from_table(table, *, user_col="user", rank_col="rank", size_col="sample_size",
-                     model_col="model", n=None, items_col="n_items", N=None):
+                     model_col="model", n=None, items_col="n_items", N=None, first_col="first_rank"):
     """Per-user sampled ranks from a table (DataFrame or CSV/TSV path).
 
     Columns: ``user``, ``rank`` (sampled rank, 1 = best), optional
     ``sample_size`` (per-user n_u), optional ``n_items`` (per-user number of
     candidates N_u, e.g. items - |history_u|) and optional ``model`` (one row
-    per user and model). Without a model column all rows are one model named
-    "model". A ``count`` column is refused: that is a counts table (each row
+    per user and model), and for the merged ranks of a nested design optional
+    ``first_rank`` (the rank within the first stage's set: at most ``rank``,
+    as the sets are nested; :attr:`SampledRanks.first_ranks`). Without a
+    model column all rows are one model named "model". A ``count`` column is
+    refused: that is a counts table (each row
     ``count`` users; :func:`counts_table`), and reading it as ranks would
     count each row once.
 
     Parameters
     ----------
     table : DataFrame or path
-    user_col, rank_col, size_col, model_col, items_col : str, keyword-only
+    user_col, rank_col, size_col, model_col, items_col, first_col : str, keyword-only
         Column names.
     n : int, optional, keyword-only
         Common sample size: ranks must lie in 1..n and every ``sample_size``
@@ -287,6 +306,15 @@ def ranks_from_table(table, *, user_col="user", rank_col="rank", size_col="sampl
         i = int(np.flatnonzero((work["rank"] > work["size"]).to_numpy())[0])
         raise ValueError(f"sampled ranks must lie in 1..sample_size; {at(i)} has rank "
                          f"{work['rank'].iloc[i]} > sample_size {work['size'].iloc[i]}")
+    has_first = first_col in df.columns
+    if has_first:
+        work["first"] = check_int_column(df[first_col], first_col, at).to_numpy()
+        bad = ((work["first"] < 1) | (work["first"] > work["rank"])).to_numpy()
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"column {first_col!r} (the rank within the first stage's set) must lie in 1..{rank_col} "
+                             f"(the sets are nested); {at(i)} has {first_col} {work['first'].iloc[i]} and "
+                             f"{rank_col} {work['rank'].iloc[i]}")
     # one factorization per id column (order of appearance), then the wide tables by position: a pivot
     # and reindex of 10^6 text ids cost seconds
     ucode, users = pd.factorize(work["user"].to_numpy(), sort=False)
@@ -314,7 +342,8 @@ def ranks_from_table(table, *, user_col="user", rank_col="rank", size_col="sampl
     R = wide(work["rank"].to_numpy())
     S = wide(work["size"].to_numpy()) if has_size else None
     NI = wide(work["items"].to_numpy()) if has_items else None
-    return SampledRanks(R, S, NI)
+    FR = wide(work["first"].to_numpy()) if has_first else None
+    return SampledRanks(R, S, NI, FR)
 
 
 def ranks_from_score_table(table, *, user_col="user", score_col="score", label_col="label",
