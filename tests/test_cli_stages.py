@@ -307,6 +307,73 @@ def test_merged_ranks_of_stage_files_carry_the_first_stage_and_plan_pairs_the_mo
                    rf"bad.csv, line {k + 2} has first_rank {bad.loc[k, 'rank'] + 1} and rank {bad.loc[k, 'rank']}")
 
 
+def test_the_commands_plan_prints_run_as_printed(run, tmp_path):
+    """A ladder chosen far below resolution: plan prints the stage-2 command and the re-planning commands
+    (ranks of the first rungs' stage files, plan on the merged ranks). With the placeholders filled in,
+    each runs as printed (the re-planning plan once failed on its own -n), and the re-plan continues the
+    ladder at the next stage."""
+    import re
+    import shlex
+
+    g = np.random.default_rng(7)
+    NN, MM, n1, HH = 3000, 400, 10, 5
+    pos = {m: g.permutation(NN) for m in ("A", "B")}          # each item's place in the model's order
+    top = np.minimum(g.geometric(0.01, MM), NN - 1)
+    held = np.argsort(pos["A"])[top]                           # held-out items near A's top
+    users = [f"u{j}" for j in range(MM)]
+    hist = np.array([g.choice(np.setdiff1d(np.arange(NN), [h]), HH, replace=False) for h in held])
+    pd.DataFrame({"user": users, "item": held}).to_csv(tmp_path / "users.csv", index=False)
+    pd.DataFrame({"user": np.repeat(users, HH), "item": hist.ravel()}).to_csv(tmp_path / "train.csv", index=False)
+
+    def score(files, out):
+        cand = io.read_stages([tmp_path / f for f in files], held_out=tmp_path / "users.csv")
+        items = cand["item"].astype(int).to_numpy()
+        pd.concat([pd.DataFrame({"user": cand.user, "model": m, "item": items, "score": -pos[m][items].astype(float)})
+                   for m in pos]).drop_duplicates(["user", "model", "item"]).to_csv(tmp_path / out, index=False)
+
+    fill = {"STAGE1.csv": "s1.csv", "USERS.csv": "users.csv", "N_ITEMS": str(NN), "TRAIN.csv": "train.csv"}
+    fill.update({f"STAGE{k}.csv": f"s{k}.csv" for k in range(2, 9)})
+    fill.update({f"SCORES{k}.csv": f"sc{k}.csv" for k in range(1, 9)})
+
+    def printed(text, start):
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip().startswith(start)]
+        assert lines, text
+        return [fill.get(a, a) for a in shlex.split(lines[0])[1:]]
+
+    assert run("negatives", "-N", NN, "--users", "users.csv", "-n", n1, "--seed", 0, "--exclude", "train.csv",
+               "-o", "s1.csv", cwd=tmp_path).returncode == 0
+    score(["s1.csv"], "sc1.csv")
+    assert run("ranks", "s1.csv", "--input-format", "negatives", "--held-out", "users.csv", "--scores", "sc1.csv",
+               "-N", NN, "--exclude", "train.csv", "-o", "ranks1.csv", cwd=tmp_path).returncode == 0
+    p = run("plan", "ranks1.csv", "--metric", "recall@10", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    text = p.stdout
+    assert "Re-plan after the first rungs" in " ".join(text.split()), text
+    stage2 = printed(text, "sampling-lib negatives --stage 2")
+    ranks_cmd, plan_cmd = printed(text, "sampling-lib ranks"), printed(text, "sampling-lib plan merged.csv")
+    k = int(re.search(r"sampling-lib ranks ((?:STAGE\d\.csv )+)", text).group(1).count("STAGE"))
+    p = run(*stage2, "--exclude", "train.csv", cwd=tmp_path)        # the history: as the advice says
+    assert p.returncode == 0, p.stderr
+    score(["s1.csv", "s2.csv"], "sc2.csv")
+    n_max = stage2[stage2.index("--n-max") + 1]
+    for j in range(3, k + 1):          # "then stages 3.. the same way"
+        prev = [f"s{i}.csv" for i in range(1, j)]
+        p = run("negatives", "--stage", j, "--previous", *prev, "--users", "users.csv",
+                *[a for i in range(1, j) for a in ("--scores", f"sc{i}.csv")], "--n-max", n_max, "-N", NN,
+                "--seed", 0, "--exclude", "train.csv", "-o", f"s{j}.csv", cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        score(prev + [f"s{j}.csv"], f"sc{j}.csv")
+    p = run(*ranks_cmd, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    p = run(*plan_cmd, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "the models' dependence from the pilot's first stage" in " ".join(p.stdout.split())
+    # the stages run are the first rungs of any ladder from n: a longer ladder continues at stage k + 1
+    assert re.search(r"chosen: ladder \d+ -> (\d+)", p.stdout) and k == 3, p.stdout
+    assert (f"--stage 4 --previous STAGE1.csv STAGE2.csv STAGE3.csv --users USERS.csv --ranks merged.csv"
+            in p.stdout), p.stdout
+
+
 def test_plan_advice_on_merged_ranks_continues_the_ladder_already_run():
     """A pilot of merged ranks whose sets are the first rungs of the chosen ladder: the advice writes the
     next stage (its number, the earlier stage files); a ladder the stages already complete needs no more

@@ -86,26 +86,36 @@ def cmd_plan(args):
 
 def _replan_note(table, best, args, N, n, staged):
     """For a ladder chosen on a first stage below resolution: why its predicted half-widths are uncertain,
-    and how to re-plan on the merged ranks of its first rungs ("" otherwise)."""
+    and how to re-plan on the merged ranks of its first rungs ("" otherwise, and for a ladder of two rungs,
+    which its first stage already decides)."""
     from .._display import resolution_width
     from ..metrics import parse_metrics
+    from ..sampling import size_ladder
 
     if best is None or best.kind != "ladder" or staged:
         return ""
     w = resolution_width(N, n)
     below = [m for m, _, K in parse_metrics(list(dict.fromkeys(table.metric))) if K < w]
-    if not below:
+    k = min(3, len(size_ladder(n, best.n_max)) - 1)          # the first rungs run before re-planning
+    if not below or k < 2:
         return ""
+    stages = " ".join(f"STAGE{j}.csv" for j in range(1, k + 1))
+    scores = " ".join(f"--scores SCORES{j}.csv" for j in range(1, k + 1))
+    # the pilot's N_u came from an n_items column (the history given with --exclude): the merged ranks get
+    # theirs the same way; else -N is the common N of both commands
+    items = "--exclude TRAIN.csv" if args.n_items is None else ""
     return ("\n" + textwrap.fill(
         f"the first stage is below resolution for {', '.join(below)} (w = (N - 1)/(n - 1) = {w:,.0f} > K): the "
         "predicted half-widths extrapolate the top of P(R) from it (in benchmarks/README.md such first stages put "
         "the metric at 0.4-3.1x its truth, while the predicted precision ratios stayed within 12% of the "
-        "realized). Re-plan after the first rungs (n -> 4n) on their merged ranks, with a sample_size column: "
+        f"realized). Re-plan after the first rungs (n -> {size_ladder(n, best.n_max)[k - 1]}) on their merged "
+        "ranks, with a sample_size column: "
         "the prior is then fitted where the data resolve the top (predicted half-widths within 20% of the "
         "realized in 46 of 50 benchmark cells, against 37 of 50 from the first stage):",
         110, subsequent_indent="  ")
-        + "\n  sampling-lib ranks STAGE1.csv STAGE2.csv STAGE3.csv --input-format negatives --held-out USERS.csv "
-        f"--scores SCORES.csv -N {_catalogue(args, N)} -o merged.csv\n  sampling-lib plan merged.csv -n {n}"
+        + f"\n  sampling-lib ranks {stages} --input-format negatives --held-out USERS.csv {scores} "
+        f"-N {_catalogue(args, N)} {items + ' ' if items else ''}--scheme hypergeometric -o merged.csv"
+        f"\n  sampling-lib plan merged.csv -n {n}"
         + ("" if args.n_items is None else f" -N {N}"))
 
 
@@ -296,8 +306,9 @@ def _advice(best, args, N, n, target, n_models, meets=True, run_sizes=None):
            f"-N {_catalogue(args, N)} --seed {args.seed} -o STAGE{stage}.csv")
     more = ""
     if rungs is not None and len(rungs) > stage:
-        more = (f"\n  then stages {stage + 1}..{len(rungs)} the same way (--stage K, --previous the files of stages "
-                "1..K-1, the ranks of their merged sets)")
+        later = f"stage {stage + 1}" if len(rungs) == stage + 1 else f"stages {stage + 1}..{len(rungs)}"
+        more = (f"\n  then {later} the same way (--stage K, --previous the files of stages 1..K-1, the ranks of "
+                "their merged sets)")
     return (f"{head}chosen: {best.describe()}\n"
             f"write its stage-{stage} negatives:\n  {cmd}{more}{note}\n"
             "  (-N: the item ids 0..N-1 of stage 1"
