@@ -1,7 +1,6 @@
 """Fixed negatives files (NCF, Elliot, sampling-lab) + scores -> sampled ranks."""
 from __future__ import annotations
 
-import dataclasses
 import os
 import warnings
 
@@ -11,7 +10,7 @@ import pandas as pd
 from .._validation import check_columns, check_int, check_int_column, show_value
 from ._files import (PARTS, SOURCE, file_error, id_text, read_table, row_location, table_lines, table_name,
                      text_lines)
-from ._tables import ranks_from_score_table
+from ._tables import _score_table_ranks, ranks_from_score_table
 
 __all__ = ["read_ncf_negatives", "read_elliot_negatives", "read_negatives", "ranks_from_negatives",
            "DUPLICATES", "id_table", "negatives_lines"]
@@ -415,8 +414,7 @@ def ranks_from_negatives(candidates, scores, *, duplicates="count", ties="pessim
     table = _scores_lookup(scores, cand)
     if not staged:
         return ranks_from_score_table(table, ties=ties, rng=rng)
-    out = ranks_from_score_table(table.drop(columns="stage"), ties=ties, rng=rng)
-    if ties == "random":
-        return out
-    first = ranks_from_score_table(table[table["stage"].to_numpy() == 1].drop(columns="stage"), ties=ties)
-    return dataclasses.replace(out, first_ranks=first.ranks.reindex(index=out.ranks.index, columns=out.ranks.columns))
+    first = table.pop("stage").to_numpy() == 1
+    return _score_table_ranks(table, user_col="user", score_col="score", label_col="label", model_col="model",
+                              items_col="n_items", ties=ties, n=None, rng=rng,
+                              first=None if ties == "random" else first)

@@ -377,8 +377,18 @@ def ranks_from_score_table(table, *, user_col="user", score_col="score", label_c
     >>> s.for_model("model")[0].tolist(), s.for_model("model")[1].tolist()
     ([2, 2], [3, 3])
     """
+    return _score_table_ranks(table, user_col=user_col, score_col=score_col, label_col=label_col,
+                              model_col=model_col, items_col=items_col, ties=ties, n=n, rng=rng)
+
+
+def _score_table_ranks(table, *, user_col, score_col, label_col, model_col, items_col, ties, n, rng, first=None):
+    """:func:`ranks_from_score_table`; with ``first`` (a boolean per row: the row is in the first stage's
+    set of a nested design) also each group's rank within those rows (``first_ranks``; not with random
+    ties, whose two draws would not nest)."""
     if ties not in TIE_RULES:
         raise ValueError(f"ties must be one of {TIE_RULES}; got {show_value(ties)}")
+    if first is not None and ties == "random":
+        raise ValueError("first-stage ranks need a deterministic tie rule (pessimistic or optimistic)")
     df = read_table(table, "scores")
     check_columns(df, [user_col, score_col, label_col], table_name(df, "scores"))
     if len(df) == 0:
@@ -400,15 +410,15 @@ def ranks_from_score_table(table, *, user_col="user", score_col="score", label_c
               else np.array(["model"], dtype=object))
     grp, first_key = pd.factorize(mcode.astype(np.int64) * (int(ucode.max()) + 1) + ucode, sort=False)
     G = len(first_key)
-    first = np.full(G, len(df), dtype=np.int64)
-    np.minimum.at(first, grp, np.arange(len(df)))          # first row of each group
+    start = np.full(G, len(df), dtype=np.int64)
+    np.minimum.at(start, grp, np.arange(len(df)))          # first row of each group
     lab = label.to_numpy()
     sc = score.to_numpy(float)
     npos = np.bincount(grp, weights=lab, minlength=G).astype(np.int64)
     size = np.bincount(grp, minlength=G)
 
     def who(k):
-        i = int(first[k])
+        i = int(start[k])
         return f"user {show_value(uniq_u[ucode[i]])} of model {show_value(uniq_m[mcode[i]])}", at(i)
 
     if (npos != 1).any():
@@ -451,10 +461,15 @@ def ranks_from_score_table(table, *, user_col="user", score_col="score", label_c
     gt = np.bincount(grp[neg], weights=sc[neg] > pos[grp[neg]], minlength=G).astype(np.int64)
     eq = np.bincount(grp[neg], weights=sc[neg] == pos[grp[neg]], minlength=G).astype(np.int64)
     r = apply_ties(gt, eq, ties, np.random.default_rng(rng))
-    out = pd.DataFrame({"model": uniq_m[mcode[first]], "user": uniq_u[ucode[first]], "rank": np.asarray(r),
+    out = pd.DataFrame({"model": uniq_m[mcode[start]], "user": uniq_u[ucode[start]], "rank": np.asarray(r),
                         "sample_size": size})
     if items is not None:
         out["n_items"] = items
+    if first is not None:               # the same counts over the first stage's negatives only
+        n1 = neg & np.asarray(first, dtype=bool)
+        gt1 = np.bincount(grp[n1], weights=sc[n1] > pos[grp[n1]], minlength=G).astype(np.int64)
+        eq1 = np.bincount(grp[n1], weights=sc[n1] == pos[grp[n1]], minlength=G).astype(np.int64)
+        out["first_rank"] = np.asarray(apply_ties(gt1, eq1, ties, None))
     return ranks_from_table(out)
 
 
