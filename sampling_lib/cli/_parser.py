@@ -144,7 +144,11 @@ EXAMPLES = {
     "ranks": """examples:
   # the ranks of two stages' NCF files scored by one or two runs of the framework
   sampling-lib ranks s1.test.negative s2.test.negative --input-format ncf --scores scores1.csv --scores scores2.csv -o ranks.csv
-  sampling-lib ranks s1.csv --input-format negatives --held-out users.csv --scores scores1.csv -N 3706 --exclude train.csv""",
+  sampling-lib ranks s1.csv --input-format negatives --held-out users.csv --scores scores1.csv -N 3706 --exclude train.csv
+  # several stages: each user's merged rank and sample_size, and its rank within the first stage (first_rank),
+  # with which plan pairs several models when it re-plans on these merged ranks
+  sampling-lib ranks s1.csv s2.csv s3.csv --input-format negatives --held-out users.csv --scores scores1.csv --scores scores2.csv --scores scores3.csv -N 3706 --exclude train.csv --scheme hypergeometric -o merged.csv
+  sampling-lib plan merged.csv -n 100""",
     "plan": """examples:
   # from stage-1 ranks (user,model,rank): the cheapest design whose intervals are at most 1.3x full ranking's
   sampling-lib plan ranks1.csv -N 3706 -n 100
@@ -173,8 +177,7 @@ def build_parser():
     _add_common(p, compare=True)
     p = sub.add_parser("ranks", help="per-user sampled ranks (user, model, rank, sample_size[, n_items][, first_rank]) of "
                        "any input of estimate, e.g. negatives files + scores: the pilot of plan, the --ranks of "
-                       "negatives --stage; for several stage files also each user's rank within the first "
-                       "stage (first_rank: plan pairs several models with it)", epilog=EXAMPLES["ranks"], formatter_class=argparse.RawDescriptionHelpFormatter)
+                       "negatives --stage", epilog=EXAMPLES["ranks"], formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_inputs(p)
     p.add_argument("--scheme", choices=["binomial", "hypergeometric"], default="binomial",
                    help="how the negatives were drawn: without replacement (hypergeometric) a later stage's "

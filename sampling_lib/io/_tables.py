@@ -225,9 +225,8 @@ def ranks_from_table(table, *, user_col="user", rank_col="rank", size_col="sampl
     ``first_rank`` (the rank within the first stage's set: at most ``rank``,
     as the sets are nested; :attr:`SampledRanks.first_ranks`). Without a
     model column all rows are one model named "model". A ``count`` column is
-    refused: that is a counts table (each row
-    ``count`` users; :func:`counts_table`), and reading it as ranks would
-    count each row once.
+    refused: that is a counts table (each row ``count`` users;
+    :func:`counts_table`), and reading it as ranks would count each row once.
 
     Parameters
     ----------
