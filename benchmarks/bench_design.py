@@ -170,6 +170,7 @@ def goals_part(quick, draws, out, workflow="pilot", max_cost=None, only=None, ro
                          "ratio": s.ratio, "coverage": s.coverage, "rel_error": s.rel_error, "error_goal": err_goal,
                          "pred_over_real": (p.halfwidth / s.halfwidth) if p is not None else np.nan,
                          "pred_ratio_over_real": (p.ratio / s.ratio) if p is not None else np.nan,
+                         "estimated_ratio": s.estimated_ratio,
                          "pilot_value_over_truth": (p.value / truth) if p is not None else np.nan,
                          "range_low": (p.halfwidth_low / s.halfwidth) if p is not None else np.nan,
                          "range_high": (p.halfwidth_high / s.halfwidth) if p is not None else np.nan,

@@ -30,9 +30,14 @@ COLUMN_NOTES = {
     "bound_low": "bound_low/high: point bounds from the ranks and item weights alone (no logs); no sampling "
                  "uncertainty, so the truth can fall outside them",
     "N": "N, n: empty (or -1) when they vary per user",
+    "full_halfwidth": "full_halfwidth: the half-width of the interval full ranking of these users would give, "
+                      "estimated (z sqrt(Var F(R) / M), Var F(R) from the fit); precision_ratio: the interval's "
+                      "width over twice it",
 }
 
 _BELOW, _CLIPPED = "*", "!"
+#: the compact view's column of the precision ratio (interval width over full ranking's, estimated)
+_RATIO = "ratio"
 #: How a metric below resolution is resolved: more items only where the held-out item is near the top.
 _RESOLVE = ("To resolve it at a few percent of full ranking's cost, `sampling-lib plan` on these ranks picks a "
             "staged design that adds items only where the held-out item is near the top (README: 'Resolving "
@@ -219,6 +224,9 @@ def estimate_view(table, *, n_items=None, sample_size=None, seed=None):
     bounds = "bound_low" in table.columns and bool(table["bound_low"].notna().any())   # popularity tables
     if bounds:
         columns.append("bounds without logs")
+    ratio = "precision_ratio" in table.columns and bool(table["precision_ratio"].notna().any())
+    if ratio:
+        columns.append(_RATIO)
     columns.append("")
     below, clipped = _marks(table, w)
     rows = []
@@ -229,6 +237,8 @@ def estimate_view(table, *, n_items=None, sample_size=None, seed=None):
         row += [_num(d["naive"]), _num(d["estimate"]), _interval(d["ci_low"], d["ci_high"])]
         if bounds:
             row.append(_interval(d["bound_low"], d["bound_high"]))
+        if ratio:
+            row.append(_num(d["precision_ratio"], 2))
         row.append(" ".join(m for m, on in ((_BELOW, below[i]), (_CLIPPED, clipped[i])) if on))
         rows.append(row)
     text = [header, "", _render(columns, rows, right=("naive", "estimate")), ""]
@@ -242,6 +252,11 @@ def estimate_view(table, *, n_items=None, sample_size=None, seed=None):
     if bounds:
         text.append(_wrap("bounds without logs: the range of the metric that holds whatever the logged "
                           "negatives (popularity-sampled evaluation)."))
+    if ratio:
+        text.append(_wrap(f"{_RATIO}: the interval's width over the width full ranking of these users would "
+                          "give (z sqrt(Var F(R) / M) each side, Var F(R) from the fit): the precision ratio "
+                          "that sampling-lib plan targets; above your target, a longer design (one more "
+                          "rung of the ladder) narrows it."))
     text.append(_wrap("naive: the sampled metric read as a global one (what most papers report); estimate: "
                       "the corrected global metric. Every column: --wide, --format csv or --format json."))
     return "\n".join(text) + "\n"

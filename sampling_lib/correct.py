@@ -80,7 +80,8 @@ __all__ = ["estimate", "compare"]
 ESTIMATE_COLUMNS = (
     "model", "metric", "K", "naive", "naive_ci_low", "naive_ci_high", "estimate", "se", "ci_low",
     "ci_high", "method", "users", "N", "n", "confidence_level", "n_boot", "sensitivity_low",
-    "sensitivity_high", "bound_low", "bound_high", "below_resolution", "clipped",
+    "sensitivity_high", "bound_low", "bound_high", "below_resolution", "clipped", "full_halfwidth",
+    "precision_ratio",
 )
 #: The columns of :func:`compare`'s table, for every input. ``users`` is -1 when unpaired models
 #: have different numbers of users.
@@ -424,9 +425,15 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
         no sampling uncertainty, so on a finite sample the truth can fall
         outside them (issue 26: 13 of 54 on unseen data); NaN otherwise), ``below_resolution`` (K < w, the metric lies inside
         the first sampled bin and is an extrapolation; w = (N - 1)/(n - 1)
-        with the largest N_u and smallest n_u, see Notes) and ``clipped``
+        with the largest N_u and smallest n_u, see Notes), ``clipped``
         (the estimator's value fell outside the metric's range and was
-        clipped into it, see Notes).
+        clipped into it, see Notes), ``full_halfwidth`` (the half-width of
+        the interval full ranking of the same users would give, estimated
+        from the fit: z sqrt(Var F(R) / M)) and ``precision_ratio``
+        (the interval's width over twice that: the precision ratio
+        :func:`sampling_lib.design.plan` targets; about 1 for full ranking,
+        2-3 and more for one stage far below resolution; NaN without a
+        bootstrap).
 
     Notes
     -----
@@ -643,6 +650,8 @@ def _estimate_one(model, stat, method, parsed, scheme, options, refit_prior, ci,
     b_lo = b_hi = np.full(m, np.nan)
     if fit.bounds is not None:
         b_lo, b_hi = fit.bound_estimates
+    full_hw = _full_halfwidth_of_fit(fit, M, ci)
+    ratio = (hi - lo) / (2.0 * full_hw)
     return pd.DataFrame({
         "model": model,
         "metric": [p[0] for p in parsed],
@@ -666,7 +675,54 @@ def _estimate_one(model, stat, method, parsed, scheme, options, refit_prior, ci,
         "bound_high": b_hi,
         "below_resolution": below,
         "clipped": clipped,
+        "full_halfwidth": full_hw,
+        "precision_ratio": ratio,
     }, columns=list(ESTIMATE_COLUMNS))
+
+
+def _full_halfwidth_of_fit(fit, M, confidence_level=0.95):
+    """The estimated half-width of the interval full ranking of the same M users would give.
+
+    Full ranking observes every user's F(R): its interval for the metric's
+    mean has half-width z sqrt(Var F(R) / M) (the normal interval; the
+    user bootstrap of the true ranks gives the same to first order). The
+    variance is estimated with the fitted estimator's own weights on the
+    ranks, Var F = E[F^2] - E[F]^2, both read off the weights (w @ F^2 and
+    w @ F): for Recall@K (F^2 = F) that is p (1 - p) at the estimate p. The
+    interval's width over twice this is the *precision ratio* that
+    :func:`sampling_lib.design.plan` targets (``precision_ratio``): how much
+    wider the sampled evaluation's interval is than full ranking's would be.
+    NaN where the weights give no positive variance (linear estimators'
+    negative weights can).
+
+    Parameters
+    ----------
+    fit : FittedEstimator
+        The estimator fitted on the users' cells (weights on ranks 1..H and
+        the metric matrix F).
+    M : int
+        Users.
+    confidence_level : float
+
+    Returns
+    -------
+    ndarray (m,)
+
+    References
+    ----------
+    TORS24 Sec 5 (user sampling: the interval full ranking itself has);
+    issue 29 (the precision ratio).
+    """
+    from scipy import stats
+
+    from .estimators._bootstrap import weights_head
+
+    w = weights_head(fit.weights, fit.F.shape[0])
+    mean, second = w @ fit.F, w @ (fit.F * fit.F)
+    var = second - mean * mean
+    z = stats.norm.ppf(0.5 + 0.5 * confidence_level)
+    with np.errstate(invalid="ignore"):
+        return np.where(var > 0, z * np.sqrt(np.where(var > 0, var, 0.0) / M), np.nan)
 
 
 def _clip_to_range(values, F_range):

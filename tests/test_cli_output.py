@@ -69,13 +69,14 @@ def test_compact_estimate_view(files, capsys):
     for part in (f"N = {N}", f"n = {n}", f"{M} users", "method logspline",
                  "95% intervals from 30 bootstrap replicates (seed 2)"):
         assert part in header, header
-    assert cols == ["model", "metric", "naive", "estimate", "95%", "interval"], cols
+    assert cols == ["model", "metric", "naive", "estimate", "95%", "interval", "ratio"], cols
     assert len(rows) == 4 and max(len(r) for r in out.splitlines()) <= 110
     full = pd.read_csv(io.StringIO(cli(capsys, "estimate", d / "ranks.csv", *common, "--format", "csv")[1]))
     for row, (_, r) in zip(rows, full.iterrows()):
         cells = row.split()
         assert cells[:4] == [r.model, r.metric, f"{r.naive:.4f}", f"{r.estimate:.4f}"], row
         assert f"[{r.ci_low:.4f}, {r.ci_high:.4f}]" in row
+        assert f"] {r.precision_ratio:.2f}" in " ".join(row.split()), row      # the precision ratio
         assert row.endswith("*") == bool(r.below_resolution), row          # the below-resolution mark
     legend = flat(out.split("\n\n", 2)[2])
     assert legend.startswith("* below resolution (recall@5): K < (N-1)/(n-1) = 13.2"), legend

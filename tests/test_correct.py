@@ -470,3 +470,40 @@ def test_bootstrap_chunks_follow_the_cells_and_draw_the_same_replicates():
         assert k == BOOT_CHUNK_MAX or 2 * k * cells > BOOT_CHUNK_ENTRIES       # the largest that fits
     with pytest.raises(ValueError, match="n_cells"):
         boot_chunk(0)
+
+
+# ---------------------------------------------------------------------------- full ranking's interval, estimated
+def test_full_halfwidth_is_full_rankings_own_when_every_user_is_ranked_in_full():
+    """Every user ranked in full (n = N, without replacement): the weights are the users' empirical
+    P(R), so the estimated full-ranking half-width is z sd(F(R)) / sqrt(M) of the true ranks exactly."""
+    from scipy import stats
+    NN = 2000
+    R = draw_global_ranks(synthetic_models(NN)["beta_a0.35"], 1500, rng=0)
+    t = estimate(R, NN, NN, ["recall@10", "ndcg@10", "ap@20"], n_boot=50, rng=1, scheme="hypergeometric")
+    F = np.stack([metric_values(m, NN) for m in ("recall@10", "ndcg@10", "ap@20")], axis=1)[R - 1]
+    want = stats.norm.ppf(0.975) * F.std(axis=0) / np.sqrt(R.size)
+    np.testing.assert_allclose(t.full_halfwidth.to_numpy(), want, rtol=1e-9)
+    np.testing.assert_allclose(t.precision_ratio, (t.ci_high - t.ci_low) / (2 * t.full_halfwidth), rtol=1e-12)
+
+
+@pytest.mark.parametrize("design", ["single", "ladder"])
+def test_full_halfwidth_of_recall_estimates_the_users_own_within_its_error(design):
+    """Recall@K (F^2 = F): the estimated full-ranking half-width is z sqrt(p (1 - p) / M) at the estimate
+    p (an identity, any input). Against the users' true ranks it is off by at most 4 standard errors of
+    that function of p (|1 - 2p| / (2 p (1 - p)) times the bootstrap se of p, relative), whether the
+    metric is resolved (a ladder) or below resolution (one stage)."""
+    from scipy import stats
+    from sampling_lib.sampling import Design, sample_design
+    NN, MM = 20000, 5000
+    R = draw_global_ranks(synthetic_models(NN)["beta_a0.35"], MM, rng=3)
+    if design == "single":
+        r, s = sample_ranks(R, NN, 100, rng=4), None
+    else:
+        r, s = sample_design(R, NN, Design("ladder", 100, n_max=3200), rng=4)
+    t = estimate(r, NN, 100 if s is None else None, "recall@10", sample_sizes=s, n_boot=200, rng=5).iloc[0]
+    z = stats.norm.ppf(0.975)
+    p = t.estimate
+    assert t.full_halfwidth == pytest.approx(z * np.sqrt(p * (1 - p) / MM), rel=1e-9)
+    truth = z * (R <= 10).std() / np.sqrt(MM)
+    tol = 4 * abs(1 - 2 * p) / (2 * p * (1 - p)) * t.se
+    assert abs(t.full_halfwidth / truth - 1) <= tol, (t.full_halfwidth, truth, tol)

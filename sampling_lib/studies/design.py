@@ -147,8 +147,11 @@ def design_study(global_ranks, N, design, *, metrics=("recall@10", "ndcg@10"), r
     pandas.DataFrame
         ``design, draw, metric, truth, estimate, ci_low, ci_high, halfwidth,
         covered, rel_error, cost_share`` (items scored per user over N_u),
-        ``full_halfwidth`` (:func:`full_ranking_halfwidth`) and ``ratio``
-        (halfwidth / full_halfwidth).
+        ``full_halfwidth`` (:func:`full_ranking_halfwidth`), ``ratio``
+        (halfwidth / full_halfwidth: the realized precision ratio) and
+        ``estimated_ratio`` (the precision ratio the estimate itself reports,
+        against full ranking's interval estimated from the fit:
+        ``precision_ratio`` of :func:`sampling_lib.correct.estimate`).
 
     Examples
     --------
@@ -156,7 +159,7 @@ def design_study(global_ranks, N, design, *, metrics=("recall@10", "ndcg@10"), r
     >>> R = np.r_[np.ones(100, int), np.arange(1, 901)]
     >>> t = design_study(R, 1000, Design("ladder", 20, n_max=160), metrics="recall@10", repeats=2, n_boot=20, rng=0)
     >>> t.shape, sorted(t.columns)[:3]
-    ((2, 13), ['ci_high', 'ci_low', 'cost_share'])
+    ((2, 14), ['ci_high', 'ci_low', 'cost_share'])
     """
     R = np.asarray(global_ranks, dtype=np.int64)
     parsed = parse_metrics(metrics)
@@ -179,7 +182,8 @@ def design_study(global_ranks, N, design, *, metrics=("recall@10", "ndcg@10"), r
                          "estimate": est, "ci_low": lo, "ci_high": hi, "halfwidth": (hi - lo) / 2,
                          "covered": lo <= truth[j] <= hi,
                          "rel_error": abs(est - truth[j]) / truth[j] if truth[j] > 0 else np.nan,
-                         "cost_share": float(np.mean(s / Nu)), "full_halfwidth": full[j]})
+                         "cost_share": float(np.mean(s / Nu)), "full_halfwidth": full[j],
+                         "estimated_ratio": float(t.precision_ratio[j])})
     out = pd.DataFrame(rows)
     out["ratio"] = out.halfwidth / out.full_halfwidth
     return out
@@ -187,7 +191,8 @@ def design_study(global_ranks, N, design, *, metrics=("recall@10", "ndcg@10"), r
 
 def design_summary(study, by=("design", "metric")):
     """Per design and metric: draws, coverage, mean realized ratio and half-width, mean |relative error|,
-    mean cost share (of a :func:`design_study` table, or several concatenated with extra key columns).
+    mean cost share (of a :func:`design_study` table, or several concatenated with extra key columns), and
+    the mean ``estimated_ratio`` when the table has it.
 
     Examples
     --------
@@ -196,10 +201,11 @@ def design_summary(study, by=("design", "metric")):
     >>> design_summary(t).round(3).to_dict("records")
     [{'design': 'd', 'metric': 'm', 'draws': 2, 'coverage': 0.5, 'ratio': 1.1, 'halfwidth': 0.11, 'rel_error': 0.02, 'cost_share': 0.04}]
     """
+    extra = {"estimated_ratio": ("estimated_ratio", "mean")} if "estimated_ratio" in study.columns else {}
     return (study.groupby(list(by), sort=False)
             .agg(draws=("covered", "size"), coverage=("covered", "mean"), ratio=("ratio", "mean"),
                  halfwidth=("halfwidth", "mean"), rel_error=("rel_error", "mean"),
-                 cost_share=("cost_share", "mean"))
+                 cost_share=("cost_share", "mean"), **extra)
             .reset_index())
 
 
