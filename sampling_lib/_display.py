@@ -255,8 +255,8 @@ def estimate_view(table, *, n_items=None, sample_size=None, seed=None):
     if ratio:
         text.append(_wrap(f"{_RATIO}: the interval's width over the width full ranking of these users would "
                           "give (z sqrt(Var F(R) / M) each side, Var F(R) from the fit): the precision ratio "
-                          "that sampling-lib plan targets; above your target, a longer design (one more "
-                          "rung of the ladder) narrows it."))
+                          "that sampling-lib plan targets; above your target, a staged design (sampling-lib "
+                          "plan) or, after one, one more rung of its ladder narrows it."))
     text.append(_wrap("naive: the sampled metric read as a global one (what most papers report); estimate: "
                       "the corrected global metric. Every column: --wide, --format csv or --format json."))
     return "\n".join(text) + "\n"
