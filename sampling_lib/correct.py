@@ -710,7 +710,7 @@ def _full_halfwidth_of_fit(fit, M, confidence_level=0.95):
 
     References
     ----------
-    TORS24 Sec 5 (user sampling: the interval full ranking itself has);
+    TORS24 eq 46 (the users a margin e needs: e = z sqrt(p (1 - p) / M), full ranking's half-width for Recall);
     issue 29 (the precision ratio).
     """
     from scipy import stats
