@@ -370,7 +370,7 @@ def test_the_commands_plan_prints_run_as_printed(run, tmp_path):
     assert "the models' dependence from the pilot's first stage" in " ".join(p.stdout.split())
     # the stages run are the first rungs of any ladder from n: a longer ladder continues at stage k + 1
     assert re.search(r"chosen: ladder \d+ -> (\d+)", p.stdout) and k == 3, p.stdout
-    assert (f"--stage 4 --previous STAGE1.csv STAGE2.csv STAGE3.csv --users USERS.csv --ranks merged.csv"
+    assert ("--stage 4 --previous STAGE1.csv STAGE2.csv STAGE3.csv --users USERS.csv --ranks merged.csv"
             in p.stdout), p.stdout
 
 
