@@ -33,6 +33,8 @@ def cmd_negatives(args):
         excl = read_table(args.exclude, "exclude")
         check_columns(excl, ["user", "item"], f"the exclude file {args.exclude}")
     held = users["item"].to_numpy() if "item" in users.columns else None
+    user_ids = id_text(users["user"])                   # the ids as text, once: every use below compares them
+    held_ids = None if held is None else id_text(users["item"])
     if held is None and fmt == "ncf":
         raise CLIError(f"an NCF file names each user's held-out item: give it in the column item of {args.users}")
     if args.item_weights:
@@ -52,16 +54,16 @@ def cmd_negatives(args):
             raise CLIError("--weight-exponent needs --item-weights (an interactions table)")
         N, ids = catalogue(args)
         if excl is not None:
-            _report_exclusions(id_text(users["user"]), excl, args.exclude)
+            _report_exclusions(user_ids, excl, args.exclude)
             excl = excl.assign(user=id_text(excl["user"]))
         if ids is not None:                   # the catalogue's ids as positions 0..N-1, and back below
             if held is not None:
-                held = item_positions(id_text(users["item"]), "held-out item", N,
+                held = item_positions(held_ids, "held-out item", N,
                                       lambda i: row_location(users, i), ids, args.items)
             if excl is not None:
                 excl = excl.assign(item=item_positions(id_text(excl["item"]), "excluded item", N,
                                                        lambda i: row_location(excl, i), ids, args.items))
-        out = sample_negatives(id_text(users["user"]), N, args.sample_size, exclude=excl,
+        out = sample_negatives(user_ids, N, args.sample_size, exclude=excl,
                                held_out=held, scheme="binomial" if args.replace else "hypergeometric",
                                rng=args.seed)
         if ids is not None:
@@ -70,9 +72,7 @@ def cmd_negatives(args):
         out.to_csv(args.output or sys.stdout, index=False)
         return
     # a framework's format: NCF lines name the held-out item; Elliot lines do when --users gives it
-    hold = None
-    if held is not None:
-        hold = pd.Series(id_text(users["item"]), index=id_text(users["user"]))
+    hold = None if held_ids is None else pd.Series(held_ids, index=user_ids)
     write_stage_negatives(out, args.output or sys.stdout, fmt, held_out=hold)
 
 

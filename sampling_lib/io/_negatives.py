@@ -248,6 +248,14 @@ def _joint_codes(a, b):
     return (both.get_indexer(ua)[ca].astype(np.int64), both.get_indexer(ub)[cb].astype(np.int64), len(both))
 
 
+def _pair_keys(a, b):
+    """The (user, item) pairs of two tables as one int64 key each, over the ids of both (:func:`_joint_codes`):
+    equal pairs, equal keys."""
+    ua, ub, _ = _joint_codes(a["user"], b["user"])
+    ia, ib, n_i = _joint_codes(a["item"], b["item"])
+    return ua * max(n_i, 1) + ia, ub * max(n_i, 1) + ib
+
+
 def _scores_lookup(scores, cand):
     """Scores of the candidate rows: from a callable or a ``user, item, score[, model][, n_items]`` table."""
     if callable(scores):
@@ -277,10 +285,7 @@ def _scores_lookup(scores, cand):
                          f"{show_value(df['score'].iloc[i])} in {at(i)}")
     # (user, item) pairs as one int64 key each (factorized over candidates and scores together): duplicate
     # checks and lookups on integers instead of text (seconds at 10^6-10^7 rows)
-    cu, su, n_u = _joint_codes(cand["user"], sc["user"])
-    ci, si, n_i = _joint_codes(cand["item"], sc["item"])
-    ckey = cu * max(n_i, 1) + ci
-    skey = su * max(n_i, 1) + si
+    ckey, skey = _pair_keys(cand, sc)
     mcode, models = pd.factorize(sc["model"], sort=False)
     models = np.asarray(models, dtype=object)
     mkey = pd.Series(skey * len(models) + mcode)          # (pair, model)

@@ -19,7 +19,7 @@ import pandas as pd
 
 from .._validation import check_columns, check_int, check_scheme, show_value
 from ._files import SOURCE, id_text, table_lines, table_name
-from ._negatives import (_joint_codes, id_table, negatives_lines, read_elliot_negatives, read_ncf_negatives,
+from ._negatives import (_pair_keys, id_table, negatives_lines, read_elliot_negatives, read_ncf_negatives,
                          read_negatives)
 
 __all__ = ["STAGE_FORMATS", "read_stages", "write_stage_negatives", "stage_file_name", "check_stage_sizes"]
@@ -221,9 +221,8 @@ def _check_history(out, exclude, names):
     df, ids = id_table(exclude, ("user", "item"), "exclude")
     neg = out[out.label == 0]
     # (user, item) pairs as integers over the ids of both tables (a merge on text hashes every row's text)
-    nu, hu, _ = _joint_codes(neg["user"], ids["user"])
-    ni, hi, n_i = _joint_codes(neg["item"], ids["item"])
-    hit = pd.Series(nu * max(n_i, 1) + ni).isin(hu * max(n_i, 1) + hi).to_numpy()
+    nkey, hkey = _pair_keys(neg, ids)
+    hit = pd.Series(nkey).isin(hkey).to_numpy()
     if hit.any():
         r = neg[hit].sort_values(["stage", "line"]).iloc[0]
         raise ValueError(f"{_where(names[int(r['stage']) - 1], r['line'])}: negative {show_value(r['item'])} of "
