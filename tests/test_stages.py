@@ -354,6 +354,19 @@ def test_scores_files_may_repeat_a_pair_with_the_same_score_only(tmp_path):
         io.ranks_from_negatives(cand, both)
 
 
+def test_one_scores_file_may_repeat_a_pair_drawn_twice_with_the_same_score_only(tmp_path):
+    # negatives drawn with replacement repeat an item; a framework scoring every candidate row writes the
+    # pair twice: that is no conflict (each draw counts), two different scores are
+    cand = pd.DataFrame({"user": ["u"] * 4, "item": ["h", "a", "b", "a"], "label": [1, 0, 0, 0]})
+    (tmp_path / "sc.csv").write_text("user,item,score\nu,h,0.5\nu,a,0.9\nu,b,0.1\nu,a,0.9\n")
+    s = io.ranks_from_negatives(cand, io.concat_tables([tmp_path / "sc.csv"], "scores"))
+    assert (s.for_model("model")[0].tolist(), s.for_model("model")[1].tolist()) == ([3], [4])
+    (tmp_path / "sc.csv").write_text("user,item,score\nu,h,0.5\nu,a,0.9\nu,b,0.1\nu,a,0.2\n")
+    with pytest.raises(ValueError, match=r"\('u', 'a'\).*two different scores \(.*sc.csv, line 3, .*sc.csv, "
+                                         r"line 5\): one score per pair"):
+        io.ranks_from_negatives(cand, tmp_path / "sc.csv")
+
+
 def test_scores_of_pairs_outside_the_stages_are_reported_not_dropped_silently():
     cand = pd.DataFrame({"user": ["u"] * 2, "item": ["h", "a"], "label": [1, 0]})
     scores = pd.DataFrame({"user": ["u"] * 3, "item": ["h", "a", "z"], "score": [0.5, 0.9, 0.3]})

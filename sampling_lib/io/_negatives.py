@@ -290,8 +290,9 @@ def _scores_lookup(scores, cand):
     models = np.asarray(models, dtype=object)
     mkey = pd.Series(skey * len(models) + mcode)          # (pair, model)
     orig = np.arange(len(sc))
-    if df.attrs.get(PARTS) and mkey.duplicated().any():
-        # several files (e.g. one per stage): the same score given again is no conflict
+    if mkey.duplicated().any():
+        # a pair scored again with the same score is no conflict: several files (one per stage), or one file
+        # with a row per candidate row when the negatives were drawn with replacement (a repeated item)
         again = pd.DataFrame({"k": mkey, "s": sc["score"].to_numpy(float)}).duplicated().to_numpy()
         if again.any():
             keep = ~again
@@ -300,14 +301,10 @@ def _scores_lookup(scores, cand):
         dup = mkey.duplicated(keep=False).to_numpy()
         if dup.any():
             i, j = np.flatnonzero(dup)[:2]
+            agree = "the scores files must agree where they overlap" if df.attrs.get(PARTS) else "one score per pair"
             raise ValueError(f"(user, item) = ({show_value(sc['user'].iloc[i])}, {show_value(sc['item'].iloc[i])}) "
                              f"of model {show_value(sc['model'].iloc[i])} has two different scores "
-                             f"({at(orig[i])}, {at(orig[j])}): the scores files must agree where they overlap")
-    dup = mkey.duplicated().to_numpy()
-    if dup.any():
-        i = int(np.flatnonzero(dup)[0])
-        raise ValueError(f"the scores table lists (user, item) = ({show_value(sc['user'].iloc[i])}, "
-                         f"{show_value(sc['item'].iloc[i])}) twice for one model ({at(orig[i])})")
+                             f"({at(orig[i])}, {at(orig[j])}): {agree}")
     cset = pd.Index(np.unique(ckey))
     unused = ~pd.Index(skey).isin(cset)
     if unused.any():
