@@ -42,6 +42,18 @@ _RATIO = "ratio"
 _RESOLVE = ("To resolve it at a few percent of full ranking's cost, `sampling-lib plan` on these ranks picks a "
             "staged design that adds items only where the held-out item is near the top (README: 'Resolving "
             "a metric below resolution').")
+#: The same for popularity-sampled negatives, which get no later stage (``sampling-lib negatives --stage``).
+_RESOLVE_POPULARITY = ("Popularity-sampled negatives get no staged design (choosing the users that go on by "
+                       "their ranks would bias pop_mle and the Horvitz-Thompson estimate): a larger n at the "
+                       "one stage resolves more; uniform negatives can be staged (README: 'Resolving a metric "
+                       "below resolution').")
+
+
+def _is_popularity(table):
+    """An estimate or compare table of popularity-sampled negatives (its method is a popularity estimator)."""
+    from .estimators import POPULARITY_METHODS
+
+    return "method" in table.columns and bool(table["method"].isin(POPULARITY_METHODS).any())
 
 
 def resolution_width(n_items_max, sample_size_min):
@@ -138,7 +150,7 @@ def _header(table, n_items, sample_size, *, extra=(), seed=None):
     return ", ".join(parts)
 
 
-def resolution_note(metrics, w, *, widened):
+def resolution_note(metrics, w, *, widened, popularity=False):
     """The legend line of the below-resolution mark, describing the interval of the method used.
 
     Parameters
@@ -150,6 +162,8 @@ def resolution_note(metrics, w, *, widened):
     widened : bool
         True when the interval is the default's union over smoothness penalties (the table has
         ``sensitivity_low/high``); False for a plain bootstrap interval.
+    popularity : bool, default False, keyword-only
+        Popularity-sampled negatives: their estimators (notebook 11) and no staged design.
     """
     width = f" = {w:.1f}" if w is not None and np.isfinite(w) else ""
     head = (f"below resolution ({', '.join(metrics)}): K < (N-1)/(n-1){width}, so the metric lies inside "
@@ -157,11 +171,14 @@ def resolution_note(metrics, w, *, widened):
     if widened:
         body = ("from the smooth prior; its interval is the union of the bootstrap intervals under the fitted, "
                 "a 10x weaker and a 10x stronger smoothness penalty, so it covers that extrapolation too.")
+    elif popularity:
+        body = ("from the estimator's assumptions about the popularity mass inside that bin; the bootstrap "
+                "interval covers user and item sampling only, not the bias of that extrapolation (notebook 11).")
     else:
         body = ("from the estimator's assumptions about P(R) inside that bin; the bootstrap interval covers "
                 "user and item sampling only, not the bias of that extrapolation, and is often too narrow "
                 "there (notebooks 09, 10). The default method (logspline) widens its interval to cover it.")
-    return f"{head} {body} {_RESOLVE}"
+    return f"{head} {body} {_RESOLVE_POPULARITY if popularity else _RESOLVE}"
 
 
 def _marks(table, w):
@@ -222,6 +239,7 @@ def estimate_view(table, *, n_items=None, sample_size=None, seed=None):
     columns = (["model"] if "model" in table.columns else []) + ["metric"] + varying
     columns += ["naive", "estimate", f"{level:.0%} interval" if level is not None else "interval"]
     bounds = "bound_low" in table.columns and bool(table["bound_low"].notna().any())   # popularity tables
+    popular = _is_popularity(table)
     if bounds:
         columns.append("bounds without logs")
     ratio = "precision_ratio" in table.columns and bool(table["precision_ratio"].notna().any())
@@ -245,7 +263,7 @@ def estimate_view(table, *, n_items=None, sample_size=None, seed=None):
     if below.any():
         metrics = list(dict.fromkeys(table["metric"][below]))
         widened = "sensitivity_low" in table.columns and bool(table["sensitivity_low"][below].notna().all())
-        text.append(_wrap(f"{_BELOW} " + resolution_note(metrics, w, widened=widened)))
+        text.append(_wrap(f"{_BELOW} " + resolution_note(metrics, w, widened=widened, popularity=popular)))
     if clipped.any():
         text.append(_wrap(f"{_CLIPPED} clipped: the estimator's value fell outside the metric's range (the "
                           "linear estimators BV, MN and CLS can do that) and was set to the nearest end of it."))
@@ -255,8 +273,10 @@ def estimate_view(table, *, n_items=None, sample_size=None, seed=None):
     if ratio:
         text.append(_wrap(f"{_RATIO}: the interval's width over the width full ranking of these users would "
                           "give (z sqrt(Var F(R) / M) each side, Var F(R) from the fit): the precision ratio "
-                          "that sampling-lib plan targets; above your target, a staged design (sampling-lib "
-                          "plan) or, after one, one more rung of its ladder narrows it."))
+                          + ("that sampling-lib plan targets for uniform negatives; with popularity-sampled "
+                             "negatives a larger n narrows it." if popular else
+                             "that sampling-lib plan targets; above your target, a staged design (sampling-lib "
+                             "plan) or, after one, one more rung of its ladder narrows it.")))
     text.append(_wrap("naive: the sampled metric read as a global one (what most papers report); estimate: "
                       "the corrected global metric. Every column: --wide, --format csv or --format json."))
     return "\n".join(text) + "\n"
@@ -320,7 +340,7 @@ def compare_view(table, *, n_items=None, sample_size=None, seed=None):
                           + (f" = {w:.1f}" if w is not None else "")
                           + ": both models' estimates are extrapolated inside the first sampled bin; the "
                           "difference shares that extrapolation, and its interval covers sampling noise "
-                          f"only. {_RESOLVE}"))
+                          f"only. {_RESOLVE_POPULARITY if _is_popularity(table) else _RESOLVE}"))
     if contradictions:
         why = []
         if adjust == "holm":

@@ -437,6 +437,56 @@ def test_cli_and_api_popularity_end_to_end(pop_files):
     assert np.allclose(pd.read_csv(cmp).difference, c_api.difference)
 
 
+def test_the_negatives_file_with_its_scores_is_estimated_as_popularity_negatives(pop_files, capsys):
+    """``negatives --item-weights`` writes q; read back as a negatives file with its scores (a row per candidate
+    row, a repeated draw scored twice) it is the popularity evaluation of the scores table built by hand, not a
+    uniform one (before: the q column went unread and the uniform default ran without a word)."""
+    from sampling_lib import io
+    from sampling_lib.cli import main
+
+    d, last, train, w, rng = pop_files
+    assert main(["negatives", "--users", str(d / "users.csv"), "--sample-size", "12", "--seed", "3",
+                 "--exclude", str(d / "train.csv"), "--item-weights", str(d / "weights.csv"),
+                 "-o", str(d / "pneg.csv")]) == 0
+    neg = pd.read_csv(d / "pneg.csv")
+    assert neg.duplicated(["user", "item"]).any()              # drawn with replacement: repeats to score twice
+    tab = _scores_table(d, last, neg, rng)
+    tab.to_csv(d / "pscores_q.csv", index=False)
+    tab[["user", "model", "item", "score"]].to_csv(d / "pscores.csv", index=False)
+    common = ["--metric", "recall@5", "--metric", "ndcg@5", "--n-boot", "30", "--format", "csv"]
+    assert main(["estimate", str(d / "pscores_q.csv"), *common, "-o", str(d / "by_table.csv")]) == 0
+    assert main(["estimate", str(d / "pneg.csv"), "--input-format", "negatives", "--scores", str(d / "pscores.csv"),
+                 "--held-out", str(d / "users.csv"), *common, "-o", str(d / "by_file.csv")]) == 0
+    a, b = pd.read_csv(d / "by_table.csv"), pd.read_csv(d / "by_file.csv")
+    assert (b.method == "pop_mle").all()
+    pd.testing.assert_frame_equal(a, b)
+    # the library: the same table
+    t = io.popularity_table(d / "pneg.csv", d / "users.csv", d / "pscores.csv")
+    api = estimate(t, None, metrics=["recall@5", "ndcg@5"], n_boot=0)
+    assert np.allclose(api.estimate, a.estimate)
+    # compare reads it too; ranks and the uniform readers refuse it (its ranks alone do not give the metric)
+    assert main(["compare", str(d / "pneg.csv"), "--input-format", "negatives", "--scores", str(d / "pscores.csv"),
+                 "--held-out", str(d / "users.csv"), "--metric", "recall@5", "--n-boot", "30", "--format", "csv",
+                 "-o", str(d / "cmp.csv")]) == 0
+    assert main(["compare", str(d / "pscores_q.csv"), "--metric", "recall@5", "--n-boot", "30", "--format", "csv",
+                 "-o", str(d / "cmp_table.csv")]) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(d / "cmp.csv"), pd.read_csv(d / "cmp_table.csv"))
+    for cmd, extra, match in [
+            ("ranks", ["--scores", str(d / "pscores.csv"), "--held-out", str(d / "users.csv"), "-o",
+                       str(d / "r.csv")], "pneg.csv holds popularity-sampled negatives (column q)"),
+            ("estimate", ["--scores", str(d / "pscores.csv")], "give their scores (--scores"),
+            ("estimate", ["--held-out", str(d / "users.csv")], "give their scores (--scores")]:
+        capsys.readouterr()
+        assert main([cmd, str(d / "pneg.csv"), "--input-format", "negatives", *extra]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and match in err[0], err
+    with pytest.raises(ValueError, match=r"pneg.csv holds popularity-sampled negatives \(column q\)"):
+        io.read_negatives(d / "pneg.csv", d / "users.csv")
+    neg[["user", "item"]].assign(weight=1.0).to_csv(d / "extra.csv", index=False)
+    with pytest.raises(ValueError, match=r"extra.csv holds the columns user, item .*\['weight'\] are not read"):
+        io.read_negatives(d / "extra.csv", d / "users.csv")
+
+
 def test_cli_popularity_errors(pop_files, capsys):
     from sampling_lib.cli import main
 

@@ -6,6 +6,7 @@ import pandas as pd
 
 from ..estimators import POPULARITY_METHODS
 from ._common import CLIError
+from ._stages import POPULARITY_STAGE
 
 #: the input formats of negatives files (one per stage of a nested design) with scores
 NEGATIVES_FORMATS = ("ncf", "elliot", "negatives")
@@ -196,17 +197,32 @@ def popularity_logs(args):
     if args.method is not None and args.method not in POPULARITY_METHODS:
         raise CLIError(f"--method must be one of {', '.join(POPULARITY_METHODS)} for popularity-sampled "
                         f"negatives; got {args.method!r}")
-    if len(args.ranks) > 1 or args.input_format not in ("auto", "table") or args.qrels or args.scores:
-        raise CLIError("popularity-sampled negatives read one scores table (--input-format table, "
-                        "no --qrels/--scores)")
+    negatives_file = args.input_format == "negatives"
+    if negatives_file:
+        # the file `negatives --item-weights` writes (user, item, q, n_candidates, replace) with its scores
+        if len(args.ranks) > 1:
+            raise CLIError(f"{args.ranks[1]}: {POPULARITY_STAGE}")
+        if not args.scores or args.held_out is None:
+            raise CLIError(f"{args.ranks[0]} holds popularity-sampled negatives (column q): give their scores "
+                           "(--scores SCORES.csv: user, item, score[, model]) and the held-out items "
+                           "(--held-out USERS.csv: user, item)")
+    elif len(args.ranks) > 1 or args.input_format not in ("auto", "table") or args.qrels or args.scores:
+        raise CLIError("popularity-sampled negatives read one scores table (--input-format table, no "
+                       "--qrels/--scores), or the negatives file that sampling-lib negatives --item-weights "
+                       "writes with its scores (--input-format negatives --scores ... --held-out ...)")
     given = [opt for opt, v in (("--n-items", args.n_items), ("--sample-size", args.sample_size),
                                 ("--n-items-file", args.n_items_file), ("--duplicates", args.duplicates),
-                                ("--held-out", args.held_out)) if v is not None]
+                                ("--held-out", None if negatives_file else args.held_out)) if v is not None]
     if given:
         raise CLIError(f"{given[0]} does not apply to popularity-sampled negatives: each user's candidates "
                         "N_u and sample size n_u come from the weights and the logged negatives (or the "
                         "n_candidates column)")
-    df = read_table(args.ranks[0], "scores")
+    if negatives_file:
+        from ..io import concat_tables, popularity_table
+
+        df = popularity_table(args.ranks[0], args.held_out, concat_tables(args.scores, "scores"))
+    else:
+        df = read_table(args.ranks[0], "scores")
     table_layout(df, popularity=True)
     if args.item_weights is None and args.weight_exponent is not None:
         raise CLIError("--weight-exponent needs --item-weights (an interactions table)")
@@ -230,6 +246,8 @@ def is_popularity(args):
         return True
     if {"q", "label", "item"} <= _header(args.ranks[0]):
         return True
+    if args.input_format == "negatives" and "q" in _header(args.ranks[0]):
+        return True                 # the negatives file of `negatives --item-weights`: read with its scores
     if args.exclude and args.input_format not in NEGATIVES_FORMATS:
         raise CLIError("--exclude needs --item-weights (popularity-sampled negatives) or negatives files "
                        "(--input-format ncf, elliot, negatives: the users' history, checked against them)")

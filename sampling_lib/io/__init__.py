@@ -16,6 +16,8 @@
   :func:`read_elliot_negatives` (Elliot's negatives TSV), :func:`read_negatives`
   (this project's fixed negatives file) and :func:`ranks_from_negatives`
   (a candidates table + a scores function or file -> sampled ranks);
+  :func:`popularity_table` (popularity-sampled negatives with their draw
+  probabilities + scores -> the table of the popularity estimators);
 * the stages of a nested design (a second stage, the doubling ladder):
   :func:`read_stages` (every stage's negatives file -> one candidates table,
   checked: users, held-out items, repeated negatives, history, N_u) and
@@ -32,8 +34,8 @@ The outputs feed :func:`sampling_lib.correct.estimate` and
 """
 from ._counts import counts_table, is_parquet
 from ._files import ID_COLUMNS, concat_tables, id_text, read_table, row_location, table_name, table_source
-from ._negatives import (DUPLICATES, ranks_from_negatives, read_elliot_negatives, read_ncf_negatives,
-                         read_negatives)
+from ._negatives import (DUPLICATES, POPULARITY_NEGATIVE_COLUMNS, popularity_table, ranks_from_negatives,
+                         read_elliot_negatives, read_ncf_negatives, read_negatives)
 from ._stages import STAGE_FORMATS, check_stage_sizes, read_stages, stage_file_name, write_stage_negatives
 from ._runs import CANDIDATES, RUN_FORMATS, ranks_from_run, read_ranx_json, read_trec_qrels, read_trec_run
 from ._tables import (TABLE_LAYOUTS, SampledRanks, check_scores_and_labels, ranks_from_score_table, ranks_from_table,
@@ -45,4 +47,4 @@ __all__ = ["SampledRanks", "read_table", "check_scores_and_labels", "ranks_from_
            "DUPLICATES", "counts_table", "is_parquet", "RUN_FORMATS", "TABLE_LAYOUTS", "table_layout",
            "ID_COLUMNS", "id_text", "row_location", "table_source", "table_name",
            "STAGE_FORMATS", "read_stages", "write_stage_negatives", "stage_file_name", "check_stage_sizes",
-           "concat_tables"]
+           "concat_tables", "popularity_table", "POPULARITY_NEGATIVE_COLUMNS"]

@@ -13,7 +13,7 @@ from ._files import (PARTS, SOURCE, file_error, id_text, read_table, row_locatio
 from ._tables import _score_table_ranks, ranks_from_score_table
 
 __all__ = ["read_ncf_negatives", "read_elliot_negatives", "read_negatives", "ranks_from_negatives",
-           "DUPLICATES", "id_table", "negatives_lines"]
+           "DUPLICATES", "id_table", "negatives_lines", "popularity_table", "POPULARITY_NEGATIVE_COLUMNS"]
 
 
 def _parse_pair(text, path, lineno):
@@ -214,6 +214,12 @@ def read_negatives(path, held_out):
     ``sampling-lib negatives``). Returns the candidates table ``user, item,
     label`` (+ ``line``, the line of the file, when ``path`` is a file).
 
+    Popularity-sampled negatives (a ``q`` column, as ``sampling-lib
+    negatives --item-weights`` writes) are refused: their sampled ranks alone
+    do not give the metric, their estimators need each negative's ``q``
+    (:func:`popularity_table`). Any other column than ``user, item`` is
+    refused too: nothing of the file goes unread.
+
     Examples
     --------
     >>> from sampling_lib.sampling import sample_negatives
@@ -222,16 +228,84 @@ def read_negatives(path, held_out):
     >>> t.groupby("user").label.agg(["size", "sum"]).to_dict("list")
     {'size': [4, 4], 'sum': [1, 1]}
     """
+    return _negatives_table(path, held_out)
+
+
+#: The columns ``sampling-lib negatives --item-weights`` writes with each popularity-sampled negative: its draw
+#: probability q, the user's number of candidates, and whether the draws were with replacement.
+POPULARITY_NEGATIVE_COLUMNS = ("q", "n_candidates", "replace")
+
+
+def _negatives_table(path, held_out, keep=()):
+    """:func:`read_negatives`, keeping the columns ``keep`` on the negatives' rows (empty on the held-out's)."""
     where = "the negatives table" if isinstance(path, pd.DataFrame) else os.fspath(path)
     df, ids = id_table(path, ("user", "item"), "negatives")
+    extra = [c for c in df.columns if c not in ("user", "item", *keep)]
+    if extra:
+        if "q" in extra:
+            raise ValueError(f"{where} holds popularity-sampled negatives (column q): their ranks alone do not "
+                             "give the metric; estimate them with their q (estimate/compare --scores, "
+                             "io.popularity_table)")
+        raise ValueError(f"{where} holds the columns user, item (one row per negative); column(s) {extra} are "
+                         "not read")
     lines = table_lines(df)
     t = pd.DataFrame({"user": ids["user"].to_numpy(), "item": ids["item"].to_numpy(), "label": 0,
                       "line": np.arange(1, len(df) + 1) if lines is None else lines})
+    for c in keep:
+        t[c] = df[c].to_numpy()
     out = _add_held_out(t, held_out, where)
     if lines is None:
         return out.drop(columns="line")
     out.attrs[SOURCE] = where
     return out
+
+
+def popularity_table(negatives, held_out, scores):
+    """A popularity-sampled negatives file with its scores, as the long scores table of the popularity estimators.
+
+    ``sampling-lib negatives --item-weights`` (RecBole ``popN``) writes each
+    user's negatives with their draw probabilities: ``user, item, q,
+    n_candidates, replace``. Scored by the framework, the file, the held-out
+    items and the scores make the table that
+    :func:`sampling_lib.popularity.popularity_logs_from_table` and
+    ``estimate(table, None)`` read: one row per candidate and model, ``user,
+    item, label, score, model`` with ``q, n_candidates, replace`` on the
+    negatives' rows (AP25 eq 1; notebook 11).
+
+    Parameters
+    ----------
+    negatives : path or DataFrame
+        ``user, item, q[, n_candidates][, replace]``: one row per drawn
+        negative (a negative drawn twice, twice).
+    held_out : path or DataFrame
+        ``user, item``: each user's held-out item.
+    scores : path, DataFrame or callable
+        ``user, item, score[, model]``: a score of every candidate pair (as
+        for :func:`ranks_from_negatives`; a pair drawn twice may be listed
+        twice with the same score).
+
+    Returns
+    -------
+    pandas.DataFrame
+
+    Examples
+    --------
+    >>> from sampling_lib.popularity import popularity_weights, sample_popularity_negatives
+    >>> w = popularity_weights([0, 0, 0, 1, 2, 2, 3], 1.0)
+    >>> neg = sample_popularity_negatives(["a", "b"], w, 4, held_out=[0, 3], rng=0)
+    >>> t = popularity_table(neg, pd.DataFrame({"user": ["a", "b"], "item": [0, 3]}),
+    ...                      lambda users, items: [float(i) for i in items])
+    >>> t.groupby("user").label.agg(["size", "sum"]).to_dict("list")
+    {'size': [4, 4], 'sum': [1, 1]}
+    """
+    df = read_table(negatives, "negatives")
+    check_columns(df, ["user", "item", "q"], table_name(df, "negatives"))
+    cand = _negatives_table(df, held_out, keep=[c for c in POPULARITY_NEGATIVE_COLUMNS if c in df.columns])
+    out = _scores_lookup(scores, cand)
+    if "n_items" in out.columns:
+        raise ValueError("the scores table's n_items column does not apply to popularity-sampled negatives: "
+                         "each user's candidates come from the negatives' n_candidates column")
+    return out.drop(columns=[c for c in ("line",) if c in out.columns])
 
 
 #: How repeated negatives of one user are treated by :func:`ranks_from_negatives`.
