@@ -248,3 +248,8 @@ def test_below_resolution_notes_point_to_the_planner_and_an_existing_readme_sect
     assert named and all(h in headings for h in named)
     assert "sampling-lib plan" in _display._RESOLVE
     assert _display._RESOLVE in _display.resolution_note(["recall@10"], 37.4, widened=True)
+    # popularity-sampled negatives get no staged design: their note says so, and names a section that exists
+    named = re.findall(r"README: '([^']+)'", _display._RESOLVE_POPULARITY)
+    assert named and all(h in headings for h in named)
+    note = _display.resolution_note(["recall@10"], 37.4, widened=False, popularity=True)
+    assert _display._RESOLVE_POPULARITY in note and _display._RESOLVE not in note and "logspline" not in note

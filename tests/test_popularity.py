@@ -460,6 +460,13 @@ def test_the_negatives_file_with_its_scores_is_estimated_as_popularity_negatives
     a, b = pd.read_csv(d / "by_table.csv"), pd.read_csv(d / "by_file.csv")
     assert (b.method == "pop_mle").all()
     pd.testing.assert_frame_equal(a, b)
+    # its terminal view does not advise the staged design that popularity negatives do not get (ratio legend)
+    capsys.readouterr()
+    assert main(["estimate", str(d / "pneg.csv"), "--input-format", "negatives", "--scores", str(d / "pscores.csv"),
+                 "--held-out", str(d / "users.csv"), "--metric", "recall@5", "--n-boot", "30"]) == 0
+    view = " ".join(capsys.readouterr().out.split())
+    assert "pop_mle" in view and "with popularity-sampled negatives a larger n narrows it" in view
+    assert "a staged design" not in view
     # the library: the same table
     t = io.popularity_table(d / "pneg.csv", d / "users.csv", d / "pscores.csv")
     api = estimate(t, None, metrics=["recall@5", "ndcg@5"], n_boot=0)
