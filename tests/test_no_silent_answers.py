@@ -397,10 +397,22 @@ def test_output_equal_to_an_input_is_refused(tmp_path, capsys):
     f.write_text("user,rank\n1,3\n2,5\n")
     for argv in (["estimate", "r.csv", "-N", 200, "-n", 10, "-o", "r.csv"],
                  ["estimate", "r.csv", "-N", 200, "-n", 10, "-o", "./sub/../r.csv"],
-                 ["negatives", "-N", 10, "--users", "r.csv", "-n", 3, "--seed", 0, "-o", "r.csv"]):
+                 ["negatives", "-N", 10, "--users", "r.csv", "-n", 3, "--seed", 0, "-o", "r.csv"],
+                 # plan's pilot (once overwritten by the plan table), negatives' catalogue, estimate's --plot
+                 ["plan", "r.csv", "-N", 200, "-n", 10, "-o", "r.csv"],
+                 ["negatives", "--items", "r.csv", "--users", "u.csv", "-n", 3, "--seed", 0, "-o", "r.csv"],
+                 ["estimate", "r.csv", "-N", 200, "-n", 10, "--plot", "r.csv"]):
         (tmp_path / "sub").mkdir(exist_ok=True)
         assert "refusing to overwrite an input" in cli_error(argv, capsys, tmp_path)
         assert f.read_text() == "user,rank\n1,3\n2,5\n"
+    # plan's --users is a number of users, not a file: an existing -o is simply replaced (it failed with
+    # "'int' object is not iterable")
+    (tmp_path / "plan.txt").write_text("old")
+    argv = ["plan", "-N", 400, "-n", 10, "--users", 300, "--guess-recall", 0.3, "--metric", "recall@10",
+            "-o", "plan.txt"]
+    rc, _, err = cli(argv, capsys, tmp_path)
+    assert rc == 0, err
+    assert "chosen:" in (tmp_path / "plan.txt").read_text()
 
 
 # --- item 4: popularity inputs ---------------------------------------------------------------

@@ -94,28 +94,33 @@ def inputs(args):
     """Every input file of the command line (for the -o check)."""
     ranks = getattr(args, "ranks", None)
     files = [ranks] if isinstance(ranks, str) else list(ranks or [])
-    for opt in ("qrels", "scores", "held_out", "item_weights", "exclude", "n_items_file", "users", "previous"):
+    for opt in ("pilot", "items", "qrels", "scores", "held_out", "item_weights", "exclude", "n_items_file", "users",
+                "previous"):
         v = getattr(args, opt, None)
-        if v is not None:
-            files.extend([v] if isinstance(v, str) else v)
+        if isinstance(v, str):
+            files.append(v)
+        elif isinstance(v, (list, tuple)):
+            files.extend(v)
+        # other values are no file: plan's --users is a number of users
     return files
 
 
 def check_output(args):
-    """-o must not name an input file: writing the result there would destroy the input."""
+    """-o (and --plot) must not name an input file: writing the result there would destroy the input."""
     import os
 
-    out = getattr(args, "output", None)
-    if not out or not os.path.exists(out):
-        return
-    for f in inputs(args):
-        try:
-            same = os.path.samefile(out, f)
-        except OSError:
-            same = False
-        if same:
-            raise CLIError(f"--output {out} is the input file {f}: refusing to overwrite an input; "
-                            "choose another output file")
+    for opt in ("output", "plot"):
+        out = getattr(args, opt, None)
+        if not out or not os.path.exists(out):
+            continue
+        for f in inputs(args):
+            try:
+                same = os.path.samefile(out, f)
+            except OSError:
+                same = False
+            if same:
+                raise CLIError(f"--{opt} {out} is the input file {f}: refusing to overwrite an input; "
+                               "choose another output file")
 
 
 def boot_count(args, popularity=False):
