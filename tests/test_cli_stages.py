@@ -194,7 +194,7 @@ def test_plan_prints_the_designs_marks_the_cheapest_that_meets_the_target_and_it
 
 
 def test_plan_with_a_budget(run, tmp_path):
-    base = ("plan", "-N", 4000, "-n", 20, "--users", 2000, "--guess-recall", 0.3, "--metric", "recall@10")
+    base = ("plan", "-N", 2000, "-n", 10, "--users", 1000, "--guess-recall", 0.3, "--metric", "recall@10")
     p = run(*base, "--format", "csv", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     t = pd.read_csv(pd.io.common.StringIO(p.stdout))
@@ -382,7 +382,7 @@ def test_plan_advice_on_merged_ranks_continues_the_ladder_already_run():
 
     from sampling_lib.cli._plan import _advice
 
-    args = Namespace(max_cost=None, pilot="merged.csv", n_items=1000, seed=0)
+    args = Namespace(max_cost=None, pilot="merged.csv", n_items=1000, seed=0, scheme=None)
     run_sizes = np.array([20, 40, 80])
     text = _advice(Design("ladder", 20, n_max=640), args, 1000, 20, "t", 2, True, run_sizes)
     assert ("sampling-lib negatives --stage 4 --previous STAGE1.csv STAGE2.csv STAGE3.csv --users USERS.csv "
@@ -516,6 +516,27 @@ def test_plan_says_how_to_re_plan_when_its_first_stage_is_below_resolution(run, 
     p = run("plan", "merged.csv", "-N", 4000, "--metric", "recall@10", "--format", "csv", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert "below resolution" not in p.stderr
+
+
+def test_plan_commands_draw_and_read_the_stages_as_its_scheme_says(run, tmp_path):
+    """--scheme given: the printed commands draw the next stage (--replace / --no-replace) and read the merged
+    stages (--scheme) that way, and the re-plan keeps it; not given, they draw distinct negatives (the default
+    of `negatives`) and read them so. (Before, a with-replacement plan printed a ranks command that read the
+    stages as drawn without replacement.)"""
+    base = ("plan", "-N", 2000, "-n", 10, "--users", 1000, "--guess-recall", 0.3, "--metric", "recall@10")
+    for scheme, draw in ((None, None), ("binomial", "--replace"), ("hypergeometric", "--no-replace")):
+        p = run(*base, *(("--scheme", scheme) if scheme else ()), cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        lines = [ln.strip() for ln in p.stdout.splitlines() if ln.strip().startswith("sampling-lib ")]
+        neg = [ln for ln in lines if ln.startswith("sampling-lib negatives")]
+        ranks = [ln for ln in lines if ln.startswith("sampling-lib ranks")]
+        again = [ln for ln in lines if ln.startswith("sampling-lib plan")]
+        assert len(neg) == len(ranks) == len(again) == 1, lines
+        assert ("--replace" in neg[0].split()) == (draw == "--replace")
+        assert ("--no-replace" in neg[0].split()) == (draw == "--no-replace")
+        assert f"--scheme {scheme or 'hypergeometric'} " in ranks[0]
+        assert again[0].endswith("" if scheme is None else f"--scheme {scheme}")
+        assert ("--scheme" in again[0]) == (scheme is not None)
 
 
 def test_plan_on_a_pilot_with_per_user_n_items_does_not_print_the_median_as_the_catalogue(run, tmp_path):

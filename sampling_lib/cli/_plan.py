@@ -53,7 +53,7 @@ def cmd_plan(args):
     M = args.users
     cands = candidate_designs(max_size, n)
     kw = dict(metrics=args.metric or ("recall@10", "ndcg@10"), confidence_level=args.confidence_level,
-              scheme=args.scheme, rng=args.seed, designs=cands, robust=args.robust, max_size=max_size,
+              scheme=args.scheme or "binomial", rng=args.seed, designs=cands, robust=args.robust, max_size=max_size,
               max_cost=args.max_cost)
     if args.target_halfwidth is not None:
         kw["target_halfwidth"] = args.target_halfwidth
@@ -114,9 +114,10 @@ def _replan_note(table, best, args, N, n, staged):
         "realized in 46 of 50 benchmark cells, against 37 of 50 from the first stage):",
         110, subsequent_indent="  ")
         + f"\n  sampling-lib ranks {stages} --input-format negatives --held-out USERS.csv {scores} "
-        f"-N {_catalogue(args, N)} {items + ' ' if items else ''}--scheme hypergeometric -o merged.csv"
+        f"-N {_catalogue(args, N)} {items + ' ' if items else ''}--scheme {args.scheme or 'hypergeometric'} "
+        "-o merged.csv"
         f"\n  sampling-lib plan merged.csv -n {n}"
-        + ("" if args.n_items is None else f" -N {N}"))
+        + ("" if args.n_items is None else f" -N {N}") + ("" if args.scheme is None else f" --scheme {args.scheme}"))
 
 
 def _catalogue(args, N):
@@ -302,7 +303,8 @@ def _advice(best, args, N, n, target, n_models, meets=True, run_sizes=None):
                     f"items are not its rungs: it starts after stage 1, from the stage-1 ranks RANKS1.csv -- the "
                     f"first_rank column of {args.pilot} -- and the later stages already scored are not part of it)")
     prev = " ".join(f"STAGE{k}.csv" for k in range(1, stage))
-    cmd = (f"sampling-lib negatives --stage {stage} --previous {prev} --users USERS.csv{ranks} {flags} "
+    draw = {None: "", "binomial": " --replace", "hypergeometric": " --no-replace"}[args.scheme]
+    cmd = (f"sampling-lib negatives --stage {stage} --previous {prev} --users USERS.csv{ranks} {flags}{draw} "
            f"-N {_catalogue(args, N)} --seed {args.seed} -o STAGE{stage}.csv")
     more = ""
     if rungs is not None and len(rungs) > stage:
