@@ -83,10 +83,23 @@ def _interval(lo, hi):
     return f"[{lo:.4f}, {hi:.4f}]"
 
 
-def _pvalue(p):
+def _pvalue(p, floor=5e-5):
+    """A p-value for the table; below ``floor`` (what the replicates resolve) shown as ``<floor``."""
     if isinstance(p, float) and math.isnan(p):
         return "n/a"
-    return "<0.0001" if p < 5e-5 else f"{p:.4f}"
+    return f"<{floor:.2g}" if p < floor else f"{p:.4f}"
+
+
+def _pvalue_floor(n_boot, k, adjust):
+    """The smallest p-value ``n_boot`` percentile-bootstrap replicates resolve, adjusted over ``k`` pairs.
+
+    The two-sided percentile p-value moves in steps of about 2 / B (:func:`sampling_lib.inference.
+    percentile_pvalue`: 0 when every replicate lies on one side), and Bonferroni or Holm multiply it by
+    at most k. So 0 from 1,000 replicates and 3 pairs says p < 0.006, not p < 0.0001.
+    """
+    if n_boot is None or not n_boot >= 1:
+        return 5e-5
+    return min(1.0, 2.0 / float(n_boot) * (1 if adjust in (None, "none") else max(int(k), 1)))
 
 
 def _render(columns, rows, right=()):
@@ -321,12 +334,13 @@ def compare_view(table, *, n_items=None, sample_size=None, seed=None):
     columns = ["metric", "model_a", "model_b", "estimate_a", "estimate_b", "difference", "interval",
                "p (adj.)", "decision", ""]
     below, _ = _marks(table, w)
+    floor = _pvalue_floor(n_boot, k, adjust)
     rows, contradictions = [], []
     for i, r in enumerate(table.itertuples(index=False)):
         d = r._asdict()
         rows.append([str(d["metric"]), str(d["model_a"]), str(d["model_b"]), _num(d["estimate_a"]),
                      _num(d["estimate_b"]), _num(d["difference"]), _interval(d["ci_low"], d["ci_high"]),
-                     _pvalue(d.get("pvalue_adjusted", float("nan"))), str(d["decision"]),
+                     _pvalue(d.get("pvalue_adjusted", float("nan")), floor), str(d["decision"]),
                      _BELOW if below[i] else ""])
         lo, hi, rej = d.get("ci_low"), d.get("ci_high"), d.get("reject")
         if rej is not None and not any(isinstance(v, float) and math.isnan(v) for v in (lo, hi)):

@@ -165,6 +165,25 @@ def test_compare_view_uses_the_librarys_below_resolution_column():
     assert "on row(s) 1 the decision and the interval disagree" in flat(view)
 
 
+def test_compare_view_shows_no_p_value_below_what_its_replicates_resolve():
+    """A percentile-bootstrap p-value of 0 (every replicate on one side) from B replicates says p < ~2/B, times
+    the k pairs after Bonferroni or Holm: 1,000 replicates and 3 pairs give "<0.006" (it said "<0.0001")."""
+    from sampling_lib.inference import percentile_pvalue
+
+    g = np.random.default_rng(0)
+    assert percentile_pvalue(g.normal(5, 1, 1000)) == 0.0          # what the library reports
+    rows = pd.DataFrame({"metric": ["recall@10"] * 3, "K": 10, "model_a": ["A", "A", "B"],
+                         "model_b": ["B", "C", "C"], "estimate_a": 0.3, "estimate_b": 0.2, "difference": 0.1,
+                         "ci_low": 0.05, "ci_high": 0.15, "pvalue_adjusted": [0.0, 0.0123, 1e-6], "reject": True,
+                         "decision": "A > B", "ci_level": 0.95, "n_comparisons": 3, "adjust": "holm",
+                         "alpha": 0.05, "method": "mle", "users": 100, "n_boot": 1000, "paired": True})
+    cells = [ln.split()[-4] for ln in _display.compare_view(rows).split("\n\n")[1].splitlines()[1:]]
+    assert cells == ["<0.006", "0.0123", "<0.006"]
+    cells = [ln.split()[-4] for ln in _display.compare_view(rows.assign(adjust="none", n_boot=10_000)
+                                                             ).split("\n\n")[1].splitlines()[1:]]
+    assert cells == ["<0.0002", "0.0123", "<0.0002"]
+
+
 def test_plot_file_and_figure(files, capsys, tmp_path):
     pytest.importorskip("matplotlib")
     from sampling_lib.plotting import plot_estimates
