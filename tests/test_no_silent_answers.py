@@ -311,6 +311,32 @@ def test_parquet_duplicate_user_model_rows_are_rejected(tmp_path):
         sio.counts_table(pd.DataFrame({"user": [1, 2, 2], "model": "a", "rank": [1, 2, 3]}))
 
 
+def test_counts_path_reads_every_column_or_refuses_the_file(tmp_path):
+    """The counts path (Parquet, and counts_table on CSV) once dropped a column it does not read (a typo, or a
+    first_rank above rank) without a word, where the CSV path of estimate refused both. Now both paths do."""
+    pytest.importorskip("dask.dataframe")
+    pytest.importorskip("pyarrow")
+    ranks = pd.DataFrame({"user": [1, 2, 3], "rank": [2, 5, 3], "sample_size": 10})
+    for extra, match in ((dict(sampel_size=10), r"column\(s\) \['sampel_size'\] are not read"),
+                         (dict(first_rank=[1, 6, 3]), "first_rank.*1..rank")):
+        bad = ranks.assign(**extra)
+        d = tmp_path / f"pq_{next(iter(extra))}"
+        d.mkdir()
+        bad.to_parquet(d / "p.parquet")
+        bad.to_csv(tmp_path / "r.csv", index=False)
+        for src in (d, tmp_path / "r.csv"):
+            with pytest.raises(ValueError, match=match):
+                sio.counts_table(src)
+        with pytest.raises(ValueError, match=match if "first" in match else "match none of the documented"):
+            sio.table_layout(bad) if "first" not in match else sio.ranks_from_table(bad)   # the CSV path's checks
+    good = ranks.assign(first_rank=[1, 5, 2])
+    (tmp_path / "ok").mkdir()
+    good.to_parquet(tmp_path / "ok" / "p.parquet")
+    assert sio.counts_table(tmp_path / "ok").equals(sio.counts_table(ranks))   # checked, then not counted
+    with pytest.raises(ValueError, match=r"column\(s\) \['first_rank'\] are not read"):
+        sio.counts_table(pd.DataFrame({"rank": [1, 2], "count": [3, 4], "first_rank": [1, 1]}))
+
+
 def test_model_and_user_labels_stay_text(tmp_path, capsys):
     (tmp_path / "m.csv").write_text("user,model,rank\n1,1,3\n2,1,5\n1,01,3\n2,01,5\n1,1.0,4\n2,1.0,4\n")
     rc, out, err = cli(["estimate", "m.csv", "-N", 1000, "-n", 100, "--n-boot", 0, "--format", "csv",

@@ -14,14 +14,35 @@ __all__ = ["counts_table", "is_parquet"]
 _CELL_KEYS = ("model", "n_items", "sample_size", "rank")
 
 
+#: Columns a per-user ranks table may have besides the cell keys (``first_rank``: checked, not counted)
+_RANKS_EXTRA = ("user", "first_rank")
+
+
 def _layout_keys(cols, where):
-    """The cell-key columns of a ranks or counts table's ``cols``, after its layout checks."""
+    """The cell-key columns of a ranks or counts table's ``cols``, after its layout checks (a column of
+    neither layout is an error: nothing of the file goes unread)."""
     if "rank" not in cols:
         raise ValueError(f"the {where} must have a 'rank' column; found columns {cols}")
     if "user" in cols and "count" in cols:
         raise ValueError(f"the {where} has both 'user' and 'count' columns: a row would be one user "
                          "(a ranks table) or 'count' users (a counts table); drop one of them")
+    other = [c for c in cols if c not in (*_CELL_KEYS, "count", *_RANKS_EXTRA)]
+    if "first_rank" in cols and "count" in cols:
+        other.append("first_rank")
+    if other:
+        raise ValueError(f"the {where} holds a ranks table (user, rank[, model][, sample_size][, n_items]"
+                         f"[, first_rank]) or a counts table (rank, count[, model][, sample_size][, n_items]); "
+                         f"column(s) {other} are not read")
     return [c for c in _CELL_KEYS if c in cols]
+
+
+def _check_first_rank(first, rank, at):
+    """``first_rank`` (the rank within a nested design's first stage) lies in 1..rank (:func:`ranks_from_table`)."""
+    bad = (first < 1) | (first > rank)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"column 'first_rank' (the rank within the first stage's set) must lie in 1..rank (the "
+                         f"sets are nested); {at(i)} has first_rank {first[i]} and rank {rank[i]}")
 
 
 def is_parquet(path):
@@ -133,6 +154,8 @@ def counts_table(table, *, what="ranks", n=None, N=None):
         keys = _layout_keys(cols, where)
         at = lambda i: row_location(df, i)  # noqa: E731
         val = _check_cells(df, keys, "count" in cols, at, n, N, where)
+        if "first_rank" in cols:
+            _check_first_rank(check_int_column(df["first_rank"], "first_rank", at).to_numpy(), val["rank"], at)
         models = id_text(df["model"]) if "model" in cols else np.full(len(df), "model", dtype=object)
         if "user" in cols:
             users = id_text(df["user"])
@@ -180,6 +203,9 @@ def _parquet_counts(path, what, n, N):
         else:
             out = d.assign(count=1).groupby(keys, dropna=False)["count"].sum().to_frame()
         todo = [out]
+        if "first_rank" in cols:          # rows whose first_rank is not a whole number in 1..rank
+            f, r = ddf["first_rank"].astype("float64"), ddf["rank"].astype("float64")
+            todo.append((f.isna() | (f < 1) | (f > r) | (f != f.round())).sum())
         if "user" in cols:
             ids = ["user"] + (["model"] if "model" in cols else [])
             per = ddf[ids].assign(_one=1).groupby(ids, dropna=False)["_one"].sum(
@@ -193,6 +219,12 @@ def _parquet_counts(path, what, n, N):
     if has_count and (res["_bad"] > 0).any():
         raise ValueError(f"{where}: column 'count' must hold whole numbers >= 0; "
                          f"{int(res['_bad'].sum())} rows are blank, negative or fractional")
+    got = list(got)
+    if "first_rank" in cols:
+        bad_first = int(got.pop(1))
+        if bad_first:
+            raise ValueError(f"{where}: column 'first_rank' (the rank within the first stage's set) must hold "
+                             f"whole numbers in 1..rank (the sets are nested); {bad_first} rows do not")
     if len(got) > 1 and got[1] > 1:
         u = got[2].index[0]
         u, m = (u if isinstance(u, tuple) else (u, "model"))
