@@ -465,6 +465,33 @@ def test_shared_design_on_scores_is_the_union_of_the_models_own_designs():
     np.testing.assert_array_equal(s2, np.where((f2 <= 2).any(axis=1), 60, 10))
 
 
+def test_shared_design_on_scores_takes_scorers_called_on_blocks_of_users():
+    """A scorer f(users) -> rows gives what its matrix gives (no M x N matrix held: the notebook's real data),
+    whatever the block; a scorer returning the wrong shape is an error."""
+    from sampling_lib.studies import shared_design_on_scores
+    S, X, h = _scored_world()
+    lad = Design("ladder", 10, n_max=160)
+    want = shared_design_on_scores(S, X, h, lad, rng=3)
+    calls = []
+
+    def scorer(m):
+        def f(users):
+            calls.append(len(users))
+            return S[m][users]
+        return f
+
+    for block in (1, 7, 10_000):
+        calls.clear()
+        got = shared_design_on_scores({m: scorer(m) for m in S}, X, h, lad, rng=3, block=block)
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b)
+        assert max(calls) == min(block, X.shape[0]) and sum(calls) == len(S) * X.shape[0]
+    with pytest.raises(ValueError, match="one row of N = .* scores per user"):
+        shared_design_on_scores({"a": lambda users: S["a"][users, :-1]}, X, h, lad, rng=3)
+    with pytest.raises(ValueError, match="block must be"):
+        shared_design_on_scores(S, X, h, lad, rng=3, block=0)
+
+
 def test_shared_design_on_scores_first_stage_follows_the_hypergeometric_law():
     """Stage-1 ranks of each model are 1 + Hypergeometric(N_u - 1, R_u - 1, n - 1) of its global rank among
     the candidates outside the history (recommenders.global_ranks, pessimistic ties): their mean over

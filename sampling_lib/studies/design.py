@@ -209,7 +209,7 @@ def design_summary(study, by=("design", "metric")):
             .reset_index())
 
 
-def shared_design_on_scores(scores, train, test_items, design, *, rng=None):
+def shared_design_on_scores(scores, train, test_items, design, *, rng=None, block=256):
     """A nested design run on real scores, several models sharing the added items: (first-stage ranks,
     final ranks, final set sizes).
 
@@ -228,8 +228,11 @@ def shared_design_on_scores(scores, train, test_items, design, *, rng=None):
 
     Parameters
     ----------
-    scores : dict {model: ndarray (M, N)}
-        Every user's score of every item, per model.
+    scores : dict {model: ndarray (M, N) or callable}
+        Every user's score of every item, per model: the matrix, or a
+        scorer ``f(users) -> ndarray (len(users), N)`` (e.g. a fitted
+        recommender's ``score``), called on blocks of ``block`` users so that
+        no M x N matrix is held (Last.fm's 1,884 x 17,632 per model).
     train : scipy.sparse matrix (M, N)
         The users' histories (never shown).
     test_items : array_like of int, shape (M,)
@@ -237,6 +240,8 @@ def shared_design_on_scores(scores, train, test_items, design, *, rng=None):
     design : Design
         ``"single"``, ``"threshold"`` or ``"ladder"``.
     rng : keyword-only
+    block : int, default 256, keyword-only
+        Users scored at once by a callable scorer.
 
     Returns
     -------
@@ -264,13 +269,12 @@ def shared_design_on_scores(scores, train, test_items, design, *, rng=None):
     names = list(scores)
     if not names:
         raise ValueError("scores must hold at least one model's score matrix")
-    S = [np.asarray(scores[m], dtype=float) for m in names]
-    M, N = S[0].shape
-    if any(s.shape != (M, N) for s in S):
-        raise ValueError(f"every score matrix must have the shape (M, N) = {(M, N)}")
     X = train.tocsr()
-    if X.shape != (M, N):
-        raise ValueError(f"train must have the shape of the scores {(M, N)}; got {X.shape}")
+    M, N = X.shape
+    S = [scores[m] if callable(scores[m]) else np.asarray(scores[m], dtype=float) for m in names]
+    if any(not callable(s) and s.shape != (M, N) for s in S):
+        raise ValueError(f"every score matrix must have the shape of train (M, N) = {(M, N)}")
+    block = check_int(block, "block", low=1)
     h = np.asarray(test_items, dtype=np.int64)
     if h.shape != (M,) or h.min() < 0 or h.max() >= N:
         raise ValueError(f"test_items must hold one item in 0..N-1={N - 1} per user")
@@ -279,14 +283,23 @@ def shared_design_on_scores(scores, train, test_items, design, *, rng=None):
     design.check(int(Nu.min()))
     g = np.random.default_rng(rng)
     above = np.zeros((M, top - 1, len(names)), dtype=bool)      # shown item j of user u scored >= held-out
-    for u in range(M):
-        bad = np.zeros(N, bool)
-        bad[X.indices[X.indptr[u]:X.indptr[u + 1]]] = True
-        bad[h[u]] = True
-        cand = np.flatnonzero(~bad)
-        shown = cand[g.permutation(cand.size)[:top - 1]]     # prefixes: stage 1 does not depend on the design
-        for k, s in enumerate(S):
-            above[u, :, k] = s[u, shown] >= s[u, h[u]]
+    for lo in range(0, M, block):
+        users = np.arange(lo, min(M, lo + block))
+        rows = []
+        for s in S:
+            r = np.asarray(s(users), dtype=float) if callable(s) else s[users]
+            if r.shape != (users.size, N):
+                raise ValueError(f"a scorer must return one row of N = {N} scores per user; got shape {r.shape} "
+                                 f"for {users.size} users")
+            rows.append(r)
+        for i, u in enumerate(users):
+            bad = np.zeros(N, bool)
+            bad[X.indices[X.indptr[u]:X.indptr[u + 1]]] = True
+            bad[h[u]] = True
+            cand = np.flatnonzero(~bad)
+            shown = cand[g.permutation(cand.size)[:top - 1]]     # prefixes: stage 1 does not depend on the design
+            for k, r in enumerate(rows):
+                above[u, :, k] = r[i, shown] >= r[i, h[u]]
     counts = np.concatenate([np.zeros((M, 1, len(names)), np.int64), np.cumsum(above, axis=1)], axis=1)
 
     def rank_at(size):
