@@ -124,7 +124,9 @@ EXAMPLES = {
   # naive vs corrected with intervals, as a figure
   sampling-lib estimate ranks.csv -N 3706 -n 100 --plot estimates.png
   # the stages of a nested design (sampling-lib negatives --stage): every stage's file, first stage first
-  sampling-lib estimate s1.test.negative s2.test.negative --input-format ncf --scores scores1.csv --scores scores2.csv -N 3706 --scheme hypergeometric""",
+  sampling-lib estimate s1.test.negative s2.test.negative --input-format ncf --scores scores1.csv --scores scores2.csv -N 3706 --scheme hypergeometric
+  # popularity-sampled negatives (sampling-lib negatives --item-weights: each one's q) with their scores
+  sampling-lib estimate pop_negatives.csv --input-format negatives --scores scores.csv --held-out users.csv""",
     "compare": """examples:
   sampling-lib compare ranks.csv --n-items 3706 --sample-size 100 --metric ndcg@10
   sampling-lib compare ranks.csv -N 3706 -n 100 --adjust bonferroni --alpha 0.01 --format csv
