@@ -106,12 +106,22 @@ def _metric_rows(parsed, R):
 
 
 def full_ranking_halfwidth(global_ranks, metrics=("recall@10", "ndcg@10"), *, confidence_level=0.95,
-                           n_boot=1000, rng=None):
+                           n_boot=100_000, rng=None):
     """Half-width of full ranking's own percentile interval: the user bootstrap of the true ranks.
 
     The reference of the *precision ratio* (interval width over this one):
     the uncertainty about the users' metric that remains with every item
     ranked, from which users are in the test set.
+
+    A top-K metric takes few distinct values over the users (Recall@10 and
+    NDCG@10 together: one per R <= 10, and 0), and a user resample's metric
+    is a function of how many resampled users fall on each: their counts are
+    Multinomial(M, shares of the values). The replicates are drawn that way,
+    the same distribution as resampling the M users, at O(values) per
+    replicate instead of O(M); so the default 100,000 replicates put the Monte
+    Carlo error of the half-width near 0.3%. (It was 1,000 user resamples:
+    on MovieLens 100K's popularity ranks, NDCG@10's half-width ranged
+    0.0096-0.0106 over 40 seeds, SD 2.4%, against 0.0101 at 40,000.)
 
     Returns
     -------
@@ -120,15 +130,19 @@ def full_ranking_halfwidth(global_ranks, metrics=("recall@10", "ndcg@10"), *, co
     Examples
     --------
     >>> hw = full_ranking_halfwidth(np.r_[np.ones(300, int), np.full(700, 50)], "recall@10", rng=0)
-    >>> bool(abs(hw[0] - 1.96 * np.sqrt(0.3 * 0.7 / 1000)) < 0.004)
+    >>> bool(abs(hw[0] - 1.96 * np.sqrt(0.3 * 0.7 / 1000)) < 0.001)
     True
     """
     R = np.asarray(global_ranks, dtype=np.int64)
     F = _metric_rows(parse_metrics(metrics), R)
     level = check_float(confidence_level, "confidence_level", 0.0, 1.0, low_open=True, high_open=True)
+    B = check_int(n_boot, "n_boot", low=2)
     g = np.random.default_rng(rng)
-    reps = g.multinomial(R.size, np.full(R.size, 1.0 / R.size), size=check_int(n_boot, "n_boot", low=2))
-    boot = reps @ F.T / R.size
+    values, counts = np.unique(F, axis=1, return_counts=True)      # (m, k) distinct value vectors, (k,)
+    share = counts / R.size
+    chunk = max(1, 10_000_000 // values.shape[1])                  # replicates per draw: bounded memory
+    boot = np.concatenate([g.multinomial(R.size, share, size=min(chunk, B - b)) @ values.T
+                           for b in range(0, B, chunk)]) / R.size
     lo, hi = np.quantile(boot, [0.5 - level / 2, 0.5 + level / 2], axis=0)
     return (hi - lo) / 2
 
