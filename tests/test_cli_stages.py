@@ -194,7 +194,7 @@ def test_plan_prints_the_designs_marks_the_cheapest_that_meets_the_target_and_it
 
 
 def test_plan_with_a_budget(run, tmp_path):
-    base = ("plan", "-N", 2000, "-n", 10, "--users", 1000, "--guess-recall", 0.3, "--metric", "recall@10")
+    base = ("plan", "-N", 4000, "-n", 20, "--users", 2000, "--guess-recall", 0.3, "--metric", "recall@10")
     p = run(*base, "--format", "csv", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     t = pd.read_csv(pd.io.common.StringIO(p.stdout))
