@@ -539,6 +539,42 @@ def test_plan_commands_draw_and_read_the_stages_as_its_scheme_says(run, tmp_path
         assert ("--scheme" in again[0]) == (scheme is not None)
 
 
+def test_plan_says_when_its_choice_sits_within_its_prediction_error_of_the_target(run, tmp_path):
+    """A chosen design predicted within RATIO_PREDICTION_ERROR of the ratio target gets a note with the
+    target lowered by it (two decimals, rounded down) and what that target chooses; running that command
+    chooses it. Far below the target, over budget, for a half-width target or --robust: no note."""
+    import re
+
+    from sampling_lib.cli._plan import RATIO_PREDICTION_ERROR, _assurance_note
+    from sampling_lib.sampling import Design
+
+    per = pd.DataFrame({"design": ["a", "b", "c"], "ratio": [1.29, 1.22, 1.10], "cost": [10.0, 20.0, 40.0],
+                        "cost_share": [0.01, 0.02, 0.04], "within_budget": [True, True, False]})
+    best = Design("single", 10)
+    per.loc[0, "design"] = best.describe()
+    note = " ".join(_assurance_note(per, best, 1.3, None, True).split())
+    assert RATIO_PREDICTION_ERROR == 0.05 and "predicted ratio, 1.29, is within 5% of the target 1.3" in note
+    assert "--target-ratio 1.23 chooses b (2.0% of full ranking)" in note
+    per2 = per.assign(within_budget=[True, False, False])
+    assert "no candidate within the budget is predicted under 1.23" in " ".join(
+        _assurance_note(per2, best, 1.3, 0.015, True).split())
+    assert _assurance_note(per.assign(ratio=[1.2, 1.1, 1.0]), best, 1.3, None, True) == ""
+    assert _assurance_note(per, best, None, None, True) == "" and _assurance_note(per, best, 1.3, None, False) == ""
+    # the command line: the suggested target chooses the design the note names
+    base = ("plan", "-N", 2000, "-n", 10, "--users", 1000, "--guess-recall", 0.3, "--metric", "ndcg@10")
+    seen = 0
+    for target in (1.3, 1.25, 1.2):
+        text = " ".join(run(*base, "--target-ratio", target, cwd=tmp_path).stdout.split())
+        m = re.search(r"--target-ratio (\d\.\d\d) chooses (.+?) \(\d+\.\d% of full ranking\)", text)
+        if m is None:
+            continue
+        seen += 1
+        again = " ".join(run(*base, "--target-ratio", m.group(1), cwd=tmp_path).stdout.split())
+        assert f"chosen: {m.group(2)}" in again
+    assert seen >= 1
+    assert "--target-ratio" not in run(*base, "--robust", cwd=tmp_path).stdout.split("chosen:")[-1]
+
+
 def test_plan_on_a_pilot_with_per_user_n_items_does_not_print_the_median_as_the_catalogue(run, tmp_path):
     """-N of the printed negatives / ranks commands is the catalogue (item ids 0..N-1); a pilot with an
     n_items column gives plan the median N_u, which is not it, so the commands show a placeholder."""
