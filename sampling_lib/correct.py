@@ -713,14 +713,13 @@ def _full_halfwidth_of_fit(fit, M, confidence_level=0.95):
     TORS24 eq 46 (the users a margin e needs: e = z sqrt(p (1 - p) / M), full ranking's half-width for Recall);
     issue 29 (the precision ratio).
     """
-    from scipy import stats
-
     from .estimators._bootstrap import weights_head
+    from .inference import z_critical
 
     w = weights_head(fit.weights, fit.F.shape[0])
     mean, second = w @ fit.F, w @ (fit.F * fit.F)
     var = second - mean * mean
-    z = stats.norm.ppf(0.5 + 0.5 * confidence_level)
+    z = z_critical(confidence_level)
     with np.errstate(invalid="ignore"):
         return np.where(var > 0, z * np.sqrt(np.where(var > 0, var, 0.0) / M), np.nan)
 

@@ -90,18 +90,21 @@ def write(df, fmt, output):
     emit(text, output)
 
 
+#: The options that name files the command writes
+OUTPUT_OPTIONS = ("output", "plot")
+
+
 def inputs(args):
-    """Every input file of the command line (for the -o check)."""
-    ranks = getattr(args, "ranks", None)
-    files = [ranks] if isinstance(ranks, str) else list(ranks or [])
-    for opt in ("pilot", "items", "qrels", "scores", "held_out", "item_weights", "exclude", "n_items_file", "users",
-                "previous"):
-        v = getattr(args, opt, None)
+    """Every text value of the command line but its outputs (for the -o check): each may name an input file.
+    Taken from all options rather than a list of names, which had missed plan's pilot and negatives' --items."""
+    files = []
+    for opt, v in vars(args).items():
+        if opt in OUTPUT_OPTIONS:
+            continue
         if isinstance(v, str):
             files.append(v)
         elif isinstance(v, (list, tuple)):
-            files.extend(v)
-        # other values are no file: plan's --users is a number of users
+            files.extend(x for x in v if isinstance(x, str))
     return files
 
 
@@ -109,7 +112,7 @@ def check_output(args):
     """-o (and --plot) must not name an input file: writing the result there would destroy the input."""
     import os
 
-    for opt in ("output", "plot"):
+    for opt in OUTPUT_OPTIONS:
         out = getattr(args, opt, None)
         if not out or not os.path.exists(out):
             continue
