@@ -73,7 +73,7 @@ def cmd_plan(args):
     n_models = len(pilots)
     meets = best_name is not None and bool(per.set_index("design").meets[best_name])
     staged = bool(sizes)
-    run_sizes = np.unique(np.concatenate([v for v in sizes.values()])) if sizes else None
+    run_sizes = np.unique(np.concatenate(list(sizes.values()))) if sizes else None
     advice = (_advice(best, args, N, n, res.target, n_models, meets, run_sizes)
               + _assurance_note(per, best, None if args.robust else kw.get("target_ratio"), args.max_cost, meets)
               + _replan_note(table, best, args, N, n, staged))
@@ -127,7 +127,8 @@ def _replan_note(table, best, args, N, n, staged):
         return ""
     w = resolution_width(N, n)
     below = [m for m, _, K in parse_metrics(list(dict.fromkeys(table.metric))) if K < w]
-    k = min(3, len(size_ladder(n, best.n_max)) - 1)          # the first rungs run before re-planning
+    rungs = size_ladder(n, best.n_max)
+    k = min(3, len(rungs) - 1)          # the first rungs run before re-planning
     if not below or k < 2:
         return ""
     stages = " ".join(f"STAGE{j}.csv" for j in range(1, k + 1))
@@ -139,7 +140,7 @@ def _replan_note(table, best, args, N, n, staged):
         f"the first stage is below resolution for {', '.join(below)} (w = (N - 1)/(n - 1) = {w:,.0f} > K): the "
         "predicted half-widths extrapolate the top of P(R) from it (in benchmarks/README.md such first stages put "
         "the metric at 0.4-3.1x its truth, while the predicted precision ratios stayed within 12% of the "
-        f"realized). Re-plan after the first rungs (n -> {size_ladder(n, best.n_max)[k - 1]}) on their merged "
+        f"realized). Re-plan after the first rungs (n -> {rungs[k - 1]}) on their merged "
         "ranks, with a sample_size column: "
         "the prior is then fitted where the data resolve the top (predicted half-widths within 20% of the "
         "realized in 46 of 50 benchmark cells, against 37 of 50 from the first stage):",

@@ -8,6 +8,7 @@ import pandas as pd
 
 from .._validation import check_int, check_int_column, show_value
 from ._files import id_text, read_table, row_location, table_source
+from ._tables import _check_first_rank
 
 __all__ = ["counts_table", "is_parquet"]
 
@@ -34,15 +35,6 @@ def _layout_keys(cols, where):
                          f"[, first_rank]) or a counts table (rank, count[, model][, sample_size][, n_items]); "
                          f"column(s) {other} are not read")
     return [c for c in _CELL_KEYS if c in cols]
-
-
-def _check_first_rank(first, rank, at):
-    """``first_rank`` (the rank within a nested design's first stage) lies in 1..rank (:func:`ranks_from_table`)."""
-    bad = (first < 1) | (first > rank)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"column 'first_rank' (the rank within the first stage's set) must lie in 1..rank (the "
-                         f"sets are nested); {at(i)} has first_rank {first[i]} and rank {rank[i]}")
 
 
 def is_parquet(path):

@@ -214,6 +214,17 @@ def _where(df):
     return lambda i: row_location(df, i)
 
 
+def _check_first_rank(first, rank, at, first_col="first_rank", rank_col="rank"):
+    """``first_rank`` (the rank within a nested design's first stage) lies in 1..rank: the sets are nested
+    (:func:`ranks_from_table`, and the counts path of :func:`sampling_lib.io.counts_table`)."""
+    first, rank = np.asarray(first), np.asarray(rank)
+    bad = (first < 1) | (first > rank)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"column {first_col!r} (the rank within the first stage's set) must lie in 1..{rank_col} "
+                         f"(the sets are nested); {at(i)} has {first_col} {first[i]} and {rank_col} {rank[i]}")
+
+
 def ranks_from_table(table, *, user_col="user", rank_col="rank", size_col="sample_size",
                      model_col="model", n=None, items_col="n_items", N=None, first_col="first_rank"):
     """Per-user sampled ranks from a table (DataFrame or CSV/TSV path).
@@ -308,12 +319,7 @@ def ranks_from_table(table, *, user_col="user", rank_col="rank", size_col="sampl
     has_first = first_col in df.columns
     if has_first:
         work["first"] = check_int_column(df[first_col], first_col, at).to_numpy()
-        bad = ((work["first"] < 1) | (work["first"] > work["rank"])).to_numpy()
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"column {first_col!r} (the rank within the first stage's set) must lie in 1..{rank_col} "
-                             f"(the sets are nested); {at(i)} has {first_col} {work['first'].iloc[i]} and "
-                             f"{rank_col} {work['rank'].iloc[i]}")
+        _check_first_rank(work["first"].to_numpy(), work["rank"].to_numpy(), at, first_col, rank_col)
     # one factorization per id column (order of appearance), then the wide tables by position: a pivot
     # and reindex of 10^6 text ids cost seconds
     ucode, users = pd.factorize(work["user"].to_numpy(), sort=False)

@@ -276,7 +276,7 @@ def shared_design_on_scores(scores, train, test_items, design, *, rng=None, bloc
     >>> s.tolist(), r[:, 0].tolist(), r[:, 1].tolist()
     ([40, 40, 40, 40], [1, 1, 40, 40], [40, 40, 1, 1])
     """
-    from ..sampling import Design, size_ladder
+    from ..sampling import Design, next_stage_sizes, size_ladder
 
     if not isinstance(design, Design) or design.kind == "full_subset":
         raise ValueError("design must be a sampling_lib.sampling.Design of kind single, threshold or ladder")
@@ -321,12 +321,14 @@ def shared_design_on_scores(scores, train, test_items, design, *, rng=None, bloc
 
     first = rank_at(design.n)
     sizes = np.full(M, design.n, dtype=np.int64)
-    if design.kind == "threshold":
-        sizes[(first <= design.threshold).any(axis=1)] = top
-    elif design.kind == "ladder":
-        ladder = size_ladder(design.n, design.n_max)
-        for s_prev, s_next in zip(ladder[:-1], ladder[1:]):
-            go = (sizes == s_prev) & (rank_at(int(s_prev)) == 1).any(axis=1)
-            sizes[go] = s_next
+    # the stages' rule is the command line's (sampling.next_stage_sizes: a user goes on when any model needs
+    # it), applied to each user's ranks at its current size until no one goes on
+    stages = (len(size_ladder(design.n, design.n_max)) - 1 if design.kind == "ladder"
+              else int(design.kind == "threshold"))
+    for _ in range(stages):
+        new = next_stage_sizes(1 + counts[np.arange(M), sizes - 1, :], sizes, design)
+        if (new == sizes).all():
+            break
+        sizes = new
     final = 1 + counts[np.arange(M), sizes - 1, :]
     return first, final, sizes
