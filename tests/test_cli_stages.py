@@ -157,6 +157,15 @@ def test_a_ladder_in_ncf_and_elliot_files(run, world, fmt):
     s3_users = {ln.split("\t")[0][1:].split(",")[0] for ln in (d / f"s3.{fmt}").read_text().splitlines()}
     s2_users = set(heads_users := [h[1:].split(",")[0] for h in heads])
     assert s3_users <= s2_users and len(heads_users) == len(s2_users)
+    # the ladder 20 -> 80 is complete after stage 3: stage 4 writes nothing and says why, with the estimate
+    # command on the stages that exist
+    score_file([first.name, f"s2.{fmt}", f"s3.{fmt}"], "sc3.csv", d, fmt=fmt)
+    p = run("negatives", "--stage", 4, "--previous", *[f.name for f in three], "--input-format", fmt, *extra,
+            "--scores", "sc1.csv", "--scores", "sc2.csv", "--scores", "sc3.csv", "--n-max", 80, "-N", N,
+            "--seed", 1, "--exclude", "train.csv", "-o", f"s4.{fmt}", cwd=d)
+    assert p.returncode == 0 and not (d / f"s4.{fmt}").exists(), p.stderr
+    assert "are at --n-max 80 or at their N_u, the ladder's last rung; the design is complete" in p.stderr
+    assert f"Estimate on stages 1..3: sampling-lib estimate {' '.join(f.name for f in three)}" in p.stderr
 
 
 def test_plan_prints_the_designs_marks_the_cheapest_that_meets_the_target_and_its_command(run, world):

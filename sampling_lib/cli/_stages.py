@@ -214,7 +214,14 @@ def cmd_stage(args):
             "full": "chosen at random to be ranked in full"}
     why = what[kind] if not (kind == "threshold" and args.threshold is None) else "every user"
     if not go.any():
-        print(f"stage {K}: no user goes on ({why}); no file written", file=sys.stderr)
+        done = ""
+        if kind == "ladder" and ranks is not None and (ranks.min(axis=1) <= 1).any():
+            top = int((ranks.min(axis=1) <= 1).sum())
+            done = (f": the {top:,} user(s) at rank 1 are at --n-max {args.n_max} or at their N_u, the ladder's "
+                    "last rung; the design is complete")
+        print(f"stage {K}: no user goes on ({why}){done}; no file written. Estimate on stages 1..{K - 1}: "
+              f"sampling-lib estimate {' '.join(prev)} --input-format {fmt} --scores SCORES1.csv ... -N {N}"
+              + _estimate_options(args, replace), file=sys.stderr)
         return
     earlier = pd.DataFrame({"user": cand["user"].to_numpy()[neg.to_numpy()], "item": items[neg.to_numpy()]})
     out = sample_added_negatives(users.to_numpy()[go], N, added[go], earlier=earlier, exclude=excl_int,
@@ -226,14 +233,19 @@ def cmd_stage(args):
     write_stage_negatives(out, args.output or sys.stdout, fmt, held_out=hold)
     dest = args.output or "stdout"
     n_add = np.unique(added[go])
-    extra = (f" --held-out {args.users}" if args.users is not None else "") + \
-        (f" --exclude {args.exclude}" if args.exclude is not None else "") + \
-        (" --scheme hypergeometric" if not replace else "")
+    extra = _estimate_options(args, replace)
     print(f"stage {K}: {int(go.sum()):,} of {users.size:,} users get "
           f"{n_add[0] if n_add.size == 1 else f'{n_add.min()}-{n_add.max()}'} more items ({why}); "
           f"{len(out):,} negatives written to {dest} ({fmt}). Score them, then estimate on every stage: "
           f"sampling-lib estimate {' '.join(prev)} {args.output or 'STAGE%d' % K} --input-format {fmt} "
           f"--scores SCORES1.csv ... -N {N}{extra}", file=sys.stderr)
+
+
+def _estimate_options(args, replace):
+    """The options of the printed estimate command that follow from this command's."""
+    return ((f" --held-out {args.users}" if args.users is not None else "")
+            + (f" --exclude {args.exclude}" if args.exclude is not None else "")
+            + (" --scheme hypergeometric" if not replace else ""))
 
 
 def _columns(path):
