@@ -241,7 +241,7 @@ def test_plan_on_merged_ranks_of_a_design_run_in_part(run, tmp_path):
     """A pilot with several set sizes (the merged ranks after a ladder's first rungs) is re-planning input:
     the prior is fitted on the per-user sizes, the candidates start from the smallest size (issue 29)."""
     from sampling_lib.design import candidate_designs, plan
-    from sampling_lib.sampling import Design, sample_design
+    from sampling_lib.sampling import Design, sample_design, sample_ranks
 
     g = np.random.default_rng(3)
     NN, M, n1 = 3000, 600, 30
@@ -506,8 +506,11 @@ def test_plan_says_how_to_re_plan_when_its_first_stage_is_below_resolution(run, 
     assert p.returncode == 0, p.stderr
     t = pd.read_csv(pd.io.common.StringIO(p.stdout))
     assert t[t.chosen].kind.iloc[0] == "ladder"
-    assert "below resolution for recall@10 (w = (N - 1)/(n - 1) = 210 > K)" in p.stderr
+    note = " ".join(p.stderr.split())                   # the note is wrapped
+    assert "below resolution for recall@10 (w = (N - 1)/(n - 1) = 210 > K)" in note
     assert "sampling-lib plan merged.csv -n 20 -N 4000" in p.stderr
+    # a guess has no first stage: the note says the plan rests on the guess (it spoke of "the first stage")
+    assert "rests on a guessed Recall@10" in note and "the first stage is below" not in note
     p = run("plan", "-N", 4000, "-n", 20, *base[:-2], cwd=tmp_path)     # the table view prints it too
     assert "sampling-lib plan merged.csv -n 20 -N 4000" in p.stdout
     p = run("plan", "-N", 1000, "-n", 40, "--users", 3000, "--guess-recall", 0.3, "--metric", "recall@50",
@@ -516,10 +519,16 @@ def test_plan_says_how_to_re_plan_when_its_first_stage_is_below_resolution(run, 
     t = pd.read_csv(pd.io.common.StringIO(p.stdout))
     assert t[t.chosen].kind.iloc[0] == "ladder" and "chosen: ladder" in p.stderr
     assert "below resolution" not in p.stderr
-    from sampling_lib.sampling import Design, sample_design
+    from sampling_lib.sampling import Design, sample_design, sample_ranks
 
     g = np.random.default_rng(3)
     R = np.minimum(4000, np.floor(np.exp(g.exponential(2.0, 1000))).astype(np.int64) + 1)
+    pd.DataFrame({"user": np.arange(R.size), "rank": sample_ranks(R, 4000, 20, rng=5)}).to_csv(
+        tmp_path / "pilot.csv", index=False)
+    p = run("plan", "pilot.csv", "-N", 4000, "-n", 20, "--metric", "recall@10", "--format", "csv", cwd=tmp_path)
+    assert pd.read_csv(pd.io.common.StringIO(p.stdout)).query("chosen").kind.iloc[0] == "ladder"
+    note = " ".join(p.stderr.split())
+    assert "the first stage is below resolution for recall@10" in note and "guess" not in note
     r, s = sample_design(R, 4000, Design("ladder", 20, n_max=80), rng=4)
     pd.DataFrame({"user": np.arange(R.size), "rank": r, "sample_size": s}).to_csv(tmp_path / "merged.csv", index=False)
     p = run("plan", "merged.csv", "-N", 4000, "--metric", "recall@10", "--format", "csv", cwd=tmp_path)

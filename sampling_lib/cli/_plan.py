@@ -116,9 +116,9 @@ def _assurance_note(per, best, target_ratio, max_cost, meets):
 
 
 def _replan_note(table, best, args, N, n, staged):
-    """For a ladder chosen on a first stage below resolution: why its predicted half-widths are uncertain,
-    and how to re-plan on the merged ranks of its first rungs ("" otherwise, and for a ladder of two rungs,
-    which its first stage already decides)."""
+    """For a ladder chosen on a first stage below resolution (or on a guess of one): why its predicted
+    half-widths are uncertain, and how to re-plan on the merged ranks of its first rungs ("" otherwise, and
+    for a ladder of two rungs, which its first stage already decides)."""
     from .._display import resolution_width
     from ..metrics import parse_metrics
     from ..sampling import size_ladder
@@ -136,12 +136,18 @@ def _replan_note(table, best, args, N, n, staged):
     # the pilot's N_u came from an n_items column (the history given with --exclude): the merged ranks get
     # theirs the same way; else -N is the common N of both commands
     items = "--exclude TRAIN.csv" if args.n_items is None else ""
+    if args.pilot is None:          # a guess: nothing has been ranked yet
+        head = (f"the plan rests on a guessed Recall@10, and a first stage of n = {n} would be below resolution "
+                f"for {', '.join(below)} (w = (N - 1)/(n - 1) = {w:,.0f} > K): the predicted costs and half-widths "
+                "are as good as the guess (the predicted precision ratios depend on it much less). Run the first rungs "
+                f"(n -> {rungs[k - 1]}), then re-plan on their merged ")
+    else:
+        head = (f"the first stage is below resolution for {', '.join(below)} (w = (N - 1)/(n - 1) = {w:,.0f} > K): "
+                "the predicted half-widths extrapolate the top of P(R) from it (in benchmarks/README.md such first "
+                "stages put the metric at 0.4-3.1x its truth, while the predicted precision ratios stayed within "
+                f"12% of the realized). Re-plan after the first rungs (n -> {rungs[k - 1]}) on their merged ")
     return ("\n" + textwrap.fill(
-        f"the first stage is below resolution for {', '.join(below)} (w = (N - 1)/(n - 1) = {w:,.0f} > K): the "
-        "predicted half-widths extrapolate the top of P(R) from it (in benchmarks/README.md such first stages put "
-        "the metric at 0.4-3.1x its truth, while the predicted precision ratios stayed within 12% of the "
-        f"realized). Re-plan after the first rungs (n -> {rungs[k - 1]}) on their merged "
-        "ranks, with a sample_size column: "
+        head + "ranks, with a sample_size column: "
         "the prior is then fitted where the data resolve the top (predicted half-widths within 20% of the "
         "realized in 55 of 58 benchmark cells, against 45 of 58 from the first stage):",
         110, subsequent_indent="  ")
