@@ -250,6 +250,12 @@ def test_a_table_must_match_exactly_one_layout(tmp_path, capsys):
     assert "match none" in cli_error(["estimate", "extra.csv", "-N", 1000, "-n", 100], capsys, tmp_path)
     with pytest.raises(ValueError, match="'count' column: .* counts table"):
         sio.ranks_from_table(pd.DataFrame({"user": [1], "rank": [3], "count": [20]}))
+    # in Python too, a column the reader does not read is an error (a misspelt n_items was dropped: N_u lost)
+    typo = pd.DataFrame({"user": [1, 2], "rank": [3, 1], "sample_size": [10, 10], "n_item": [50, 60]})
+    with pytest.raises(ValueError, match=r"column\(s\) \['n_item'\] are not read"):
+        sio.ranks_from_table(typo)
+    assert sio.ranks_from_table(typo.rename(columns={"n_item": "N_u"}), items_col="N_u").n_items.iloc[:, 0].tolist() \
+        == [50, 60]
     with pytest.raises(ValueError, match="both 'user' and 'count'"):
         sio.counts_table(pd.DataFrame({"user": [1], "rank": [3], "count": [20]}))
 

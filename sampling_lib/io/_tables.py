@@ -238,6 +238,7 @@ def ranks_from_table(table, *, user_col="user", rank_col="rank", size_col="sampl
     model column all rows are one model named "model". A ``count`` column is
     refused: that is a counts table (each row ``count`` users;
     :func:`counts_table`), and reading it as ranks would count each row once.
+    So is any other column: a misspelt optional one would be ignored.
 
     Parameters
     ----------
@@ -270,6 +271,12 @@ def ranks_from_table(table, *, user_col="user", rank_col="rank", size_col="sampl
         raise ValueError("the ranks table has a 'count' column: a table of rank, count[, ...] rows is a "
                          "counts table (each row 'count' users; sampling_lib.io.counts_table), not one "
                          "row per user")
+    read = [user_col, rank_col, size_col, model_col, items_col, first_col]
+    unread = [c for c in df.columns if c not in read]
+    if unread:        # e.g. a misspelt n_items: never dropped without a word
+        raise ValueError(f"{table_name(df, 'ranks')}: column(s) {[str(c) for c in unread]} are not read; a ranks "
+                         f"table holds {user_col}, {rank_col}[, {model_col}][, {size_col}][, {items_col}]"
+                         f"[, {first_col}] (select those columns, or name them with the *_col arguments)")
     if len(df) == 0:
         raise ValueError("the ranks table has no rows")
     at = _where(df)
