@@ -256,6 +256,11 @@ def test_a_table_must_match_exactly_one_layout(tmp_path, capsys):
         sio.ranks_from_table(typo)
     assert sio.ranks_from_table(typo.rename(columns={"n_item": "N_u"}), items_col="N_u").n_items.iloc[:, 0].tolist() \
         == [50, 60]
+    scores = pd.DataFrame({"user": [1, 1, 2, 2], "item": [5, 6, 7, 8], "score": [0.5, 0.4, 0.3, 0.9],
+                           "label": [1, 0, 1, 0], "n_item": [9, 9, 9, 9]})
+    with pytest.raises(ValueError, match=r"column\(s\) \['n_item'\] are not read"):
+        sio.ranks_from_score_table(scores)
+    assert sio.ranks_from_score_table(scores, items_col="n_item").n_items.iloc[:, 0].tolist() == [9, 9]
     with pytest.raises(ValueError, match="both 'user' and 'count'"):
         sio.counts_table(pd.DataFrame({"user": [1], "rank": [3], "count": [20]}))
 

@@ -367,7 +367,8 @@ def ranks_from_score_table(table, *, user_col="user", score_col="score", label_c
     ``model`` and optional ``n_items`` (the user's number of candidates N_u,
     the same on every row of the user). Each (user, model) group must hold
     exactly one label-1 row; its sample size n_u is the group's size. Ties as
-    :func:`ranks_from_scores`.
+    :func:`ranks_from_scores`. An ``item`` column may be present (it is not
+    read); any other column is an error (a misspelt one would be ignored).
 
     Parameters
     ----------
@@ -389,7 +390,13 @@ def ranks_from_score_table(table, *, user_col="user", score_col="score", label_c
     >>> s.for_model("model")[0].tolist(), s.for_model("model")[1].tolist()
     ([2, 2], [3, 3])
     """
-    return _score_table_ranks(table, user_col=user_col, score_col=score_col, label_col=label_col,
+    df = read_table(table, "scores")
+    unread = [c for c in df.columns if c not in (user_col, score_col, label_col, model_col, items_col, "item")]
+    if unread:        # e.g. a misspelt n_items: never dropped without a word
+        raise ValueError(f"{table_name(df, 'scores')}: column(s) {[str(c) for c in unread]} are not read; a scores "
+                         f"table holds {user_col}, {score_col}, {label_col}[, {model_col}][, item][, {items_col}] "
+                         "(select those columns, or name them with the *_col arguments)")
+    return _score_table_ranks(df, user_col=user_col, score_col=score_col, label_col=label_col,
                               model_col=model_col, items_col=items_col, ties=ties, n=n, rng=rng)
 
 
