@@ -329,7 +329,8 @@ def counts_from_frame(table, *, n=None, N=None, rank_col="rank", count_col="coun
     """Per-model :class:`RankCounts` from a counts table (scale in users).
 
     One row per cell: ``rank`` (sampled rank), ``count`` (users in the cell),
-    optional ``sample_size`` (n_u), ``n_items`` (N_u) and ``model``. Rows of
+    optional ``sample_size`` (n_u), ``n_items`` (N_u) and ``model``; any
+    other column is an error (a misspelt one would be ignored). Rows of
     the same cell are added. This is the sufficient statistic, so estimates
     and bootstrap intervals from it equal those from the per-user ranks it
     counts (same seed). Aggregate 10^9 users where they live, e.g. in Spark
@@ -362,6 +363,11 @@ def counts_from_frame(table, *, n=None, N=None, rank_col="rank", count_col="coun
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"table must be a pandas DataFrame; got {type(table).__name__}")
     check_columns(df, [rank_col, count_col], "the counts table")
+    unread = [c for c in df.columns if c not in (rank_col, count_col, size_col, items_col, model_col)]
+    if unread:        # e.g. a misspelt sample_size: never dropped without a word
+        raise ValueError(f"the counts table's column(s) {[str(c) for c in unread]} are not read; a counts table "
+                         f"holds {rank_col}, {count_col}[, {model_col}][, {size_col}][, {items_col}] (select those "
+                         "columns, or name them with the *_col arguments)")
     if len(df) == 0:
         raise ValueError("the counts table has no rows")
     r = check_int_column(df[rank_col], rank_col).to_numpy()

@@ -261,6 +261,11 @@ def test_a_table_must_match_exactly_one_layout(tmp_path, capsys):
     with pytest.raises(ValueError, match=r"column\(s\) \['n_item'\] are not read"):
         sio.ranks_from_score_table(scores)
     assert sio.ranks_from_score_table(scores, items_col="n_item").n_items.iloc[:, 0].tolist() == [9, 9]
+    from sampling_lib import estimate
+
+    counts = pd.DataFrame({"rank": [1, 2, 3], "count": [3, 4, 5], "sample_sizes": [20, 20, 20]})
+    with pytest.raises(ValueError, match=r"column\(s\) \['sample_sizes'\] are not read"):
+        estimate(counts, N=100, n=10, metrics="recall@1", n_boot=20)      # was: every user read at n = 10
     with pytest.raises(ValueError, match="both 'user' and 'count'"):
         sio.counts_table(pd.DataFrame({"user": [1], "rank": [3], "count": [20]}))
 
