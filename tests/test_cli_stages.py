@@ -488,6 +488,16 @@ def test_estimate_on_stages_reports_bad_stage_files_in_one_line(run, world):
            "scfill.csv", "--scheme", "hypergeometric", "-N", 200, "--quiet", "--exclude", "train.csv"]
     one_line_error(run(*cmd, cwd=d), 1, rf"fill.csv, line {len(fill) + 1}: user 'u0' has {N - H} candidates over "
                                         rf"the stages .* more than its N_u = {200 - H}")
+    # a candidate the scores miss: the error names the stage file and line that listed it
+    pd.DataFrame({"user": ["u0", "u0"], "item": [i for i in range(N) if i not in taken][:2]}).to_csv(
+        d / "two.csv", index=False)
+    score_file(["s1.csv", "two.csv"], "sctwo.csv", d)
+    sc = pd.read_csv(d / "sctwo.csv")
+    sc[~((sc.model == "B") & (sc["item"] == int(pd.read_csv(d / "two.csv").item[1])))].to_csv(d / "sctwo.csv",
+                                                                                             index=False)
+    cmd = ["estimate", "s1.csv", "two.csv", "--input-format", "negatives", "--held-out", "users.csv", "--scores",
+           "sctwo.csv", "--scheme", "hypergeometric", "-N", N, "--quiet"]
+    one_line_error(run(*cmd, cwd=d), 1, r"no score of model 'B' for user 'u0', item '\d+' \(two.csv, line 3\)")
 
 
 def test_ranks_command_refuses_counts_and_popularity_tables(run, tmp_path):

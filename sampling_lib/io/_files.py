@@ -27,7 +27,7 @@ import pandas as pd
 
 from .._validation import show_value
 
-__all__ = ["ID_COLUMNS", "SOURCE", "PARTS", "read_table", "concat_tables", "row_location", "table_lines", "table_source", "table_name",
+__all__ = ["ID_COLUMNS", "SOURCE", "PARTS", "STAGES", "read_table", "concat_tables", "row_location", "table_lines", "table_source", "table_name",
            "id_text",
            "file_error",
            "text_lines", "float_field", "check_path", "check_encoding", "not_utf8"]
@@ -37,6 +37,7 @@ ID_COLUMNS = ("user", "item", "model")
 
 SOURCE = "sampling_lib.source"          # DataFrame.attrs key: the file a table was read from
 PARTS = "sampling_lib.parts"            # DataFrame.attrs key of concat_tables: [(source, first row), ...]
+STAGES = "sampling_lib.stages"          # DataFrame.attrs key of read_stages: how errors name each stage's input
 _UTF16_32 = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
              (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"))
 

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_columns, check_int, check_int_column, show_value
-from ._files import (PARTS, SOURCE, file_error, id_text, read_table, row_location, table_lines, table_name,
+from ._files import (PARTS, SOURCE, STAGES, file_error, id_text, read_table, row_location, table_lines, table_name,
                      text_lines)
 from ._tables import _score_table_ranks, ranks_from_score_table
 
@@ -330,8 +330,9 @@ def _pair_keys(a, b):
     return ua * max(n_i, 1) + ia, ub * max(n_i, 1) + ib
 
 
-def _scores_lookup(scores, cand):
-    """Scores of the candidate rows: from a callable or a ``user, item, score[, model][, n_items]`` table."""
+def _scores_lookup(scores, cand, where=lambda r: ""):
+    """Scores of the candidate rows: from a callable or a ``user, item, score[, model][, n_items]`` table
+    (``where(r)``: where candidate row r was read, for the error of an unscored candidate)."""
     if callable(scores):
         v = np.asarray(scores(cand["user"].to_numpy(), cand["item"].to_numpy()), dtype=float)
         if v.shape != (len(cand),):
@@ -395,8 +396,8 @@ def _scores_lookup(scores, cand):
             r = int(np.flatnonzero(pos < 0)[0])
             n_miss = int((~cset.isin(skey[rows])).sum())
             raise ValueError(f"the scores table has no score of model {show_value(m)} for user "
-                             f"{show_value(cand['user'].iloc[r])}, item {show_value(cand['item'].iloc[r])} "
-                             f"({n_miss} candidate pairs unscored)")
+                             f"{show_value(cand['user'].iloc[r])}, item {show_value(cand['item'].iloc[r])}"
+                             f"{where(r)} ({n_miss} candidate pairs unscored)")
         t = cand.reset_index(drop=True).copy()
         for c in extra_cols:
             t[c] = sc[c].to_numpy()[rows[pos]]
@@ -487,7 +488,18 @@ def ranks_from_negatives(candidates, scores, *, duplicates="count", ties="pessim
             raise ValueError(f"user {show_value(u)}{where} has {int(size[u])} candidates (its held-out item "
                              f"and {int(size[u]) - 1} {'' if duplicates == 'count' else 'distinct '}negatives), "
                              f"not the sample size n={n} (--sample-size); omit n to use each user's own size")
-    table = _scores_lookup(scores, cand)
+    def where(r):
+        """Where candidate row r (of ``cand``) was read: " (<file>, line <k>)", or "" without lines."""
+        if "line" not in candidates.columns:
+            return ""
+        pos = int(cand.index[r])
+        line, names = int(candidates["line"].iloc[pos]), candidates.attrs.get(STAGES)
+        src = (names[int(candidates["stage"].iloc[pos]) - 1] if names and "stage" in candidates.columns
+               else candidates.attrs.get(SOURCE))
+        kind = "row" if src is None or str(src).startswith("the stage-") else "line"
+        return f" ({src}, {kind} {line})" if src else f" ({kind} {line})"
+
+    table = _scores_lookup(scores, cand, where)
     if not staged:
         return ranks_from_score_table(table, ties=ties, rng=rng)
     first = table.pop("stage").to_numpy() == 1

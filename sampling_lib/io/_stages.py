@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_columns, check_int, check_scheme, show_value
-from ._files import SOURCE, id_text, table_lines, table_name
+from ._files import SOURCE, STAGES, id_text, table_lines, table_name
 from ._negatives import (_pair_keys, id_table, negatives_lines, read_elliot_negatives, read_ncf_negatives,
                          read_negatives)
 
@@ -182,6 +182,7 @@ def read_stages(files, file_format="negatives", *, held_out=None, exclude=None, 
     out = (out.assign(_o=out["user"].map(order).to_numpy(), _l=-out["label"])
            .sort_values(["_o", "_l", "stage"], kind="stable").drop(columns=["_o", "_l"]).reset_index(drop=True))
     out.attrs[SOURCE] = names[0]
+    out.attrs[STAGES] = names
     return out
 
 
