@@ -256,7 +256,8 @@ def test_negatives_errors(tmp_path, ev):
         io.read_negatives(d / "neg.csv", tmp_path / "held2.csv")
     cand = io.read_ncf_negatives(d / "x.test.negative")
     (tmp_path / "s.csv").write_text("user,item,score\nu0,h0,0.5\n")
-    with pytest.raises(ValueError, match=r"no score of model 'model' for user 'u0', item '.*' \(82 candidate"):
+    with pytest.raises(ValueError, match=r"no score of model 'model' for user 'u0', item '.*' "
+                                         r"\(.*x.test.negative, line 1\) \(82 candidate"):
         io.ranks_from_negatives(cand, tmp_path / "s.csv")
     (tmp_path / "s2.csv").write_text("user,item,score\nu0,h0,abc\n")
     with pytest.raises(ValueError, match="finite numbers; got 'abc' in .*s2.csv, line 2"):
