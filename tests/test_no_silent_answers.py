@@ -261,6 +261,12 @@ def test_a_table_must_match_exactly_one_layout(tmp_path, capsys):
     with pytest.raises(ValueError, match=r"column\(s\) \['n_item'\] are not read"):
         sio.ranks_from_score_table(scores)
     assert sio.ranks_from_score_table(scores, items_col="n_item").n_items.iloc[:, 0].tolist() == [9, 9]
+    # an NCF reader's table with a score column: its line column is the reader's own; the error names the file
+    (tmp_path / "x.test.negative").write_text("(a,5)\t1\t2\n(b,6)\t3\t4\n")
+    cand = sio.read_ncf_negatives(tmp_path / "x.test.negative").assign(score=[0.5, 0.1, 0.2, 0.3, 0.9, 0.1])
+    assert sio.ranks_from_score_table(cand).ranks.iloc[:, 0].tolist() == [1, 2]
+    with pytest.raises(ValueError, match=rf"{tmp_path / 'x.test.negative'}: column\(s\) \['n_item'\]"):
+        sio.ranks_from_score_table(cand.assign(n_item=9))
     from sampling_lib import estimate
 
     counts = pd.DataFrame({"rank": [1, 2, 3], "count": [3, 4, 5], "sample_sizes": [20, 20, 20]})

@@ -487,6 +487,18 @@ def test_the_negatives_file_with_its_scores_is_estimated_as_popularity_negatives
         assert main([cmd, str(d / "pneg.csv"), "--input-format", "negatives", *extra]) == 1
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and match in err[0], err
+    # a bad q in the file: one line naming the file and its line (before: a TypeError from re-reading the built
+    # table's rows as the file's records)
+    lines = (d / "pneg.csv").read_text().splitlines()
+    head, row = lines[0].split(","), lines[4].split(",")
+    row[head.index("q")] = "-0.5"
+    (d / "badq.csv").write_text("\n".join(lines[:4] + [",".join(row)] + lines[5:]) + "\n")
+    for cmd in ("estimate", "compare"):
+        capsys.readouterr()
+        assert main([cmd, str(d / "badq.csv"), "--input-format", "negatives", "--scores", str(d / "pscores.csv"),
+                     "--held-out", str(d / "users.csv"), "--n-boot", "30"]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "got -0.5 in " in err[0] and err[0].endswith("badq.csv, line 5"), err
     with pytest.raises(ValueError, match=r"pneg.csv holds popularity-sampled negatives \(column q\)"):
         io.read_negatives(d / "pneg.csv", d / "users.csv")
     neg[["user", "item"]].assign(weight=1.0).to_csv(d / "extra.csv", index=False)

@@ -27,7 +27,7 @@ import pandas as pd
 
 from .._validation import show_value
 
-__all__ = ["ID_COLUMNS", "SOURCE", "PARTS", "STAGES", "read_table", "concat_tables", "row_location", "table_lines", "table_source", "table_name",
+__all__ = ["ID_COLUMNS", "SOURCE", "PARTS", "STAGES", "LINES", "read_table", "concat_tables", "row_location", "table_lines", "table_source", "table_name",
            "id_text",
            "file_error",
            "text_lines", "float_field", "check_path", "check_encoding", "not_utf8"]
@@ -38,6 +38,7 @@ ID_COLUMNS = ("user", "item", "model")
 SOURCE = "sampling_lib.source"          # DataFrame.attrs key: the file a table was read from
 PARTS = "sampling_lib.parts"            # DataFrame.attrs key of concat_tables: [(source, first row), ...]
 STAGES = "sampling_lib.stages"          # DataFrame.attrs key of read_stages: how errors name each stage's input
+LINES = "sampling_lib.lines"            # DataFrame.attrs key of a table built from a file's rows: (file, line per row)
 _UTF16_32 = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
              (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"))
 
@@ -156,7 +157,7 @@ def _too_many_fields(path, what, sep):
 def table_source(table):
     """The file a table was read from by :func:`read_table`, or None (a DataFrame given as is)."""
     src = table.attrs.get(SOURCE) if isinstance(table, pd.DataFrame) else None
-    return None if src is None else src[0]
+    return src if src is None or isinstance(src, str) else src[0]      # a str: a candidates table's file
 
 
 def table_name(table, what):
@@ -176,6 +177,9 @@ def row_location(table, i):
     >>> row_location(pd.DataFrame({"user": [1, 2]}), 1)
     'row 2'
     """
+    built = table.attrs.get(LINES) if isinstance(table, pd.DataFrame) else None
+    if built is not None and len(built[1]) == len(table):      # e.g. io.popularity_table: its file's lines
+        return f"{built[0]}, line {int(built[1][int(i)])}"
     parts = table.attrs.get(PARTS) if isinstance(table, pd.DataFrame) else None
     if parts:                                # concat_tables: the part holding row i
         starts = [p[1] for p in parts]
@@ -183,7 +187,7 @@ def row_location(table, i):
         src, i = parts[j][0], int(i) - starts[j]
     else:
         src = table.attrs.get(SOURCE) if isinstance(table, pd.DataFrame) else None
-    if src is None:
+    if src is None or isinstance(src, str):  # a str: a candidates table built from that file, not its records
         return f"row {int(i) + 1}"
     for j, (k, _) in enumerate(_csv_records(*src)):
         if j == int(i) + 1:                  # record 0 is the header

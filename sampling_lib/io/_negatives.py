@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_columns, check_int, check_int_column, show_value
-from ._files import (PARTS, SOURCE, STAGES, file_error, id_text, read_table, row_location, table_lines, table_name,
-                     text_lines)
+from ._files import (LINES, PARTS, SOURCE, STAGES, file_error, id_text, read_table, row_location, table_lines,
+                     table_name, table_source, text_lines)
 from ._tables import _score_table_ranks, ranks_from_score_table
 
 __all__ = ["read_ncf_negatives", "read_elliot_negatives", "read_negatives", "ranks_from_negatives",
@@ -305,7 +305,12 @@ def popularity_table(negatives, held_out, scores):
     if "n_items" in out.columns:
         raise ValueError("the scores table's n_items column does not apply to popularity-sampled negatives: "
                          "each user's candidates come from the negatives' n_candidates column")
-    return out.drop(columns=[c for c in ("line",) if c in out.columns])
+    # the built table's rows name the negatives file's lines in errors (a held-out row: its user's first
+    # line); the file's own SOURCE would have them re-read as rows of a CSV that this table is not
+    src, lines = table_source(df), out["line"].to_numpy() if "line" in out.columns else None
+    out = out.drop(columns=[c for c in ("line",) if c in out.columns])
+    out.attrs = {} if src is None or lines is None else {LINES: (src, lines)}
+    return out
 
 
 #: How repeated negatives of one user are treated by :func:`ranks_from_negatives`.
@@ -500,6 +505,7 @@ def ranks_from_negatives(candidates, scores, *, duplicates="count", ties="pessim
         return f" ({src}, {kind} {line})" if src else f" ({kind} {line})"
 
     table = _scores_lookup(scores, cand, where)
+    table.attrs = {}        # a table built here: its errors name its rows, not the negatives file's records
     if not staged:
         return ranks_from_score_table(table, ties=ties, rng=rng)
     first = table.pop("stage").to_numpy() == 1

@@ -367,8 +367,9 @@ def ranks_from_score_table(table, *, user_col="user", score_col="score", label_c
     ``model`` and optional ``n_items`` (the user's number of candidates N_u,
     the same on every row of the user). Each (user, model) group must hold
     exactly one label-1 row; its sample size n_u is the group's size. Ties as
-    :func:`ranks_from_scores`. An ``item`` column may be present (it is not
-    read); any other column is an error (a misspelt one would be ignored).
+    :func:`ranks_from_scores`. ``item`` and ``line`` columns may be present
+    (not read: e.g. :func:`read_ncf_negatives`' table with a score column);
+    any other column is an error (a misspelt one would be ignored).
 
     Parameters
     ----------
@@ -391,7 +392,8 @@ def ranks_from_score_table(table, *, user_col="user", score_col="score", label_c
     ([2, 2], [3, 3])
     """
     df = read_table(table, "scores")
-    unread = [c for c in df.columns if c not in (user_col, score_col, label_col, model_col, items_col, "item")]
+    unread = [c for c in df.columns
+              if c not in (user_col, score_col, label_col, model_col, items_col, "item", "line")]
     if unread:        # e.g. a misspelt n_items: never dropped without a word
         raise ValueError(f"{table_name(df, 'scores')}: column(s) {[str(c) for c in unread]} are not read; a scores "
                          f"table holds {user_col}, {score_col}, {label_col}[, {model_col}][, item][, {items_col}] "
