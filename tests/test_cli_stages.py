@@ -734,3 +734,21 @@ def test_plan_of_several_models_from_counts_takes_them_as_independent(run, world
     assert "taken as independent" in " ".join(p.stdout.split())
     p = run("plan", "ranks1.csv", "--metric", "recall@10", cwd=d)
     assert "dependence from the pilot's first stage" in " ".join(p.stdout.split())
+
+
+def test_plan_says_when_a_half_width_target_lies_below_full_rankings_own(run, tmp_path):
+    """A half-width target below what full ranking of the same users gives: no design of the items meets it,
+    whatever the budget; the note says so with full ranking's predicted half-width and the users that would
+    reach it (the half-width shrinks as 1/sqrt(M)). Before, it said only 'no candidate design meets the target',
+    and with --max-cost blamed the budget."""
+    base = ("plan", "-N", 4000, "-n", 20, "--users", 2000, "--guess-recall", 0.3, "--metric", "recall@10")
+    for extra in ((), ("--max-cost", 0.05)):
+        p = run(*base, "--target-halfwidth", 0.001, *extra, "--format", "csv", cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        full = float(pd.read_csv(pd.io.common.StringIO(p.stdout)).full_halfwidth.max())
+        note = " ".join(p.stderr.split())
+        assert f"full ranking of these 2,000 users would itself give ±{full:.4g} for recall@10" in note, note
+        assert f"about {int(np.ceil(2000 * (full / 0.001) ** 2)):,} users ranked in full would reach it" in note
+    p = run(*base, "--target-halfwidth", 0.05, "--format", "csv", cwd=tmp_path)
+    assert p.returncode == 0 and "would itself give" not in p.stderr
+    assert float(pd.read_csv(pd.io.common.StringIO(p.stdout)).full_halfwidth.max()) < 0.05

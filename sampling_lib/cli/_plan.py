@@ -76,7 +76,8 @@ def cmd_plan(args):
     run_sizes = np.unique(np.concatenate(list(sizes.values()))) if sizes else None
     advice = (_advice(best, args, N, n, res.target, n_models, meets, run_sizes)
               + _assurance_note(per, best, None if args.robust else kw.get("target_ratio"), args.max_cost, meets)
-              + _replan_note(table, best, args, N, n, staged))
+              + _replan_note(table, best, args, N, n, staged)
+              + _below_full_ranking_note(table, args, M or _pilot_users(pilots)))
     if args.format != "table":
         write(table, args.format, args.output)
         print(advice, file=sys.stderr)
@@ -113,6 +114,25 @@ def _assurance_note(per, best, target_ratio, max_cost, meets):
         "in benchmarks/README.md the realized ratios scattered around the predicted ones by about that much "
         "(58 cells; NDCG@10 SD 4.6%), so it may land a little above the target; for more assurance, "
         f"{alt}.", 110, subsequent_indent="  ")
+
+
+def _below_full_ranking_note(table, args, M):
+    """When a half-width target lies below the half-width full ranking of the same users would give: no design
+    of the items reaches it (more users do), whatever the budget ("" otherwise)."""
+    if args.target_halfwidth is None or "full_halfwidth" not in table.columns:
+        return ""
+    full = table.groupby("metric", sort=False).full_halfwidth.max()
+    over = full[full > args.target_halfwidth]
+    if over.empty:
+        return ""
+    worst = float(over.max())
+    users = f"about {math.ceil(M * (worst / args.target_halfwidth) ** 2):,} users" if M else "more users"
+    shown = ", ".join(f"±{v:.4g} for {m}" for m, v in over.items())
+    return "\n" + textwrap.fill(
+        f"note: full ranking of these {M:,} users would itself give {shown} (predicted from the fit): no design "
+        f"of the items reaches ±{args.target_halfwidth:g}, whatever it costs. The half-width shrinks as "
+        f"1/sqrt(users): {users} ranked in full would reach it, more when sampled (by the precision ratio "
+        "squared); or relax the target.", 110, subsequent_indent="  ")
 
 
 def _replan_note(table, best, args, N, n, staged):
