@@ -8,6 +8,7 @@ comparison must list the same users in the same order. Model names are compared 
 import numpy as np
 import pandas as pd
 
+from ._validation import show_value
 from .counts import RankCounts, as_counts, counts_from_frame, is_counts_table
 
 __all__ = ["check_distinct_names", "model_inputs", "check_same_users", "counts_inputs"]
@@ -34,8 +35,11 @@ def model_inputs(ranks, sample_sizes, N):
         if ranks.ranks.isna().any().any():
             counts = ranks.ranks.isna().sum()
             bad = {k: int(v) for k, v in counts.items() if v}
-            raise ValueError(f"compare needs every model on the same users; missing users per "
-                             f"model: {bad}")
+            m = next(iter(bad))
+            u = ranks.ranks.index[np.flatnonzero(ranks.ranks[m].isna().to_numpy())[0]]
+            raise ValueError(f"compare needs every model on the same users (a paired comparison); missing "
+                             f"users per model: {bad}, e.g. user {show_value(u)} has no rank of model "
+                             f"{show_value(m)}")
         d = {}
         for m in ranks.models:
             r, s = ranks.for_model(m)

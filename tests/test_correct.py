@@ -507,3 +507,12 @@ def test_full_halfwidth_of_recall_estimates_the_users_own_within_its_error(desig
     truth = z * (R <= 10).std() / np.sqrt(MM)
     tol = 4 * abs(1 - 2 * p) / (2 * p * (1 - p)) * t.se
     assert abs(t.full_halfwidth / truth - 1) <= tol, (t.full_halfwidth, truth, tol)
+
+
+def test_compare_names_a_user_that_one_model_lacks():
+    """SampledRanks of a ranks table where one model has no row for a user: the error names the user and model
+    (it gave only the count of missing users per model)."""
+    df = pd.DataFrame({"user": ["u1", "u2", "u3", "u1", "u3"], "model": ["A", "A", "A", "B", "B"],
+                       "rank": [1, 2, 3, 2, 1]})
+    with pytest.raises(ValueError, match=r"\{'B': 1\}, e.g. user 'u2' has no rank of model 'B'"):
+        compare(ranks_from_table(df), N, n, "recall@10", n_boot=10)
