@@ -27,10 +27,9 @@ import pandas as pd
 
 from .._validation import show_value
 
-__all__ = ["ID_COLUMNS", "SOURCE", "PARTS", "STAGES", "LINES", "read_table", "concat_tables", "row_location", "table_lines", "table_source", "table_name",
-           "id_text",
-           "file_error",
-           "text_lines", "float_field", "check_path", "check_encoding", "not_utf8"]
+__all__ = ["ID_COLUMNS", "SOURCE", "PARTS", "STAGES", "LINES", "read_table", "concat_tables", "row_location",
+           "table_lines", "table_source", "table_name", "id_text", "file_error", "text_lines", "float_field",
+           "check_path", "check_encoding", "not_utf8"]
 
 #: Columns holding ids: read as text from files, compared as text across the files of one call.
 ID_COLUMNS = ("user", "item", "model")

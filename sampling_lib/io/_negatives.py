@@ -500,7 +500,7 @@ def ranks_from_negatives(candidates, scores, *, duplicates="count", ties="pessim
         pos = int(cand.index[r])
         line, names = int(candidates["line"].iloc[pos]), candidates.attrs.get(STAGES)
         src = (names[int(candidates["stage"].iloc[pos]) - 1] if names and "stage" in candidates.columns
-               else candidates.attrs.get(SOURCE))
+               else table_source(candidates))
         kind = "row" if src is None or str(src).startswith("the stage-") else "line"
         return f" ({src}, {kind} {line})" if src else f" ({kind} {line})"
 
