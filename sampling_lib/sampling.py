@@ -26,7 +26,7 @@ from ._validation import (check_columns, check_float, check_int, check_int_colum
 __all__ = ["sample_ranks", "adaptive_sample_ranks", "DESIGN_KINDS", "Design", "sample_design", "size_ladder",
            "adaptive_stop_distribution",
            "sampling_efficiency", "SamplingEfficiency",
-           "sample_negatives", "next_stage_sizes", "sample_added_negatives"]
+           "sample_negatives", "next_stage_sizes", "sample_added_negatives", "log_prob_all_distinct"]
 
 
 def _items_and_ranks(global_ranks, N, n):
@@ -790,3 +790,31 @@ def _by_user(table, N, name, noun):
     if items.size and (items.min() < 0 or items.max() >= N):
         raise ValueError(f"{noun} items must be ids in 0..N-1={N - 1}; got {items.min()}..{items.max()}")
     return {u: it.to_numpy() for u, it in pd.Series(items).groupby(table["user"].to_numpy(), sort=False)}
+
+
+def log_prob_all_distinct(k, pool):
+    """log P(k uniform draws *with* replacement from ``pool`` items are all distinct).
+
+    P = pool! / ((pool - k)! pool^k) (the birthday problem), in log space
+    through ``gammaln``; 0 for k <= 1 and -inf for k > pool. Summed over
+    users it is the log probability that a with-replacement (binomial) draw
+    of their negatives repeats no item: far below 0, sets without a repeated
+    item say the negatives were drawn without replacement (hypergeometric).
+
+    Examples
+    --------
+    >>> float(np.exp(log_prob_all_distinct(2, 365)))       # two draws differ: 364/365
+    0.9972602739726...
+    >>> round(float(np.exp(log_prob_all_distinct(23, 365))), 4)  # the birthday problem
+    0.4927
+    >>> log_prob_all_distinct([1, 4], [10, 3]).tolist()
+    [0.0, -inf]
+    """
+    from scipy.special import gammaln
+
+    k, pool = np.asarray(k, dtype=float), np.asarray(pool, dtype=float)
+    if np.any(k < 0) or np.any(pool < 1):
+        raise ValueError("k must be >= 0 and pool >= 1")
+    rest = np.maximum(pool - k, 0.0)
+    out = gammaln(pool + 1) - gammaln(rest + 1) - k * np.log(pool)
+    return np.where(k <= 1, 0.0, np.where(k > pool, -np.inf, out))

@@ -69,3 +69,19 @@ def test_adaptive_stop_distribution_vs_simulation():
     got = np.append(eff.finished, eff.capped) / M
     exp = np.append(stop, capped)
     assert np.all(np.abs(got - exp) <= 4.5 * np.sqrt(exp * (1 - exp) / M) + 1e-12)
+
+
+@pytest.mark.parametrize("k, pool", [(5, 40), (23, 365), (30, 200), (3, 3)])
+def test_log_prob_all_distinct_against_simulated_draws(k, pool):
+    """The birthday-problem probability against the share of 40,000 simulated with-replacement draws that
+    repeat no item (tolerance: 4 binomial standard errors)."""
+    from sampling_lib.sampling import log_prob_all_distinct
+
+    g = np.random.default_rng(k * 1000 + pool)
+    draws = np.sort(g.integers(0, pool, size=(40_000, k)), axis=1)
+    share = float(np.mean(np.all(np.diff(draws, axis=1) != 0, axis=1)))
+    p = float(np.exp(log_prob_all_distinct(k, pool)))
+    assert abs(share - p) <= 4 * np.sqrt(p * (1 - p) / 40_000) + 1e-12, (share, p)
+    assert log_prob_all_distinct(pool + 1, pool) == -np.inf and log_prob_all_distinct(1, pool) == 0.0
+    with pytest.raises(ValueError, match="pool >= 1"):
+        log_prob_all_distinct(2, 0)

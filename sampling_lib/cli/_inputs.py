@@ -1,6 +1,9 @@
 """Reading the inputs of ``estimate`` / ``compare``: ranks, counts, scores, runs, negatives files, popularity logs."""
 from __future__ import annotations
 
+import math
+import warnings
+
 import numpy as np
 import pandas as pd
 
@@ -101,10 +104,50 @@ def _stage_ranks(args, fmt, ties, n):
         NU = args.n_items - h.groupby("user").size().reindex(users).fillna(0).to_numpy(np.int64)
         io.check_stage_sizes(cand, pd.Series(NU, index=users), files)
         args.n_items = None          # consumed: the per-user N_u below carry it
-        return sr.with_n_items(pd.DataFrame({"user": users, "n_items": NU}))
+        out = sr.with_n_items(pd.DataFrame({"user": users, "n_items": NU}))
+        _check_drawn_with_replacement(args, cand, out, None)
+        return out
     if args.n_items is not None:
         io.check_stage_sizes(cand, args.n_items, files)
-    return _per_user_items(args, sr)
+    out = _per_user_items(args, sr)
+    _check_drawn_with_replacement(args, cand, out, args.n_items)
+    return out
+
+
+#: Below this probability, sets without a repeated negative are not a with-replacement draw.
+DISTINCT_UNDER_REPLACEMENT = 1e-6
+
+
+def _check_drawn_with_replacement(args, cand, sr, N):
+    """Warn when the negatives are read as drawn with replacement (``--scheme binomial``, the default) but no
+    user's set repeats an item, which such a draw makes improbable (:func:`sampling.log_prob_all_distinct`,
+    summed over the users, below :data:`DISTINCT_UNDER_REPLACEMENT`): they were drawn without replacement,
+    and the hypergeometric kernel is the exact one (it matters where n_u is a sizeable share of N_u, as at
+    the top rungs of a ladder)."""
+    from ..sampling import log_prob_all_distinct
+
+    if args.scheme != "binomial" or args.duplicates == "collapse":
+        return
+    neg = cand[(cand["label"] == 0).to_numpy()]
+    uc, ic = pd.factorize(neg["user"])[0], pd.factorize(neg["item"])[0]
+    if pd.Series(uc.astype(np.int64) * (int(ic.max()) + 1 if len(ic) else 1) + ic).duplicated().any():
+        return                                   # a repeated negative: drawn with replacement
+    k = neg.groupby("user", sort=False).size()
+    if sr.n_items is not None:
+        Nu = sr.n_items.max(axis=1).reindex(k.index).to_numpy(dtype=float)
+    elif N is not None and np.ndim(N) == 0:
+        Nu = np.full(len(k), float(N))
+    else:
+        return                                   # N_u unknown
+    if np.isnan(Nu).any():
+        return
+    logp = float(np.sum(log_prob_all_distinct(k.to_numpy(), np.maximum(Nu - 1, 1))))
+    if logp < math.log(DISTINCT_UNDER_REPLACEMENT):
+        warnings.warn(
+            f"no user's negatives repeat an item: drawn with replacement (--scheme binomial, the default) that "
+            f"has probability 10^{logp / math.log(10):.0f}. Drawn without replacement (as NCF, Elliot and "
+            "sampling-lib negatives draw)? Then give --scheme hypergeometric, here and on ranks written from them",
+            UserWarning, stacklevel=2)
 
 
 def _counts(args, stats):
