@@ -563,8 +563,9 @@ def test_plan_commands_draw_and_read_the_stages_as_its_scheme_says(run, tmp_path
         assert ("--replace" in neg[0].split()) == (draw == "--replace")
         assert ("--no-replace" in neg[0].split()) == (draw == "--no-replace")
         assert f"--scheme {scheme or 'hypergeometric'} " in ranks[0]
-        assert again[0].endswith("" if scheme is None else f"--scheme {scheme}")
-        assert ("--scheme" in again[0]) == (scheme is not None)
+        # the re-plan reads the merged ranks with the kernel of the draws (distinct by default): before, without
+        # --scheme, it fitted the binomial kernel to the distinct negatives the printed commands draw
+        assert again[0].endswith(f"--scheme {scheme or 'hypergeometric'}")
 
 
 def test_plan_says_when_its_choice_sits_within_its_prediction_error_of_the_target(run, tmp_path):
@@ -752,3 +753,23 @@ def test_plan_says_when_a_half_width_target_lies_below_full_rankings_own(run, tm
     p = run(*base, "--target-halfwidth", 0.05, "--format", "csv", cwd=tmp_path)
     assert p.returncode == 0 and "would itself give" not in p.stderr
     assert float(pd.read_csv(pd.io.common.StringIO(p.stdout)).full_halfwidth.max()) < 0.05
+
+
+def test_distinct_negatives_read_with_replacement_are_flagged(run, world):
+    """Stage files of distinct negatives (negatives' default) estimated with the default --scheme binomial: a
+    warning says that no set repeats an item, improbable with replacement, and names --scheme
+    hypergeometric (before: silently the binomial kernel, which is not exact where n_u is a sizeable share of
+    N_u). None with --scheme hypergeometric, and none for sets with a repeated negative."""
+    d = world
+    stage_one(run, d)
+    common = ["s1.csv", "--input-format", "negatives", "--held-out", "users.csv", "--scores", "sc1.csv", "-N", N,
+              "--quiet", "--n-boot", 20]
+    p = run("estimate", *common, cwd=d)
+    assert p.returncode == 0, p.stderr
+    assert "no user's negatives repeat an item" in p.stderr and "give --scheme hypergeometric" in p.stderr
+    p = run("estimate", *common, "--scheme", "hypergeometric", cwd=d)
+    assert p.returncode == 0 and "repeat an item" not in p.stderr, p.stderr
+    s1 = pd.read_csv(d / "s1.csv", dtype={"user": str})
+    pd.concat([s1, s1.head(1)]).to_csv(d / "s1r.csv", index=False)          # one negative drawn twice
+    p = run("estimate", "s1r.csv", *common[1:], cwd=d)
+    assert p.returncode == 0 and "repeat an item" not in p.stderr, p.stderr

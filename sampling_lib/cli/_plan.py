@@ -175,7 +175,9 @@ def _replan_note(table, best, args, N, n, staged):
         f"-N {_catalogue(args, N)} {items + ' ' if items else ''}--scheme {args.scheme or 'hypergeometric'} "
         "-o merged.csv"
         f"\n  sampling-lib plan merged.csv -n {n}"
-        + ("" if args.n_items is None else f" -N {N}") + ("" if args.scheme is None else f" --scheme {args.scheme}"))
+        # the merged sets are read as the stages were drawn (distinct, the default of negatives, unless
+        # --scheme says otherwise), and the re-plan's kernel follows them
+        + ("" if args.n_items is None else f" -N {N}") + f" --scheme {args.scheme or 'hypergeometric'}")
 
 
 def _catalogue(args, N):
