@@ -773,3 +773,7 @@ def test_distinct_negatives_read_with_replacement_are_flagged(run, world):
     pd.concat([s1, s1.head(1)]).to_csv(d / "s1r.csv", index=False)          # one negative drawn twice
     p = run("estimate", "s1r.csv", *common[1:], cwd=d)
     assert p.returncode == 0 and "repeat an item" not in p.stderr, p.stderr
+    # ranks read with --scheme hypergeometric: the table it writes does not carry the scheme, the note does
+    p = run("ranks", *common[:-3], "--scheme", "hypergeometric", "-o", "r.csv", cwd=d)
+    assert p.returncode == 0, p.stderr
+    assert "estimate, compare and plan r.csv with --scheme hypergeometric" in " ".join(p.stderr.split())

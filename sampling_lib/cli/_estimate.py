@@ -226,6 +226,10 @@ def cmd_ranks(args):
         out["n_items"] = args.n_items
     out = out[["user", "model", "rank", "sample_size"] + [c for c in ("n_items", "first_rank") if c in out.columns]]
     emit(out.to_csv(index=False), args.output)
+    if args.scheme == "hypergeometric":     # a ranks table does not carry the scheme: say it where it is needed
+        print(f"note: these sets hold distinct negatives: estimate, compare and plan "
+              f"{args.output or 'the ranks'} with --scheme hypergeometric (the default, binomial, assumes draws "
+              "with replacement)", file=sys.stderr)
 
 
 def _header_of(path):
