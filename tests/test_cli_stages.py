@@ -241,7 +241,7 @@ def test_plan_on_merged_ranks_of_a_design_run_in_part(run, tmp_path):
     """A pilot with several set sizes (the merged ranks after a ladder's first rungs) is re-planning input:
     the prior is fitted on the per-user sizes, the candidates start from the smallest size (issue 29)."""
     from sampling_lib.design import candidate_designs, plan
-    from sampling_lib.sampling import Design, sample_design, sample_ranks
+    from sampling_lib.sampling import Design, sample_design
 
     g = np.random.default_rng(3)
     NN, M, n1 = 3000, 600, 30
