@@ -799,7 +799,25 @@ def log_prob_all_distinct(k, pool):
     through ``gammaln``; 0 for k <= 1 and -inf for k > pool. Summed over
     users it is the log probability that a with-replacement (binomial) draw
     of their negatives repeats no item: far below 0, sets without a repeated
-    item say the negatives were drawn without replacement (hypergeometric).
+    item say the negatives were drawn without replacement (hypergeometric;
+    KDD20 Sec 2.2 gives both schemes). The command line warns on it.
+
+    Parameters
+    ----------
+    k : int or array_like
+        Draws (a user's negatives), >= 0.
+    pool : int or array_like
+        Items each draw is taken from (a user's N_u - 1), >= 1.
+
+    Returns
+    -------
+    numpy.ndarray
+        log P, elementwise (broadcast over ``k`` and ``pool``).
+
+    References
+    ----------
+    W. Feller, *An Introduction to Probability Theory and Its Applications*,
+    vol. 1, 3rd ed. (1968), Sec. II.3 (the birthday problem).
 
     Examples
     --------
