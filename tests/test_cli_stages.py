@@ -759,7 +759,8 @@ def test_distinct_negatives_read_with_replacement_are_flagged(run, world):
     """Stage files of distinct negatives (negatives' default) estimated with the default --scheme binomial: a
     warning says that no set repeats an item, improbable with replacement, and names --scheme
     hypergeometric (before: silently the binomial kernel, which is not exact where n_u is a sizeable share of
-    N_u). None with --scheme hypergeometric, and none for sets with a repeated negative."""
+    N_u). None with --scheme hypergeometric, and none for sets with a repeated negative, unless --duplicates
+    collapse makes them distinct."""
     d = world
     stage_one(run, d)
     common = ["s1.csv", "--input-format", "negatives", "--held-out", "users.csv", "--scores", "sc1.csv", "-N", N,
@@ -773,6 +774,11 @@ def test_distinct_negatives_read_with_replacement_are_flagged(run, world):
     pd.concat([s1, s1.head(1)]).to_csv(d / "s1r.csv", index=False)          # one negative drawn twice
     p = run("estimate", "s1r.csv", *common[1:], cwd=d)
     assert p.returncode == 0 and "repeat an item" not in p.stderr, p.stderr
+    # collapsed repeats are distinct by construction: the hypergeometric kernel is the exact one
+    p = run("estimate", "s1r.csv", *common[1:], "--duplicates", "collapse", cwd=d)
+    assert p.returncode == 0 and "the exact kernel is --scheme hypergeometric" in " ".join(p.stderr.split())
+    p = run("estimate", "s1r.csv", *common[1:], "--duplicates", "collapse", "--scheme", "hypergeometric", cwd=d)
+    assert p.returncode == 0 and "warning" not in p.stderr, p.stderr
     # ranks read with --scheme hypergeometric: the table it writes does not carry the scheme, the note does
     p = run("ranks", *common[:-3], "--scheme", "hypergeometric", "-o", "r.csv", cwd=d)
     assert p.returncode == 0, p.stderr

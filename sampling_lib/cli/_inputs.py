@@ -119,14 +119,19 @@ DISTINCT_UNDER_REPLACEMENT = 1e-6
 
 
 def _check_drawn_with_replacement(args, cand, sr, N):
-    """Warn when the negatives are read as drawn with replacement (``--scheme binomial``, the default) but no
-    user's set repeats an item, which such a draw makes improbable (:func:`sampling.log_prob_all_distinct`,
+    """Warn when the negatives are read as drawn with replacement (``--scheme binomial``, the default) but
+    ``--duplicates collapse`` made them distinct, or no user's set repeats an item, which such a draw makes improbable (:func:`sampling.log_prob_all_distinct`,
     summed over the users, below :data:`DISTINCT_UNDER_REPLACEMENT`): they were drawn without replacement,
     and the hypergeometric kernel is the exact one (it matters where n_u is a sizeable share of N_u, as at
     the top rungs of a ladder)."""
     from ..sampling import log_prob_all_distinct
 
-    if args.scheme != "binomial" or args.duplicates == "collapse":
+    if args.scheme != "binomial":
+        return
+    if args.duplicates == "collapse":             # distinct by construction: no probability needed
+        warnings.warn("--duplicates collapse keeps each user's distinct negatives, a uniform subset of its items "
+                      "given their number: the exact kernel is --scheme hypergeometric, not the default binomial",
+                      UserWarning, stacklevel=2)
         return
     neg = cand[(cand["label"] == 0).to_numpy()]
     uc, ic = pd.factorize(neg["user"])[0], pd.factorize(neg["item"])[0]
