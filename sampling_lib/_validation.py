@@ -28,6 +28,7 @@ __all__ = [
     "scalar_or_array",
     "check_N_m",
     "check_confidence_level",
+    "check_read_columns",
     "check_columns",
     "check_int_column",
     "show_value",
@@ -245,6 +246,16 @@ def check_columns(df, cols, what):
     missing = [c for c in cols if c not in df.columns]
     if missing:
         raise ValueError(f"{what} must have column(s) {missing}; found columns {list(df.columns)}")
+
+
+def check_read_columns(df, read, where, holds):
+    """Raise ValueError when the table has a column outside ``read``: a misspelt optional column would be
+    ignored. ``where`` names the table, ``holds`` says what it holds (the message: ``<where>: column(s) [...]
+    are not read; <holds> (select those columns, or name them with the *_col arguments)``)."""
+    unread = [str(c) for c in df.columns if c not in read]
+    if unread:
+        raise ValueError(f"{where}: column(s) {unread} are not read; {holds} (select those columns, or name them "
+                         "with the *_col arguments)")
 
 
 def check_int_column(s, name, where=None):

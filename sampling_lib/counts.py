@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ._validation import (check_columns, check_int, check_int_column, check_n_items, check_N_n,
-                          check_ranks, check_scheme)
+                          check_ranks, check_read_columns, check_scheme)
 
 __all__ = [
     "RankCounts",
@@ -363,11 +363,8 @@ def counts_from_frame(table, *, n=None, N=None, rank_col="rank", count_col="coun
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"table must be a pandas DataFrame; got {type(table).__name__}")
     check_columns(df, [rank_col, count_col], "the counts table")
-    unread = [c for c in df.columns if c not in (rank_col, count_col, size_col, items_col, model_col)]
-    if unread:        # e.g. a misspelt sample_size: never dropped without a word
-        raise ValueError(f"the counts table's column(s) {[str(c) for c in unread]} are not read; a counts table "
-                         f"holds {rank_col}, {count_col}[, {model_col}][, {size_col}][, {items_col}] (select those "
-                         "columns, or name them with the *_col arguments)")
+    check_read_columns(df, (rank_col, count_col, size_col, items_col, model_col), "the counts table",
+                       f"a counts table holds {rank_col}, {count_col}[, {model_col}][, {size_col}][, {items_col}]")
     if len(df) == 0:
         raise ValueError("the counts table has no rows")
     r = check_int_column(df[rank_col], rank_col).to_numpy()

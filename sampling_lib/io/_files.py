@@ -28,8 +28,8 @@ import pandas as pd
 from .._validation import show_value
 
 __all__ = ["ID_COLUMNS", "SOURCE", "PARTS", "STAGES", "LINES", "read_table", "concat_tables", "row_location",
-           "table_lines", "table_source", "table_name", "id_text", "file_error", "text_lines", "float_field",
-           "check_path", "check_encoding", "not_utf8"]
+           "table_lines", "table_source", "table_name", "source_at", "id_text", "file_error", "text_lines",
+           "float_field", "check_path", "check_encoding", "not_utf8"]
 
 #: Columns holding ids: read as text from files, compared as text across the files of one call.
 ID_COLUMNS = ("user", "item", "model")
@@ -157,6 +157,14 @@ def table_source(table):
     """The file a table was read from by :func:`read_table`, or None (a DataFrame given as is)."""
     src = table.attrs.get(SOURCE) if isinstance(table, pd.DataFrame) else None
     return src if src is None or isinstance(src, str) else src[0]      # a str: a candidates table's file
+
+
+def source_at(name, line):
+    """``<file>, line <k>``, or ``<table>, row <k>`` for a stage given as a DataFrame (:func:`stage_file_name`
+    names it ``the stage-k negatives table``); ``line <k>`` alone without a name."""
+    if name is None:
+        return f"line {int(line)}"
+    return f"{name}, {'row' if str(name).startswith('the stage-') else 'line'} {int(line)}"
 
 
 def table_name(table, what):

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_columns, check_int, check_int_column, show_value
-from ._files import (LINES, PARTS, SOURCE, STAGES, file_error, id_text, read_table, row_location, table_lines,
-                     table_name, table_source, text_lines)
+from ._files import (LINES, PARTS, SOURCE, STAGES, file_error, id_text, read_table, row_location, source_at,
+                     table_lines, table_name, table_source, text_lines)
 from ._tables import _score_table_ranks, ranks_from_score_table
 
 __all__ = ["read_ncf_negatives", "read_elliot_negatives", "read_negatives", "ranks_from_negatives",
@@ -501,8 +501,7 @@ def ranks_from_negatives(candidates, scores, *, duplicates="count", ties="pessim
         line, names = int(candidates["line"].iloc[pos]), candidates.attrs.get(STAGES)
         src = (names[int(candidates["stage"].iloc[pos]) - 1] if names and "stage" in candidates.columns
                else table_source(candidates))
-        kind = "row" if src is None or str(src).startswith("the stage-") else "line"
-        return f" ({src}, {kind} {line})" if src else f" ({kind} {line})"
+        return f" ({source_at(src, line)})"
 
     table = _scores_lookup(scores, cand, where)
     table.attrs = {}        # a table built here: its errors name its rows, not the negatives file's records

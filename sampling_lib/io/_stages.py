@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_columns, check_int, check_scheme, show_value
-from ._files import SOURCE, STAGES, id_text, table_lines, table_name
+from ._files import SOURCE, STAGES, id_text, source_at, table_lines, table_name
 from ._negatives import (_pair_keys, id_table, negatives_lines, read_elliot_negatives, read_ncf_negatives,
                          read_negatives)
 
@@ -34,11 +34,6 @@ def stage_file_name(table, k):
     if isinstance(table, pd.DataFrame):
         return f"the stage-{k} negatives table"
     return os.fspath(table)
-
-
-def _where(name, line):
-    """``<file>, line <k>`` (a file) or ``<table>, row <k>`` (a DataFrame)."""
-    return f"{name}, {'row' if name.startswith('the stage-') else 'line'} {int(line)}"
 
 
 def _read_later(table, fmt, k):
@@ -154,20 +149,20 @@ def read_stages(files, file_format="negatives", *, held_out=None, exclude=None, 
             u = users[np.flatnonzero(stray)[0]]
             line = int(t.loc[t.user == u, "line"].iloc[0])
             what = "the first stage" if k == 2 else f"stage {k - 1} (only the users it extended go on)"
-            raise ValueError(f"{_where(name, line)}: user {show_value(u)} is not a user of {what} ({names[k - 2]})")
+            raise ValueError(f"{source_at(name, line)}: user {show_value(u)} is not a user of {what} ({names[k - 2]})")
         own = t[t.label == 1]
         if len(own):
             differ = own["item"].to_numpy() != hold.reindex(own["user"]).to_numpy()
             if differ.any():
                 r = own.iloc[int(np.flatnonzero(differ)[0])]
-                raise ValueError(f"{_where(name, r['line'])}: the held-out item of user {show_value(r['user'])} "
+                raise ValueError(f"{source_at(name, r['line'])}: the held-out item of user {show_value(r['user'])} "
                                  f"is {show_value(r['item'])} here but {show_value(hold[r['user']])} in the first "
                                  f"stage ({names[0]})")
         neg = t[t.label == 0]
         is_held = neg["item"].to_numpy() == hold.to_numpy()[hold.index.get_indexer(neg["user"])]
         if is_held.any():
             r = neg.iloc[int(np.flatnonzero(is_held)[0])]
-            raise ValueError(f"{_where(name, r['line'])}: negative {show_value(r['item'])} of user "
+            raise ValueError(f"{source_at(name, r['line'])}: negative {show_value(r['item'])} of user "
                              f"{show_value(r['user'])} is its held-out item")
         parts.append(neg.assign(stage=k))
         prev_users = users
@@ -201,11 +196,11 @@ def _check_repeats(out, names):
     i = int(np.flatnonzero(dup)[0])
     r, e = neg.iloc[i], neg.iloc[int(np.flatnonzero(key.to_numpy() == key.iloc[i])[0])]
     if int(e["stage"]) == int(r["stage"]):
-        raise ValueError(f"{_where(names[int(r['stage']) - 1], r['line'])}: negative {show_value(r['item'])} of "
+        raise ValueError(f"{source_at(names[int(r['stage']) - 1], r['line'])}: negative {show_value(r['item'])} of "
                          f"user {show_value(r['user'])} is listed twice; the stages draw without replacement")
-    raise ValueError(f"{_where(names[int(r['stage']) - 1], r['line'])}: negative {show_value(r['item'])} of user "
+    raise ValueError(f"{source_at(names[int(r['stage']) - 1], r['line'])}: negative {show_value(r['item'])} of user "
                      f"{show_value(r['user'])} is already a negative of stage {int(e['stage'])} "
-                     f"({_where(names[int(e['stage']) - 1], e['line'])}); the stages draw without replacement")
+                     f"({source_at(names[int(e['stage']) - 1], e['line'])}); the stages draw without replacement")
 
 
 def _first_lines(t):
@@ -226,7 +221,7 @@ def _check_history(out, exclude, names):
     hit = pd.Series(nkey).isin(hkey).to_numpy()
     if hit.any():
         r = neg[hit].sort_values(["stage", "line"]).iloc[0]
-        raise ValueError(f"{_where(names[int(r['stage']) - 1], r['line'])}: negative {show_value(r['item'])} of "
+        raise ValueError(f"{source_at(names[int(r['stage']) - 1], r['line'])}: negative {show_value(r['item'])} of "
                          f"user {show_value(r['user'])} is in its history ({table_name(df, 'exclude')}); negatives "
                          "are drawn from the items outside the history")
 
@@ -252,7 +247,7 @@ def check_stage_sizes(candidates, n_items, files):
     if over.any():
         u = size.index[np.flatnonzero(over)[0]]
         last = out[out.user == u].sort_values(["stage", "line"]).iloc[-1]
-        raise ValueError(f"{_where(names[int(last['stage']) - 1], last['line'])}: user {show_value(u)} has "
+        raise ValueError(f"{source_at(names[int(last['stage']) - 1], last['line'])}: user {show_value(u)} has "
                          f"{int(size[u])} candidates over the stages (its held-out item and {int(size[u]) - 1} "
                          f"negatives), more than its N_u = {int(cap[u])} items")
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .._validation import check_columns, check_int, check_int_column, show_value
+from .._validation import check_columns, check_int, check_int_column, check_read_columns, show_value
 from ..ranking import TIE_RULES, apply_ties
 from ._files import read_table, row_location, table_name, table_source
 
@@ -271,12 +271,9 @@ def ranks_from_table(table, *, user_col="user", rank_col="rank", size_col="sampl
         raise ValueError("the ranks table has a 'count' column: a table of rank, count[, ...] rows is a "
                          "counts table (each row 'count' users; sampling_lib.io.counts_table), not one "
                          "row per user")
-    read = [user_col, rank_col, size_col, model_col, items_col, first_col]
-    unread = [c for c in df.columns if c not in read]
-    if unread:        # e.g. a misspelt n_items: never dropped without a word
-        raise ValueError(f"{table_name(df, 'ranks')}: column(s) {[str(c) for c in unread]} are not read; a ranks "
-                         f"table holds {user_col}, {rank_col}[, {model_col}][, {size_col}][, {items_col}]"
-                         f"[, {first_col}] (select those columns, or name them with the *_col arguments)")
+    check_read_columns(df, (user_col, rank_col, size_col, model_col, items_col, first_col), table_name(df, "ranks"),
+                       f"a ranks table holds {user_col}, {rank_col}[, {model_col}][, {size_col}][, {items_col}]"
+                       f"[, {first_col}]")
     if len(df) == 0:
         raise ValueError("the ranks table has no rows")
     at = _where(df)
@@ -392,12 +389,9 @@ def ranks_from_score_table(table, *, user_col="user", score_col="score", label_c
     ([2, 2], [3, 3])
     """
     df = read_table(table, "scores")
-    unread = [c for c in df.columns
-              if c not in (user_col, score_col, label_col, model_col, items_col, "item", "line")]
-    if unread:        # e.g. a misspelt n_items: never dropped without a word
-        raise ValueError(f"{table_name(df, 'scores')}: column(s) {[str(c) for c in unread]} are not read; a scores "
-                         f"table holds {user_col}, {score_col}, {label_col}[, {model_col}][, item][, {items_col}] "
-                         "(select those columns, or name them with the *_col arguments)")
+    check_read_columns(df, (user_col, score_col, label_col, model_col, items_col, "item", "line"),
+                       table_name(df, "scores"), f"a scores table holds {user_col}, {score_col}, {label_col}"
+                       f"[, {model_col}][, item][, {items_col}]")
     return _score_table_ranks(df, user_col=user_col, score_col=score_col, label_col=label_col,
                               model_col=model_col, items_col=items_col, ties=ties, n=n, rng=rng)
 
