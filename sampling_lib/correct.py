@@ -304,7 +304,7 @@ def _percentile(samples, ci):
 @one_blas_thread      # small matrices: one BLAS thread unless the user set one (sampling_lib._threads)
 def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=None,
              confidence_level=0.95,
-             n_boot=1000, rng=None, sample_sizes=None, scheme="binomial", options=None,
+             n_boot=1000, rng=None, sample_sizes=None, scheme=None, options=None,
              refit_prior=True, progress=False, item_weights=None, exclude=None):
     """Corrected global top-K metrics with bootstrap confidence intervals.
 
@@ -363,10 +363,14 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
         final set size and rank are all the estimator needs (the design is
         ignorable, see :func:`sampling_lib.estimators.logspline_fit`). A user
         with n_u = N_u was ranked in full.
-    scheme : {"binomial", "hypergeometric"}, keyword-only
+    scheme : {"binomial", "hypergeometric"}, optional, keyword-only
         Negatives drawn with replacement (the papers' model, binomial kernel)
         or without (distinct negatives, e.g. :func:`sampling_lib.sampling.sample_negatives`). For
-        n << N the two agree closely.
+        n << N the two agree closely; at a nested design's top sets they do
+        not. Default: the scheme the input records
+        (:attr:`~sampling_lib.io.SampledRanks.scheme`, the ``scheme`` column
+        of a ranks table that ``sampling-lib ranks --scheme`` writes), else
+        binomial. A scheme that contradicts the input's record is an error.
     options : dict, optional, keyword-only
         Extra keyword arguments of the estimator (e.g. ``{"gamma": 0.1}`` for
         BV, ``{"eta": 0.01}`` for MES, ``{"weight": "ap"}`` for WMLE,
@@ -573,8 +577,8 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
     >>> bool(t.ci_low[0] <= t.estimate[0] <= t.ci_high[0])
     True
     """
+    scheme = input_scheme(scheme, sampled_ranks)
     stats = statistics(sampled_ranks, N, n, sample_sizes, item_weights, exclude, scheme)
-    scheme = check_scheme(scheme)
     ci = _check_ci(confidence_level)
     n_boot = check_int(n_boot, "n_boot", low=0)
     parsed = parse_metrics(metrics)
@@ -583,6 +587,32 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
     tables = [_estimate_one(m, st, methods[m], parsed, scheme, options, refit_prior, ci, n_boot, rng, progress)
               for m, st in stats.items()]
     return pd.concat(tables, ignore_index=True)
+
+
+def input_scheme(scheme, data):
+    """The kernel's scheme for ``data``: ``scheme`` when given, else the one the input records
+    (:attr:`sampling_lib.io.SampledRanks.scheme`), else "binomial".
+
+    A given scheme that contradicts the input's record raises ValueError: one of the two statements
+    about how the negatives were drawn is wrong, and the kernels differ where a set is a sizeable share
+    of the catalogue.
+
+    Examples
+    --------
+    >>> input_scheme(None, [1, 2, 3]), input_scheme("hypergeometric", [1, 2, 3])
+    ('binomial', 'hypergeometric')
+    """
+    from .io import SampledRanks
+
+    recorded = data.scheme if isinstance(data, SampledRanks) else None
+    if scheme is None:
+        return recorded or "binomial"
+    scheme = check_scheme(scheme)
+    if recorded is not None and scheme != recorded:
+        raise ValueError(f"scheme={scheme!r} contradicts the ranks' own record: their scheme column says "
+                         f"{recorded} (how the negatives were drawn). Omit scheme to use it, or drop the column "
+                         "to read the ranks otherwise")
+    return scheme
 
 
 def _common_or_na(values, rows):
@@ -743,7 +773,7 @@ def _clip_to_range(values, F_range):
 @one_blas_thread
 def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=None,
             confidence_level=0.95, n_boot=1000, rng=None, sample_sizes=None, alpha=0.05, adjust="holm",
-            scheme="binomial", options=None, refit_prior=True, progress=False, item_weights=None,
+            scheme=None, options=None, refit_prior=True, progress=False, item_weights=None,
             exclude=None, paired=None):
     """Pairwise differences of corrected metrics with paired bootstrap CIs and Holm.
 
@@ -839,6 +869,7 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
           A       B    A > B
     """
     from .inference import ADJUSTMENTS, bootstrap_pairwise_rows
+    scheme = input_scheme(scheme, ranks)
     stats_, cell_of_user = {}, {}
     if item_weights is not None or is_popularity_input(ranks):
         stats_ = statistics(ranks, N, n, sample_sizes, item_weights, exclude, scheme)
@@ -863,7 +894,6 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
     alpha = check_float(alpha, "alpha", 0.0, 1.0, low_open=True, high_open=True)
     if adjust not in ADJUSTMENTS:
         raise ValueError(f"adjust must be one of {ADJUSTMENTS}; got {adjust!r}")
-    scheme = check_scheme(scheme)
     parsed = parse_metrics(metrics)
     rng = np.random.default_rng(rng)
     if not stats_:

@@ -779,7 +779,57 @@ def test_distinct_negatives_read_with_replacement_are_flagged(run, world):
     assert p.returncode == 0 and "the exact kernel is --scheme hypergeometric" in " ".join(p.stderr.split())
     p = run("estimate", "s1r.csv", *common[1:], "--duplicates", "collapse", "--scheme", "hypergeometric", cwd=d)
     assert p.returncode == 0 and "warning" not in p.stderr, p.stderr
-    # ranks read with --scheme hypergeometric: the table it writes does not carry the scheme, the note does
-    p = run("ranks", *common[:-3], "--scheme", "hypergeometric", "-o", "r.csv", cwd=d)
+
+
+def test_ranks_records_the_scheme_and_estimate_follows_it(run, world):
+    """``ranks --scheme hypergeometric`` writes a scheme column; estimate, compare and plan read the ranks with
+    that kernel without being told again (before: the table carried no scheme, so estimating it without
+    --scheme silently used the binomial kernel on distinct negatives). A --scheme that contradicts the column
+    is an error; without --scheme, ranks writes no column (the default is not a statement)."""
+    d = world
+    stage_one(run, d)
+    inputs = ["s1.csv", "--input-format", "negatives", "--held-out", "users.csv", "--scores", "sc1.csv", "-N", N]
+    est = ["--quiet", "--n-boot", 30, "--format", "csv"]
+    p = run("ranks", *inputs, "--scheme", "hypergeometric", "-o", "r.csv", cwd=d)
     assert p.returncode == 0, p.stderr
-    assert "estimate, compare and plan r.csv with --scheme hypergeometric" in " ".join(p.stderr.split())
+    r = pd.read_csv(d / "r.csv")
+    assert set(r.scheme) == {"hypergeometric"}
+    hyper = run("estimate", *inputs, "--scheme", "hypergeometric", *est, cwd=d)
+    binom = run("estimate", *inputs, "--scheme", "binomial", *est, cwd=d)
+    from_table = run("estimate", "r.csv", *est, cwd=d)
+    assert hyper.returncode == binom.returncode == from_table.returncode == 0, from_table.stderr
+    table = pd.read_csv(pd.io.common.StringIO(from_table.stdout))
+    assert table.equals(pd.read_csv(pd.io.common.StringIO(hyper.stdout)))
+    assert not table.estimate.equals(pd.read_csv(pd.io.common.StringIO(binom.stdout)).estimate)
+    for cmd in (("estimate", "r.csv", *est), ("compare", "r.csv", *est), ("plan", "r.csv", "--format", "csv")):
+        p = run(*cmd, "--scheme", "binomial", cwd=d)
+        assert p.returncode != 0
+        assert "--scheme binomial contradicts r.csv: its scheme column says hypergeometric" in " ".join(
+            p.stderr.split()), p.stderr
+    # ranks of the ranks keep the record; ranks without --scheme state nothing
+    p = run("ranks", "r.csv", "-o", "r2.csv", cwd=d)
+    assert p.returncode == 0 and set(pd.read_csv(d / "r2.csv").scheme) == {"hypergeometric"}, p.stderr
+    p = run("ranks", *inputs, "-o", "r3.csv", cwd=d)
+    assert "scheme" not in pd.read_csv(d / "r3.csv").columns
+    # the next stage draws as the ranks say the first did
+    stage2 = ("negatives", "--stage", 2, "--previous", "s1.csv", "--users", "users.csv", "--ranks", "r.csv",
+              "--threshold", 1, "--n2", 40, "-N", N, "--seed", 0, "--exclude", "train.csv", "-o", "s2.csv")
+    p = run(*stage2, "--replace", cwd=d)
+    assert p.returncode != 0 and "r.csv: its scheme column says hypergeometric, but this stage draws with " \
+        "replacement" in " ".join(p.stderr.split()) and not (d / "s2.csv").exists(), p.stderr
+    assert run(*stage2, cwd=d).returncode == 0
+        # the Python reader and estimate: the same rules
+    sr = io.ranks_from_table(d / "r.csv")
+    assert sr.scheme == "hypergeometric"
+    a = estimate(sr, metrics="recall@10", n_boot=20, rng=0)
+    b = estimate(sr, metrics="recall@10", n_boot=20, rng=0, scheme="hypergeometric")
+    c = estimate(io.ranks_from_table(d / "r3.csv"), N, metrics="recall@10", n_boot=20, rng=0)
+    assert a.equals(b) and not a.estimate.equals(c.estimate)
+    with pytest.raises(ValueError, match="scheme='binomial' contradicts the ranks' own record"):
+        estimate(sr, metrics="recall@10", n_boot=20, rng=0, scheme="binomial")
+    # a scheme column must hold one of the two schemes, the same on every row
+    for bad, msg in ((["binomial"] + ["hypergeometric"] * (len(r) - 1), "must hold one scheme for the whole table"),
+                     (["with replacement"] * len(r), "must hold binomial or hypergeometric; got 'with replacement'")):
+        r.assign(scheme=bad).to_csv(d / "bad.csv", index=False)
+        p = run("estimate", "bad.csv", *est, cwd=d)
+        assert p.returncode != 0 and msg in " ".join(p.stderr.split()) and "bad.csv" in p.stderr, p.stderr

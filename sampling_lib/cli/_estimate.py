@@ -225,11 +225,9 @@ def cmd_ranks(args):
     if "n_items" not in out.columns and args.n_items is not None:
         out["n_items"] = args.n_items
     out = out[["user", "model", "rank", "sample_size"] + [c for c in ("n_items", "first_rank") if c in out.columns]]
+    if args.scheme_stated is not None:      # given or read: recorded, so estimate, compare and plan follow it
+        out["scheme"] = args.scheme_stated
     emit(out.to_csv(index=False), args.output)
-    if args.scheme == "hypergeometric":     # a ranks table does not carry the scheme: say it where it is needed
-        print(f"note: these sets hold distinct negatives: estimate, compare and plan "
-              f"{args.output or 'the ranks'} with --scheme hypergeometric (the default, binomial, assumes draws "
-              "with replacement)", file=sys.stderr)
 
 
 def _header_of(path):

@@ -14,7 +14,8 @@ from ._stages import POPULARITY_STAGE
 #: the input formats of negatives files (one per stage of a nested design) with scores
 NEGATIVES_FORMATS = ("ncf", "elliot", "negatives")
 
-__all__ = ["NEGATIVES_FORMATS", "input_format", "load_ranks", "size_arg", "model_items", "pick_models", "read_weights", "popularity_logs",
+__all__ = ["NEGATIVES_FORMATS", "input_format", "load_ranks", "recorded_scheme", "size_arg", "model_items", "pick_models",
+           "read_weights", "popularity_logs",
            "is_popularity"]
 
 def input_format(args):
@@ -45,9 +46,14 @@ def input_format(args):
 
 
 def load_ranks(args):
-    """The sampled ranks of RANKS: SampledRanks, or {model: RankCounts} for a counts table."""
+    """The sampled ranks of RANKS: SampledRanks, or {model: RankCounts} for a counts table.
+
+    Sets ``args.scheme`` to the kernel's scheme (--scheme, else a ranks table's scheme column, else
+    binomial) and ``args.scheme_stated`` to the scheme given or recorded (None: the default)."""
     from .. import io
 
+    given = args.scheme
+    args.scheme, args.scheme_stated = given or "binomial", given
     fmt = input_format(args)
     src = args.ranks[0]
     ties = args.ties or "pessimistic"
@@ -73,8 +79,20 @@ def load_ranks(args):
     if layout == "counts":
         return _counts(args, counts_from_frame(io.counts_table(df, n=n, N=args.n_items), n=n, N=args.n_items))
     if layout == "ranks":
-        return _per_user_items(args, io.ranks_from_table(df, n=n, N=args.n_items))
+        sr = io.ranks_from_table(df, n=n, N=args.n_items)
+        args.scheme_stated = recorded_scheme(given, sr.scheme, src)
+        args.scheme = args.scheme_stated or "binomial"
+        return _per_user_items(args, sr)
     return _per_user_items(args, io.ranks_from_score_table(df, ties=ties, n=n, rng=args.seed))
+
+
+def recorded_scheme(given, recorded, src):
+    """The scheme given (--scheme) or recorded (a ranks table's scheme column), None when neither; a given
+    scheme that contradicts the record is an error."""
+    if given is not None and recorded is not None and given != recorded:
+        raise CLIError(f"--scheme {given} contradicts {src}: its scheme column says {recorded} (how the negatives "
+                       "were drawn). Omit --scheme to use it, or drop the column to read the ranks otherwise")
+    return given or recorded
 
 
 def _stage_ranks(args, fmt, ties, n):
@@ -151,7 +169,8 @@ def _check_drawn_with_replacement(args, cand, sr, N):
         warnings.warn(
             f"no user's negatives repeat an item: drawn with replacement (--scheme binomial, the default) that "
             f"has probability 10^{logp / math.log(10):.0f}. Drawn without replacement (as NCF, Elliot and "
-            "sampling-lib negatives draw)? Then give --scheme hypergeometric, here and on ranks written from them",
+            "sampling-lib negatives draw)? Then give --scheme hypergeometric (sampling-lib ranks records it in "
+            "the scheme column of the ranks it writes)",
             UserWarning, stacklevel=2)
 
 
@@ -240,7 +259,7 @@ def popularity_logs(args):
     from ..io import read_table, table_layout
     from ..popularity import popularity_logs_from_table
 
-    if args.scheme != "binomial":
+    if args.scheme not in (None, "binomial"):
         raise CLIError("popularity-sampled negatives are supported with replacement only (--scheme binomial)")
     if args.method is not None and args.method not in POPULARITY_METHODS:
         raise CLIError(f"--method must be one of {', '.join(POPULARITY_METHODS)} for popularity-sampled "

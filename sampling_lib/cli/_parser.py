@@ -64,8 +64,9 @@ def _add_common(p, compare=False):
     p.add_argument("--quiet", "-q", action="store_true",
                    help="no progress on stderr (a bar on a terminal; otherwise, e.g. under nohup or CI, a plain "
                         "line every 30 s once a step has run 10 s)")
-    p.add_argument("--scheme", choices=["binomial", "hypergeometric"], default="binomial",
-                   help="negatives drawn with (binomial, the papers) or without replacement")
+    p.add_argument("--scheme", choices=["binomial", "hypergeometric"], default=None,
+                   help="negatives drawn with (binomial, the papers) or without replacement (default: the "
+                        "scheme column of a ranks table that sampling-lib ranks --scheme wrote, else binomial)")
     p.add_argument("--ties", choices=["pessimistic", "optimistic", "random"], default=None,
                    help="tie rule for scores tables, runs and negatives files (default pessimistic)")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table",
@@ -177,13 +178,16 @@ def build_parser():
     p = sub.add_parser("compare", help="pairwise model differences with Holm-adjusted decisions",
                        epilog=EXAMPLES["compare"], formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_common(p, compare=True)
-    p = sub.add_parser("ranks", help="per-user sampled ranks (user, model, rank, sample_size[, n_items][, first_rank]) of "
+    p = sub.add_parser("ranks", help="per-user sampled ranks (user, model, rank, sample_size[, n_items][, first_rank]"
+                       "[, scheme]) of "
                        "any input of estimate, e.g. negatives files + scores: the pilot of plan, the --ranks of "
                        "negatives --stage", epilog=EXAMPLES["ranks"], formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_inputs(p)
-    p.add_argument("--scheme", choices=["binomial", "hypergeometric"], default="binomial",
+    p.add_argument("--scheme", choices=["binomial", "hypergeometric"], default=None,
                    help="how the negatives were drawn: without replacement (hypergeometric) a later stage's "
-                        "negative may not repeat an earlier one")
+                        "negative may not repeat an earlier one. Given, it is written as the output's scheme "
+                        "column, which estimate, compare and plan follow (default: the input's scheme column, "
+                        "else binomial, and no column)")
     p.add_argument("--ties", choices=["pessimistic", "optimistic", "random"], default=None,
                    help="tie rule for scores tables, runs and negatives files (default pessimistic)")
     p.add_argument("--seed", type=nonneg_int, default=0, help="seed of --ties random (default 0)")
@@ -235,7 +239,7 @@ def build_parser():
                    help="confidence level of the intervals (default 0.95)")
     p.add_argument("--scheme", choices=["binomial", "hypergeometric"], default=None,
                    help="negatives drawn with (binomial) or without replacement (the predictions' kernel; "
-                        "default binomial). Given, the printed commands draw (--replace / --no-replace) and "
+                        "default: the pilot's scheme column, else binomial). Given or recorded, the printed commands draw (--replace / --no-replace) and "
                         "read (--scheme) the stages the same way; else they draw distinct negatives, the "
                         "default of sampling-lib negatives")
     p.add_argument("--seed", type=nonneg_int, default=0,

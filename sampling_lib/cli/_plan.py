@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ._common import CLIError, UsageError, check_output, emit, write
+from ._inputs import recorded_scheme
 
 __all__ = ["cmd_plan_users", "cmd_plan"]
 
@@ -213,7 +214,7 @@ def _pilots(args):
     layout = io.table_layout(df)
     if layout not in ("ranks", "counts"):
         raise CLIError(f"{args.pilot}: a pilot is a ranks table (user, rank[, model][, sample_size][, n_items]"
-                       f"[, first_rank]) "
+                       f"[, first_rank][, scheme]) "
                        f"or a counts table (rank, count[, ...]); got a {layout} table")
     pilots, sizes, items, firsts = {}, {}, [], None
     paired = False          # a counts table does not pair the models' ranks user by user
@@ -230,6 +231,7 @@ def _pilots(args):
         # user more); without one, it is every user's set size
         sized = "sample_size" in df.columns
         sr = io.ranks_from_table(df, n=None if sized else args.sample_size, N=args.n_items)
+        args.scheme = recorded_scheme(args.scheme, sr.scheme, args.pilot)    # the pilot's record, if any
         paired = not sr.ranks.isna().to_numpy().any()       # every model ranks every user: rows pair them
         if sr.first_ranks is not None:
             firsts = {m: sr.first_for_model(m) for m in sr.models}

@@ -265,6 +265,12 @@ def _current_ranks(args, cand, users, size, ranks_from_negatives, ranks_from_tab
     else:
         sr = ranks_from_table(args.ranks)
         src = args.ranks
+        drawn = "binomial" if args.replace else "hypergeometric"
+        if sr.scheme is not None and sr.scheme != drawn:
+            raise CLIError(f"{src}: its scheme column says {sr.scheme}, but this stage draws "
+                           f"{'with' if args.replace else 'without'} replacement "
+                           f"({'--replace' if args.replace else '--no-replace, the default'}): a later stage "
+                           "draws as the first did")
     idx = pd.Index(id_text(sr.ranks.index))
     stray = ~idx.isin(users)
     if stray.any():

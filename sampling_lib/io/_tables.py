@@ -18,7 +18,7 @@ __all__ = ["SampledRanks", "ranks_from_table", "ranks_from_score_table", "TABLE_
 #: (:func:`table_layout`); ``popularity`` is the scores table of popularity-sampled negatives
 #: (:func:`sampling_lib.popularity.popularity_logs_from_table`).
 TABLE_LAYOUTS = {
-    "ranks": (("user", "rank"), ("model", "sample_size", "n_items", "first_rank")),
+    "ranks": (("user", "rank"), ("model", "sample_size", "n_items", "first_rank", "scheme")),
     "counts": (("rank", "count"), ("model", "sample_size", "n_items")),
     "scores": (("user", "score", "label"), ("model", "item", "n_items")),
     "popularity": (("user", "item", "score", "label"), ("model", "q", "n_candidates", "replace")),
@@ -47,12 +47,19 @@ class SampledRanks:
         the earlier ranks carry no information about R (the nested design's
         likelihood, :func:`sampling_lib.design.design_law`). None when not
         given.
+    scheme : {"binomial", "hypergeometric"} or None
+        How the negatives were drawn, when the input records it (the
+        ``scheme`` column that ``sampling-lib ranks --scheme`` writes): with
+        replacement (binomial) or distinct items (hypergeometric). The
+        estimators' kernel follows it (:func:`sampling_lib.correct.estimate`,
+        ``scheme``). None when the input does not say.
     """
 
     ranks: pd.DataFrame
     sample_sizes: pd.DataFrame | None
     n_items: pd.DataFrame | None = None
     first_ranks: pd.DataFrame | None = None
+    scheme: str | None = None
 
     @property
     def models(self) -> list:
@@ -134,7 +141,7 @@ class SampledRanks:
                                      f"the n_items table, fewer than its sample size {int(n_u[k])}")
             cols[m] = pd.array(np.where(has_rank, got, np.nan), dtype="Float64").astype("Int64")
         NI = pd.DataFrame(cols, index=self.ranks.index)
-        return SampledRanks(self.ranks, self.sample_sizes, NI, self.first_ranks)
+        return SampledRanks(self.ranks, self.sample_sizes, NI, self.first_ranks, self.scheme)
 
     def items_for_model(self, model):
         """Per-user candidate counts N_u of one model (users with a rank only), or None."""
@@ -178,7 +185,7 @@ def table_layout(table, *, popularity=False):
     >>> table_layout(pd.DataFrame(columns=["user", "rank", "count"]))
     Traceback (most recent call last):
     ...
-    ValueError: the table's columns ['user', 'rank', 'count'] match none of the documented layouts: ranks (user, rank[, model][, sample_size][, n_items][, first_rank]), counts (rank, count[, model][, sample_size][, n_items]), scores (user, score, label[, model][, item][, n_items]) (with 'count' and 'user' both present, a row could be one user or 'count' users)
+    ValueError: the table's columns ['user', 'rank', 'count'] match none of the documented layouts: ranks (user, rank[, model][, sample_size][, n_items][, first_rank][, scheme]), counts (rank, count[, model][, sample_size][, n_items]), scores (user, score, label[, model][, item][, n_items]) (with 'count' and 'user' both present, a row could be one user or 'count' users)
     """
     df = read_table(table, "ranks")
     cols = [str(c) for c in df.columns]
@@ -226,7 +233,8 @@ def _check_first_rank(first, rank, at, first_col="first_rank", rank_col="rank"):
 
 
 def ranks_from_table(table, *, user_col="user", rank_col="rank", size_col="sample_size",
-                     model_col="model", n=None, items_col="n_items", N=None, first_col="first_rank"):
+                     model_col="model", n=None, items_col="n_items", N=None, first_col="first_rank",
+                     scheme_col="scheme"):
     """Per-user sampled ranks from a table (DataFrame or CSV/TSV path).
 
     Columns: ``user``, ``rank`` (sampled rank, 1 = best), optional
@@ -234,7 +242,10 @@ def ranks_from_table(table, *, user_col="user", rank_col="rank", size_col="sampl
     candidates N_u, e.g. items - |history_u|) and optional ``model`` (one row
     per user and model), and for the merged ranks of a nested design optional
     ``first_rank`` (the rank within the first stage's set: at most ``rank``,
-    as the sets are nested; :attr:`SampledRanks.first_ranks`). Without a
+    as the sets are nested; :attr:`SampledRanks.first_ranks`), and optional
+    ``scheme`` (how the negatives were drawn: ``binomial`` or
+    ``hypergeometric``, the same on every row; :attr:`SampledRanks.scheme`,
+    which the estimators' kernel then follows). Without a
     model column all rows are one model named "model". A ``count`` column is
     refused: that is a counts table (each row ``count`` users;
     :func:`counts_table`), and reading it as ranks would count each row once.
@@ -243,7 +254,7 @@ def ranks_from_table(table, *, user_col="user", rank_col="rank", size_col="sampl
     Parameters
     ----------
     table : DataFrame or path
-    user_col, rank_col, size_col, model_col, items_col, first_col : str, keyword-only
+    user_col, rank_col, size_col, model_col, items_col, first_col, scheme_col : str, keyword-only
         Column names.
     n : int, optional, keyword-only
         Common sample size: ranks must lie in 1..n and every ``sample_size``
@@ -271,9 +282,10 @@ def ranks_from_table(table, *, user_col="user", rank_col="rank", size_col="sampl
         raise ValueError("the ranks table has a 'count' column: a table of rank, count[, ...] rows is a "
                          "counts table (each row 'count' users; sampling_lib.io.counts_table), not one "
                          "row per user")
-    check_read_columns(df, (user_col, rank_col, size_col, model_col, items_col, first_col), table_name(df, "ranks"),
+    check_read_columns(df, (user_col, rank_col, size_col, model_col, items_col, first_col, scheme_col),
+                       table_name(df, "ranks"),
                        f"a ranks table holds {user_col}, {rank_col}[, {model_col}][, {size_col}][, {items_col}]"
-                       f"[, {first_col}]")
+                       f"[, {first_col}][, {scheme_col}]")
     if len(df) == 0:
         raise ValueError("the ranks table has no rows")
     at = _where(df)
@@ -320,6 +332,7 @@ def ranks_from_table(table, *, user_col="user", rank_col="rank", size_col="sampl
         i = int(np.flatnonzero((work["rank"] > work["size"]).to_numpy())[0])
         raise ValueError(f"sampled ranks must lie in 1..sample_size; {at(i)} has rank "
                          f"{work['rank'].iloc[i]} > sample_size {work['size'].iloc[i]}")
+    scheme = _scheme_column(df[scheme_col], scheme_col, at) if scheme_col in df.columns else None
     has_first = first_col in df.columns
     if has_first:
         work["first"] = check_int_column(df[first_col], first_col, at).to_numpy()
@@ -352,7 +365,24 @@ def ranks_from_table(table, *, user_col="user", rank_col="rank", size_col="sampl
     S = wide(work["size"].to_numpy()) if has_size else None
     NI = wide(work["items"].to_numpy()) if has_items else None
     FR = wide(work["first"].to_numpy()) if has_first else None
-    return SampledRanks(R, S, NI, FR)
+    return SampledRanks(R, S, NI, FR, scheme)
+
+
+def _scheme_column(col, name, at):
+    """The one scheme a ranks table's ``scheme`` column records ("binomial" or "hypergeometric" on every row),
+    naming the first row that holds anything else or differs from the first row."""
+    text = col.astype(str).str.strip().str.lower().to_numpy()
+    bad = ~np.isin(text, ("binomial", "hypergeometric")) | col.isna().to_numpy()
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"column {name!r} (how the negatives were drawn) must hold binomial or hypergeometric; "
+                         f"got {show_value(col.iloc[i])} in {at(i)}")
+    other = text != text[0]
+    if other.any():
+        i = int(np.flatnonzero(other)[0])
+        raise ValueError(f"column {name!r} must hold one scheme for the whole table (the estimators take one "
+                         f"kernel): {at(0)} has {text[0]}, {at(i)} has {text[i]}")
+    return str(text[0])
 
 
 def ranks_from_score_table(table, *, user_col="user", score_col="score", label_col="label",
