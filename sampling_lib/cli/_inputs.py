@@ -142,6 +142,7 @@ def _check_drawn_with_replacement(args, cand, sr, N):
     summed over the users, below :data:`DISTINCT_UNDER_REPLACEMENT`): they were drawn without replacement,
     and the hypergeometric kernel is the exact one (it matters where n_u is a sizeable share of N_u, as at
     the top rungs of a ladder)."""
+    from ..io._negatives import pair_key
     from ..sampling import log_prob_all_distinct
 
     if args.scheme != "binomial":
@@ -152,8 +153,7 @@ def _check_drawn_with_replacement(args, cand, sr, N):
                       UserWarning, stacklevel=2)
         return
     neg = cand[(cand["label"] == 0).to_numpy()]
-    uc, ic = pd.factorize(neg["user"])[0], pd.factorize(neg["item"])[0]
-    if pd.Series(uc.astype(np.int64) * (int(ic.max()) + 1 if len(ic) else 1) + ic).duplicated().any():
+    if pd.Series(pair_key(neg)).duplicated().any():
         return                                   # a repeated negative: drawn with replacement
     k = neg.groupby("user", sort=False).size()
     if sr.n_items is not None:

@@ -327,6 +327,14 @@ def _joint_codes(a, b):
     return (both.get_indexer(ua)[ca].astype(np.int64), both.get_indexer(ub)[cb].astype(np.int64), len(both))
 
 
+def pair_key(t):
+    """The (user, item) pairs of one table as one int64 key per row (each column factorized as it is: no
+    Python string per row); equal pairs, equal keys."""
+    uc, _ = pd.factorize(t["user"])
+    ic, iu = pd.factorize(t["item"])
+    return uc.astype(np.int64) * max(len(iu), 1) + ic
+
+
 def _pair_keys(a, b):
     """The (user, item) pairs of two tables as one int64 key each, over the ids of both (:func:`_joint_codes`):
     equal pairs, equal keys."""

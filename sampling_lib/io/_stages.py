@@ -19,7 +19,7 @@ import pandas as pd
 
 from .._validation import check_columns, check_int, check_scheme, show_value
 from ._files import SOURCE, STAGES, id_text, source_at, table_lines, table_name
-from ._negatives import (_pair_keys, id_table, negatives_lines, read_elliot_negatives, read_ncf_negatives,
+from ._negatives import (_pair_keys, id_table, pair_key, negatives_lines, read_elliot_negatives, read_ncf_negatives,
                          read_negatives)
 
 __all__ = ["STAGE_FORMATS", "read_stages", "write_stage_negatives", "stage_file_name", "check_stage_sizes"]
@@ -186,9 +186,7 @@ def _check_repeats(out, names):
     user); the first repeat in stage and file order is reported. One factorization of every stage's (user,
     item) pairs (a stage-by-stage check re-read the earlier stages at each: quadratic in the stages)."""
     neg = out[out.label == 0]
-    uc, _ = pd.factorize(neg["user"])         # the columns as they are: no Python string per row
-    ic, iu = pd.factorize(neg["item"])
-    key = pd.Series(uc.astype(np.int64) * max(len(iu), 1) + ic)      # (user, item) as one integer
+    key = pd.Series(pair_key(neg))      # (user, item) as one integer
     stage = neg["stage"].to_numpy()
     dup = key.duplicated().to_numpy() & (stage > 1)     # stage 1 is the framework's file, read as it is
     if not dup.any():
