@@ -239,9 +239,9 @@ def build_parser():
                    help="confidence level of the intervals (default 0.95)")
     p.add_argument("--scheme", choices=["binomial", "hypergeometric"], default=None,
                    help="negatives drawn with (binomial) or without replacement (the predictions' kernel; "
-                        "default: the pilot's scheme column, else binomial). Given or recorded, the printed commands draw (--replace / --no-replace) and "
-                        "read (--scheme) the stages the same way; else they draw distinct negatives, the "
-                        "default of sampling-lib negatives")
+                        "default: the pilot's scheme column, else binomial). Given or recorded, the printed "
+                        "commands draw (--replace / --no-replace) and read (--scheme) the stages the same way; "
+                        "else they draw distinct negatives, the default of sampling-lib negatives")
     p.add_argument("--seed", type=nonneg_int, default=0,
                    help="seed of the pilot drawn from --guess-recall, and of the printed negatives command (default 0)")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table",
