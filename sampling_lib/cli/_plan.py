@@ -89,7 +89,7 @@ def cmd_plan(args):
 
 
 #: The planner's measured error in the precision ratio (benchmarks/README.md, 58 cells against a precise
-#: reference: predicted over realized 0.95-1.11; NDCG@10 SD 4.6%, Recall@10 2.7%). It changes no choice: it
+#: reference: predicted over realized 0.90-1.08; NDCG@10 SD 4.5%, Recall@10 2.6%). It changes no choice: it
 #: only says when the chosen design sits within it of the target.
 RATIO_PREDICTION_ERROR = 0.05
 
@@ -113,7 +113,7 @@ def _assurance_note(per, best, target_ratio, max_cost, meets):
     return "\n" + textwrap.fill(
         f"note: its predicted ratio, {x:.2f}, is within {RATIO_PREDICTION_ERROR:.0%} of the target {target_ratio:g}: "
         "in benchmarks/README.md the realized ratios scattered around the predicted ones by about that much "
-        "(58 cells; NDCG@10 SD 4.6%), so it may land a little above the target; for more assurance, "
+        "(58 cells; NDCG@10 SD 4.5%), so it may land a little above the target; for more assurance, "
         f"{alt}.", 110, subsequent_indent="  ")
 
 
@@ -166,11 +166,11 @@ def _replan_note(table, best, args, N, n, staged):
         head = (f"the first stage is below resolution for {', '.join(below)} (w = (N - 1)/(n - 1) = {w:,.0f} > K): "
                 "the predicted half-widths extrapolate the top of P(R) from it (in benchmarks/README.md such first "
                 "stages put the metric at 0.4-3.1x its truth, while the predicted precision ratios stayed within "
-                f"12% of the realized). Re-plan after the first rungs (n -> {rungs[k - 1]}) on their merged ")
+                f"10% of the realized). Re-plan after the first rungs (n -> {rungs[k - 1]}) on their merged ")
     return ("\n" + textwrap.fill(
         head + "ranks, with a sample_size column: "
         "the prior is then fitted where the data resolve the top (predicted half-widths within 20% of the "
-        "realized in 55 of 58 benchmark cells, against 45 of 58 from the first stage):",
+        "realized in 55 of 58 benchmark cells, against 47 of 58 from the first stage):",
         110, subsequent_indent="  ")
         + f"\n  sampling-lib ranks {stages} --input-format negatives --held-out USERS.csv {scores} "
         f"-N {_catalogue(args, N)} {items + ' ' if items else ''}--scheme {args.scheme or 'hypergeometric'} "
