@@ -152,6 +152,8 @@ def _header(table, n_items, sample_size, *, extra=(), seed=None):
     method = constant_value(table, "method")
     if method is not None:
         parts.append(f"method {method}")
+    if constant_value(table, "scheme") == "hypergeometric":        # the default, binomial, goes unsaid
+        parts.append("distinct negatives (hypergeometric kernel)")
     parts += list(extra)
     level = constant_value(table, "confidence_level")
     n_boot = constant_value(table, "n_boot")

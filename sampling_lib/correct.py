@@ -79,7 +79,7 @@ __all__ = ["estimate", "compare"]
 #: <NA> when they vary per user, the ``*_ci_*`` and ``se`` columns NaN when ``n_boot=0``.
 ESTIMATE_COLUMNS = (
     "model", "metric", "K", "naive", "naive_ci_low", "naive_ci_high", "estimate", "se", "ci_low",
-    "ci_high", "method", "users", "N", "n", "confidence_level", "n_boot", "sensitivity_low",
+    "ci_high", "method", "scheme", "users", "N", "n", "confidence_level", "n_boot", "sensitivity_low",
     "sensitivity_high", "bound_low", "bound_high", "below_resolution", "clipped", "full_halfwidth",
     "precision_ratio",
 )
@@ -88,7 +88,7 @@ ESTIMATE_COLUMNS = (
 COMPARE_COLUMNS = (
     "metric", "K", "model_a", "model_b", "estimate_a", "estimate_b", "difference", "se", "statistic",
     "pvalue", "pvalue_adjusted", "reject", "decision", "ci_low", "ci_high", "ci_level", "n_comparisons",
-    "adjust", "alpha", "method", "users", "n_boot", "paired", "below_resolution",
+    "adjust", "alpha", "method", "scheme", "users", "n_boot", "paired", "below_resolution",
 )
 
 #: The metric matrix on ranks 1..min(N, max K) only (True), or on every rank 1..N (False:
@@ -417,7 +417,8 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
         global ranks, what most papers report) with its bootstrap interval
         ``naive_ci_low, naive_ci_high``, ``estimate`` (the corrected global
         metric), ``se`` (the bootstrap standard deviation), ``ci_low,
-        ci_high``, ``method, users``, ``N`` and ``n`` (nullable integers:
+        ci_high``, ``method``, ``scheme`` (the kernel's: the argument or the
+        input's record), ``users``, ``N`` and ``n`` (nullable integers:
         <NA> when they vary per user), ``confidence_level, n_boot``,
         ``sensitivity_low/high`` (the range of the estimate under the
         estimator's alternative tuning: the default's prior-sensitivity band;
@@ -694,6 +695,7 @@ def _estimate_one(model, stat, method, parsed, scheme, options, refit_prior, ci,
         "ci_low": lo,
         "ci_high": hi,
         "method": method,
+        "scheme": scheme,
         "users": M,
         "N": _common_or_na(items, m),
         "n": _common_or_na(sizes, m),
@@ -822,7 +824,7 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
         (metric, pair): ``metric, K, model_a, model_b, estimate_a,
         estimate_b, difference, se, statistic, pvalue, pvalue_adjusted,
         reject, decision, ci_low, ci_high, ci_level, n_comparisons, adjust,
-        alpha, method, users, n_boot, paired, below_resolution`` (``users`` is
+        alpha, method, scheme, users, n_boot, paired, below_resolution`` (``users`` is
         -1 when unpaired models have different numbers of users;
         ``below_resolution`` is True when the metric is below resolution for
         either model, as in :func:`estimate`).
@@ -961,7 +963,7 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
                           + (f" (draws on {drawn:,} coarse user tuples)" if paired and coarse_t else ""))
     boot = {m: np.concatenate([o[m] for o in outs]) for m in names}
     rows = bootstrap_pairwise_rows(parsed, {m: point[m] for m in names}, boot, ci, adjust=adjust,
-                                   alpha=alpha, extra={"method": meth, "users": users,
+                                   alpha=alpha, extra={"method": meth, "scheme": scheme, "users": users,
                                                        "n_boot": n_boot, "paired": paired})
     out = pd.DataFrame(rows)
     w = {m: _resolution(stats_[m], scheme) for m in names}

@@ -801,6 +801,12 @@ def test_ranks_records_the_scheme_and_estimate_follows_it(run, world):
     table = pd.read_csv(pd.io.common.StringIO(from_table.stdout))
     assert table.equals(pd.read_csv(pd.io.common.StringIO(hyper.stdout)))
     assert not table.estimate.equals(pd.read_csv(pd.io.common.StringIO(binom.stdout)).estimate)
+    # the tables say which kernel made them: a scheme column, and the compact view's header
+    assert set(table.scheme) == {"hypergeometric"}
+    assert set(pd.read_csv(pd.io.common.StringIO(binom.stdout)).scheme) == {"binomial"}
+    view = run("estimate", "r.csv", "--quiet", "--n-boot", 30, cwd=d)
+    assert view.returncode == 0 and "distinct negatives (hypergeometric kernel)" in view.stdout.splitlines()[0]
+    assert "hypergeometric" not in run("estimate", *inputs, "--quiet", "--n-boot", 30, cwd=d).stdout
     for cmd in (("estimate", "r.csv", *est), ("compare", "r.csv", *est), ("plan", "r.csv", "--format", "csv")):
         p = run(*cmd, "--scheme", "binomial", cwd=d)
         assert p.returncode != 0
