@@ -609,17 +609,23 @@ def candidate_designs(N, n, *, thresholds=(1, 2, 5), factors=None, fractions=(0.
 
 
 def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10", "ndcg@10"),
-         target_ratio=1.3, target_halfwidth=None, confidence_level=0.95, scheme="binomial",
+         target_ratio=1.3, target_halfwidth=None, confidence_level=0.95, scheme=None,
          designs=None, robust=False, max_size=None, rng=0, progress=False, sample_sizes=None,
          max_cost=None, paired=True, first_ranks=None):
     """Score candidate designs on a pilot and pick the cheapest that meets a target.
 
     Parameters
     ----------
-    pilot : array_like of int, or dict {model: array_like of int}, optional
+    pilot : array_like of int, dict {model: array_like of int}, or SampledRanks, optional
         First-stage sampled ranks (1..n) of the users: the prior is the
         default estimator's log-spline fitted to them. Without a pilot,
-        ``guess`` is required. Several models (a dict): each is planned on
+        ``guess`` is required. A :class:`~sampling_lib.io.SampledRanks`
+        (e.g. ``io.ranks_from_table("merged.csv")``, the table that
+        ``sampling-lib ranks`` writes) brings its models, per-user sample
+        sizes, ``first_rank`` column and scheme; then N defaults to the
+        median of its per-user N_u, ``max_size`` to their smallest, n to
+        the smallest sample size, and ``paired`` to whether every model
+        ranks every user. Several models (a dict): each is planned on
         its own ranks, a design meets the target when it does for every
         model, and it is priced by the union of the users the models send on
         (they share the added items, so that ``compare`` stays paired;
@@ -641,7 +647,9 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
     target_halfwidth : float, optional, keyword-only
         Largest interval half-width for every metric (instead of the ratio).
     confidence_level : float, keyword-only
-    scheme : {"binomial", "hypergeometric"}, keyword-only
+    scheme : {"binomial", "hypergeometric"}, optional, keyword-only
+        Default: the pilot's record (a SampledRanks' ``scheme``), else
+        binomial (:func:`sampling_lib.correct.estimate`).
     designs : sequence of Design, optional, keyword-only
         Candidates (default :func:`candidate_designs` of ``max_size`` and n).
     max_size : int, optional, keyword-only
@@ -705,6 +713,13 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
     >>> res.best.kind in ("threshold", "ladder") and bool(res.designs().chosen.sum() == 1)
     True
     """
+    from .correct import input_scheme
+    from .io import SampledRanks
+
+    scheme = input_scheme(scheme, pilot)
+    if isinstance(pilot, SampledRanks):
+        pilot, N, n, sample_sizes, first_ranks, max_size, paired = _sampled_ranks_pilot(
+            pilot, N, n, sample_sizes, first_ranks, max_size, paired)
     if isinstance(pilot, Mapping):
         return _plan_models(pilot, N, n, M=M, metrics=metrics, target_ratio=target_ratio,
                             target_halfwidth=target_halfwidth, confidence_level=confidence_level, scheme=scheme,
@@ -771,6 +786,42 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
     best = None if name is None else cands[[d.describe() for d in cands].index(name)]
     table["chosen"] = table.design == name
     return PlanResult(table, best, prior, target)
+
+
+def _sampled_ranks_pilot(sr, N, n, sample_sizes, first_ranks, max_size, paired):
+    """:func:`plan`'s inputs from a SampledRanks pilot: (pilot, N, n, sample_sizes, first_ranks, max_size,
+    paired); one model gives arrays, several give dicts."""
+    if sample_sizes is not None or first_ranks is not None:
+        raise ValueError("a SampledRanks pilot carries its own sample sizes and first ranks: give neither "
+                         "sample_sizes nor first_ranks")
+    models = sr.models
+    ranks = {m: sr.for_model(m)[0] for m in models}
+    sizes = {m: sr.for_model(m)[1] for m in models}
+    items = [it for it in (sr.items_for_model(m) for m in models) if it is not None]
+    if N is None:
+        if not items:
+            raise ValueError("N is required: the pilot has no n_items (per-user N_u)")
+        N = int(np.median(np.concatenate(items)))
+    if max_size is None and items:
+        max_size = int(min(it.min() for it in items))    # every user's sets must fit in its own N_u
+    if any(s is None for s in sizes.values()):
+        if n is None:
+            raise ValueError("n is required: the pilot has no sample sizes")
+        sizes = None
+    else:
+        if n is None:
+            n = int(min(s.min() for s in sizes.values()))
+        if all((s == n).all() for s in sizes.values()):
+            sizes = None                                 # every user at n: the first stage itself
+    firsts = None
+    if sizes is not None and sr.first_ranks is not None:
+        firsts = {m: sr.first_for_model(m) for m in models}
+    if paired:
+        paired = not bool(sr.ranks.isna().to_numpy().any())     # every model ranks every user: rows pair them
+    if len(models) == 1:
+        m = models[0]
+        return ranks[m], N, n, None if sizes is None else sizes[m], None, max_size, paired
+    return ranks, N, n, sizes, firsts, max_size, paired
 
 
 def _plan_models(pilots, N, n, *, sample_sizes, max_cost, robust, target_halfwidth, paired, first_ranks, **kw):

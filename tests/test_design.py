@@ -524,3 +524,34 @@ def test_candidate_set_sizes_are_four_to_an_octave():
         step = f[1:] / f[:-1]
         assert step[f[:-1] >= 4].max() <= 1.25 + 1e-12, kind
         assert (f == np.round(f)).all() and sizes[-1] * 1.25 > N - (n if kind == "threshold" else 0), kind
+
+
+def test_plan_takes_a_sampled_ranks_pilot():
+    """plan(io.ranks_from_table(...)): the table's models, per-user sizes, N_u and scheme give the same plan as
+    the arrays passed by hand (N the median N_u, max_size the smallest, n the smallest set)."""
+    from sampling_lib.io import ranks_from_table
+
+    N, n, M = 3000, 30, 1500
+    g = np.random.default_rng(3)
+    pmf = synthetic_models(N)["beta_a0.35"]
+    RA, RB = draw_global_ranks(pmf, M, rng=g), draw_global_ranks(pmf, M, rng=g)
+    rA, rB = sample_ranks(RA, N, n, rng=g), sample_ranks(RB, N, n, rng=g)
+    cands = candidate_designs(N, n, factors=(4, 16), thresholds=(1,), fractions=(0.2,))
+    kw = dict(metrics="recall@10", designs=cands)
+    users = np.arange(M)
+    df = pd.DataFrame({"user": np.r_[users, users], "model": ["A"] * M + ["B"] * M, "rank": np.r_[rA, rB],
+                       "sample_size": n, "n_items": N, "scheme": "hypergeometric"})
+    got = plan(ranks_from_table(df), **kw)
+    want = plan({"A": rA, "B": rB}, N, n, scheme="hypergeometric", max_size=N, **kw)
+    pd.testing.assert_frame_equal(got.table, want.table)
+    assert got.best == want.best
+    # one model, a ladder run in part: per-user sizes, n the first stage's
+    r, s = sample_design(RA, N, Design("ladder", n, n_max=4 * n), rng=g)
+    one = pd.DataFrame({"user": users, "rank": r, "sample_size": s, "n_items": N})
+    got = plan(ranks_from_table(one), **kw)
+    want = plan(r, N, n, sample_sizes=s, max_size=N, **kw)
+    pd.testing.assert_frame_equal(got.table, want.table)
+    with pytest.raises(ValueError, match="carries its own sample sizes"):
+        plan(ranks_from_table(one), sample_sizes=s, **kw)
+    with pytest.raises(ValueError, match="contradicts the ranks' own record"):
+        plan(ranks_from_table(df), scheme="binomial", **kw)
