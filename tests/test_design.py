@@ -555,3 +555,23 @@ def test_plan_takes_a_sampled_ranks_pilot():
         plan(ranks_from_table(one), sample_sizes=s, **kw)
     with pytest.raises(ValueError, match="contradicts the ranks' own record"):
         plan(ranks_from_table(df), scheme="binomial", **kw)
+
+
+def test_hypergeometric_count_pmf_in_log_space_matches_scipy():
+    """The design law's hypergeometric pmf, computed from log binomial coefficients (scipy's exact
+    hypergeom.pmf was the bulk of a plan's time), equals scipy's to 1e-8 relative where scipy's is not
+    negligible, and to 1e-8 absolute everywhere (the log terms reach ~10^6 at N = 10^5, so double precision
+    leaves ~1e-10), including rows with no item above or few items left."""
+    from scipy import stats
+
+    from sampling_lib.design import _count_pmf
+
+    g = np.random.default_rng(0)
+    for N, m, done in ((1618, 250, 17), (10**5, 5000, 99), (50, 30, 19)):
+        R = np.unique(np.r_[1, 2, 3, N - done - 1, N, np.floor(np.exp(g.uniform(0, np.log(N), 300)))])
+        x = np.arange(0, 80)
+        got = _count_pmf(x, m, R, N, done, "hypergeometric")
+        good, bad = np.maximum(R - 1, 0)[:, None], np.maximum(N - R - done, 0)[:, None]
+        want = np.nan_to_num(stats.hypergeom.pmf(x[None, :], good + bad, good, np.minimum(m, good + bad)))
+        big = want > 1e-200
+        assert np.allclose(got[big], want[big], rtol=1e-8, atol=0) and np.abs(got - want).max() < 1e-8
