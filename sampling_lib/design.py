@@ -95,16 +95,29 @@ def _count_dist(kind, x, m, R, N, done, scheme):
     # impossible states (fewer items left than drawn) have probability 0 upstream: any finite value
     m_eff = np.minimum(m, good + bad)
     if kind == "pmf":
-        # C(good, x) C(bad, m - x) / C(good + bad, m) in log space: scipy's exact hypergeom.pmf took ~1 s per
-        # 10^5 entries at N = 10^5 (a three-model plan at N = 1,618: 112 of its 159 s); relative error ~1e-9
-        with np.errstate(invalid="ignore"):
-            return np.exp(log_comb(good, x) + log_comb(bad, m_eff - x) - log_comb(good + bad, m_eff))
-    # scipy's exact CDF costs O(x) per entry (a single-model plan at N = 10^4: 361 s of 367); only the
-    # entries near the mean need it. X is a sum of m draws in {0, 1} without replacement, so the binomial's
-    # Chernoff bounds hold for it ([Hoeffding63] Thm 4), and so does Bernstein's: P(|X - E X| >= t) <=
-    # 2 exp(-t^2 / (2 (v + t/3))), v = m p (1 - p) >= Var X, p = good / (good + bad). At t = 14 + sqrt(196 +
-    # 84 v) that is below 2 exp(-42) = 1.2e-18: beyond, the CDF is 0 or 1 to that (below double precision
-    # near 1)
+        return np.exp(_hypergeom_log_pmf(x, good, bad, m_eff))
+    return _hypergeom_cdf(x, good, bad, m_eff)
+
+
+def _hypergeom_log_pmf(x, good, bad, m):
+    """log C(good, x) C(bad, m - x) / C(good + bad, m) (-inf off the support). scipy's exact hypergeom.pmf
+    took ~1 s per 10^5 entries at N = 10^5 (a three-model plan at N = 1,618: 112 of its 159 s); this is
+    within ~1e-9 relative of it."""
+    with np.errstate(invalid="ignore"):
+        return log_comb(good, x) + log_comb(bad, m - x) - log_comb(good + bad, m)
+
+
+def _hypergeom_cdf(x, good, bad, m_eff):
+    """P(X <= x), X ~ Hypergeometric(good + bad items, good of them, m_eff drawn), broadcast over the rows
+    (good, bad, m_eff: (G, 1)) and the columns (x: (1, k)).
+
+    scipy's exact CDF costs O(x) per entry (a single-model plan at N = 10^4: 361 s of 367); only the
+    entries near the mean need it. X is a sum of m draws in {0, 1} without replacement, so the binomial's
+    Chernoff bounds hold for it ([Hoeffding63] Thm 4), and so does Bernstein's: P(|X - E X| >= t) <=
+    2 exp(-t^2 / (2 (v + t/3))), v = m p (1 - p) >= Var X, p = good / (good + bad). At t = 14 + sqrt(196 +
+    84 v) that is below 2 exp(-42) = 1.2e-18: beyond, the CDF is 0 or 1 to that (below double precision
+    near 1); near the mean it is the running sum of the pmf from mean - t.
+    """
     x, good, bad, m_eff = np.broadcast_arrays(x, good, bad, m_eff)
     p = good / np.maximum(good + bad, 1.0)
     mean = m_eff * p
@@ -113,7 +126,6 @@ def _count_dist(kind, x, m, R, N, done, scheme):
     near = np.abs(x - mean) < t
     rows = np.flatnonzero(near.any(axis=1))
     if rows.size:
-        # near the mean: the running sum of the pmf from mean - t (the mass below it is under 1.2e-18)
         start = np.maximum(np.ceil(mean[rows, 0] - t[rows, 0]), 0.0)
         stop = np.where(near[rows], x[rows], -1.0).max(axis=1)
         width = int(np.max(stop - start)) + 1
@@ -121,9 +133,7 @@ def _count_dist(kind, x, m, R, N, done, scheme):
         for b in range(0, rows.size, step):
             r = rows[b:b + step]
             k = start[b:b + step, None] + np.arange(width)[None, :]
-            gr, br, mr = good[r, :1], bad[r, :1], m_eff[r, :1]
-            with np.errstate(invalid="ignore"):
-                run = np.cumsum(np.exp(log_comb(gr, k) + log_comb(br, mr - k) - log_comb(gr + br, mr)), axis=1)
+            run = np.cumsum(np.exp(_hypergeom_log_pmf(k, good[r, :1], bad[r, :1], m_eff[r, :1])), axis=1)
             i, j = np.nonzero(near[r])
             col = (x[r][i, j] - start[b:b + step][i]).astype(np.int64)
             out[r[i], j] = np.where(col >= 0, run[i, np.clip(col, 0, width - 1)], 0.0)
@@ -634,8 +644,7 @@ def candidate_designs(N, n, *, thresholds=(1, 2, 5), factors=None, fractions=(0.
     N = check_int(N, "N", low=2)
     n = check_int(n, "n", low=2, high=N)
     if factors is None:
-        factors = sorted({f for k in range(1, 64) for f in (2 ** k, 3 * 2 ** (k - 1), 5 * 2 ** (k - 1) // 2,
-                                                            7 * 2 ** (k - 1) // 2) if f >= 2 and n * f <= N})
+        factors = sorted(f for f in {2, 3} | {m << k for k in range(63) for m in (4, 5, 6, 7)} if n * f <= N)
     out = [Design("single", n)]
     out += [Design("single", n * f) for f in factors if n * f <= N]
     out += [Design("threshold", n, threshold=t, n2=n * f) for f in factors for t in thresholds

@@ -138,8 +138,9 @@ DISTINCT_UNDER_REPLACEMENT = 1e-6
 
 def _check_drawn_with_replacement(args, cand, sr, N):
     """Warn when the negatives are read as drawn with replacement (``--scheme binomial``, the default) but
-    ``--duplicates collapse`` made them distinct, or no user's set repeats an item, which such a draw makes improbable (:func:`sampling.log_prob_all_distinct`,
-    summed over the users, below :data:`DISTINCT_UNDER_REPLACEMENT`): they were drawn without replacement,
+    ``--duplicates collapse`` made them distinct, or no user's set repeats an item, which such a draw makes
+    improbable (:func:`sampling.log_prob_all_distinct`, summed over the users, below
+    :data:`DISTINCT_UNDER_REPLACEMENT`): they were drawn without replacement,
     and the hypergeometric kernel is the exact one (it matters where n_u is a sizeable share of N_u, as at
     the top rungs of a ladder)."""
     from ..io._negatives import pair_key

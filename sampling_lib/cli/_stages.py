@@ -192,7 +192,8 @@ def cmd_stage(args):
     rng = np.random.default_rng([args.seed, K])
     ranks = None
     if args.ranks is not None or args.scores is not None:
-        ranks = _current_ranks(args, cand, users, size, ranks_from_negatives, ranks_from_table, concat_tables, id_text)
+        ranks = _current_ranks(args, cand, users, size, scheme, ranks_from_negatives, ranks_from_table,
+                               concat_tables, id_text)
     new = size.copy()
     for s1 in np.unique(first):               # users grouped by their stage-1 size (NCF files: 99 or 100)
         sel = np.flatnonzero(first == s1)
@@ -256,7 +257,7 @@ def _columns(path):
         return set()
 
 
-def _current_ranks(args, cand, users, size, ranks_from_negatives, ranks_from_table, concat_tables, id_text):
+def _current_ranks(args, cand, users, size, scheme, ranks_from_negatives, ranks_from_table, concat_tables, id_text):
     """(users x models) ranks of the held-out items among their merged sets so far (float; every cell filled)."""
     if args.scores is not None:
         sr = ranks_from_negatives(cand, concat_tables(args.scores, "scores"), duplicates="count",
@@ -265,11 +266,11 @@ def _current_ranks(args, cand, users, size, ranks_from_negatives, ranks_from_tab
     else:
         sr = ranks_from_table(args.ranks)
         src = args.ranks
-        drawn = "binomial" if args.replace else "hypergeometric"
-        if sr.scheme is not None and sr.scheme != drawn:
+        if sr.scheme is not None and sr.scheme != scheme:          # scheme: how this stage draws
+            with_ = scheme == "binomial"
             raise CLIError(f"{src}: its scheme column says {sr.scheme}, but this stage draws "
-                           f"{'with' if args.replace else 'without'} replacement "
-                           f"({'--replace' if args.replace else '--no-replace, the default'}): a later stage "
+                           f"{'with' if with_ else 'without'} replacement "
+                           f"({'--replace' if with_ else '--no-replace, the default'}): a later stage "
                            "draws as the first did")
     idx = pd.Index(id_text(sr.ranks.index))
     stray = ~idx.isin(users)
