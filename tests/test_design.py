@@ -108,8 +108,9 @@ def test_plan_picks_the_cheapest_design_that_meets_the_target():
     assert d.chosen.sum() == 1
     chosen = d[d.chosen].iloc[0]
     assert chosen.meets and chosen.cost == d[d.meets].cost.min()
-    assert (d[d.meets].ratio <= 1.5 + 1e-12).all() and (d[~d.meets].ratio > 1.5).all()
-    assert res.best.describe() == chosen.design and "1.5" in res.target
+    judged = (res.table.ratio * res.table.margin).groupby(res.table.design, sort=False).max()[d.design].to_numpy()
+    assert (judged[d.meets] <= 1.5 + 1e-12).all() and (judged[~d.meets] > 1.5).all()
+    assert res.best.describe() == chosen.design and "1.5" in res.target and "assurance 0.9" in res.target
     # every candidate's sets fit in N
     for cand in candidate_designs(N, 20):
         cand.check(N)
@@ -125,6 +126,51 @@ def test_plan_robust_judges_by_the_high_end_and_costs_at_least_as_much():
     assert (ok[db.set_index("design").meets] <= 1.5 + 1e-12).all()
     if b.best is not None and a.best is not None:
         assert db[db.chosen].cost.iloc[0] >= a.designs()[a.designs().chosen].cost.iloc[0]
+
+
+def test_assurance_margin_is_exp_of_the_normal_quantile_times_the_measured_sd():
+    from scipy import stats
+
+    from sampling_lib.design import RATIO_PREDICTION_SD, assurance_margin
+
+    for a in (0.5, 0.8, 0.9, 0.975):
+        got = assurance_margin(["hr@10", "ndcg@5", "precision@3", "map@10", "mrr@20"], a)
+        sd = [RATIO_PREDICTION_SD[k] for k in ("recall", "ndcg", "precision", "ap", "mrr")]
+        np.testing.assert_allclose(got, np.exp(stats.norm.ppf(a) * np.array(sd)), rtol=1e-12)
+    assert (assurance_margin("ndcg@10", 0.5) == 1.0).all()
+    assert assurance_margin("ndcg@10", 0.95)[0] > assurance_margin("ndcg@10", 0.9)[0] > 1.0
+    for bad in (0.49, 1.0, float("nan")):
+        with pytest.raises(ValueError, match="assurance"):
+            assurance_margin("recall@10", bad)
+    with pytest.raises(TypeError, match="assurance"):
+        assurance_margin("recall@10", "0.9")
+
+
+def test_plan_with_assurance_judges_the_prediction_times_its_margin():
+    """assurance 0.5 judges the prediction itself; a higher assurance refuses a design predicted within its
+    margin under the target, so its choice costs at least as much; ``margin`` is assurance_margin's."""
+    from sampling_lib.design import assurance_margin
+
+    R, _ = _prior(M=2000, n=20)
+    pilot = sample_ranks(R, N, 20, rng=3)
+    metrics = ["recall@10", "ndcg@10"]
+    plain = plan(pilot, N, 20, metrics=metrics, target_ratio=1.5, assurance=0.5)
+    assert (plain.table.margin == 1.0).all() and plain.best is not None
+    worst = plain.table.groupby("design", sort=False).ratio.max()
+    assert plain.designs().set_index("design").meets.equals(worst <= 1.5)
+    x = float(worst[plain.best.describe()])
+    # a target 1% above the plain choice's prediction: met as predicted, not with a 3-6% margin
+    loose = plan(pilot, N, 20, metrics=metrics, target_ratio=x * 1.01, assurance=0.5)
+    sure = plan(pilot, N, 20, metrics=metrics, target_ratio=x * 1.01, assurance=0.9)
+    assert loose.best == plain.best
+    per = sure.designs().set_index("design")
+    assert not per.meets[plain.best.describe()]
+    np.testing.assert_allclose(sure.table.margin.to_numpy(),
+                               np.tile(assurance_margin(metrics, 0.9), len(per)), rtol=1e-12)
+    if sure.best is not None:
+        assert per.cost[sure.best.describe()] > per.cost[plain.best.describe()]
+    with pytest.raises(ValueError, match="assurance"):
+        plan(pilot, N, 20, metrics=metrics, assurance=0.3)
 
 
 def test_plan_with_an_unreachable_target_chooses_nothing():
@@ -174,6 +220,7 @@ def test_plan_from_a_guess_and_max_size():
     (dict(pilot=[1, 2, 3], N=1000, n=10, max_size=5), "max_size"),
     (dict(pilot=[1, 2, 3], N=1000, n=2000), "n"),
     (dict(pilot=None, N=1000, n=10, M=100, guess=1.5), "guess"),
+    (dict(pilot=[1, 2, 3], N=1000, n=10, assurance=1.0), "assurance"),
 ])
 def test_plan_bad_input_names_the_argument(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -218,7 +265,7 @@ def test_plan_table_columns():
     res = plan(None, 5000, 50, M=2000, guess=0.2, metrics=["recall@10", "ndcg@10"],
                designs=[Design("single", 50), Design("ladder", 50, n_max=400)])
     cols = {"design", "kind", "metric", "value", "cost", "cost_share", "halfwidth", "halfwidth_low",
-            "halfwidth_high", "full_halfwidth", "ratio", "ratio_high", "meets", "within_budget", "chosen"}
+            "halfwidth_high", "full_halfwidth", "ratio", "ratio_high", "margin", "meets", "within_budget", "chosen"}
     assert cols <= set(res.table.columns)
     assert isinstance(res.designs(), pd.DataFrame) and len(res.designs()) == 2
 
