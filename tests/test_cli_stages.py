@@ -524,7 +524,7 @@ def test_plan_says_how_to_re_plan_when_its_first_stage_is_below_resolution(run, 
     p = run("plan", "-N", 4000, "-n", 20, *base[:-2], cwd=tmp_path)     # the table view prints it too
     assert "sampling-lib plan merged.csv -n 20 -N 4000" in p.stdout
     p = run("plan", "-N", 1000, "-n", 40, "--users", 3000, "--guess-recall", 0.3, "--metric", "recall@50",
-            "--target-ratio", 1.05, "--format", "csv", cwd=tmp_path)          # a ladder, w = 25.6 < 50
+            "--target-ratio", 1.05, "--assurance", 0.5, "--format", "csv", cwd=tmp_path)   # a ladder, w = 25.6 < 50
     assert p.returncode == 0, p.stderr
     t = pd.read_csv(pd.io.common.StringIO(p.stdout))
     assert t[t.chosen].kind.iloc[0] == "ladder" and "chosen: ladder" in p.stderr
@@ -535,7 +535,8 @@ def test_plan_says_how_to_re_plan_when_its_first_stage_is_below_resolution(run, 
     R = np.minimum(4000, np.floor(np.exp(g.exponential(2.0, 1000))).astype(np.int64) + 1)
     pd.DataFrame({"user": np.arange(R.size), "rank": sample_ranks(R, 4000, 20, rng=5)}).to_csv(
         tmp_path / "pilot.csv", index=False)
-    p = run("plan", "pilot.csv", "-N", 4000, "-n", 20, "--metric", "recall@10", "--format", "csv", cwd=tmp_path)
+    p = run("plan", "pilot.csv", "-N", 4000, "-n", 20, "--metric", "recall@10", "--assurance", 0.5, "--format", "csv",
+            cwd=tmp_path)
     assert pd.read_csv(pd.io.common.StringIO(p.stdout)).query("chosen").kind.iloc[0] == "ladder"
     note = " ".join(p.stderr.split())
     assert "the first stage is below resolution for recall@10" in note and "guess" not in note
@@ -568,40 +569,31 @@ def test_plan_commands_draw_and_read_the_stages_as_its_scheme_says(run, tmp_path
         assert again[0].endswith(f"--scheme {scheme or 'hypergeometric'}")
 
 
-def test_plan_says_when_its_choice_sits_within_its_prediction_error_of_the_target(run, tmp_path):
-    """A chosen design predicted within RATIO_PREDICTION_ERROR of the ratio target gets a note with the
-    target lowered by it (two decimals, rounded down) and what that target chooses; running that command
-    chooses it. Far below the target, over budget, for a half-width target or --robust: no note."""
+def test_plan_assurance_on_the_command_line(run, tmp_path):
+    """--assurance reaches plan: the header states it, the legend gives each metric's margin, the csv's
+    margin column is assurance_margin's, a higher assurance never chooses a cheaper design, and a value
+    outside [0.5, 1) is a one-line error naming the option."""
     import re
+    from io import StringIO
 
-    from sampling_lib.cli._plan import RATIO_PREDICTION_ERROR, _assurance_note
-    from sampling_lib.sampling import Design
+    from sampling_lib.design import assurance_margin
 
-    per = pd.DataFrame({"design": ["a", "b", "c"], "ratio": [1.29, 1.22, 1.10], "cost": [10.0, 20.0, 40.0],
-                        "cost_share": [0.01, 0.02, 0.04], "within_budget": [True, True, False]})
-    best = Design("single", 10)
-    per.loc[0, "design"] = best.describe()
-    note = " ".join(_assurance_note(per, best, 1.3, None, True).split())
-    assert RATIO_PREDICTION_ERROR == 0.05 and "predicted ratio, 1.29, is within 5% of the target 1.3" in note
-    assert "--target-ratio 1.23 chooses b (2.0% of full ranking)" in note
-    per2 = per.assign(within_budget=[True, False, False])
-    assert "no candidate within the budget is predicted under 1.23" in " ".join(
-        _assurance_note(per2, best, 1.3, 0.015, True).split())
-    assert _assurance_note(per.assign(ratio=[1.2, 1.1, 1.0]), best, 1.3, None, True) == ""
-    assert _assurance_note(per, best, None, None, True) == "" and _assurance_note(per, best, 1.3, None, False) == ""
-    # the command line: the suggested target chooses the design the note names
-    base = ("plan", "-N", 2000, "-n", 10, "--users", 1000, "--guess-recall", 0.3, "--metric", "ndcg@10")
-    seen = 0
-    for target in (1.3, 1.25, 1.2):
-        text = " ".join(run(*base, "--target-ratio", target, cwd=tmp_path).stdout.split())
-        m = re.search(r"--target-ratio (\d\.\d\d) chooses (.+?) \(\d+\.\d% of full ranking\)", text)
-        if m is None:
-            continue
-        seen += 1
-        again = " ".join(run(*base, "--target-ratio", m.group(1), cwd=tmp_path).stdout.split())
-        assert f"chosen: {m.group(2)}" in again
-    assert seen >= 1
-    assert "--target-ratio" not in run(*base, "--robust", cwd=tmp_path).stdout.split("chosen:")[-1]
+    base = ("plan", "-N", 2000, "-n", 10, "--users", 1000, "--guess-recall", 0.3)
+    costs = {}
+    for a in (0.5, 0.9, 0.99):
+        out = run(*base, "--assurance", a, cwd=tmp_path).stdout
+        text = " ".join(out.split())
+        assert f"(assurance {a:g})" in text
+        margins = assurance_margin(["recall@10", "ndcg@10"], a)
+        assert f"x{margins[0]:.3f} for recall@10, x{margins[1]:.3f} for ndcg@10" in text
+        chosen = re.search(r"chosen: (.+?) write its", text)
+        rows = {ln.split("  ")[0].strip(): ln for ln in out.splitlines() if "<- chosen" in ln}
+        assert chosen is not None and len(rows) == 1, out
+        table = pd.read_csv(StringIO(run(*base, "--assurance", a, "--format", "csv", cwd=tmp_path).stdout))
+        np.testing.assert_allclose(table.margin.to_numpy(), np.tile(margins, len(table) // 2), rtol=1e-12)
+        costs[a] = float(table[table.chosen].cost.iloc[0])
+    assert costs[0.5] <= costs[0.9] <= costs[0.99]
+    one_line_error(run(*base, "--assurance", 1.0, cwd=tmp_path), 2, r"--assurance.*\[0\.5, 1\)")
 
 
 def test_plan_on_a_pilot_with_per_user_n_items_does_not_print_the_median_as_the_catalogue(run, tmp_path):

@@ -70,6 +70,17 @@ def share(text):
 share.__name__ = "share"
 
 
+def assurance(text):
+    """argparse type of the planner's assurance: a probability in [0.5, 1)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a probability in [0.5, 1) such as 0.9; got {cut(text)!r}") from None
+    if not 0.5 <= v < 1.0:
+        raise argparse.ArgumentTypeError(f"must be a probability in [0.5, 1) such as 0.9; got {cut(text)!r}")
+    return v
+
+
 def emit(text, output):
     if output:
         with open(output, "w") as fh:

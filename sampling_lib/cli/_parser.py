@@ -5,7 +5,7 @@ import argparse
 
 from ..estimators import DEFAULT_METHOD, METHODS, POPULARITY_METHODS
 from ..io import STAGE_FORMATS
-from ._common import PROG, Parser, int_in, nonneg_int, share
+from ._common import PROG, Parser, assurance, int_in, nonneg_int, share
 
 __all__ = ["build_parser", "EXAMPLES", "INPUT_FORMATS"]
 
@@ -231,6 +231,11 @@ def build_parser():
     p.add_argument("--robust", action="store_true",
                    help="judge each design by the high end of its predicted half-width (the top of P(R) is an "
                         "extrapolation in the pilot: its prior refitted with weaker and stronger smoothing)")
+    p.add_argument("--assurance", type=assurance, default=0.9, metavar="A",
+                   help="a design meets the target when its prediction times the planner's measured error margin "
+                        "does (x1.03 for Recall@10, x1.06 for NDCG@10 at 0.9), so that the chosen design "
+                        "realizes the target with about this probability (default 0.9; 0.5: the prediction "
+                        "itself; sampling_lib.design.assurance_margin)")
     p.add_argument("--max-cost", type=share, default=None, metavar="SHARE",
                    help="a budget: the largest expected cost as a share of full ranking (0.05 or 5%%); designs "
                         "above it are never chosen, and if none within it meets the target, the most precise "

@@ -56,7 +56,7 @@ def cmd_plan(args):
     cands = candidate_designs(max_size, n)
     kw = dict(metrics=args.metric or ("recall@10", "ndcg@10"), confidence_level=args.confidence_level,
               scheme=args.scheme or "binomial", rng=args.seed, designs=cands, robust=args.robust, max_size=max_size,
-              max_cost=args.max_cost)
+              max_cost=args.max_cost, assurance=args.assurance)
     if args.target_halfwidth is not None:
         kw["target_halfwidth"] = args.target_halfwidth
     else:
@@ -76,7 +76,6 @@ def cmd_plan(args):
     staged = bool(sizes)
     run_sizes = np.unique(np.concatenate(list(sizes.values()))) if sizes else None
     advice = (_advice(best, args, N, n, res.target, n_models, meets, run_sizes)
-              + _assurance_note(per, best, None if args.robust else kw.get("target_ratio"), args.max_cost, meets)
               + _replan_note(table, best, args, N, n, staged)
               + _below_full_ranking_note(table, args, M or _pilot_users(pilots)))
     if args.format != "table":
@@ -86,35 +85,6 @@ def cmd_plan(args):
     emit(_plan_view(table, per, best_name, args, N, n, M or _pilot_users(pilots), res.target, n_models,
                     paired and (not sizes or firsts is not None))
          + advice + "\n", args.output)
-
-
-#: The planner's measured error in the precision ratio (benchmarks/README.md, 58 cells against a precise
-#: reference: predicted over realized 0.90-1.08; NDCG@10 SD 4.5%, Recall@10 2.6%). It changes no choice: it
-#: only says when the chosen design sits within it of the target.
-RATIO_PREDICTION_ERROR = 0.05
-
-
-def _assurance_note(per, best, target_ratio, max_cost, meets):
-    """When the chosen design's predicted ratio lies within the planner's prediction error of a ratio target:
-    say so, and what the plan chooses with the target lowered by that error, rounded down to the two decimals
-    of the printed option ("" otherwise; not for --robust, which judges by the high end already)."""
-    if best is None or target_ratio is None or not meets:
-        return ""
-    x = float(per.set_index("design").ratio[best.describe()])
-    strict = math.floor(100 * target_ratio / (1 + RATIO_PREDICTION_ERROR)) / 100
-    if x <= strict:
-        return ""
-    ok = per[(per.ratio <= strict) & per.within_budget].sort_values("cost", kind="stable")
-    if len(ok):
-        alt = (f"--target-ratio {strict:.2f} chooses {ok.design.iloc[0]} "
-               f"({100 * float(ok.cost_share.iloc[0]):.1f}% of full ranking)")
-    else:
-        alt = f"no candidate{' within the budget' if max_cost is not None else ''} is predicted under {strict:.2f}"
-    return "\n" + textwrap.fill(
-        f"note: its predicted ratio, {x:.2f}, is within {RATIO_PREDICTION_ERROR:.0%} of the target {target_ratio:g}: "
-        "in benchmarks/README.md the realized ratios scattered around the predicted ones by about that much "
-        "(58 cells; NDCG@10 SD 4.5%), so it may land a little above the target; for more assurance, "
-        f"{alt}.", 110, subsequent_indent="  ")
 
 
 def _below_full_ranking_note(table, args, M):
@@ -298,6 +268,7 @@ def _plan_view(table, per, best_name, args, N, n, M, target, n_models, paired=Tr
     view["design"] = view["design"].str.ljust(width)
     view = view.rename(columns={"design": "design".ljust(width)})
     budget = "" if args.max_cost is None else f"; budget: {100 * args.max_cost:g}% of full ranking"
+    margins = table.groupby("metric", sort=False).margin.first()
     per_user = " (the median N_u of the pilot's n_items column)" if _catalogue(args, N) != N else ""
     head = (f"N = {N:,}{per_user}, n = {n}, {M:,} users{f', {n_models} models' if n_models > 1 else ''}; target: {target} "
             f"for {', '.join(metrics)} ({args.confidence_level:.0%} intervals){budget}; predicted from the "
@@ -308,7 +279,10 @@ def _plan_view(table, per, best_name, args, N, n, M, target, n_models, paired=Tr
         ("" if args.wide else "the first stage alone and, per kind of design, the cheapest that meets the target "
          "(else the most precise; --wide: every candidate); ")
         + "items/user: expected items scored per user (held-out included); % of full: of N; ±: predicted "
-        "half-width of the interval; ratio: its width over full ranking's (precision ratio)"
+        "half-width of the interval; ratio: its width over full ranking's (precision ratio); a design meets the "
+        f"target when its prediction times the planner's error margin does (--assurance {args.assurance:g}: "
+        + ", ".join(f"x{v:.3f} for {m}" for m, v in margins.items())
+        + "; the SD of the realized ratio over the predicted one in benchmarks/README.md)"
         + ("; --robust: the high end of each prediction (the pilot's prior refitted with a 10x weaker and a "
            "10x stronger penalty)" if args.robust else "")
         + ("; several models: the cost of the union of the users any model sends on (they share the added "
