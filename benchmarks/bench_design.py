@@ -189,6 +189,45 @@ def goals_part(quick, draws, out, workflow="pilot", max_cost=None, only=None, ro
     return t
 
 
+def dataset_of(population):
+    """The dataset a population's label comes from (its stretched variants are datasets of their own)."""
+    base = population.split(" ")[0]
+    return base + (" stretched" if "stretched" in population else "")
+
+
+def calibration_part(paths, assurance=0.9):
+    """Leave one dataset out: the planner's prediction error in the precision ratio, judged on data it was not
+    measured on.
+
+    For every held-out dataset of the goal tables in ``paths`` (``design_goals*.csv``), the SD of
+    log(realized / predicted ratio) per metric over the *other* datasets' cells, and how many of the held-out
+    cells' realized ratios lie within the margin exp(z SD) of their prediction (z the normal quantile of
+    ``assurance``): a margin measured on the other datasets that holds for about ``assurance`` of the
+    held-out cells carries over. Prints the table and returns it.
+    """
+    from scipy import stats
+
+    z = stats.norm.ppf(assurance)
+    rows = []
+    for path in paths:
+        t = pd.read_csv(path)
+        t["dataset"] = t.population.map(dataset_of)
+        t["log_error"] = -np.log(t.pred_ratio_over_real)          # log(realized / predicted)
+        for held in t.dataset.unique():
+            for met, g in t.groupby("metric", sort=False):
+                other, test = g[g.dataset != held], g[g.dataset == held]
+                sd = float(other.log_error.std(ddof=1))
+                rows.append({"table": str(path), "held out": held, "metric": met, "cells": len(test),
+                             "SD of the others": sd, "margin": float(np.exp(z * sd)),
+                             "within the margin": int((test.log_error <= z * sd).sum()),
+                             "largest log error": float(test.log_error.max())})
+    out = pd.DataFrame(rows)
+    print(out.round(4).to_string(index=False))
+    tot = out.groupby(["table", "metric"], sort=False)[["cells", "within the margin"]].sum()
+    print(f"\nheld-out cells within the margin (assurance {assurance}):\n{tot.to_string()}")
+    return out
+
+
 def speed_part(out, repeats=2):
     """estimate on two-stage (ladder) data, 1,000 replicates, N = 10^7, M = 10^5: seconds and peak RSS."""
     N, M = 10**7, 10**5
@@ -221,10 +260,16 @@ def main():
                     help="the planner's budget (share of full ranking, e.g. 0.05): plan(..., max_cost=)")
     ap.add_argument("--only", default=None,
                     help="only the populations whose label contains this text (or one of these, comma-separated)")
+    ap.add_argument("--calibrate", nargs="+", default=None, metavar="GOALS.csv",
+                    help="instead of running: the planner's ratio prediction error, leave one dataset out, from "
+                         "goal tables this benchmark wrote (calibration_part)")
     ap.add_argument("--robust", action="store_true",
                     help="the planner judges designs by the high end of their predicted range: plan(..., robust=True)")
     args = ap.parse_args()
     warnings.simplefilter("ignore", RuntimeWarning)
+    if args.calibrate:
+        calibration_part(args.calibrate)
+        return
     parts = set(args.parts.split(","))
     if "goals" in parts:
         goals_part(args.quick, args.draws, Path(args.out), args.workflow, args.max_cost, args.only, args.robust)
