@@ -15,7 +15,7 @@ Goals (issue 29): realized precision ratio <= 1.3; 95% intervals cover the users
 truth in >= 93% of draws; mean |relative error| <= 5% where M >= 5,000, else at most half of full
 ranking's own 95% half-width (relative); scoring cost <= 5% of full ranking; the planner's predicted
 width within +-20% of the realized one. Also shown: the predicted precision ratio over the realized one (what the
-planner decides by) and the pilot's estimate of the metric over the truth (far below resolution the pilot
+planner decides by), the predicted cost share over the realized one, and the pilot's estimate of the metric over the truth (far below resolution the pilot
 cannot see the top of P(R); an absolute width inherits that error, a ratio mostly does not). Plus the speed goal: ``estimate`` on two-stage data with
 1,000 replicates at N = 10^7, M = 10^5 under 20 s and 1 GB.
 
@@ -23,6 +23,9 @@ cannot see the top of P(R); an absolute width inherits that error, a ratio mostl
 it when none meets the target); ``--robust`` has it judge designs by the high end of their predicted range
 (``plan(..., robust=True)``); ``--only TEXT`` keeps the populations whose label contains TEXT
 (comma-separated: any of them).
+
+``--calibrate GOALS.csv ...`` runs nothing: from goal tables this benchmark wrote, the planner's ratio
+prediction error leaving one dataset out (``design.RATIO_PREDICTION_SD``, ``plan(..., assurance=)``).
 
 ``--workflow replan`` evaluates the re-planning workflow instead: the ladder's first rungs (n -> 4n) on the
 users, ``plan(..., sample_sizes=)`` on the merged ranks, then the design it picks (its cost includes the
@@ -168,6 +171,7 @@ def goals_part(quick, draws, out, workflow="pilot", max_cost=None, only=None, ro
             rows.append({"population": label, "N/n": round(Nmed / n), "M": R.size, "design": d.describe(),
                          "metric": met, "truth": truth, "draws": int(s.draws), "cost_share": s.cost_share + extra,
                          "ratio": s.ratio, "coverage": s.coverage, "rel_error": s.rel_error, "error_goal": err_goal,
+                         "pred_cost_over_real": (p.cost_share / s.cost_share) if p is not None else np.nan,
                          "pred_over_real": (p.halfwidth / s.halfwidth) if p is not None else np.nan,
                          "pred_ratio_over_real": (p.ratio / s.ratio) if p is not None else np.nan,
                          "estimated_ratio": s.estimated_ratio,
