@@ -103,7 +103,7 @@ def _below_full_ranking_note(table, args, M):
         f"note: full ranking of these {M:,} users would itself give {shown} (predicted from the fit): no design "
         f"of the items reaches ±{args.target_halfwidth:g}, whatever it costs. The half-width shrinks as "
         f"1/sqrt(users): {users} ranked in full would reach it, more when sampled (by the precision ratio "
-        "squared); or relax the target.", 110, subsequent_indent="  ")
+        "squared); or relax the target.", 110, subsequent_indent="  ", break_on_hyphens=False)
 
 
 def _replan_note(table, best, args, N, n, staged):
@@ -141,7 +141,7 @@ def _replan_note(table, best, args, N, n, staged):
         head + "ranks, with a sample_size column: "
         "the prior is then fitted where the data resolve the top (predicted half-widths within 20% of the "
         "realized in 54 of 58 benchmark cells, against 45 of 58 from the first stage):",
-        110, subsequent_indent="  ")
+        110, subsequent_indent="  ", break_on_hyphens=False)
         + f"\n  sampling-lib ranks {stages} --input-format negatives --held-out USERS.csv {scores} "
         f"-N {_catalogue(args, N)} {items + ' ' if items else ''}--scheme {args.scheme or 'hypergeometric'} "
         "-o merged.csv"
@@ -292,7 +292,7 @@ def _plan_view(table, per, best_name, args, N, n, M, target, n_models, paired=Tr
               "counts table, or merged ranks without the first_rank column that sampling-lib ranks writes for "
               "stage files)")
            + ") and the worst value over them" if n_models > 1 else ""), 110,
-        subsequent_indent="  ") + "\n"
+        subsequent_indent="  ", break_on_hyphens=False) + "\n"
     return head + body + legend
 
 
