@@ -472,6 +472,11 @@ def test_plan_of_several_models_in_python():
     assert res.best.describe() == ok.cost.idxmin()
     one = plan({"a": r["a"]}, N, n, metrics="recall@10", designs=cands)
     assert one.best == plan(r["a"], N, n, metrics="recall@10", designs=cands).best
+    # the assurance reaches every model's plan: at 0.5 the prediction itself is judged
+    plain = plan(r, N, n, metrics="recall@10", designs=cands, assurance=0.5)
+    assert (plain.table.margin == 1.0).all() and (res.table.margin > 1.0).all()
+    assert plain.designs().set_index("design").meets.equals(
+        plain.table.groupby("design", sort=False).ratio.max() <= 1.3)
     with pytest.raises(ValueError, match="sample_sizes must name the models"):
         plan(r, N, n, metrics="recall@10", designs=cands, sample_sizes={"a": np.full(M, n)})
 
