@@ -14,9 +14,10 @@ from them. In every cell:
 Goals (issue 29): realized precision ratio <= 1.3; 95% intervals cover the users' full-ranking
 truth in >= 93% of draws; mean |relative error| <= 5% where M >= 5,000, else at most half of full
 ranking's own 95% half-width (relative); scoring cost <= 5% of full ranking; the planner's predicted
-width within +-20% of the realized one. Also shown: the predicted precision ratio over the realized one (what the
-planner decides by), the predicted cost share over the realized one, and the pilot's estimate of the metric over the truth (far below resolution the pilot
-cannot see the top of P(R); an absolute width inherits that error, a ratio mostly does not). Plus the speed goal: ``estimate`` on two-stage data with
+width within +-20% of the realized one. Also shown: the predicted precision ratio over the realized one
+(what the planner decides by), the predicted cost share over the realized one, and the pilot's estimate of
+the metric over the truth (far below resolution the pilot cannot see the top of P(R); an absolute width
+inherits that error, a ratio mostly does not). Plus the speed goal: ``estimate`` on two-stage data with
 1,000 replicates at N = 10^7, M = 10^5 under 20 s and 1 GB.
 
 ``--max-cost 0.05`` gives the planner a budget (``plan(..., max_cost=)``: the most precise design within
