@@ -591,6 +591,13 @@ def test_plan_assurance_on_the_command_line(run, tmp_path):
         np.testing.assert_allclose(table.margin.to_numpy(), np.tile(margins, len(table) // 2), rtol=1e-12)
         costs[a] = float(table[table.chosen].cost.iloc[0])
     assert costs[0.5] <= costs[0.9] <= costs[0.99]
+    # --wide marks the designs predicted under the target but not by the margin, and only those
+    wide = run(*base, "--assurance", 0.99, "--wide", cwd=tmp_path).stdout
+    per = table.groupby("design", sort=False).agg(ratio=("ratio", "max"), meets=("meets", "first"))
+    near = per[(per.ratio <= 1.3) & ~per.meets]
+    assert len(near) >= 1
+    assert sum(ln.rstrip().endswith("within the margin") for ln in wide.splitlines()) == len(near)
+    assert sum(ln.rstrip().endswith("meets") for ln in wide.splitlines()) == int(per.meets.sum()) - 1
     one_line_error(run(*base, "--assurance", 1.0, cwd=tmp_path), 2, r"--assurance.*\[0\.5, 1\)")
 
 
