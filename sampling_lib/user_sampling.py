@@ -57,11 +57,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import special, stats
+from scipy import stats
 
 from ._validation import check_confidence_level, check_float, check_int, check_probability, check_scheme
 from .inference import (check_alternative, finite_population_factor, n_comparisons, proportion_confint,
                         z_critical)
+from .kernels._laws import log_hypergeom_pmf
 from .metrics import metric_values, parse_metric
 
 __all__ = [
@@ -567,12 +568,7 @@ def _hypergeom_pmf(M, s, m):
     """Support and pmf of the number of successes in m draws without replacement
     from M items holding s successes (log space, fast for M ~ 1e6)."""
     q = np.arange(max(0, m - (M - s)), min(m, s) + 1)
-    logp = (_lchoose(s, q) + _lchoose(M - s, m - q) - _lchoose(M, m))
-    return q, np.exp(logp)
-
-
-def _lchoose(n, k):
-    return special.gammaln(n + 1.0) - special.gammaln(k + 1.0) - special.gammaln(n - k + 1.0)
+    return q, np.exp(log_hypergeom_pmf(q, s, M - s, m))
 
 
 def predicted_relative_error(global_ranks, m, metric, Ks, *, scheme="hypergeometric"):
