@@ -9,7 +9,8 @@ them, decided from the ranks seen so far:
 * ``threshold`` -- a first stage of n items, then ``n2`` more items for the
   users whose first-stage rank is <= ``threshold`` (a second stage);
 * ``ladder`` -- adaptive sampling (TORS24 Algorithm 1): start at n, double
-  the set while the held-out item is ranked first, up to ``n_max``;
+  the set while the held-out item is ranked first, up to ``n_max`` (or grow
+  it by another factor, ``Design.growth``);
 * ``full_subset`` -- a random ``fraction`` of the users ranked in full, the
   others at n.
 
@@ -241,7 +242,7 @@ def design_law(design, N, R, scheme="binomial"):
             P2 += p1[:, None] * _cells_prob(lo2, hi2, r1 - 1, design.n2, Rr, Nr, done, scheme)
         add(n + design.n2, lo2, hi2, P2)
     else:   # ladder
-        sizes = size_ladder(n, design.n_max)
+        sizes = size_ladder(n, design.n_max, design.growth)
         lo, hi, P = _binned_counts(n - 1, R, N, 0, scheme)
         last = sizes.size == 1
         keep = np.ones(lo.size, bool) if last else lo > 1
@@ -285,7 +286,7 @@ def _cost(design, N, g, R, scheme):
     if design.kind == "threshold":
         p_cont = _count_cdf([design.threshold - 1], n - 1, R, N, 0, scheme)[:, 0]
         return float(n + design.n2 * (g @ p_cont))
-    sizes = size_ladder(n, design.n_max)
+    sizes = size_ladder(n, design.n_max, design.growth)
     cost = float(n)
     for j in range(1, sizes.size):
         reach = np.exp(_log_survive(R, N, int(sizes[j - 1]) - 1, scheme))
@@ -396,7 +397,7 @@ def shared_cost(design, priors, pilot, *, scheme="binomial", grid_n=None, depend
     if design.kind == "threshold":
         p = np.array([g @ _count_cdf([design.threshold - 1], n - 1, R, N, 0, scheme)[:, 0] for g, R in masses])
         return float(n + design.n2 * (1.0 - np.prod(1.0 - p)))
-    sizes = size_ladder(n, design.n_max)
+    sizes = size_ladder(n, design.n_max, design.growth)
     # per model: P(r = 1 at each rung's size | prior)
     survive = np.array([[g @ np.exp(_log_survive(R, N, int(s) - 1, scheme)) for s in sizes[:-1]] for g, R in masses])
     if pilot is None:                   # independent models: the priors' own rank-1 shares
@@ -669,7 +670,8 @@ class PlanResult:
                 .reset_index())
 
 
-def candidate_designs(N, n, *, thresholds=(1, 2, 5), factors=None, fractions=(0.05, 0.1, 0.2, 0.3, 0.5)):
+def candidate_designs(N, n, *, thresholds=(1, 2, 5), factors=None, fractions=(0.05, 0.1, 0.2, 0.3, 0.5),
+                      growths=(2.0,)):
     """The designs :func:`plan` scores, from a first-stage size n (all sets fit in N items: with
     per-user N_u, pass the smallest).
 
@@ -686,6 +688,12 @@ def candidate_designs(N, n, *, thresholds=(1, 2, 5), factors=None, fractions=(0.
     ALS at n = 18 took the ladder to 3,456 (5.5% of full ranking) where
     2,880 (4.9%) met it too (``benchmarks/README.md``).
 
+    ``growths`` are the ladders' growth factors (:class:`Design`; default
+    TORS24's doubling alone): a ladder of each for every top size. A factor
+    below 2 stops the users that leave the ladder closer to the size where
+    an item first ranks above the held-out one (less overshoot), for more
+    rounds of scoring; the users still at rank 1 at n_max cost the same.
+
     Examples
     --------
     >>> [d.describe() for d in candidate_designs(1000, 100, factors=(4,), thresholds=(1,), fractions=(0.1,))]
@@ -693,13 +701,16 @@ def candidate_designs(N, n, *, thresholds=(1, 2, 5), factors=None, fractions=(0.
     """
     N = check_int(N, "N", low=2)
     n = check_int(n, "n", low=2, high=N)
+    from .sampling import check_growth
+
+    growths = [check_growth(g) for g in np.atleast_1d(np.asarray(growths, dtype=object))]
     if factors is None:
         factors = sorted(f for f in {2, 3} | {m << k for k in range(63) for m in (4, 5, 6, 7)} if n * f <= N)
     out = [Design("single", n)]
     out += [Design("single", n * f) for f in factors if n * f <= N]
     out += [Design("threshold", n, threshold=t, n2=n * f) for f in factors for t in thresholds
             if t < n and n + n * f <= N]
-    out += [Design("ladder", n, n_max=n * f) for f in factors if n * f <= N]
+    out += [Design("ladder", n, n_max=n * f, growth=g) for g in growths for f in factors if n * f <= N]
     out += [Design("full_subset", n, fraction=f) for f in fractions]
     return out
 
@@ -756,7 +767,9 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
         Default: the pilot's record (a SampledRanks' ``scheme``), else
         binomial (:func:`sampling_lib.correct.estimate`).
     designs : sequence of Design, optional, keyword-only
-        Candidates (default :func:`candidate_designs` of ``max_size`` and n).
+        Candidates (default :func:`candidate_designs` of ``max_size`` and n;
+        ``candidate_designs(max_size, n, growths=(2, 1.5))`` adds ladders
+        that grow by x1.5, as ``sampling-lib plan --growth 2 1.5``).
     max_size : int, optional, keyword-only
         The largest set a design may give a user (default N; with per-user
         N_u the smallest N_u, so that every user's sets fit).

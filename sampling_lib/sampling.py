@@ -24,6 +24,7 @@ from ._validation import (check_columns, check_float, check_int, check_int_colum
                           check_ranks, check_scheme)
 
 __all__ = ["sample_ranks", "adaptive_sample_ranks", "DESIGN_KINDS", "Design", "sample_design", "size_ladder",
+           "next_ladder_size",
            "adaptive_stop_distribution",
            "sampling_efficiency", "SamplingEfficiency",
            "sample_negatives", "next_stage_sizes", "sample_added_negatives", "log_prob_all_distinct"]
@@ -90,7 +91,7 @@ def sample_ranks(global_ranks, N, n, *, scheme="binomial", rng=None):
     return X.astype(np.int64) + 1
 
 
-def adaptive_sample_ranks(global_ranks, N, n0, n_max, *, scheme="binomial", rng=None):
+def adaptive_sample_ranks(global_ranks, N, n0, n_max, *, scheme="binomial", rng=None, growth=2.0):
     """Adaptive item sampling, TORS24 Algorithm 1.
 
     Every user starts with a sample set of size n_0 (n_0 - 1 sampled items).
@@ -112,6 +113,13 @@ def adaptive_sample_ranks(global_ranks, N, n0, n_max, *, scheme="binomial", rng=
     ``N`` may be per-user candidate counts N_u (as :func:`sample_ranks`;
     n_max <= min N_u).
 
+    ``growth`` (default 2, TORS24's doubling) is the factor from one size to
+    the next (:func:`size_ladder`): a factor below 2 stops each user closer
+    to the size where its first sampled item ranks above the held-out one,
+    for more rounds of scoring. Every stopping rule that depends only on the
+    ranks seen keeps the likelihood the kernel at the final (n_u, r_u)
+    (:func:`sampling_lib.estimators.logspline_fit`, Notes).
+
     Returns
     -------
     sampled_ranks : ndarray of int64, in 1..n_u
@@ -125,6 +133,7 @@ def adaptive_sample_ranks(global_ranks, N, n0, n_max, *, scheme="binomial", rng=
     """
     R, N, n0 = _items_and_ranks(global_ranks, N, n0)
     n_max = check_int(n_max, "n_max", low=n0, high=N if isinstance(N, int) else int(N.min()))
+    growth = check_growth(growth)
     check_scheme(scheme)
     rng = np.random.default_rng(rng)
     size = np.full(R.size, n0, dtype=np.int64)
@@ -132,7 +141,7 @@ def adaptive_sample_ranks(global_ranks, N, n0, n_max, *, scheme="binomial", rng=
     active = (r == 1) & (size < n_max)
     while np.any(active):
         idx = np.flatnonzero(active)
-        new_size = np.minimum(2 * size[idx], n_max)
+        new_size = next_ladder_size(size[idx], n_max, growth)
         extra = new_size - size[idx]
         Ri = R[idx]
         Ni = N if isinstance(N, int) else N[idx]
@@ -170,6 +179,9 @@ class Design:
         "ladder": the largest set size (sizes n, 2n, 4n, ..., n_max).
     fraction : float
         "full_subset": share of the users ranked in full (the others at n).
+    growth : float, default 2.0
+        "ladder": the factor from one set size to the next (:func:`size_ladder`;
+        2 is TORS24's doubling).
 
     Examples
     --------
@@ -183,6 +195,7 @@ class Design:
     n2: int = 0
     n_max: int = 0
     fraction: float = 0.0
+    growth: float = 2.0
 
     def __post_init__(self):
         if self.kind not in DESIGN_KINDS:
@@ -193,6 +206,7 @@ class Design:
             check_int(self.n2, "n2", low=1)
         if self.kind == "ladder":
             check_int(self.n_max, "n_max", low=self.n)
+            check_growth(self.growth)
         if self.kind == "full_subset":
             check_float(self.fraction, "fraction", 0.0, 1.0, low_open=True)
 
@@ -212,7 +226,8 @@ class Design:
         if self.kind == "threshold":
             return f"stage 2: +{self.n2} items for the users at rank <= {self.threshold} of {self.n}"
         if self.kind == "ladder":
-            return f"ladder {self.n} -> {self.n_max} (double while at rank 1)"
+            step = "double" if self.growth == 2 else f"x{self.growth:g}"
+            return f"ladder {self.n} -> {self.n_max} ({step} while at rank 1)"
         return f"{self.fraction:.0%} of users ranked in full, the others at n = {self.n}"
 
 
@@ -257,7 +272,7 @@ def sample_design(global_ranks, N, design, *, scheme="binomial", rng=None):
     Nu = np.full(R.size, NN, dtype=np.int64) if isinstance(NN, int) else NN
     design.check(int(Nu.min()))
     if design.kind == "ladder":
-        return adaptive_sample_ranks(R, NN, n, design.n_max, scheme=scheme, rng=rng)
+        return adaptive_sample_ranks(R, NN, n, design.n_max, scheme=scheme, rng=rng, growth=design.growth)
     r = sample_ranks(R, NN, n, scheme=scheme, rng=rng)
     size = np.full(R.size, n, dtype=np.int64)
     if design.kind == "threshold":
@@ -275,21 +290,49 @@ def sample_design(global_ranks, N, design, *, scheme="binomial", rng=None):
     return r, size
 
 
-def size_ladder(n0, n_max):
+def check_growth(growth):
+    """A ladder's growth factor as a float in (1, 1024]."""
+    return check_float(growth, "growth", 1.0, 1024.0, low_open=True)
+
+
+def next_ladder_size(size, n_max, growth=2.0):
+    """The ladder's next set size after ``size``: ceil(growth x size), at least size + 1, at most n_max.
+
+    Exact in integers for an integer growth (2: TORS24's doubling).
+
+    Examples
+    --------
+    >>> next_ladder_size(np.array([17, 26, 39]), 50, 1.5).tolist()
+    [26, 39, 50]
+    """
+    size = np.asarray(size, dtype=np.int64)
+    if float(growth).is_integer():
+        up = size * int(growth)
+    else:
+        up = np.ceil(np.round(growth * size, 9)).astype(np.int64)
+    return np.minimum(np.maximum(up, size + 1), n_max)
+
+
+def size_ladder(n0, n_max, growth=2.0):
     """The sample-set sizes of adaptive sampling: n_0, 2 n_0, 4 n_0, ... up to n_max (TORS24 Alg 1).
 
     The last step is truncated to n_max (see :func:`adaptive_sample_ranks`).
+    With a ``growth`` other than 2, each size is :func:`next_ladder_size` of
+    the one before.
 
     Examples
     --------
     >>> size_ladder(100, 700).tolist()
     [100, 200, 400, 700]
+    >>> size_ladder(100, 700, growth=1.5).tolist()
+    [100, 150, 225, 338, 507, 700]
     """
     n0 = check_int(n0, "n0", low=1)
     n_max = check_int(n_max, "n_max", low=n0)
+    growth = check_growth(growth)
     ladder = [n0]
     while ladder[-1] < n_max:
-        ladder.append(min(2 * ladder[-1], n_max))
+        ladder.append(int(next_ladder_size(ladder[-1], n_max, growth)))
     return np.array(ladder, dtype=np.int64)
 
 
@@ -596,8 +639,8 @@ def next_stage_sizes(sampled_ranks, sample_sizes, design, *, N=None, rng=None):
         users at rank <= ``design.threshold`` get ``design.n2`` more items.
         ``"ladder"`` (TORS24 Algorithm 1): every n_u on
         :func:`size_ladder` (``design.n``, ``design.n_max``); a user at rank
-        1 below ``n_max`` goes to the next size (its size doubled, the last
-        step truncated to n_max), any stage. ``"single"``: every user from a
+        1 below ``n_max`` goes to the next size (its size doubled, or times
+        ``design.growth``; the last step truncated to n_max), any stage. ``"single"``: every user from a
         common smaller size to ``design.n``. ``"full_subset"``: the second
         stage: a random ``design.fraction`` of the users (round(fraction M),
         at least one) is ranked in full (n_u = N_u).
@@ -659,12 +702,13 @@ def next_stage_sizes(sampled_ranks, sample_sizes, design, *, N=None, rng=None):
     if kind == "threshold":
         new = np.where(best <= design.threshold, design.n + design.n2, size)
     elif kind == "ladder":
-        ladder = size_ladder(design.n, design.n_max)
+        ladder = size_ladder(design.n, design.n_max, design.growth)
         off = ~np.isin(size, ladder)
         if off.any():
             i = int(np.flatnonzero(off)[0])
             raise ValueError(f"the sizes of a ladder are {ladder.tolist()}; user index {i} has n_u = {size[i]}")
-        new = np.where((best == 1) & (size < design.n_max), np.minimum(2 * size, design.n_max), size)
+        new = np.where((best == 1) & (size < design.n_max), next_ladder_size(size, design.n_max, design.growth),
+                       size)
     elif kind == "single":
         if np.unique(size).size != 1 or size[0] >= design.n:
             raise ValueError(f"a single design of n = {design.n} extends sets of one common smaller size; "

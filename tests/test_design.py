@@ -17,11 +17,16 @@ from sampling_lib.sampling import Design, sample_design, sample_ranks, size_ladd
 
 N = 600
 DESIGNS = [Design("single", 20), Design("threshold", 20, threshold=2, n2=100),
-           Design("ladder", 15, n_max=240), Design("full_subset", 20, fraction=0.3)]
+           Design("ladder", 15, n_max=240), Design("ladder", 15, n_max=240, growth=1.5),
+           Design("full_subset", 20, fraction=0.3)]
+
+
+def design_id(d):
+    return d.kind + ("" if d.kind != "ladder" or d.growth == 2 else f"-x{d.growth:g}")
 
 
 @pytest.mark.parametrize("scheme", ["binomial", "hypergeometric"])
-@pytest.mark.parametrize("design", DESIGNS, ids=lambda d: d.kind)
+@pytest.mark.parametrize("design", DESIGNS, ids=design_id)
 def test_design_law_matches_the_simulated_stages(design, scheme):
     # each R's cell frequencies of 20,000 simulated users against P(cell | R): total variation
     # distance within 4 standard errors of a multinomial's (sum_c sqrt(p_c (1 - p_c) / n) / 2)
@@ -43,7 +48,7 @@ def test_design_law_matches_the_simulated_stages(design, scheme):
         assert tv <= 4 * se + 1e-3, (R, tv, se)
 
 
-@pytest.mark.parametrize("design", DESIGNS, ids=lambda d: d.kind)
+@pytest.mark.parametrize("design", DESIGNS, ids=design_id)
 def test_expected_cost_matches_simulation(design):
     from sampling_lib.design import _cost
 
@@ -61,6 +66,25 @@ def test_design_law_of_ladder_reaches_only_ladder_sizes():
     assert set(sizes.tolist()) == set(size_ladder(10, 100).tolist())
     assert (lo[sizes < 100] > 1).all()              # rank 1 below n_max always continues
     assert D[0, sizes == 100].sum() == pytest.approx((1 - 0 / 999) ** 99)   # R = 1 reaches the top
+    d = Design("ladder", 10, n_max=100, growth=1.5)
+    sizes, lo, hi, D = design_law(d, 1000, [1, 50])
+    assert sorted(set(sizes.tolist())) == [10, 15, 23, 35, 53, 80, 100] == size_ladder(10, 100, 1.5).tolist()
+    assert D[0, sizes == 100].sum() == pytest.approx(1.0) and (lo[sizes < 100] > 1).all()
+
+
+def test_a_finer_ladder_costs_less_for_the_same_top_size():
+    """Growth 1.5 against doubling, same n and n_max (design._cost, exact): a user that leaves the ladder stops
+    at the first size at or above where an item first ranks above the held-out one, overshooting it by a
+    factor of about (g - 1) / ln g on average (1.44 for doubling, 1.23 for 1.5, for a stopping point
+    log-uniform over a rung); the users still at rank 1 at n_max cost n_max under both."""
+    from sampling_lib.design import _cost
+
+    pmf = synthetic_models(N)["beta_a0.35"]
+    Rg = np.arange(1, N + 1)
+    for n, n_max in [(15, 240), (10, 500), (20, 590)]:
+        two = _cost(Design("ladder", n, n_max=n_max), N, pmf, Rg, "binomial")
+        finer = _cost(Design("ladder", n, n_max=n_max, growth=1.5), N, pmf, Rg, "binomial")
+        assert finer < two, (n, n_max, finer, two)
 
 
 def _prior(M=3000, n=30, seed=0):

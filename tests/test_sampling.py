@@ -43,6 +43,26 @@ def test_adaptive_sampling_law(scheme):
     assert np.all(r[nu < n_max] > 1) and np.all(r <= nu)
 
 
+def test_a_ladder_of_any_growth():
+    from sampling_lib.sampling import Design, next_ladder_size, size_ladder
+
+    assert size_ladder(100, 700, 1.5).tolist() == [100, 150, 225, 338, 507, 700]
+    assert size_ladder(3, 20, 2).tolist() == size_ladder(3, 20).tolist() == [3, 6, 12, 20]
+    assert size_ladder(10, 40, 3).tolist() == [10, 30, 40]
+    # ceil(growth x size) without floating-point noise (1.1 x 10 is 11.000000000000002), at least one more
+    assert next_ladder_size(np.array([10, 5, 1]), 100, 1.1).tolist() == [11, 6, 2]
+    assert next_ladder_size(np.array([3, 7]), 10, 1.01).tolist() == [4, 8]
+    r, nu = adaptive_sample_ranks(np.full(2000, 5), 1000, 10, 200, growth=1.5, rng=0)
+    assert set(np.unique(nu)) <= set(size_ladder(10, 200, 1.5).tolist()) and (r[nu < 200] > 1).all()
+    assert Design("ladder", 10, n_max=80, growth=1.5).describe() == "ladder 10 -> 80 (x1.5 while at rank 1)"
+    assert Design("ladder", 10, n_max=80).describe() == "ladder 10 -> 80 (double while at rank 1)"
+    for bad in (1.0, 0.5, 2000.0):
+        with pytest.raises(ValueError, match=r"growth must lie in \(1.0, 1024.0\]"):
+            Design("ladder", 10, n_max=80, growth=bad)
+    with pytest.raises(TypeError, match="growth must be a real number"):
+        size_ladder(10, 80, "2")
+
+
 def test_adaptive_truncates_at_n_max_and_validates():
     r, nu = adaptive_sample_ranks([1, 1], 100, 10, 30, rng=0)
     assert nu.tolist() == [30, 30] and r.tolist() == [1, 1]

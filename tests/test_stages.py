@@ -86,6 +86,10 @@ def test_next_stage_sizes_per_design_and_the_union_of_models():
     assert lad.tolist() == [20, 10, 10, 20]
     lad2 = next_stage_sizes([[1], [3], [1], [1]], [20, 20, 10, 25], Design("ladder", 10, n_max=25))
     assert lad2.tolist() == [25, 20, 20, 25]             # the last step truncated to n_max; n_max stops
+    lad3 = next_stage_sizes([[1], [3], [1], [1]], [15, 15, 10, 23], Design("ladder", 10, n_max=30, growth=1.5))
+    assert lad3.tolist() == [23, 15, 15, 30]             # 10 -> 15 -> 23 -> 30 (ceil of 1.5 x, truncated)
+    with pytest.raises(ValueError, match=r"the sizes of a ladder are \[10, 15, 23, 30\]"):
+        next_stage_sizes([[1]], [20], Design("ladder", 10, n_max=30, growth=1.5))
     assert next_stage_sizes(ranks, sizes, Design("single", 50)).tolist() == [50] * 4
     full = next_stage_sizes(ranks, sizes, Design("full_subset", 10, fraction=0.5), N=[90, 91, 92, 93], rng=0)
     assert sorted(full.tolist()) in ([10, 10, 90, 92], [10, 10, 91, 93], [10, 10, 90, 91], [10, 10, 90, 93],
@@ -204,7 +208,7 @@ def test_merged_ranks_count_the_items_above_in_the_union_of_the_stages():
 
 
 @pytest.mark.parametrize("design", [Design("threshold", 20, threshold=2, n2=60), Design("ladder", 10, n_max=80),
-                                    Design("single", 50)])
+                                    Design("ladder", 10, n_max=80, growth=1.5), Design("single", 50)])
 def test_merged_stages_follow_the_designs_exact_law(design):
     """Frequencies of the final (n_u, r_u) of 3 x 1,200 users through files against design_law (chi-square)."""
     N, groups = 400, (1, 4, 25)

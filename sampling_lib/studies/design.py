@@ -323,7 +323,7 @@ def shared_design_on_scores(scores, train, test_items, design, *, rng=None, bloc
     sizes = np.full(M, design.n, dtype=np.int64)
     # the stages' rule is the command line's (sampling.next_stage_sizes: a user goes on when any model needs
     # it), applied to each user's ranks at its current size until no one goes on
-    stages = (len(size_ladder(design.n, design.n_max)) - 1 if design.kind == "ladder"
+    stages = (len(size_ladder(design.n, design.n_max, design.growth)) - 1 if design.kind == "ladder"
               else int(design.kind == "threshold"))
     for _ in range(stages):
         new = next_stage_sizes(1 + counts[np.arange(M), sizes - 1, :], sizes, design)
