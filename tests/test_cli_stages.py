@@ -168,6 +168,71 @@ def test_a_ladder_in_ncf_and_elliot_files(run, world, fmt):
     assert f"Estimate on stages 1..3: sampling-lib estimate {' '.join(f.name for f in three)}" in p.stderr
 
 
+def test_a_ladder_that_grows_by_one_and_a_half(run, world):
+    """--n-max with --growth 1.5: n = 20 -> 30 -> 45 for the users at rank 1 under any model (each size
+    ceil(1.5 x the one before)); the merged sizes are the ladder's; --growth elsewhere is refused."""
+    d = world
+    r1 = stage_one(run, d)
+    common = ["--users", "users.csv", "-N", N, "--seed", 1, "--exclude", "train.csv"]
+    p = run("negatives", "--stage", 2, "--previous", "s1.csv", "--ranks", "ranks1.csv", "--n-max", 45,
+            "--growth", 1.5, *common, "-o", "s2.csv", cwd=d)
+    assert p.returncode == 0, p.stderr
+    s2 = pd.read_csv(d / "s2.csv", dtype={"user": str})
+    assert set(s2.user) == set(r1[r1["rank"] == 1].user) and (s2.groupby("user").size() == 10).all()
+    score_file(["s1.csv", "s2.csv"], "sc2.csv", d)
+    p = run("ranks", "s1.csv", "s2.csv", "--input-format", "negatives", "--held-out", "users.csv", "--scores",
+            "sc1.csv", "--scores", "sc2.csv", "-N", N, "--exclude", "train.csv", "-o", "ranks2.csv", cwd=d)
+    assert p.returncode == 0, p.stderr
+    r2 = pd.read_csv(d / "ranks2.csv", dtype={"user": str})
+    p = run("negatives", "--stage", 3, "--previous", "s1.csv", "s2.csv", "--ranks", "ranks2.csv", "--n-max", 45,
+            "--growth", 1.5, *common, "-o", "s3.csv", cwd=d)
+    assert p.returncode == 0, p.stderr
+    s3 = pd.read_csv(d / "s3.csv", dtype={"user": str})
+    on = r2[(r2["rank"] == 1) & (r2.sample_size == 30)].user
+    assert set(s3.user) == set(on) and (s3.groupby("user").size() == 15).all()
+    # doubling's sizes are not this ladder's: stage 3 of --n-max 45 without --growth refuses the merged sizes
+    p = run("negatives", "--stage", 3, "--previous", "s1.csv", "s2.csv", "--ranks", "ranks2.csv", "--n-max", 45,
+            *common, "-o", "s3b.csv", cwd=d)
+    assert p.returncode == 1 and "the sizes of a ladder are [20, 40, 45]" in p.stderr, p.stderr
+    p = run("negatives", "--stage", 2, "--previous", "s1.csv", "--ranks", "ranks1.csv", "--threshold", 1,
+            "--n2", 10, "--growth", 1.5, *common, "-o", "s4.csv", cwd=d)
+    assert p.returncode == 2 and "--growth applies to the ladder (--n-max)" in p.stderr
+    p = run("negatives", "-N", N, "--users", "users.csv", "-n", n, "--growth", 1.5, "--seed", 0, "-o", "s5.csv",
+            cwd=d)
+    assert p.returncode == 2 and "--growth applies to a later stage" in p.stderr
+    p = run("negatives", "--stage", 2, "--previous", "s1.csv", "--ranks", "ranks1.csv", "--n-max", 45,
+            "--growth", 1, *common, "-o", "s6.csv", cwd=d)
+    assert p.returncode == 2 and "must be a number in (1, 1024]" in p.stderr
+    assert not any((d / f).exists() for f in ("s3b.csv", "s4.csv", "s5.csv", "s6.csv"))
+
+
+def test_plan_with_ladders_of_several_growths(run, world):
+    """plan --growth 2 1.5: both families among the candidates (csv), the cheapest meeting the target chosen
+    over all of them, and the printed command of a x1.5 ladder carries --growth."""
+    from sampling_lib.design import candidate_designs
+
+    d = world
+    stage_one(run, d)
+    p = run("plan", "ranks1.csv", "-n", n, "--format", "csv", "--growth", 2, 1.5, "--assurance", 0.5, cwd=d)
+    assert p.returncode == 0, p.stderr
+    t = pd.read_csv(pd.io.common.StringIO(p.stdout))
+    ladders = set(t.design[t.design.str.startswith("ladder")])
+    want = {c.describe() for c in candidate_designs(N - H, n, growths=(2, 1.5)) if c.kind == "ladder"}
+    assert ladders == want and any("x1.5" in x for x in ladders) and any("double" in x for x in ladders)
+    per = t.groupby("design", sort=False).agg(cost=("cost", "first"), meets=("meets", "first"),
+                                             chosen=("chosen", "first"))
+    assert per.chosen.sum() == 1 and per[per.chosen].cost.iloc[0] == per[per.meets].cost.min()
+    # a target only a ladder meets here: its stage-2 command and the re-plan command carry its growth
+    p = run("plan", "ranks1.csv", "-n", n, "--growth", 1.5, "--metric", "recall@10", "--assurance", 0.5,
+            "--target-ratio", 1.02, cwd=d)
+    assert p.returncode == 0, p.stderr
+    assert "chosen: ladder 20 -> 40 (x1.5 while at rank 1)" in p.stdout
+    assert "--n-max 40 --growth 1.5 " in p.stdout and "then stage 3 the same way" in p.stdout
+    assert "sampling-lib plan merged.csv -n 20 --scheme hypergeometric --growth 1.5" in p.stdout
+    p = run("plan", "ranks1.csv", "-n", n, "--growth", 0.9, cwd=d)
+    assert p.returncode == 2 and "must be a number in (1, 1024]" in p.stderr
+
+
 def test_plan_prints_the_designs_marks_the_cheapest_that_meets_the_target_and_its_command(run, world):
     from sampling_lib.design import candidate_designs, plan
 

@@ -81,6 +81,17 @@ def assurance(text):
     return v
 
 
+def growth(text):
+    """argparse type of a ladder's growth factor: a number in (1, 1024] (2: TORS24's doubling)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number in (1, 1024] such as 2 or 1.5; got {cut(text)!r}") from None
+    if not 1.0 < v <= 1024.0:
+        raise argparse.ArgumentTypeError(f"must be a number in (1, 1024] such as 2 or 1.5; got {cut(text)!r}")
+    return v
+
+
 def emit(text, output):
     if output:
         with open(output, "w") as fh:

@@ -5,7 +5,7 @@ import argparse
 
 from ..estimators import DEFAULT_METHOD, METHODS, POPULARITY_METHODS
 from ..io import STAGE_FORMATS
-from ._common import PROG, Parser, assurance, int_in, nonneg_int, share
+from ._common import PROG, Parser, assurance, growth, int_in, nonneg_int, share
 
 __all__ = ["build_parser", "EXAMPLES", "INPUT_FORMATS"]
 
@@ -236,6 +236,10 @@ def build_parser():
                         "does (x1.03 for Recall@10, x1.06 for NDCG@10 at 0.9), so that the chosen design "
                         "realizes the target with about this probability (default 0.9; 0.5: the prediction "
                         "itself; sampling_lib.design.assurance_margin)")
+    p.add_argument("--growth", type=growth, nargs="+", default=[2.0], metavar="G",
+                   help="the ladders' growth factors, each a family of candidates (default 2: TORS24's doubling; "
+                        "e.g. --growth 2 1.5 adds ladders that grow by x1.5, whose users stop nearer the size "
+                        "where an item first ranks above the held-out one: less scoring, more rounds)")
     p.add_argument("--max-cost", type=share, default=None, metavar="SHARE",
                    help="a budget: the largest expected cost as a share of full ranking (0.05 or 5%%); designs "
                         "above it are never chosen, and if none within it meets the target, the most precise "
@@ -309,6 +313,9 @@ def build_parser():
     g.add_argument("--n-max", type=int_in(2), default=None, metavar="N_MAX",
                    help="the doubling ladder (TORS24 Algorithm 1): a user at rank 1 under any model goes to "
                         "the next size n, 2n, 4n, ... up to N_MAX (any stage K)")
+    g.add_argument("--growth", type=growth, default=None, metavar="G",
+                   help="with --n-max: the ladder's sizes grow by this factor instead of doubling (each size "
+                        "ceil(G x the one before); every stage of one ladder takes the same G; plan --growth)")
     g.add_argument("--full-fraction", type=float, default=None, metavar="F",
                    help="stage 2 ranks a random share F of the users in full (all their N_u - n remaining "
                         "items)")

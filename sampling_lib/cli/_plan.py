@@ -53,7 +53,7 @@ def cmd_plan(args):
 
     pilots, N, n, max_size, paired, firsts = _pilots(args)
     M = args.users
-    cands = candidate_designs(max_size, n)
+    cands = candidate_designs(max_size, n, growths=args.growth)
     kw = dict(metrics=args.metric or ("recall@10", "ndcg@10"), confidence_level=args.confidence_level,
               scheme=args.scheme or "binomial", rng=args.seed, designs=cands, robust=args.robust, max_size=max_size,
               max_cost=args.max_cost, assurance=args.assurance)
@@ -118,7 +118,7 @@ def _replan_note(table, best, args, N, n, staged):
         return ""
     w = resolution_width(N, n)
     below = [m for m, _, K in parse_metrics(list(dict.fromkeys(table.metric))) if K < w]
-    rungs = size_ladder(n, best.n_max)
+    rungs = size_ladder(n, best.n_max, best.growth)
     k = min(3, len(rungs) - 1)          # the first rungs run before re-planning
     if not below or k < 2:
         return ""
@@ -148,7 +148,8 @@ def _replan_note(table, best, args, N, n, staged):
         f"\n  sampling-lib plan merged.csv -n {n}"
         # the merged sets are read as the stages were drawn (distinct, the default of negatives, unless
         # --scheme says otherwise), and the re-plan's kernel follows them
-        + ("" if args.n_items is None else f" -N {N}") + f" --scheme {args.scheme or 'hypergeometric'}")
+        + ("" if args.n_items is None else f" -N {N}") + f" --scheme {args.scheme or 'hypergeometric'}"
+        + ("" if best.growth == 2 else f" --growth {best.growth:g}"))
 
 
 def _catalogue(args, N):
@@ -325,12 +326,12 @@ def _advice(best, args, N, n, target, n_models, meets=True, run_sizes=None):
     elif best.kind == "threshold":
         flags = f"--threshold {best.threshold} --n2 {best.n2}"
     elif best.kind == "ladder":
-        flags = f"--n-max {best.n_max}"
+        flags = f"--n-max {best.n_max}" + ("" if best.growth == 2 else f" --growth {best.growth:g}")
     else:
         flags, ranks = f"--full-fraction {best.fraction:g}", ""
     from ..sampling import size_ladder
 
-    rungs = size_ladder(n, best.n_max) if best.kind == "ladder" else None
+    rungs = size_ladder(n, best.n_max, best.growth) if best.kind == "ladder" else None
     stage, note = 2, ""
     if run_sizes is not None and run_sizes.max() > n:
         if rungs is not None and np.isin(run_sizes, rungs).all():

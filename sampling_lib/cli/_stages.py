@@ -21,7 +21,7 @@ from ._common import CLIError, UsageError
 __all__ = ["cmd_stage", "check_stage_one", "catalogue", "item_positions"]
 
 #: the options that only a later stage reads
-STAGE_OPTIONS = ("previous", "ranks", "scores", "ties", "threshold", "n2", "n_max", "full_fraction")
+STAGE_OPTIONS = ("previous", "ranks", "scores", "ties", "threshold", "n2", "n_max", "growth", "full_fraction")
 
 POPULARITY_STAGE = (
     "a later stage of popularity-sampled negatives is not supported: the users that go on are chosen by their "
@@ -53,6 +53,8 @@ def _design_of(args, K):
         raise UsageError("a later stage needs one design: --n2 N2 [--threshold T], --n-max N_MAX or "
                          f"--full-fraction F; got {', '.join(chosen) if chosen else 'none'}")
     kind = chosen[0]
+    if args.growth is not None and kind != "ladder":
+        raise UsageError("--growth applies to the ladder (--n-max)")
     if kind != "ladder" and K != 2:
         raise UsageError(f"--{'n2' if kind == 'threshold' else 'full-fraction'} designs have two stages; "
                          f"--stage {K} continues a ladder only (--n-max)")
@@ -200,7 +202,7 @@ def cmd_stage(args):
         if kind == "ladder":
             if args.n_max < s1:
                 raise UsageError(f"--n-max {args.n_max} is below the stage-1 size {s1}")
-            d = Design("ladder", int(s1), n_max=args.n_max)
+            d = Design("ladder", int(s1), n_max=args.n_max, growth=2.0 if args.growth is None else args.growth)
         elif kind == "full":
             d = Design("full_subset", int(s1), fraction=args.full_fraction)
         elif args.threshold is None:
