@@ -57,7 +57,7 @@ import pandas as pd
 
 from sampling_lib import experiments, studies
 from sampling_lib.correct import estimate
-from sampling_lib.design import plan
+from sampling_lib.design import candidate_designs, plan
 from sampling_lib.sampling import Design, sample_design, sample_ranks
 from sampling_lib.studies.panel_data import DENSE_ITEMS_MAX, LARGE_MODELS, PANEL_DATASETS
 
@@ -127,7 +127,12 @@ def populations(quick, only=None):
     return out
 
 
-def replan(R, N, Nmed, n, pilot_res, max_cost=None, robust=False):
+def candidates(N, n, growths):
+    """plan's candidates (``designs=None``: its default) with ladders of each growth factor (``--growth``)."""
+    return None if growths is None else candidate_designs(int(np.min(N)), n, growths=growths)
+
+
+def replan(R, N, Nmed, n, pilot_res, max_cost=None, robust=False, growths=None):
     """The re-planning workflow of README's 'Resolving a metric below resolution': run the ladder's first
     rungs (n -> 4n) on the users, plan again on the merged ranks (``plan(..., sample_sizes=)``).
 
@@ -137,7 +142,7 @@ def replan(R, N, Nmed, n, pilot_res, max_cost=None, robust=False):
     rungs = Design("ladder", n, n_max=min(4 * n, Nmed))
     r1, s1 = sample_design(R, N, rungs, rng=np.random.default_rng(4))
     res = plan(r1, Nmed, n, M=R.size, metrics=METRICS, sample_sizes=s1, max_cost=max_cost, robust=robust,
-               max_size=int(np.min(N)))
+               max_size=int(np.min(N)), designs=candidates(N, n, growths))
     d = res.best if res.best is not None else Design("single", n)
     contains = d.kind == "ladder" and d.n_max >= rungs.n_max
     extra = 0.0 if contains else float(np.mean((s1 - n) / np.asarray(N, dtype=float)))
@@ -145,7 +150,7 @@ def replan(R, N, Nmed, n, pilot_res, max_cost=None, robust=False):
     return d, res.table[res.table.chosen].set_index("metric"), extra, before
 
 
-def goals_part(quick, draws, out, workflow="pilot", max_cost=None, only=None, robust=False):
+def goals_part(quick, draws, out, workflow="pilot", max_cost=None, only=None, robust=False, growths=None):
     rows = []
     for label, R, N, n in populations(quick, only):
         if not wanted(label, only):
@@ -155,12 +160,12 @@ def goals_part(quick, draws, out, workflow="pilot", max_cost=None, only=None, ro
         pilot = sample_ranks(R, N, n, rng=np.random.default_rng(2))
         # max_size: every user's sets must fit in their own N_u (plan's default is N, here the median)
         res = plan(pilot, Nmed, n, M=R.size, metrics=METRICS, max_cost=max_cost, robust=robust,
-                   max_size=int(np.min(N)))
+                   max_size=int(np.min(N)), designs=candidates(N, n, growths))
         d = res.best if res.best is not None else Design("single", n)
         pred = res.table[res.table.chosen].set_index("metric")
         extra, before = 0.0, None
         if workflow == "replan":
-            d, pred, extra, before = replan(R, N, Nmed, n, res, max_cost, robust)
+            d, pred, extra, before = replan(R, N, Nmed, n, res, max_cost, robust, growths)
         study = studies.design_study(R, N, d, metrics=METRICS, repeats=draws, n_boot=300, rng=3)
         summ = studies.design_summary(study).set_index("metric")
         for met in METRICS:
@@ -188,7 +193,7 @@ def goals_part(quick, draws, out, workflow="pilot", max_cost=None, only=None, ro
                   & (t.cost_share <= 0.05) & ((t.pred_over_real - 1).abs() <= 0.2))
     out.mkdir(parents=True, exist_ok=True)
     name = ("design_goals" + ("" if workflow == "pilot" else "_replan") + ("" if max_cost is None else "_budget")
-            + ("_robust" if robust else ""))
+            + ("_robust" if robust else "") + ("" if growths is None else "_growth"))
     t.to_csv(out / f"{name}.csv", index=False)
     print("\n" + t.round(3).to_string(index=False))
     return t
@@ -270,6 +275,9 @@ def main():
                          "goal tables this benchmark wrote (calibration_part)")
     ap.add_argument("--robust", action="store_true",
                     help="the planner judges designs by the high end of their predicted range: plan(..., robust=True)")
+    ap.add_argument("--growth", nargs="+", type=float, default=None, metavar="G",
+                    help="the planner's ladders grow by each of these factors (default 2, TORS24's doubling): "
+                         "plan(..., designs=candidate_designs(..., growths=))")
     args = ap.parse_args()
     warnings.simplefilter("ignore", RuntimeWarning)
     if args.calibrate:
@@ -277,7 +285,8 @@ def main():
         return
     parts = set(args.parts.split(","))
     if "goals" in parts:
-        goals_part(args.quick, args.draws, Path(args.out), args.workflow, args.max_cost, args.only, args.robust)
+        goals_part(args.quick, args.draws, Path(args.out), args.workflow, args.max_cost, args.only, args.robust,
+                   args.growth)
     if "speed" in parts:
         speed_part(Path(args.out))
 
