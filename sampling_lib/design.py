@@ -52,7 +52,7 @@ from .metrics import metric_matrix, parse_metrics
 from .estimators import SENSITIVITY_FACTOR
 from .estimators._logspline import GRID_N_MAX, penalty_matrix, prior_masses, spline_grid
 from .kernels._laws import log_hypergeom_pmf
-from .sampling import Design, size_ladder
+from .sampling import Design, check_growth, size_ladder
 
 __all__ = ["design_law", "predict", "plan", "PlanResult", "candidate_designs", "choose_design", "judged_column",
            "assurance_margin", "RATIO_PREDICTION_SD", "resolution_width", "shared_cost"]
@@ -701,9 +701,8 @@ def candidate_designs(N, n, *, thresholds=(1, 2, 5), factors=None, fractions=(0.
     """
     N = check_int(N, "N", low=2)
     n = check_int(n, "n", low=2, high=N)
-    from .sampling import check_growth
-
-    growths = [check_growth(g) for g in np.atleast_1d(np.asarray(growths, dtype=object))]
+    growths = [check_growth(g) for g in (growths if np.iterable(growths) and not isinstance(growths, str)
+                                         else [growths])]
     if factors is None:
         factors = sorted(f for f in {2, 3} | {m << k for k in range(63) for m in (4, 5, 6, 7)} if n * f <= N)
     out = [Design("single", n)]
