@@ -158,7 +158,9 @@ EXAMPLES = {
   # without a pilot: 5,000 users, a guessed Recall@10 of 0.2, a target half-width of 0.01
   sampling-lib plan -N 100000 -n 100 --users 5000 --guess-recall 0.2 --target-halfwidth 0.01
   # with a budget (a costly scorer): never above 5% of full ranking, the most precise within it if need be
-  sampling-lib plan ranks1.csv -N 3706 -n 100 --max-cost 5%""",
+  sampling-lib plan ranks1.csv -N 3706 -n 100 --max-cost 5%
+  # ladders that grow by x1.5 among the candidates too: less scoring, more rounds
+  sampling-lib plan ranks1.csv -N 3706 -n 100 --growth 2 1.5""",
 }
 
 
