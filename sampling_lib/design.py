@@ -55,7 +55,7 @@ from .kernels._laws import log_hypergeom_pmf
 from .sampling import Design, check_growth, size_ladder
 
 __all__ = ["design_law", "predict", "plan", "PlanResult", "candidate_designs", "choose_design", "judged_column",
-           "assurance_margin", "RATIO_PREDICTION_SD", "resolution_width", "shared_cost"]
+           "assurance_margin", "RATIO_PREDICTION_SD", "resolution_width", "shared_cost", "later_stages"]
 
 _EXACT_R = 64          # sampled ranks 1.._EXACT_R are cells of their own in the predictions
 _R_LOG_WIDTH = 0.05    # beyond, cells of at most this width in log r
@@ -416,6 +416,23 @@ def shared_cost(design, priors, pilot, *, scheme="binomial", grid_n=None, depend
     return cost
 
 
+def later_stages(design, n):
+    """Rounds of scoring after a first stage of n items that a design's users may go through.
+
+    A ladder takes one per size above n (:func:`size_ladder`, with the
+    design's growth); a second stage, a larger single set and full ranking
+    of a subset take one; the first stage alone none.
+
+    Examples
+    --------
+    >>> later_stages(Design("ladder", 18, n_max=3456), 18), later_stages(Design("ladder", 18, n_max=3456, growth=1.5), 18)
+    (8, 13)
+    """
+    if design.kind == "ladder":
+        return int(size_ladder(design.n, design.n_max, design.growth).size - 1)
+    return int(not (design.kind == "single" and design.n == n))
+
+
 def _rank_one_dependence(top):
     """lambda in [0, 1]: where the share of users with some model at rank 1 lies between the models'
     independence (0) and their largest possible overlap (1)."""
@@ -633,7 +650,8 @@ class PlanResult:
     ----------
     table : pandas.DataFrame
         One row per (design, metric) as :func:`predict`, with ``kind``,
-        ``margin`` (:func:`assurance_margin`), ``meets`` (the design's
+        ``stages`` (rounds of scoring after the first stage,
+        :func:`later_stages`), ``margin`` (:func:`assurance_margin`), ``meets`` (the design's
         predicted ratio or half-width times its margin meets the target for
         every metric), ``within_budget``
         (its cost share is at most ``max_cost``; True without a budget) and
@@ -658,13 +676,14 @@ class PlanResult:
     target: str
 
     def designs(self):
-        """One row per design: kind, description, cost, cost_share, the worst ratio, meets, within_budget,
-        chosen."""
+        """One row per design: kind, description, stages, cost, cost_share, the worst ratio, meets,
+        within_budget, chosen."""
         t = self.table
         if "cost_all_models" in t.columns:
             t = t.assign(cost=t.cost_all_models, cost_share=t.cost_all_models * t.cost_share / t.cost)
         return (t.groupby(["design", "kind"], sort=False)
-                .agg(cost=("cost", "first"), cost_share=("cost_share", "first"), ratio=("ratio", "max"),
+                .agg(stages=("stages", "first"), cost=("cost", "first"), cost_share=("cost_share", "first"),
+                     ratio=("ratio", "max"),
                      halfwidth=("halfwidth", "max"), meets=("meets", "first"),
                      within_budget=("within_budget", "first"), chosen=("chosen", "first"))
                 .reset_index())
@@ -895,6 +914,7 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
         t = predict(d, prior, metrics, M=M, confidence_level=confidence_level, scheme=scheme, alternatives=alts,
                     grid_n=min(n, GRID_N_MAX))
         t.insert(1, "kind", d.kind)
+        t.insert(2, "stages", later_stages(d, n))
         t["margin"] = margin
         t["meets"] = bool((_judged(t, col) <= bound).all())
         rows.append(t)

@@ -209,7 +209,7 @@ def test_a_ladder_that_grows_by_one_and_a_half(run, world):
 def test_plan_with_ladders_of_several_growths(run, world):
     """plan --growth 2 1.5: both families among the candidates (csv), the cheapest meeting the target chosen
     over all of them, and the printed command of a x1.5 ladder carries --growth."""
-    from sampling_lib.design import candidate_designs
+    from sampling_lib.design import candidate_designs, later_stages
 
     d = world
     stage_one(run, d)
@@ -222,11 +222,16 @@ def test_plan_with_ladders_of_several_growths(run, world):
     per = t.groupby("design", sort=False).agg(cost=("cost", "first"), meets=("meets", "first"),
                                              chosen=("chosen", "first"))
     assert per.chosen.sum() == 1 and per[per.chosen].cost.iloc[0] == per[per.meets].cost.min()
+    stages = {c.describe(): later_stages(c, n) for c in candidate_designs(N - H, n, growths=(2, 1.5))}
+    assert (t.stages == t.design.map(stages)).all()
     # a target only a ladder meets here: its stage-2 command and the re-plan command carry its growth
     p = run("plan", "ranks1.csv", "-n", n, "--growth", 1.5, "--metric", "recall@10", "--assurance", 0.5,
             "--target-ratio", 1.02, cwd=d)
     assert p.returncode == 0, p.stderr
     assert "chosen: ladder 20 -> 40 (x1.5 while at rank 1)" in p.stdout
+    name = "ladder 20 -> 40 (x1.5 while at rank 1)"
+    row = next(ln for ln in p.stdout.splitlines() if ln.startswith(name))
+    assert row[len(name):].split()[0] == "2" and "stages: rounds of scoring after the first" in p.stdout     # 20 -> 30 -> 40
     assert "--n-max 40 --growth 1.5 " in p.stdout and "then stage 3 the same way" in p.stdout
     assert "sampling-lib plan merged.csv -n 20 --scheme hypergeometric --growth 1.5" in p.stdout
     p = run("plan", "ranks1.csv", "-n", n, "--growth", 0.9, cwd=d)

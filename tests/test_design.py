@@ -72,6 +72,32 @@ def test_design_law_of_ladder_reaches_only_ladder_sizes():
     assert D[0, sizes == 100].sum() == pytest.approx(1.0) and (lo[sizes < 100] > 1).all()
 
 
+@pytest.mark.parametrize("design, n0", [(Design("single", 20), 10), (Design("single", 15), 15),
+                                        (Design("threshold", 20, threshold=2, n2=100), 20),
+                                        (Design("ladder", 15, n_max=240), 15),
+                                        (Design("ladder", 15, n_max=240, growth=1.5), 15),
+                                        (Design("ladder", 15, n_max=15), 15),
+                                        (Design("full_subset", 20, fraction=0.3), 20)])
+def test_later_stages_are_the_rounds_a_top_user_goes_through(design, n0):
+    """design.later_stages against the rule run stage by stage (next_stage_sizes) on users at rank 1 after a
+    first stage of n0 items: the rounds until no set grows (a single set of n0 is the first stage itself)."""
+    from sampling_lib.design import later_stages
+    from sampling_lib.sampling import next_stage_sizes
+
+    sizes, rounds = np.full(4, n0), 0
+    while not (design.kind == "single" and design.n == n0):
+        new = next_stage_sizes(np.ones((4, 1)), sizes, design, N=N, rng=0)
+        if (new == sizes).all():
+            break
+        sizes, rounds = new, rounds + 1
+        if design.kind != "ladder":         # the other designs have one stage after the first
+            break
+    assert later_stages(design, n0) == rounds
+    want = (len(size_ladder(15, design.n_max, design.growth)) - 1 if design.kind == "ladder"
+            else int(design.n != n0) if design.kind == "single" else 1)
+    assert rounds == want
+
+
 def test_a_finer_ladder_costs_less_for_the_same_top_size():
     """Growth 1.5 against doubling, same n and n_max (design._cost, exact): a user that leaves the ladder stops
     at the first size at or above where an item first ranks above the held-out one, overshooting it by a

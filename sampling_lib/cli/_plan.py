@@ -259,7 +259,8 @@ def _plan_view(table, per, best_name, args, N, n, M, target, n_models, paired=Tr
     raw = worst.groupby(level=0, sort=False)["hw" if args.target_halfwidth is not None else "ratio"].max()
     rows = []
     for _, d in per.iterrows():
-        row = {"design": d.design, "items/user": f"{d.cost:,.0f}", "% of full": f"{100 * d.cost_share:.2f}%"}
+        row = {"design": d.design, "stages": int(d.stages), "items/user": f"{d.cost:,.0f}",
+               "% of full": f"{100 * d.cost_share:.2f}%"}
         for m in metrics:
             w = worst.loc[(d.design, m)]
             row[f"{m} ±"] = f"{w.hw:.4f}"
@@ -283,7 +284,8 @@ def _plan_view(table, per, best_name, args, N, n, M, target, n_models, paired=Tr
     legend = textwrap.fill(
         ("" if args.wide else "the first stage alone and, per kind of design, the cheapest that meets the target "
          "(else the most precise; --wide: every candidate); ")
-        + "items/user: expected items scored per user (held-out included); % of full: of N; ±: predicted "
+        + "stages: rounds of scoring after the first (a ladder: one per size); items/user: expected items "
+        "scored per user (held-out included); % of full: of N; ±: predicted "
         "half-width of the interval; ratio: its width over full ranking's (precision ratio); a design meets the "
         "target when its prediction times the planner's error margin does, else one predicted under the target "
         f"is marked 'within the margin' (--assurance {args.assurance:g}: "
