@@ -425,8 +425,9 @@ def later_stages(design, n):
 
     Examples
     --------
-    >>> later_stages(Design("ladder", 18, n_max=3456), 18), later_stages(Design("ladder", 18, n_max=3456, growth=1.5), 18)
-    (8, 13)
+    >>> d2, d15 = Design("ladder", 18, n_max=3456), Design("ladder", 18, n_max=3456, growth=1.5)
+    >>> later_stages(d2, 18), later_stages(d15, 18), later_stages(Design("single", 18), 18)
+    (8, 13, 0)
     """
     if design.kind == "ladder":
         return int(size_ladder(design.n, design.n_max, design.growth).size - 1)

@@ -207,6 +207,8 @@ class Design:
         if self.kind == "ladder":
             check_int(self.n_max, "n_max", low=self.n)
             check_growth(self.growth)
+        elif self.growth != 2:
+            raise ValueError(f"growth applies to a ladder; a {self.kind} design got growth={self.growth!r}")
         if self.kind == "full_subset":
             check_float(self.fraction, "fraction", 0.0, 1.0, low_open=True)
 

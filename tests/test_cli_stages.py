@@ -231,7 +231,8 @@ def test_plan_with_ladders_of_several_growths(run, world):
     assert "chosen: ladder 20 -> 40 (x1.5 while at rank 1)" in p.stdout
     name = "ladder 20 -> 40 (x1.5 while at rank 1)"
     row = next(ln for ln in p.stdout.splitlines() if ln.startswith(name))
-    assert row[len(name):].split()[0] == "2" and "stages: rounds of scoring after the first" in p.stdout     # 20 -> 30 -> 40
+    assert row[len(name):].split()[0] == "2"                    # stages: 20 -> 30 -> 40
+    assert "stages: rounds of scoring after the first" in p.stdout
     assert "--n-max 40 --growth 1.5 " in p.stdout and "then stage 3 the same way" in p.stdout
     assert "sampling-lib plan merged.csv -n 20 --scheme hypergeometric --growth 1.5" in p.stdout
     p = run("plan", "ranks1.csv", "-n", n, "--growth", 0.9, cwd=d)

@@ -61,6 +61,8 @@ def test_a_ladder_of_any_growth():
             Design("ladder", 10, n_max=80, growth=bad)
     with pytest.raises(TypeError, match="growth must be a real number"):
         size_ladder(10, 80, "2")
+    with pytest.raises(ValueError, match="growth applies to a ladder; a threshold design got growth=1.5"):
+        Design("threshold", 10, threshold=1, n2=5, growth=1.5)
 
 
 def test_adaptive_truncates_at_n_max_and_validates():
