@@ -57,7 +57,7 @@ import pandas as pd
 
 from sampling_lib import experiments, studies
 from sampling_lib.correct import estimate
-from sampling_lib.design import candidate_designs, plan
+from sampling_lib.design import candidate_designs, first_rungs, plan
 from sampling_lib.sampling import Design, sample_design, sample_ranks
 from sampling_lib.studies.panel_data import DENSE_ITEMS_MAX, LARGE_MODELS, PANEL_DATASETS
 
@@ -134,12 +134,14 @@ def candidates(N, n, growths):
 
 def replan(R, N, Nmed, n, pilot_res, max_cost=None, robust=False, growths=None):
     """The re-planning workflow of README's 'Resolving a metric below resolution': run the ladder's first
-    rungs (n -> 4n) on the users, plan again on the merged ranks (``plan(..., sample_sizes=)``).
+    rungs (``design.first_rungs``: n -> 4n for doubling; on the x1.5 ladder with ``--growth 1.5`` alone) on the
+    users, plan again on the merged ranks (``plan(..., sample_sizes=)``).
 
     Returns (design, the re-plan's prediction rows of it, the extra cost share of the rungs when the
     design does not contain them, the pilot's prediction rows of the design).
     """
-    rungs = Design("ladder", n, n_max=min(4 * n, Nmed))
+    g = growths[0] if growths is not None and len(growths) == 1 else 2.0
+    rungs = Design("ladder", n, n_max=int(first_rungs(n, g, int(np.min(N)))[-1]), growth=g)
     r1, s1 = sample_design(R, N, rungs, rng=np.random.default_rng(4))
     res = plan(r1, Nmed, n, M=R.size, metrics=METRICS, sample_sizes=s1, max_cost=max_cost, robust=robust,
                max_size=int(np.min(N)), designs=candidates(N, n, growths))

@@ -55,7 +55,8 @@ from .kernels._laws import log_hypergeom_pmf
 from .sampling import Design, check_growth, size_ladder
 
 __all__ = ["design_law", "predict", "plan", "PlanResult", "candidate_designs", "choose_design", "judged_column",
-           "assurance_margin", "RATIO_PREDICTION_SD", "resolution_width", "shared_cost", "later_stages"]
+           "assurance_margin", "RATIO_PREDICTION_SD", "resolution_width", "shared_cost", "later_stages",
+           "first_rungs"]
 
 _EXACT_R = 64          # sampled ranks 1.._EXACT_R are cells of their own in the predictions
 _R_LOG_WIDTH = 0.05    # beyond, cells of at most this width in log r
@@ -414,6 +415,21 @@ def shared_cost(design, priors, pilot, *, scheme="binomial", grid_n=None, depend
         go = (1.0 - lam) * (1.0 - np.prod(1.0 - c, axis=1)) + lam * c.max(axis=1)
         cost += (int(sizes[j]) - int(sizes[j - 1])) * float(go.mean())
     return cost
+
+
+def first_rungs(n, growth=2.0, max_size=None):
+    """The sizes of a ladder's first rungs, run before re-planning on their merged ranks: from n up to the
+    largest size of at most 4n (n, 2n, 4n for doubling; n, 1.5n, 2.25n, 3.4n for x1.5), at most ``max_size``.
+
+    Examples
+    --------
+    >>> first_rungs(100).tolist(), first_rungs(100, 1.5).tolist(), first_rungs(100, max_size=300).tolist()
+    ([100, 200, 400], [100, 150, 225, 338], [100, 200, 300])
+    """
+    n = check_int(n, "n", low=2)
+    top = 8 * n if max_size is None else min(8 * n, check_int(max_size, "max_size", low=n))
+    sizes = size_ladder(n, top, growth)       # the ladder's own sizes (its last step truncated at max_size)
+    return sizes[sizes <= 4 * n]
 
 
 def later_stages(design, n):

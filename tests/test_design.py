@@ -98,6 +98,24 @@ def test_later_stages_are_the_rounds_a_top_user_goes_through(design, n0):
     assert rounds == want
 
 
+@pytest.mark.parametrize("growth", [2.0, 1.5, 1.25, 3.0])
+def test_first_rungs_are_the_ladders_own_sizes_up_to_four_n(growth):
+    """The rungs run before re-planning: a prefix of every ladder of that growth from n (so the chosen ladder
+    continues them), all at most 4n and max_size, the next size of the ladder above 4n; for doubling the
+    command line's former rule n -> 4n (three sizes, or the ladder's own when shorter)."""
+    from sampling_lib.design import first_rungs
+
+    for n in (2, 10, 17, 100, 176):
+        for n_max in (n, 3 * n, 4 * n, 5 * n, 64 * n):
+            f = first_rungs(n, growth, n_max)
+            lad = size_ladder(n, n_max, growth)
+            assert f.tolist() == lad[:f.size].tolist() and f.max() <= min(4 * n, n_max)
+            if f.size < lad.size:
+                assert lad[f.size] > 4 * n
+            if growth == 2:
+                assert f.tolist() == lad[:3].tolist()
+
+
 def test_a_finer_ladder_costs_less_for_the_same_top_size():
     """Growth 1.5 against doubling, same n and n_max (design._cost, exact): a user that leaves the ladder stops
     at the first size at or above where an item first ranks above the held-out one, overshooting it by a

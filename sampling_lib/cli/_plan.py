@@ -111,6 +111,7 @@ def _replan_note(table, best, args, N, n, staged):
     half-widths are uncertain, and how to re-plan on the merged ranks of its first rungs ("" otherwise, and
     for a ladder of two rungs, which its first stage already decides)."""
     from .._display import resolution_width
+    from ..design import first_rungs
     from ..metrics import parse_metrics
     from ..sampling import size_ladder
 
@@ -119,7 +120,8 @@ def _replan_note(table, best, args, N, n, staged):
     w = resolution_width(N, n)
     below = [m for m, _, K in parse_metrics(list(dict.fromkeys(table.metric))) if K < w]
     rungs = size_ladder(n, best.n_max, best.growth)
-    k = min(3, len(rungs) - 1)          # the first rungs run before re-planning
+    # the first rungs run before re-planning (n -> 4n for doubling), never the whole ladder
+    k = min(len(first_rungs(n, best.growth, best.n_max)), len(rungs) - 1)
     if not below or k < 2:
         return ""
     stages = " ".join(f"STAGE{j}.csv" for j in range(1, k + 1))
