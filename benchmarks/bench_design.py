@@ -146,8 +146,8 @@ def replan(R, N, Nmed, n, pilot_res, max_cost=None, robust=False, growths=None):
     res = plan(r1, Nmed, n, M=R.size, metrics=METRICS, sample_sizes=s1, max_cost=max_cost, robust=robust,
                max_size=int(np.min(N)), designs=candidates(N, n, growths))
     d = res.best if res.best is not None else Design("single", n)
-    # a ladder of another growth does not continue the doubling rungs: it starts after stage 1 (as the
-    # command line's advice says), and the rungs already run are paid for on top of it
+    # a ladder of another growth does not continue the rungs already run: it starts after stage 1 (as the
+    # command line's advice says), and the rungs are paid for on top of it
     contains = d.kind == "ladder" and d.growth == rungs.growth and d.n_max >= rungs.n_max
     extra = 0.0 if contains else float(np.mean((s1 - n) / np.asarray(N, dtype=float)))
     before = pilot_res.table[pilot_res.table.design == d.describe()].set_index("metric")
