@@ -374,7 +374,7 @@ def test_plan_on_a_pilot_with_per_user_sizes():
 
 
 # ---------------------------------------------------------------------------- several models: the union's cost
-def _shared_ladder(Ra, Rb, N, n, n_max, coupling, g):
+def _shared_ladder(Ra, Rb, N, n, n_max, coupling, g, growth=2.0):
     """Stage by stage, a ladder whose added items two models share (binomial scheme): each added item lies
     above a user's held-out item under model m with probability (R_m - 1)/(N - 1), independently for the two
     models or through one uniform (comonotone). A user goes on while either model has it at rank 1; each
@@ -394,7 +394,7 @@ def _shared_ladder(Ra, Rb, N, n, n_max, coupling, g):
     M = Ra.size
     x = above(n - 1, np.arange(M))
     top, total = x == 0, x.copy()
-    sizes = size_ladder(n, n_max)
+    sizes = size_ladder(n, n_max, growth)
     union, alone = np.full(M, float(n)), np.full((M, 2), float(n))
     for j in range(1, sizes.size):
         m = int(sizes[j] - sizes[j - 1])
@@ -408,8 +408,9 @@ def _shared_ladder(Ra, Rb, N, n, n_max, coupling, g):
     return 1 + x, union, alone, 1 + total
 
 
-@pytest.mark.parametrize("case", ["independent", "correlated", "comonotone"])
-def test_shared_cost_of_a_ladder_against_a_stage_by_stage_simulation(case):
+@pytest.mark.parametrize("case, growth", [("independent", 2.0), ("correlated", 2.0), ("comonotone", 2.0),
+                                          ("independent", 1.5), ("correlated", 1.5)])
+def test_shared_cost_of_a_ladder_against_a_stage_by_stage_simulation(case, growth):
     """design.shared_cost (the union of the users two models send on) against the simulated ladder. For
     independent models it is the exact union up to the models' own cost predictions (the error budget: each
     model's predicted cost against its simulated one, plus 3 Monte Carlo standard errors); for dependent
@@ -423,8 +424,9 @@ def test_shared_cost_of_a_ladder_against_a_stage_by_stage_simulation(case):
     Ra = draw_global_ranks(pmf, M, rng=g)
     Rb = (draw_global_ranks(pmf, M, rng=g) if case == "independent"
           else np.clip((Ra * np.exp(g.normal(0.0, 0.5, M))).astype(np.int64), 1, N))
-    r1, union, alone, _ = _shared_ladder(Ra, Rb, N, n, n_max, "comonotone" if case == "comonotone" else "independent", g)
-    d = Design("ladder", n, n_max=n_max)
+    r1, union, alone, _ = _shared_ladder(Ra, Rb, N, n, n_max, "comonotone" if case == "comonotone" else "independent",
+                                         g, growth)
+    d = Design("ladder", n, n_max=n_max, growth=growth)
     fits = [logspline_fit(r1[:, k], N, n) for k in range(2)]
     single = np.array([predict(d, f, "recall@10", M=M).cost[0] for f in fits])
     budget = (np.abs(single / alone.mean(axis=0) - 1).max() + 3 * union.std() / np.sqrt(M) / union.mean())
