@@ -235,6 +235,13 @@ def test_plan_with_ladders_of_several_growths(run, world):
     assert "stages: rounds of scoring after the first" in p.stdout
     assert "--n-max 40 --growth 1.5 " in p.stdout and "then stage 3 the same way" in p.stdout
     assert "sampling-lib plan merged.csv -n 20 --scheme hypergeometric --growth 1.5" in p.stdout
+    # with both growths the compact view keeps each family's cheapest ladder: the doubling one beside it
+    p = run("plan", "ranks1.csv", "-n", n, "--growth", 2, 1.5, "--metric", "recall@10", "--assurance", 0.5,
+            "--target-ratio", 1.02, cwd=d)
+    assert p.returncode == 0, p.stderr
+    rows = [ln for ln in p.stdout.splitlines() if ln.startswith("ladder 20 -> 40")]
+    assert len(rows) == 2 and "<- chosen" in rows[0] and "double while" in rows[1], rows
+    assert "per kind of design (and ladder growth)" in p.stdout
     p = run("plan", "ranks1.csv", "-n", n, "--growth", 0.9, cwd=d)
     assert p.returncode == 2 and "must be a number in (1, 1024]" in p.stderr
 

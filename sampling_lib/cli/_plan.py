@@ -70,6 +70,9 @@ def cmd_plan(args):
         firsts = firsts if sizes and paired and len(pilots) > 1 else None
         res = plan(ranks, N, n, M=M, sample_sizes=sizes or None, paired=paired, first_ranks=firsts, **kw)
     table, best, per = res.table, res.best, res.designs()
+    # the compact view's families: each kind, and the ladders of each growth apart (--growth 2 1.5 shows both)
+    per["family"] = per.design.map({d.describe(): d.kind + (f" x{d.growth:g}" if d.kind == "ladder" else "")
+                                    for d in cands})
     best_name = None if best is None else best.describe()
     n_models = len(pilots)
     meets = best_name is not None and bool(per.set_index("design").meets[best_name])
@@ -251,7 +254,7 @@ def _plan_view(table, per, best_name, args, N, n, M, target, n_models, paired=Tr
     if not args.wide:       # the first stage alone, and per kind the cheapest design that meets the target
         pick = [per.index[0]]                           # (else the most precise of the kind)
         worst_ratio = worst.groupby(level=0, sort=False)["ratio"].max()
-        for _, g in per.groupby("kind", sort=False):
+        for _, g in per.groupby("family", sort=False):
             good = g[g.meets]
             pick.append(good.cost.idxmin() if len(good) else g.index[worst_ratio.reindex(g.design).to_numpy().argmin()])
         pick += list(per.index[per.design == best_name])         # the chosen one is always shown
@@ -284,7 +287,8 @@ def _plan_view(table, per, best_name, args, N, n, M, target, n_models, paired=Tr
     with pd.option_context("display.width", 250, "display.max_columns", 50, "display.max_colwidth", 80):
         body = view.to_string(index=False, justify="left") + "\n\n"
     legend = textwrap.fill(
-        ("" if args.wide else "the first stage alone and, per kind of design, the cheapest that meets the target "
+        ("" if args.wide else "the first stage alone and, per kind of design (and ladder growth), the cheapest that "
+         "meets the target "
          "(else the most precise; --wide: every candidate); ")
         + "stages: rounds of scoring after the first (a ladder: one per size); items/user: expected items "
         "scored per user (held-out included); % of full: of N; ±: predicted "
