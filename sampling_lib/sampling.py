@@ -300,7 +300,7 @@ def check_growth(growth):
 def next_ladder_size(size, n_max, growth=2.0):
     """The ladder's next set size after ``size``: ceil(growth x size), at least size + 1, at most n_max.
 
-    Exact in integers for an integer growth (2: TORS24's doubling).
+    Exact for an integer growth (2: TORS24's doubling) while growth x size stays below 2^53.
 
     Examples
     --------
@@ -308,10 +308,7 @@ def next_ladder_size(size, n_max, growth=2.0):
     [26, 39, 50]
     """
     size = np.asarray(size, dtype=np.int64)
-    if float(growth).is_integer():
-        up = size * int(growth)
-    else:
-        up = np.ceil(np.round(growth * size, 9)).astype(np.int64)
+    up = np.ceil(np.round(growth * size, 9)).astype(np.int64)     # rounded first: 1.1 x 10 is 11.000000000000002
     return np.minimum(np.maximum(up, size + 1), n_max)
 
 

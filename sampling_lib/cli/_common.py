@@ -82,14 +82,14 @@ def assurance(text):
 
 
 def growth(text):
-    """argparse type of a ladder's growth factor: a number in (1, 1024] (2: TORS24's doubling)."""
+    """argparse type of a ladder's growth factor: a number in (1, 1024] (2: TORS24's doubling), as
+    :func:`sampling_lib.sampling.check_growth` allows."""
+    from ..sampling import check_growth
+
     try:
-        v = float(text)
+        return check_growth(float(text))
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a number in (1, 1024] such as 2 or 1.5; got {cut(text)!r}") from None
-    if not 1.0 < v <= 1024.0:
-        raise argparse.ArgumentTypeError(f"must be a number in (1, 1024] such as 2 or 1.5; got {cut(text)!r}")
-    return v
 
 
 def emit(text, output):
