@@ -28,9 +28,10 @@ it when none meets the target); ``--robust`` has it judge designs by the high en
 ``--calibrate GOALS.csv ...`` runs nothing: from goal tables this benchmark wrote, the planner's ratio
 prediction error leaving one dataset out (``design.RATIO_PREDICTION_SD``, ``plan(..., assurance=)``).
 
-``--workflow replan`` evaluates the re-planning workflow instead: the ladder's first rungs (n -> 4n) on the
-users, ``plan(..., sample_sizes=)`` on the merged ranks, then the design it picks (its cost includes the
-rungs when the design does not contain them).
+``--workflow replan`` evaluates the re-planning workflow instead: the ladder's first rungs
+(``design.first_rungs``: to n_max / 8 of the pilot's choice, at least n -> 4n) on the users,
+``plan(..., sample_sizes=)`` on the merged ranks, then the design it picks (its cost includes the rungs
+when the design does not contain them).
 
 Also, when ../shared/data has them, LightGCN's Gowalla and Yelp2018 splits (N ~ 4 x 10^4, M ~ 3 x 10^4,
 per-user N_u; ALS-64, item-KNN and popularity; first stages n = 100 and 10, N/n ~ 400 and ~ 4,000): data the
@@ -134,14 +135,17 @@ def candidates(N, n, growths):
 
 def replan(R, N, Nmed, n, pilot_res, max_cost=None, robust=False, growths=None, metrics=METRICS):
     """The re-planning workflow of README's 'Resolving a metric below resolution': run the ladder's first
-    rungs (``design.first_rungs``: n -> 4n for doubling; on the x1.5 ladder with ``--growth 1.5`` alone) on the
-    users, plan again on the merged ranks (``plan(..., sample_sizes=)``).
+    rungs (``design.first_rungs``: to n_max / 8 of the ladder the pilot's plan chose, at least n -> 4n for
+    doubling; on the x1.5 ladder with ``--growth 1.5`` alone) on the users, plan again on the merged ranks
+    (``plan(..., sample_sizes=)``).
 
     Returns (design, the re-plan's prediction rows of it, the extra cost share of the rungs when the
     design does not contain them, the pilot's prediction rows of the design).
     """
     g = growths[0] if growths is not None and len(growths) == 1 else 2.0
-    rungs = Design("ladder", n, n_max=int(first_rungs(n, g, int(np.min(N)))[-1]), growth=g)
+    first = pilot_res.best
+    top = first.n_max if first is not None and first.kind == "ladder" else None
+    rungs = Design("ladder", n, n_max=int(first_rungs(n, g, int(np.min(N)), n_max=top)[-1]), growth=g)
     r1, s1 = sample_design(R, N, rungs, rng=np.random.default_rng(4))
     res = plan(r1, Nmed, n, M=R.size, metrics=metrics, sample_sizes=s1, max_cost=max_cost, robust=robust,
                max_size=int(np.min(N)), designs=candidates(N, n, growths))
@@ -271,7 +275,8 @@ def main():
     ap.add_argument("--parts", default="goals,speed")
     ap.add_argument("--workflow", choices=["pilot", "replan"], default="pilot",
                     help="pilot: the design plan picks on the first stage; replan: the ladder's first rungs "
-                         "(n -> 4n), then plan again on the merged ranks (README's re-planning)")
+                         "(design.first_rungs: to n_max / 8 of the pilot's ladder, at least n -> 4n), then plan "
+                         "again on the merged ranks (README's re-planning)")
     ap.add_argument("--max-cost", type=float, default=None,
                     help="the planner's budget (share of full ranking, e.g. 0.05): plan(..., max_cost=)")
     ap.add_argument("--only", default=None,

@@ -417,19 +417,48 @@ def shared_cost(design, priors, pilot, *, scheme="binomial", grid_n=None, depend
     return cost
 
 
-def first_rungs(n, growth=2.0, max_size=None):
-    """The sizes of a ladder's first rungs, run before re-planning on their merged ranks: from n up to the
-    largest size of at most 4n (n, 2n, 4n for doubling; n, 1.5n, 2.25n, 3.4n for x1.5), at most ``max_size``.
+def first_rungs(n, growth=2.0, max_size=None, *, n_max=None):
+    """The sizes of a ladder's first rungs, run before re-planning on their merged ranks: the ladder's own
+    sizes from n up to the largest of at most max(4n, n_max / 8), at most ``max_size``.
+
+    The re-plan fits the prior on the merged ranks and predicts the chosen ladder from it, extrapolating the
+    top of P(R) from the largest size run to n_max. Rungs to 4n alone leave that factor at n_max / 4n: about
+    5 where the planner's ladders end near N / 5 and N / n is about 100 (MovieLens 100K, Last.fm 2K), where
+    the re-planned half-widths held, but over 200 at N / n of about 4,000, where they missed by up to 30%
+    (``benchmarks/README.md``). Rungs to n_max / 8 bound it at 8 whatever N / n (the last three doublings
+    are left to the plan). They cost nothing extra when the re-planned ladder continues them, as a ladder of
+    the same growth to at least n_max / 8 does.
+
+    Parameters
+    ----------
+    n : int
+        The first stage's set size.
+    growth : float, default 2.0
+        The ladder's growth factor (:class:`Design`).
+    max_size : int, optional
+        The largest set any user can take (the smallest N_u; the ladder's last size is truncated at it).
+    n_max : int, optional
+        The top of the ladder the plan chose on the first stage (or a guess): the rungs reach n_max / 8
+        when that is above 4n. Without it, n -> 4n.
 
     Examples
     --------
     >>> first_rungs(100).tolist(), first_rungs(100, 1.5).tolist(), first_rungs(100, max_size=300).tolist()
     ([100, 200, 400], [100, 150, 225, 338], [100, 200, 300])
+    >>> first_rungs(10, n_max=8960).tolist()         # N / n = 4,096: the ladder 10 -> 8,960 up to 1,120
+    [10, 20, 40, 80, 160, 320, 640]
     """
     n = check_int(n, "n", low=2)
-    top = 8 * n if max_size is None else min(8 * n, check_int(max_size, "max_size", low=n))
-    sizes = size_ladder(n, top, growth)       # the ladder's own sizes (its last step truncated at max_size)
-    return sizes[sizes <= 4 * n]
+    reach = 4 * n
+    top = 8 * n
+    if n_max is not None:
+        n_max = check_int(n_max, "n_max", low=n)
+        reach = max(reach, n_max / 8)
+        top = min(n_max, max(top, 2 * int(reach)))
+    if max_size is not None:
+        top = min(top, check_int(max_size, "max_size", low=n))
+    sizes = size_ladder(n, top, growth)       # the ladder's own sizes (its last step truncated at the top)
+    return sizes[sizes <= reach]
 
 
 def later_stages(design, n):

@@ -116,6 +116,30 @@ def test_first_rungs_are_the_ladders_own_sizes_up_to_four_n(growth):
                 assert f.tolist() == lad[:3].tolist()
 
 
+@pytest.mark.parametrize("growth", [2.0, 1.5, 1.25, 3.0])
+def test_first_rungs_reach_an_eighth_of_the_chosen_ladder(growth):
+    """With the chosen ladder's n_max: a prefix of that ladder, every size at most max(4n, n_max / 8) and
+    max_size, the ladder's next size above that reach (so the plan extrapolates from the last rung to n_max
+    by a factor of at most 8 x growth once n_max / 8 > 4n); never fewer rungs than without n_max."""
+    from sampling_lib.design import first_rungs
+
+    for n in (2, 10, 17, 100, 176):
+        for n_max in (n, 3 * n, 31 * n, 32 * n, 33 * n, 500 * n, 4096 * n + 7):
+            for max_size in (None, n_max, 2 * n):
+                f = first_rungs(n, growth, max_size, n_max=n_max)
+                cap = n_max if max_size is None else min(n_max, max_size)
+                lad = size_ladder(n, cap, growth)
+                reach = max(4 * n, n_max / 8)
+                assert f.tolist() == lad[:f.size].tolist() and f.max() <= min(reach, cap)
+                if f.size < lad.size:
+                    assert lad[f.size] > reach
+                assert f.size >= first_rungs(n, growth, cap).size
+                if max_size is None and n_max / 8 > 4 * n:
+                    assert n_max / f[-1] <= 8 * growth + 1e-9
+    with pytest.raises(ValueError, match="n_max"):
+        first_rungs(10, n_max=5)
+
+
 def test_a_finer_ladder_costs_less_for_the_same_top_size():
     """Growth 1.5 against doubling, same n and n_max (design._cost, exact): a user that leaves the ladder stops
     at the first size at or above where an item first ranks above the held-out one, overshooting it by a

@@ -123,8 +123,9 @@ def _replan_note(table, best, args, N, n, staged):
     w = resolution_width(N, n)
     below = [m for m, _, K in parse_metrics(list(dict.fromkeys(table.metric))) if K < w]
     rungs = size_ladder(n, best.n_max, best.growth)
-    # the first rungs run before re-planning (n -> 4n for doubling), never the whole ladder
-    k = min(len(first_rungs(n, best.growth, best.n_max)), len(rungs) - 1)
+    # the first rungs run before re-planning (to n_max / 8, at least n -> 4n for doubling), never the whole
+    # ladder
+    k = min(len(first_rungs(n, best.growth, best.n_max, n_max=best.n_max)), len(rungs) - 1)
     if not below or k < 2:
         return ""
     stages = " ".join(f"STAGE{j}.csv" for j in range(1, k + 1))
