@@ -465,6 +465,27 @@ def test_the_commands_plan_prints_run_as_printed(run, tmp_path):
             in p.stdout), p.stdout
 
 
+def test_replan_on_merged_ranks_says_to_run_further_rungs_when_the_ladder_reaches_far_beyond_them():
+    """Merged ranks re-planned: a chosen ladder more than first_rungs' reach above the largest set run gets
+    the stages to run before re-planning again (those first_rungs adds: 4..7 for 10 -> 8,960 after 10 -> 40);
+    none once they are run, for a ladder within the reach, or for stages the ladder does not continue."""
+    from argparse import Namespace
+
+    from sampling_lib.cli._plan import _replan_note
+    from sampling_lib.design import first_rungs
+
+    d = Design("ladder", 10, n_max=8960)
+    want = first_rungs(10, 2.0, 8960, n_max=8960)
+    text = " ".join(_replan_note(None, d, Namespace(), 41_000, 10, True, np.array([10, 20, 40])).split())
+    assert f"run its stages 4..{want.size} (to {want[-1]:,}," in text and "224x the largest set run (40)" in text
+    assert _replan_note(None, d, Namespace(), 41_000, 10, True, want) == ""
+    assert _replan_note(None, Design("ladder", 10, n_max=320), Namespace(), 41_000, 10, True,
+                        np.array([10, 20, 40])) == ""
+    assert _replan_note(None, d, Namespace(), 41_000, 10, True, np.array([10, 30])) == ""
+    text = " ".join(_replan_note(None, d, Namespace(), 41_000, 10, True, np.array([10, 20, 40, 80, 160, 320])).split())
+    assert "run its stage 7 (to 640," in text
+
+
 def test_plan_advice_on_merged_ranks_continues_the_ladder_already_run():
     """A pilot of merged ranks whose sets are the first rungs of the chosen ladder: the advice writes the
     next stage (its number, the earlier stage files); a ladder the stages already complete needs no more

@@ -79,7 +79,7 @@ def cmd_plan(args):
     staged = bool(sizes)
     run_sizes = np.unique(np.concatenate(list(sizes.values()))) if sizes else None
     advice = (_advice(best, args, N, n, res.target, n_models, meets, run_sizes)
-              + _replan_note(table, best, args, N, n, staged)
+              + _replan_note(table, best, args, N, n, staged, run_sizes)
               + _below_full_ranking_note(table, args, M or _pilot_users(pilots)))
     if args.format != "table":
         write(table, args.format, args.output)
@@ -109,17 +109,20 @@ def _below_full_ranking_note(table, args, M):
         "squared); or relax the target.", 110, subsequent_indent="  ", break_on_hyphens=False)
 
 
-def _replan_note(table, best, args, N, n, staged):
+def _replan_note(table, best, args, N, n, staged, run_sizes=None):
     """For a ladder chosen on a first stage below resolution (or on a guess of one): why its predicted
     half-widths are uncertain, and how to re-plan on the merged ranks of its first rungs ("" otherwise, and
-    for a ladder of two rungs, which its first stage already decides)."""
+    for a ladder of two rungs, which its first stage already decides). On merged ranks (``staged``): the
+    note of :func:`_replan_again_note`."""
     from .._display import resolution_width
     from ..design import first_rungs
     from ..metrics import parse_metrics
     from ..sampling import size_ladder
 
-    if best is None or best.kind != "ladder" or staged:
+    if best is None or best.kind != "ladder":
         return ""
+    if staged:
+        return _replan_again_note(best, n, run_sizes)
     w = resolution_width(N, n)
     below = [m for m, _, K in parse_metrics(list(dict.fromkeys(table.metric))) if K < w]
     rungs = size_ladder(n, best.n_max, best.growth)
@@ -142,7 +145,8 @@ def _replan_note(table, best, args, N, n, staged):
         head = (f"the first stage is below resolution for {', '.join(below)} (w = (N - 1)/(n - 1) = {w:,.0f} > K): "
                 "the predicted half-widths and costs extrapolate the top of P(R) from it (in benchmarks/README.md "
                 "such first stages put the metric at 0.4-3.1x its truth and the cost at 0.6-1.8x the realized, while "
-                f"the predicted precision ratios stayed within 10% of the realized). Re-plan after the first rungs (n -> {rungs[k - 1]}) on their merged ")
+                "the predicted precision ratios stayed within 10% of the realized). Re-plan after the first rungs "
+                f"(n -> {rungs[k - 1]}) on their merged ")
     return ("\n" + textwrap.fill(
         head + "ranks, with a sample_size column: "
         "the prior is then fitted where the data resolve the top (predicted half-widths within 20% of the "
@@ -156,6 +160,30 @@ def _replan_note(table, best, args, N, n, staged):
         # --scheme says otherwise), and the re-plan's kernel follows them
         + ("" if args.n_items is None else f" -N {N}") + f" --scheme {args.scheme or 'hypergeometric'}"
         + ("" if best.growth == 2 else f" --growth {best.growth:g}"))
+
+
+def _replan_again_note(best, n, run_sizes):
+    """Merged ranks re-planned, the chosen ladder continuing the stages run: when its top is more than
+    ``design.first_rungs``' reach above the largest set run (the re-plan extrapolating the top of P(R) over
+    more than about 8x), the stages to run before re-planning again ("" otherwise)."""
+    from ..design import first_rungs
+    from ..sampling import size_ladder
+
+    rungs = size_ladder(n, best.n_max, best.growth)
+    if run_sizes is None or not np.isin(run_sizes, rungs).all():
+        return ""
+    ran = int(run_sizes.max())
+    want = first_rungs(n, best.growth, best.n_max, n_max=best.n_max)
+    if want[-1] <= ran:
+        return ""
+    done = int(np.searchsorted(rungs, ran)) + 1            # stage j holds the sets of rungs[j - 1]
+    later = f"stage {done + 1}" if want.size == done + 1 else f"stages {done + 1}..{want.size}"
+    return "\n" + textwrap.fill(
+        f"the chosen ladder reaches {best.n_max:,} items, {best.n_max / ran:.0f}x the largest set run ({ran:,}): "
+        "its predicted half-widths extrapolate the top of P(R) that far. For predictions to rely on, run its "
+        f"{later} (to {int(want[-1]):,}, about an eighth of its top; design.first_rungs) as written above, then "
+        "re-plan on the merged ranks of all the stages: the stages are the ladder's own, so nothing is scored "
+        "twice.", 110, subsequent_indent="  ", break_on_hyphens=False)
 
 
 def _catalogue(args, N):
