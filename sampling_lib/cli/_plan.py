@@ -150,7 +150,7 @@ def _replan_note(table, best, args, N, n, staged, run_sizes=None):
     return ("\n" + textwrap.fill(
         head + "ranks, with a sample_size column: "
         "the prior is then fitted where the data resolve the top (predicted half-widths within 20% of the "
-        "realized in 54 of 58 benchmark cells, against 45 of 58 from the first stage):",
+        "realized in 58 of 58 benchmark cells, against 45 of 58 from the first stage):",
         110, subsequent_indent="  ", break_on_hyphens=False)
         + f"\n  sampling-lib ranks {stages} --input-format negatives --held-out USERS.csv {scores} "
         f"-N {_catalogue(args, N)} {items + ' ' if items else ''}--scheme {args.scheme or 'hypergeometric'} "
