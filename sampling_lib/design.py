@@ -424,7 +424,7 @@ def first_rungs(n, growth=2.0, max_size=None, *, n_max=None):
     The re-plan fits the prior on the merged ranks and predicts the chosen ladder from it, extrapolating the
     top of P(R) from the largest size run to n_max. Rungs to 4n alone leave that factor at n_max / 4n: about
     5 where the planner's ladders end near N / 5 and N / n is about 100 (MovieLens 100K, Last.fm 2K), where
-    the re-planned half-widths held, but over 200 at N / n of about 4,000, where they missed by up to 30%
+    the re-planned half-widths held, but over 200 at N / n of about 4,000, where they missed by up to 31%
     (``benchmarks/README.md``). Rungs to n_max / 8 bound it at 8 whatever N / n (the last three doublings
     are left to the plan). They cost nothing extra when the re-planned ladder continues them, as a ladder of
     the same growth to at least n_max / 8 does.

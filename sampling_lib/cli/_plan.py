@@ -140,13 +140,13 @@ def _replan_note(table, best, args, N, n, staged, run_sizes=None):
         head = (f"the plan rests on a guessed Recall@10, and a first stage of n = {n} would be below resolution "
                 f"for {', '.join(below)} (w = (N - 1)/(n - 1) = {w:,.0f} > K): the predicted costs and half-widths "
                 "are as good as the guess (the predicted precision ratios depend on it much less). Run the first rungs "
-                f"(n -> {rungs[k - 1]}), then re-plan on their merged ")
+                f"({n} -> {rungs[k - 1]:,}: stages 1..{k}), then re-plan on their merged ")
     else:
         head = (f"the first stage is below resolution for {', '.join(below)} (w = (N - 1)/(n - 1) = {w:,.0f} > K): "
                 "the predicted half-widths and costs extrapolate the top of P(R) from it (in benchmarks/README.md "
                 "such first stages put the metric at 0.4-3.1x its truth and the cost at 0.6-1.8x the realized, while "
                 "the predicted precision ratios stayed within 10% of the realized). Re-plan after the first rungs "
-                f"(n -> {rungs[k - 1]}) on their merged ")
+                f"({n} -> {rungs[k - 1]:,}: stages 1..{k}) on their merged ")
     return ("\n" + textwrap.fill(
         head + "ranks, with a sample_size column: "
         "the prior is then fitted where the data resolve the top (predicted half-widths within 20% of the "
