@@ -288,8 +288,8 @@ def main():
                     help="the planner judges designs by the high end of their predicted range: plan(..., robust=True)")
     ap.add_argument("--metrics", nargs="+", default=list(METRICS), metavar="METRIC",
                     help="the planner's target metrics, each judged (default recall@10 ndcg@10, issue 29's); "
-                         "e.g. ap@10 mrr@10 to measure its ratio prediction on the metrics "
-                         "design.RATIO_PREDICTION_SD does not measure")
+                         "e.g. ap@10 recall@5 ndcg@20 to measure its ratio prediction on other metrics and K "
+                         "(design.RATIO_PREDICTION_SD; MRR@K is AP@K with one relevant item)")
     ap.add_argument("--growth", nargs="+", type=float, default=None, metavar="G",
                     help="the planner's ladders grow by each of these factors (default 2, TORS24's doubling): "
                          "plan(..., designs=candidate_designs(..., growths=))")
