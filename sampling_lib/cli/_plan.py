@@ -121,14 +121,14 @@ def _replan_note(table, best, args, N, n, staged, run_sizes=None):
 
     if best is None or best.kind != "ladder":
         return ""
+    rungs = size_ladder(n, best.n_max, best.growth)
+    # the first rungs run before re-planning (to n_max / 8, at least n -> 4n for doubling)
+    want = first_rungs(n, best.growth, n_max=best.n_max)
     if staged:
-        return _replan_again_note(best, n, run_sizes)
+        return _replan_again_note(best, rungs, want, run_sizes)
     w = resolution_width(N, n)
     below = [m for m, _, K in parse_metrics(list(dict.fromkeys(table.metric))) if K < w]
-    rungs = size_ladder(n, best.n_max, best.growth)
-    # the first rungs run before re-planning (to n_max / 8, at least n -> 4n for doubling), never the whole
-    # ladder
-    k = min(len(first_rungs(n, best.growth, best.n_max, n_max=best.n_max)), len(rungs) - 1)
+    k = min(len(want), len(rungs) - 1)          # never the whole ladder
     if not below or k < 2:
         return ""
     stages = " ".join(f"STAGE{j}.csv" for j in range(1, k + 1))
@@ -162,18 +162,13 @@ def _replan_note(table, best, args, N, n, staged, run_sizes=None):
         + ("" if best.growth == 2 else f" --growth {best.growth:g}"))
 
 
-def _replan_again_note(best, n, run_sizes):
-    """Merged ranks re-planned, the chosen ladder continuing the stages run: when its top is more than
-    ``design.first_rungs``' reach above the largest set run (the re-plan extrapolating the top of P(R) over
-    more than about 8x), the stages to run before re-planning again ("" otherwise)."""
-    from ..design import first_rungs
-    from ..sampling import size_ladder
-
-    rungs = size_ladder(n, best.n_max, best.growth)
+def _replan_again_note(best, rungs, want, run_sizes):
+    """Merged ranks re-planned, the chosen ladder (its sizes ``rungs``) continuing the stages run: when its
+    first rungs ``want`` (``design.first_rungs``) reach above the largest set run (the re-plan extrapolating
+    the top of P(R) over more than about 8x), the stages to run before re-planning again ("" otherwise)."""
     if run_sizes is None or not np.isin(run_sizes, rungs).all():
         return ""
     ran = int(run_sizes.max())
-    want = first_rungs(n, best.growth, best.n_max, n_max=best.n_max)
     if want[-1] <= ran:
         return ""
     done = int(np.searchsorted(rungs, ran)) + 1            # stage j holds the sets of rungs[j - 1]
