@@ -921,3 +921,20 @@ def test_paired_coarse_tuples_on_real_per_user_n_u(monkeypatch):
     half = (b.ci_high - b.ci_low) / 2
     for col in ("ci_low", "ci_high"):
         assert np.all(np.abs(a[col] - b[col]) <= 0.3 * half), (a[col], b[col], half)
+
+
+@pytest.mark.parametrize("N", [50, 1000, 10**5, 10**6])
+def test_kernel_entries_direct_hypergeometric_form_matches_the_row_form(N):
+    # few columns of a large n take the log-Beta form (kernels._laws.kernel_entries); the row form of
+    # log_kernel_rows is the reference: within 2e-8 relative wherever P > 1e-8, and below 1e-9 absolute
+    rng = np.random.default_rng(N)
+    for _ in range(10):
+        n = int(rng.integers(32, min(N, 20_000) + 1))
+        R = np.r_[1, N, N // 2, rng.integers(1, N + 1, size=30)]
+        ranks = np.unique(rng.integers(1, n + 1, size=max(1, n // 20)))
+        assert 5 * ranks.size <= 2 * n                   # the direct form is taken
+        got = kernel_entries(N, n, R, ranks, "hypergeometric")
+        ref = np.exp(log_kernel_rows(N, n, R, "hypergeometric")[:, ranks - 1])
+        big = ref > 1e-8
+        np.testing.assert_allclose(got[big], ref[big], rtol=2e-8)
+        assert np.abs(got - ref).max() < 1e-9
