@@ -47,7 +47,7 @@ import pandas as pd
 from scipy import special, stats
 
 from ._progress import progress as progress_bar
-from ._validation import check_float, check_int, check_scheme
+from ._validation import check_float, check_int, check_n_items, check_scheme
 from .metrics import metric_matrix, parse_metrics
 from .estimators import SENSITIVITY_FACTOR
 from .estimators._logspline import GRID_N_MAX, penalty_matrix, prior_masses, spline_grid
@@ -97,8 +97,24 @@ def _count_dist(kind, x, m, R, N, done, scheme):
     # impossible states (fewer items left than drawn) have probability 0 upstream: any finite value
     m_eff = np.minimum(m, good + bad)
     if kind == "pmf":          # scipy's exact pmf took 112 of the 159 s of a three-model plan at N = 1,618
+        xs = x.ravel()
+        if xs.size > 1 and xs[0] >= 0 and np.all(np.diff(xs) == 1):        # a run of counts (the exact cells)
+            good, bad, m_eff = np.broadcast_arrays(good, bad, m_eff)
+            return np.exp(_log_pmf_cols(xs[0], xs.size, good[:, :1], bad[:, :1], m_eff[:, :1]))
         return np.exp(log_hypergeom_pmf(x, good, bad, m_eff))
     return _hypergeom_cdf(x, good, bad, m_eff)
+
+
+def _log_pmf_cols(x0, width, good, bad, m):
+    """log P(X = x0 + j), j = 0..width-1, per row (good / bad / m (k, 1)): :func:`_log_pmf_run` from each
+    row's first point of support at or after x0, shifted into place (-inf before it)."""
+    lower = np.maximum(m[:, 0] - bad[:, 0], 0.0)
+    start = np.maximum(float(x0), lower)
+    shift = (start - x0).astype(np.int64)
+    run = _log_pmf_run(start, width, good, bad, m)
+    j = np.arange(width)[None, :] - shift[:, None]
+    out = np.take_along_axis(run, np.clip(j, 0, width - 1), axis=1)
+    return np.where(j >= 0, out, -np.inf)
 
 
 def _hypergeom_cdf(x, good, bad, m_eff):
@@ -120,18 +136,36 @@ def _hypergeom_cdf(x, good, bad, m_eff):
     near = np.abs(x - mean) < t
     rows = np.flatnonzero(near.any(axis=1))
     if rows.size:
-        start = np.maximum(np.ceil(mean[rows, 0] - t[rows, 0]), 0.0)
+        # the support starts at max(0, m - bad): below it the pmf is 0 and the recursion would divide by 0
+        start = np.maximum(np.ceil(mean[rows, 0] - t[rows, 0]), np.maximum(m_eff[rows, 0] - bad[rows, 0], 0.0))
         stop = np.where(near[rows], x[rows], -1.0).max(axis=1)
-        width = int(np.max(stop - start)) + 1
+        width = max(int(np.max(stop - start)) + 1, 1)
         step = max(1, 2_000_000 // max(width, 1))            # rows per block: ~2 x 10^6 terms at a time
         for b in range(0, rows.size, step):
             r = rows[b:b + step]
-            k = start[b:b + step, None] + np.arange(width)[None, :]
-            run = np.cumsum(np.exp(log_hypergeom_pmf(k, good[r, :1], bad[r, :1], m_eff[r, :1])), axis=1)
+            run = np.cumsum(np.exp(_log_pmf_run(start[b:b + step], width, good[r, :1], bad[r, :1], m_eff[r, :1])),
+                            axis=1)
             i, j = np.nonzero(near[r])
             col = (x[r][i, j] - start[b:b + step][i]).astype(np.int64)
             out[r[i], j] = np.where(col >= 0, run[i, np.clip(col, 0, width - 1)], 0.0)
     return out
+
+
+def _log_pmf_run(start, width, good, bad, m):
+    """log P(X = start + j), j = 0..width-1, X ~ Hypergeometric(good + bad, good, m), per row (start (k,),
+    good / bad / m (k, 1)): one log C(., .) per row, then the ratio of successive terms,
+    P(X = x + 1) / P(X = x) = (good - x)(m - x) / ((x + 1)(bad - m + x + 1)), summed in log (a logarithm per
+    term instead of three log-Beta functions: 30 of the 46 s of a two-model plan went to those). ``start``
+    lies at or above the support's lower end; beyond its upper end min(good, m) the terms are -inf."""
+    x = start[:, None] + np.arange(width - 1)[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        step = np.log(np.maximum(good - x, 0.0) * np.maximum(m - x, 0.0) / ((x + 1.0) * (bad - m + x + 1.0)))
+    first = log_hypergeom_pmf(start[:, None], good, bad, m)
+    out = np.empty((start.size, width))
+    out[:, :1] = first
+    if width > 1:
+        out[:, 1:] = first + np.cumsum(step, axis=1)
+    return np.nan_to_num(out, nan=-np.inf)
 
 
 def _count_cdf(x, m, R, N, done, scheme):
@@ -161,10 +195,24 @@ def _cells_prob(lo, hi, offset, m, R, N, done, scheme):
     return P
 
 
+#: While :func:`plan` predicts its candidates: {key: (lo, hi, P)} of :func:`_binned_counts`, shared by the
+#: designs that run the same stage (the rungs every ladder of a growth has in common); None otherwise.
+_STAGE_CACHE = None
+
+
 def _binned_counts(m, R, N, done, scheme, offset=0):
     """The cells (lo, hi) of the ranks offset + 1 + X, X in 0..m, and their probabilities (G, k)."""
+    key = None
+    if _STAGE_CACHE is not None:
+        key = (int(m), int(N), int(done), scheme, int(offset), np.asarray(R).tobytes())
+        hit = _STAGE_CACHE.get(key)
+        if hit is not None:
+            return hit
     lo, hi = _r_bins(offset + 1, offset + m + 1)
-    return lo, hi, _cells_prob(lo, hi, offset, m, R, N, done, scheme)
+    out = lo, hi, _cells_prob(lo, hi, offset, m, R, N, done, scheme)
+    if key is not None:
+        _STAGE_CACHE[key] = out
+    return out
 
 
 def _log_survive(R, N, drawn, scheme):
@@ -581,6 +629,12 @@ def predict(design, prior, metrics=("recall@10", "ndcg@10"), *, M, confidence_le
     grid_n = min(design.n, GRID_N_MAX) if grid_n is None else check_int(grid_n, "grid_n", low=2, high=N)
     grid = spline_grid(N, grid_n, prior.knot_spacing, None, scheme)
     D = design_law(design, N, grid.mid, scheme)[3]          # P(final cell | R) on the grid: once
+    return _predict_table(design, D, grid, prior, alternatives, parsed, M, z, scheme)
+
+
+def _predict_table(design, D, grid, prior, alternatives, parsed, M, z, scheme):
+    """:func:`predict`'s table from the design's law ``D`` on ``grid``."""
+    N = int(prior.weights_grid.N)
     value, cost, hw, fhw = _predict_one(design, D, grid, prior, parsed, M, z, scheme, prior.penalty)
     # the estimator keeps its own penalty whatever prior the truth is closer to
     others = [_predict_one(design, D, grid, a, parsed, M, z, scheme, prior.penalty)[2] for a in alternatives]
@@ -806,9 +860,14 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
         (they share the added items, so that ``compare`` stays paired;
         :func:`shared_cost`, with the models' dependence from their paired
         ranks, see ``paired``).
-    N, n : int
-        Items (N_u; the median when users differ) and first-stage set size
-        (held-out item included).
+    N : int or array_like of int
+        Items. One int (the median N_u when users differ, as the command line
+        passes), or the pilot users' own N_u (one per user, aligned with the
+        pilot; several models: the same users for each): the prior is then
+        fitted on the per-user kernels, lives on 1..max N_u (the
+        estimator's pooled metric) and the predictions use N = max N_u.
+    n : int
+        First-stage set size (held-out item included).
     M : int, optional, keyword-only
         Users of the evaluation (default: the pilot's).
     guess : float or array_like, optional, keyword-only
@@ -904,26 +963,74 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
     from .correct import input_scheme
     from .io import SampledRanks
 
-    scheme = input_scheme(scheme, pilot)
+    scheme = check_scheme(input_scheme(scheme, pilot))
     if isinstance(pilot, SampledRanks):
         pilot, N, n, sample_sizes, first_ranks, max_size, paired = _sampled_ranks_pilot(
             pilot, N, n, sample_sizes, first_ranks, max_size, paired)
-    if isinstance(pilot, Mapping):
-        return _plan_models(pilot, N, n, M=M, metrics=metrics, target_ratio=target_ratio,
-                            target_halfwidth=target_halfwidth, confidence_level=confidence_level, scheme=scheme,
-                            designs=designs, robust=robust, max_size=max_size, rng=rng, progress=progress,
-                            sample_sizes=sample_sizes, max_cost=max_cost, paired=paired, first_ranks=first_ranks,
-                            assurance=assurance)
-    if first_ranks is not None:
+    several = isinstance(pilot, Mapping)
+    if not several and first_ranks is not None:
         raise ValueError("first_ranks applies to several models' pilots (a dict): they pair the models' first "
                          "stages to price the union of the users the models send on")
+    pilots = dict(pilot) if several else {None: pilot}
+    if not pilots:
+        raise ValueError("pilot must map at least one model to its first-stage ranks")
+    if several and isinstance(sample_sizes, Mapping) and set(sample_sizes) != set(pilots):
+        raise ValueError(f"sample_sizes must name the models of pilot ({list(pilots)}); got {list(sample_sizes)}")
+    # 1. the priors: each model's default estimator fitted to its pilot (and its two alternative penalties)
+    fits = {m: _fit_pilot(r, N, n, M=M, guess=guess, scheme=scheme, rng=rng,
+                          sample_sizes=sample_sizes[m] if isinstance(sample_sizes, Mapping) else sample_sizes)
+            for m, r in pilots.items()}
+    N, n, M = next(iter(fits.values()))[2:]
+    # 2. the target and the candidates
+    target, col, bound = _target(target_ratio, target_halfwidth, robust, assurance)
+    max_size = N if max_size is None else check_int(max_size, "max_size", low=n, high=N)
+    if max_cost is not None:
+        max_cost = check_float(max_cost, "max_cost", 0.0, 1.0, low_open=True)
+    cands = list(candidate_designs(max_size, n) if designs is None else designs)
+    # 3. every candidate's predictions for every model (the design's law computed once per design)
+    table = _predict_designs(cands, fits, n, metrics=metrics, M=M, confidence_level=confidence_level, scheme=scheme,
+                             col=col, bound=bound, margin=assurance_margin(metrics, assurance), progress=progress)
+    # 4. several models: the cost of the union of the users they send on, and "meets" for every model
+    if several:
+        pairs = _pairs(pilots, fits, n, sample_sizes, first_ranks, paired)
+        priors = [f[0] for f in fits.values()]
+        union = ({d.describe(): shared_cost(d, priors, pairs, scheme=scheme) for d in cands} if len(priors) > 1
+                 else None)
+        table["cost_all_models"] = table.cost if union is None else table.design.map(union)
+        table["meets"] = table.groupby("design", sort=False).meets.transform("all")
+    else:
+        table = table.drop(columns="model")
+    # 5. the budget and the choice
+    cost = "cost_all_models" if several else "cost"
+    share = table.cost_all_models * table.cost_share / table.cost if several else table.cost_share
+    table["within_budget"] = True if max_cost is None else share <= max_cost
+    name = choose_design(table.assign(worst=_judged(table, col)).groupby("design", sort=False).agg(
+        cost=(cost, "first"), meets=("meets", "first"), within_budget=("within_budget", "first"),
+        worst=("worst", "max")))
+    best = None if name is None else cands[[d.describe() for d in cands].index(name)]
+    table["chosen"] = table.design == name
+    prior = {m: f[0] for m, f in fits.items()} if several else fits[None][0]
+    return PlanResult(table, best, prior, target)
+
+
+def _fit_pilot(pilot, N, n, *, M, guess, scheme, rng, sample_sizes):
+    """(prior, alternative priors, N, n, M) of one model's pilot: the default estimator's log-spline fitted to
+    the first-stage ranks (or the merged ranks with their ``sample_sizes``; per-user N_u when N is an array;
+    a pilot drawn from ``guess`` when there is none), and its fits with the penalty divided and multiplied
+    by SENSITIVITY_FACTOR."""
     from .counts import rank_counts
     from .estimators import logspline_cells_fit, logspline_fit
     from .estimators._logspline import sensitivity_penalties
 
+    per_user = np.ndim(N) > 0
+    if per_user:
+        if pilot is None:
+            raise ValueError("per-user N_u (N as an array) apply to a pilot's users; a guess takes one N")
+        N_u = check_n_items(N, np.size(pilot))
+        per_user = np.ndim(N_u) > 0
+        N = int(np.max(N_u))             # the prior lives on 1..max N_u (the estimator's pooled metric)
     N = check_int(N, "N", low=2)
     n = check_int(n, "n", low=2, high=N)
-    scheme = check_scheme(scheme)
     if pilot is None:
         if guess is None:
             raise ValueError("plan needs a pilot (first-stage sampled ranks) or a guess (a Recall@10 or a pmf)")
@@ -932,52 +1039,92 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
         pilot = _pilot_from_guess(guess, N, n, check_int(M, "M", low=1), scheme, rng)
     pilot = np.asarray(pilot)
     M = pilot.size if M is None else check_int(M, "M", low=1)
-    margin = assurance_margin(metrics, assurance)           # one factor per metric, in predict's row order
-    if sample_sizes is None:
+    if sample_sizes is None and not per_user:
         prior = logspline_fit(pilot, N, n, scheme=scheme)
         alts = [logspline_fit(pilot, N, n, scheme=scheme, penalty=p) for p in sensitivity_penalties(prior.penalty)]
-    else:
-        st = rank_counts(pilot, sample_sizes=sample_sizes, n_items=np.full(pilot.size, N))
-        if int(st.sizes.min()) < n:
-            raise ValueError(f"sample_sizes must be >= the first stage's n={n} (the candidates start there); "
-                             f"got {int(st.sizes.min())}")
-        cells = (st.n_items, st.sizes, st.ranks, st.counts)
-        prior = logspline_cells_fit(*cells, scheme=scheme)
-        alts = [logspline_cells_fit(*cells, scheme=scheme, penalty=p) for p in sensitivity_penalties(prior.penalty)]
+        return prior, alts, N, n, M
+    sizes = np.full(pilot.size, n) if sample_sizes is None else sample_sizes
+    st = rank_counts(pilot, sample_sizes=sizes, n_items=N_u if per_user else np.full(pilot.size, N))
+    if int(st.sizes.min()) < n:
+        raise ValueError(f"sample_sizes must be >= the first stage's n={n} (the candidates start there); "
+                         f"got {int(st.sizes.min())}")
+    cells = (st.n_items, st.sizes, st.ranks, st.counts)
+    prior = logspline_cells_fit(*cells, scheme=scheme)
+    alts = [logspline_cells_fit(*cells, scheme=scheme, penalty=p) for p in sensitivity_penalties(prior.penalty)]
+    return prior, alts, N, n, M
+
+
+def _target(target_ratio, target_halfwidth, robust, assurance):
+    """(the target in words, the judged column, its bound)."""
     if target_halfwidth is not None:
         target_halfwidth = check_float(target_halfwidth, "target_halfwidth", low=0.0, low_open=True)
-        target = f"interval half-width <= {target_halfwidth:g} (assurance {float(assurance):g})"
-    else:
-        target_ratio = check_float(target_ratio, "target_ratio", low=1.0)
-        target = f"precision ratio <= {target_ratio:g} (assurance {float(assurance):g})"
-    max_size = N if max_size is None else check_int(max_size, "max_size", low=n, high=N)
-    if max_cost is not None:
-        max_cost = check_float(max_cost, "max_cost", 0.0, 1.0, low_open=True)
-    cands = list(candidate_designs(max_size, n) if designs is None else designs)
-    col = judged_column(target_halfwidth, robust)
-    bound = target_halfwidth if target_halfwidth is not None else target_ratio
+        text = f"interval half-width <= {target_halfwidth:g} (assurance {float(assurance):g})"
+        return text, judged_column(target_halfwidth, robust), target_halfwidth
+    target_ratio = check_float(target_ratio, "target_ratio", low=1.0)
+    text = f"precision ratio <= {target_ratio:g} (assurance {float(assurance):g})"
+    return text, judged_column(None, robust), target_ratio
+
+
+def _predict_designs(cands, fits, n, *, metrics, M, confidence_level, scheme, col, bound, margin, progress):
+    """One row per (model, design, metric): :func:`predict`'s, with kind, stages, margin and meets. The
+    law of each design on a prior's grid is computed once and shared by the models fitted on that grid."""
+    z = stats.norm.ppf(0.5 + 0.5 * check_float(confidence_level, "confidence_level", 0.0, 1.0,
+                                                low_open=True, high_open=True))
+    parsed = parse_metrics(metrics)
+    grid_n = min(n, GRID_N_MAX)
+    grids = {}
+    for m, (prior, _, N, _, _) in fits.items():
+        key = (int(prior.weights_grid.N), prior.knot_spacing)
+        if key not in grids:
+            grids[key] = spline_grid(key[0], grid_n, key[1], None, scheme)
     rows = []
     bar = progress_bar(len(cands), progress, "plan: predicting", unit="designs")
-    for d in cands:
+    global _STAGE_CACHE
+    _STAGE_CACHE = {}
+    try:
+        for d in cands:
+            if bar is not None:
+                bar.update(1)
+            rows += _predict_design(d, grids, fits, parsed, M, z, scheme, n, col, bound, margin)
+    finally:
+        _STAGE_CACHE = None
         if bar is not None:
-            bar.update(1)
-        t = predict(d, prior, metrics, M=M, confidence_level=confidence_level, scheme=scheme, alternatives=alts,
-                    grid_n=min(n, GRID_N_MAX))
-        t.insert(1, "kind", d.kind)
-        t.insert(2, "stages", later_stages(d, n))
+            bar.close()
+    return pd.concat(rows, ignore_index=True)
+
+
+def _predict_design(d, grids, fits, parsed, M, z, scheme, n, col, bound, margin):
+    """The rows of one candidate for every model (:func:`_predict_designs`)."""
+    rows = []
+    laws = {key: design_law(d, key[0], grid.mid, scheme)[3] for key, grid in grids.items()}
+    for m, (prior, alts, _, _, _) in fits.items():
+        key = (int(prior.weights_grid.N), prior.knot_spacing)
+        t = _predict_table(d, laws[key], grids[key], prior, alts, parsed, M, z, scheme)
+        t.insert(0, "model", m)
+        t.insert(2, "kind", d.kind)
+        t.insert(3, "stages", later_stages(d, n))
         t["margin"] = margin
         t["meets"] = bool((_judged(t, col) <= bound).all())
         rows.append(t)
-    if bar is not None:
-        bar.close()
-    table = pd.concat(rows, ignore_index=True)
-    table["within_budget"] = True if max_cost is None else table.cost_share <= max_cost
-    name = choose_design(table.assign(worst=_judged(table, col)).groupby("design", sort=False).agg(
-        cost=("cost", "first"), meets=("meets", "first"), within_budget=("within_budget", "first"),
-        worst=("worst", "max")))
-    best = None if name is None else cands[[d.describe() for d in cands].index(name)]
-    table["chosen"] = table.design == name
-    return PlanResult(table, best, prior, target)
+    return rows
+
+
+def _pairs(pilots, fits, n, sample_sizes, first_ranks, paired):
+    """The models' first-stage ranks side by side (M, models), which pair them for :func:`shared_cost`, or
+    None (then the models are priced as independent)."""
+    ranks = [None if r is None else np.asarray(r) for r in pilots.values()]
+    if first_ranks is not None:
+        if sample_sizes is None:
+            raise ValueError("first_ranks applies with sample_sizes (a pilot of merged ranks); a pilot without "
+                             "them is the first stage itself")
+        if not paired:
+            raise ValueError("first_ranks pair the models' first stages user by user; paired=False says the "
+                             "pilot's arrays do not")
+        ranks = _check_first_ranks(first_ranks, pilots, n)
+    if (paired and (sample_sizes is None or first_ranks is not None)
+            and all(r is not None and r.ndim == 1 for r in ranks) and len({r.size for r in ranks}) == 1):
+        return np.stack(ranks, axis=1)
+    return None
 
 
 def _sampled_ranks_pilot(sr, N, n, sample_sizes, first_ranks, max_size, paired):
@@ -1014,57 +1161,6 @@ def _sampled_ranks_pilot(sr, N, n, sample_sizes, first_ranks, max_size, paired):
         m = models[0]
         return ranks[m], N, n, None if sizes is None else sizes[m], None, max_size, paired
     return ranks, N, n, sizes, firsts, max_size, paired
-
-
-def _plan_models(pilots, N, n, *, sample_sizes, max_cost, robust, target_halfwidth, paired, first_ranks, **kw):
-    """:func:`plan` of several models: each planned alone, designs priced by :func:`shared_cost`."""
-    if not pilots:
-        raise ValueError("pilot must map at least one model to its first-stage ranks")
-    if isinstance(sample_sizes, Mapping) and set(sample_sizes) != set(pilots):
-        raise ValueError(f"sample_sizes must name the models of pilot ({list(pilots)}); got {list(sample_sizes)}")
-    if max_cost is not None:
-        max_cost = check_float(max_cost, "max_cost", 0.0, 1.0, low_open=True)
-    N, n = check_int(N, "N", low=2), check_int(n, "n", low=2)
-    kw["designs"] = list(candidate_designs(N if kw.get("max_size") is None else kw["max_size"], n)
-                         if kw.get("designs") is None else kw["designs"])
-    results = {}
-    for m, r in pilots.items():
-        s = sample_sizes[m] if isinstance(sample_sizes, Mapping) else sample_sizes
-        results[m] = plan(None if r is None else np.asarray(r), N, n, sample_sizes=s, robust=robust,
-                          target_halfwidth=target_halfwidth, **kw)
-    table = pd.concat([res.table.drop(columns=["chosen", "within_budget"]).assign(model=m)
-                       for m, res in results.items()], ignore_index=True)
-    table.insert(0, "model", table.pop("model"))
-    # a pilot pairs the models' ranks when every model ranks the same users at the first stage's n
-    ranks = [None if r is None else np.asarray(r) for r in pilots.values()]
-    if first_ranks is not None:
-        if sample_sizes is None:
-            raise ValueError("first_ranks applies with sample_sizes (a pilot of merged ranks); a pilot without "
-                             "them is the first stage itself")
-        if not paired:
-            raise ValueError("first_ranks pair the models' first stages user by user; paired=False says the "
-                             "pilot's arrays do not")
-        ranks = _check_first_ranks(first_ranks, pilots, n)
-    pairs = None
-    if (paired and (sample_sizes is None or first_ranks is not None)
-            and all(r is not None and r.ndim == 1 for r in ranks) and len({r.size for r in ranks}) == 1):
-        pairs = np.stack(ranks, axis=1)
-    priors = [res.prior for res in results.values()]
-    if len(priors) == 1:
-        table["cost_all_models"] = table.cost
-    else:
-        union = {d.describe(): shared_cost(d, priors, pairs, scheme=kw["scheme"]) for d in kw["designs"]}
-        table["cost_all_models"] = table.design.map(union)
-    table["meets"] = table.groupby("design", sort=False).meets.transform("all")
-    share = table.cost_all_models * table.cost_share / table.cost
-    table["within_budget"] = True if max_cost is None else share <= max_cost
-    col = judged_column(target_halfwidth, robust)
-    name = choose_design(table.assign(worst=_judged(table, col)).groupby("design", sort=False).agg(
-        cost=("cost_all_models", "first"), meets=("meets", "first"), within_budget=("within_budget", "first"),
-        worst=("worst", "max")))
-    table["chosen"] = table.design == name
-    best = None if name is None else kw["designs"][[d.describe() for d in kw["designs"]].index(name)]
-    return PlanResult(table, best, {m: res.prior for m, res in results.items()}, next(iter(results.values())).target)
 
 
 def _check_first_ranks(first_ranks, pilots, n):
