@@ -6,6 +6,8 @@ is reached through its module (``sampling_lib.kernels.binomial``,
 
 Practitioner API
 ----------------
+* :func:`evaluate` -- a planned sampled evaluation with your own scoring
+  function, in one call (global metrics at about full ranking's precision);
 * :func:`estimate`, :func:`compare` -- corrected global metrics (and model
   differences) with bootstrap confidence intervals from sampled ranks;
 * :class:`RankCounts`, :func:`rank_counts`, :func:`bootstrap_counts` -- the
@@ -28,7 +30,7 @@ __version__ = "0.1.0"
 SUBMODULES = (
     "metrics", "kernels", "counts", "sampling", "mapping", "rankdist", "estimators", "correct", "ranking",
     "io", "user_sampling", "inference", "random_baseline", "data", "recommenders", "experiments",
-    "studies", "testing", "reporting", "exceptions", "cli", "popularity", "plotting",
+    "studies", "testing", "reporting", "exceptions", "cli", "popularity", "plotting", "evaluation",
 )
 
 #: The practitioner API at the top level: name -> the submodule that defines it. Resolved on first
@@ -38,6 +40,7 @@ SUBMODULES = (
 _API = {
     **{n: "counts" for n in ("RankCounts", "rank_counts", "counts_from_frame", "bootstrap_counts")},
     **{n: "correct" for n in ("estimate", "compare")},
+    **{n: "evaluation" for n in ("evaluate", "EvaluationResult")},
     **{n: "io" for n in ("SampledRanks", "read_table", "ranks_from_table", "ranks_from_score_table")},
     **{n: "estimators" for n in ("get_estimator", "METHODS", "DEFAULT_METHOD")},
     **{n: "ranking" for n in ("ranks_from_scores", "TIE_RULES")},

@@ -47,6 +47,7 @@ import pandas as pd
 from scipy import special, stats
 
 from ._progress import progress as progress_bar
+from ._threads import one_blas_thread
 from ._validation import check_float, check_int, check_n_items, check_scheme
 from .metrics import metric_matrix, parse_metrics
 from .estimators import SENSITIVITY_FACTOR
@@ -639,9 +640,11 @@ def _predict_table(design, D, grid, prior, alternatives, parsed, M, z, scheme):
     # the estimator keeps its own penalty whatever prior the truth is closer to
     others = [_predict_one(design, D, grid, a, parsed, M, z, scheme, prior.penalty)[2] for a in alternatives]
     lo, hi = np.minimum.reduce([hw, *others]), np.maximum.reduce([hw, *others])
+    with np.errstate(divide="ignore", invalid="ignore"):        # a metric constant under the prior: no ratio
+        ratio, ratio_high = hw / fhw, hi / fhw
     return pd.DataFrame({"design": design.describe(), "metric": [p[0] for p in parsed], "value": value,
                          "cost": cost, "cost_share": cost / N, "halfwidth": hw, "halfwidth_low": lo,
-                         "halfwidth_high": hi, "full_halfwidth": fhw, "ratio": hw / fhw, "ratio_high": hi / fhw})
+                         "halfwidth_high": hi, "full_halfwidth": fhw, "ratio": ratio, "ratio_high": ratio_high})
 
 
 def _predict_one(design, D, grid, prior, parsed, M, z, scheme, penalty):
@@ -837,6 +840,7 @@ def candidate_designs(N, n, *, thresholds=(1, 2, 5), factors=None, fractions=(0.
     return out
 
 
+@one_blas_thread      # small matrices: one BLAS thread unless the user set one (sampling_lib._threads)
 def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10", "ndcg@10"),
          target_ratio=1.3, target_halfwidth=None, confidence_level=0.95, scheme=None,
          designs=None, robust=False, max_size=None, rng=0, progress=False, sample_sizes=None,

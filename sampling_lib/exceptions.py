@@ -7,6 +7,8 @@
   (raised by :meth:`sampling_lib.reporting.ClaimLedger.finalize`);
 * :class:`EstimatorOptionError` -- :func:`sampling_lib.estimators.get_estimator`
   was given an option the estimator does not take;
+* :class:`ScoringError` -- the scoring function given to :func:`sampling_lib.evaluate`
+  raised, or returned something other than one finite score per pair;
 * :class:`MemoryLimitError` -- an array whose size grows with N (the N x n
   kernel, the metric values) would exceed the per-array memory limit; raised
   before allocating (:func:`sampling_lib._validation.check_array_size`).
@@ -18,7 +20,7 @@ Examples
 >>> issubclass(ConvergenceWarning, UserWarning)
 True
 """
-__all__ = ["ConvergenceWarning", "ClaimsFailed", "EstimatorOptionError", "MemoryLimitError"]
+__all__ = ["ConvergenceWarning", "ClaimsFailed", "EstimatorOptionError", "MemoryLimitError", "ScoringError"]
 
 
 class ConvergenceWarning(UserWarning):
@@ -46,3 +48,8 @@ def __getattr__(name):
 
         return ClaimsFailed
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class ScoringError(ValueError):
+    """The scoring function of :func:`sampling_lib.evaluate` raised or returned something other than one
+    finite float per pair (the message names the model, the stage and the pair; the cause is chained)."""
