@@ -132,8 +132,9 @@ def after_plan(best, *, n, first_stage=True, ran_to=None, below=(), max_size=Non
     if ran_to is not None and want[-1] > ran_to and replans < REPLANS_MAX and want[-1] < best.n_max:
         top = int(want[-1])
         return Run(best, top, True,
-                   f"{best.describe()} reaches {best.n_max / ran_to:.0f}x the largest set run ({ran_to:,}): run "
-                   f"its rungs to {top:,} (an eighth of its top) and re-plan again" + budget)
+                   f"{best.describe()} reaches {best.n_max / ran_to:.1f}x the largest set run ({ran_to:,}): run "
+                   f"its rungs to {top:,} (design.first_rungs: an eighth of its top, at least 4n) and re-plan "
+                   "again" + budget)
     return Run(best, best.n_max, False, f"run {best.describe()}{budget}")
 
 

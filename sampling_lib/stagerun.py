@@ -460,6 +460,39 @@ class StagedRun:
         self.predicted, self.done = state["predicted"], state["done"]
         return self
 
+    def save_inputs(self, folder):
+        """Write the inputs into ``folder`` (the file route rebuilds the run from them): ``held_out.csv``
+        (user, item as given), ``items.csv`` (the catalogue's ids, when given) and ``inputs.npz`` (the
+        held-out items' positions, each user's excluded positions, N)."""
+        from .io import id_text
+
+        folder = Path(folder)
+        inp = self.inputs
+        ids = inp["ids"]
+        held = inp["held"] if ids is None else ids.to_numpy()[inp["held"]]
+        pd.DataFrame({"user": id_text(inp["users"].to_numpy()), "item": id_text(held)}).to_csv(
+            folder / "held_out.csv", index=False)
+        if ids is not None:
+            pd.DataFrame({"item": id_text(ids.to_numpy())}).to_csv(folder / "items.csv", index=False)
+        with open(folder / "inputs.npz", "wb") as fh:
+            np.savez(fh, held=inp["held"], ptr=inp["ptr"], bad=inp["bad"], N=np.int64(inp["N"]),
+                     unused=np.int64(inp["unused_exclude_users"]))
+
+    @classmethod
+    def from_folder(cls, folder):
+        """The run saved in ``folder`` by :meth:`save_inputs` and :meth:`save` (ids as text)."""
+        folder = Path(folder)
+        state = json.loads((folder / STATE_FILE).read_text(encoding="utf-8"))
+        users = pd.read_csv(folder / "held_out.csv", dtype=str, keep_default_na=False)
+        ids = None
+        if (folder / "items.csv").exists():
+            ids = pd.Index(pd.read_csv(folder / "items.csv", dtype=str, keep_default_na=False)["item"].to_numpy())
+        with np.load(folder / "inputs.npz") as a:
+            held, ptr, bad, N, unused = a["held"], a["ptr"], a["bad"], int(a["N"]), int(a["unused"])
+        inputs = {"users": pd.Index(users["user"].to_numpy()), "held": held, "N": N, "ids": ids, "ptr": ptr,
+                  "bad": bad, "n_items": N - np.diff(ptr) + 1, "unused_exclude_users": unused}
+        return cls(None, None, config=state["config"], inputs=inputs).restore(folder)
+
     # -- what was run ----------------------------------------------------------
     def stage_negatives(self, j):
         """Stage j's negatives (j from 0) as (user index, item position) arrays, users in turn."""

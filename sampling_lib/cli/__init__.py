@@ -10,6 +10,9 @@ Subcommands
 ``plan-users`` how many test users a margin of error needs (TORS24 eqs 46, 52; Hoeffding);
 ``negatives``  a fixed file of sampled negatives, so every model sees the same items; with
                ``--stage K`` the items added at stage K of a nested design;
+``design``     a planned sampled evaluation through files (``init`` / ``next`` / ``status`` /
+               ``estimate`` DIR): the loop of :func:`sampling_lib.evaluate` for frameworks that only
+               read and write files;
 ``run``        execute the notebooks into reports/ (same options as ``python -m sampling_lib run``).
 
 Nested designs (issue 29), one module each: ``_stages`` (``negatives --stage K``),
@@ -115,11 +118,12 @@ from ._estimate import cmd_compare, cmd_estimate, cmd_ranks
 from ._negatives import cmd_negatives
 from ._parser import build_parser
 from ._plan import cmd_plan, cmd_plan_users
+from ._design import cmd_design
 
 __all__ = ["main", "build_parser"]
 
 _COMMANDS = {"estimate": cmd_estimate, "compare": cmd_compare, "plan-users": cmd_plan_users,
-             "plan": cmd_plan, "negatives": cmd_negatives, "ranks": cmd_ranks}  # "run" is handed to the report runner in main()
+             "plan": cmd_plan, "negatives": cmd_negatives, "ranks": cmd_ranks, "design": cmd_design}  # "run" is handed to the report runner in main()
 
 
 def main(argv=None):
@@ -150,7 +154,7 @@ def main(argv=None):
     warnings.showwarning = showwarning
     try:
         with blas_threads_limited():     # small matrices: one BLAS thread unless the user set one
-            _COMMANDS[args.command](args)
+            status = _COMMANDS[args.command](args)   # None, or an exit status (design status --pending: 1 = done)
     except UsageError as exc:
         sys.stderr.write(f"{PROG}: error: {one_line(exc)} (see '{PROG} {args.command} --help')\n")
         return 2
@@ -164,4 +168,4 @@ def main(argv=None):
         return 1
     finally:
         warnings.showwarning = old
-    return 0
+    return int(status or 0)

@@ -9,7 +9,7 @@ import pandas as pd
 from ._common import PROG, CLIError, boot_count, check_output, emit, progress_on, write
 from ._inputs import is_popularity, load_ranks, model_items, pick_models, popularity_logs, size_arg
 
-__all__ = ["cmd_estimate", "cmd_compare", "cmd_ranks"]
+__all__ = ["cmd_estimate", "cmd_compare", "cmd_ranks", "show_table"]
 
 def _check_output_options(args):
     """--wide applies to the table format only (an option that does not apply is an error)."""
@@ -43,6 +43,14 @@ def _show(out, args, kind, *, n_items=None, sample_size=None):
     else:
         text = _display.compare_view(out, n_items=n_items, sample_size=sample_size, seed=args.seed)
     emit(text, args.output)
+
+
+def show_table(out, args, n_items, sample_size, seed):
+    """Print an estimate table as ``sampling-lib estimate`` does (``design estimate``): compact view, --wide or
+    csv/json; ``n_items`` / ``sample_size`` the (smallest, largest) N_u and n_u, ``seed`` the bootstrap's."""
+    args.seed = seed
+    _check_output_options(args)
+    _show(out, args, "estimate", n_items=n_items, sample_size=sample_size)
 
 
 def _check_plot(args):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 from ..estimators import DEFAULT_METHOD, METHODS, POPULARITY_METHODS
 from ..io import STAGE_FORMATS
@@ -161,7 +162,89 @@ EXAMPLES = {
   sampling-lib plan ranks1.csv -N 3706 -n 100 --max-cost 5%
   # ladders that grow by x1.5 among the candidates too: less scoring, more rounds
   sampling-lib plan ranks1.csv -N 3706 -n 100 --growth 2 1.5""",
+    "design": """examples:
+  # stage 1's request for the test users of held_out.csv (user,item), items 0..3705, history excluded
+  sampling-lib design init run --held-out held_out.csv -N 3706 --exclude train.csv
+  # your framework scores run/request-1.csv into run/scores-1.csv (user,item,score[,model]); then
+  sampling-lib design next run            # reads the scores, plans, writes run/request-2.csv
+  sampling-lib design status run          # the stages, the decisions, the pending request
+  # the whole loop (examples/design/score_requests.py scores a request with two toy models)
+  while f=$(sampling-lib design status run --pending); do
+      python examples/design/score_requests.py "$f" && sampling-lib design next run; done
+  sampling-lib design estimate run""",
 }
+
+
+def _add_design(sub):
+    """``design init|next|status|estimate DIR``: the one-call evaluation through request and scores files."""
+    p = sub.add_parser("design", help="a planned sampled evaluation through files: init writes the first request, "
+                       "each next reads its scores and writes the next request, estimate prints the table",
+                       description=textwrap.fill(
+                           "A planned sampled evaluation at about full ranking's precision, for frameworks that "
+                           "read and write files (in Python: sampling_lib.evaluate). init checks the inputs and "
+                           "writes DIR/request-1.csv, the (user, item) pairs to score; your framework writes their "
+                           "scores to DIR/scores-1.csv (user, item, score[, model]); next reads them, plans, and "
+                           "writes the next request for the users who need more items, until it says the design "
+                           "is done; estimate prints the corrected metrics.", 100), epilog=EXAMPLES["design"],
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    acts = p.add_subparsers(dest="action", metavar="ACTION")
+    acts.required = True
+    q = acts.add_parser("init", help="check the inputs and write stage 1's request into a new folder DIR")
+    q.add_argument("dir", metavar="DIR", help="a new or empty folder, owned by these commands from now on")
+    q.add_argument("--held-out", default=None, metavar="HELD_OUT.csv",
+                   help="CSV user, item: each test user's held-out item (required)")
+    q.add_argument("--n-items", "-N", type=int_in(2), default=None, metavar="N",
+                   help="the catalogue: item ids 0..N-1 (or --items)")
+    q.add_argument("--items", default=None, metavar="ITEMS.csv",
+                   help="the catalogue with any ids: column item, each item once (instead of -N)")
+    q.add_argument("--exclude", default=None, metavar="TRAIN.csv",
+                   help="CSV user, item: each user's history, never drawn and never ranked against (user u's "
+                        "held-out item then competes with N_u = N - |history_u| items)")
+    q.add_argument("--sample-size", "-n", type=int_in(2), default=100, metavar="n",
+                   help="the first stage's set size, held-out item included (default 100; users with N_u <= n "
+                        "are ranked in full)")
+    q.add_argument("--metric", "-m", action="append", default=None, metavar="METRIC",
+                   help="metric estimated and targeted (repeatable; default recall@10 and ndcg@10)")
+    q.add_argument("--target-ratio", type=float, default=None, metavar="RATIO",
+                   help="the precision ratio the design aims for: interval width over full ranking's (default "
+                        "1.3; with --max-cost and no target, the most precise design within the budget)")
+    q.add_argument("--max-cost", type=share, default=None, metavar="SHARE",
+                   help="a budget: the largest expected share of full ranking's scoring (0.05 or 5%%)")
+    q.add_argument("--format", choices=["pairs", "ncf", "elliot"], default="pairs",
+                   help="the request files: pairs (CSV user, item: every pair to score; default), ncf "
+                        "(*.test.negative lines: (user,held-out item) and the negatives) or elliot (TSV)")
+    q.add_argument("--seed", type=nonneg_int, default=0, help="seed of every draw and of the bootstrap (default 0)")
+    q.add_argument("--ties", choices=["pessimistic", "optimistic", "random"], default="pessimistic",
+                   help="where a negative scored equal to the held-out item ranks (default pessimistic)")
+    q.add_argument("--assurance", type=assurance, default=0.9, metavar="A",
+                   help="the planner's assurance (sampling-lib plan --assurance; default 0.9)")
+    q.add_argument("--growth", type=growth, default=2.0, metavar="G",
+                   help="the ladders' growth factor (default 2: TORS24's doubling)")
+    q = acts.add_parser("next", help="read the scores of the pending request, decide, write the next request")
+    q.add_argument("dir", metavar="DIR")
+    q.add_argument("--scores", default=None, metavar="SCORES.csv",
+                   help="the scores of the pending request (default DIR/scores-K.csv for request K)")
+    q.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    q = acts.add_parser("status", help="the stages run, the decisions, the pending request")
+    q.add_argument("dir", metavar="DIR")
+    q.add_argument("--pending", action="store_true",
+                   help="print only the pending request's path; exit status 1 when the design is done (for a "
+                        "shell loop)")
+    q = acts.add_parser("estimate", help="the corrected metrics of the stages scored (the estimate table)")
+    q.add_argument("dir", metavar="DIR")
+    q.add_argument("--metric", "-m", action="append", default=None, metavar="METRIC",
+                   help="metrics (default: the design's)")
+    q.add_argument("--method", default=None, choices=METHODS, metavar="METHOD",
+                   help=f"estimator (default {DEFAULT_METHOD}; it takes the per-user set sizes)")
+    q.add_argument("--confidence-level", "--ci", dest="ci", type=float, default=0.95,
+                   help="confidence level of the intervals (default 0.95)")
+    q.add_argument("--n-boot", type=int_in(0), default=1000, help="bootstrap replicates (default 1000)")
+    q.add_argument("--seed", type=nonneg_int, default=None, help="bootstrap seed (default: the design's)")
+    q.add_argument("--format", choices=["table", "csv", "json"], default="table",
+                   help="table (default: the compact view), or the full table as csv or json")
+    q.add_argument("--wide", action="store_true", help="with --format table: every column")
+    q.add_argument("--output", "-o", default=None, help="write to this file instead of stdout")
+    q.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
 
 
 def build_parser():
@@ -321,6 +404,7 @@ def build_parser():
     g.add_argument("--full-fraction", type=float, default=None, metavar="F",
                    help="stage 2 ranks a random share F of the users in full (all their N_u - n remaining "
                         "items)")
+    _add_design(sub)
     p = sub.add_parser("run", help="execute the notebooks into a report folder (make reports)",
                        add_help=False)
     p.add_argument("run_args", nargs=argparse.REMAINDER,
