@@ -209,8 +209,19 @@ def _check_method(method, stat, refit_prior=True, scheme="binomial"):
                          "estimator of popularity-sampled negatives: a scores table with item weights or q)")
     if varying and not spec.varying_sizes:
         able = [m for m in METHODS if estimator_spec(m).varying_sizes]
-        raise ValueError(f"method={spec.name!r} needs one common sample size; the sample sizes vary "
-                         f"({stat.size_values[:5].tolist()}...); the methods that take per-user sizes: {able}")
+        per = np.bincount(np.searchsorted(stat.size_values, stat.sizes), weights=stat.counts,
+                          minlength=stat.size_values.size)
+        common = int(stat.size_values[int(np.argmax(per))])
+        others = int(round(stat.counts.sum() - per.max()))
+        if (stat.size_values < common).any() and not (stat.size_values > common).any():
+            # a few short sets (NCF lines that list the held-out item among their negatives)
+            choice = (f"{others:,} of {int(stat.counts.sum()):,} users have fewer than {common}: score their missing "
+                      f"negatives, or use the users with n = {common} (--common-size-only), or a method taking "
+                      f"per-user sizes: {', '.join(able)}")
+        else:
+            choice = (f"sets up to {int(stat.size_values.max()):,} (a nested design: leaving users out would bias); "
+                      f"use a method taking per-user sizes: {', '.join(able)}")
+        raise ValueError(f"method={spec.name!r} needs one common sample size: {choice}")
     if full.any() and scheme == "binomial" and not spec.full_ranking:
         # without replacement the kernel at n = N is the point mass: every estimator is exact there
         able = [m for m in METHODS if estimator_spec(m).full_ranking]

@@ -53,7 +53,7 @@ from .metrics import metric_matrix, parse_metrics
 from .estimators import SENSITIVITY_FACTOR
 from .estimators._logspline import GRID_N_MAX, penalty_matrix, prior_masses, spline_grid
 from .kernels._laws import log_hypergeom_pmf
-from .sampling import Design, check_growth, size_ladder
+from .sampling import SHORT_FIRST_STAGE, Design, check_growth, size_ladder
 
 __all__ = ["design_law", "predict", "plan", "PlanResult", "candidate_designs", "choose_design", "judged_column",
            "assurance_margin", "RATIO_PREDICTION_SD", "resolution_width", "shared_cost", "later_stages",
@@ -1049,9 +1049,10 @@ def _fit_pilot(pilot, N, n, *, M, guess, scheme, rng, sample_sizes):
         return prior, alts, N, n, M
     sizes = np.full(pilot.size, n) if sample_sizes is None else sample_sizes
     st = rank_counts(pilot, sample_sizes=sizes, n_items=N_u if per_user else np.full(pilot.size, N))
-    if int(st.sizes.min()) < n:
-        raise ValueError(f"sample_sizes must be >= the first stage's n={n} (the candidates start there); "
-                         f"got {int(st.sizes.min())}")
+    if int(st.sizes.min()) < SHORT_FIRST_STAGE * n:
+        raise ValueError(f"sample_sizes must be >= the first stage's n={n} (the candidates start there; a few "
+                         f"items short, down to {SHORT_FIRST_STAGE:g} n, e.g. NCF's sets of 99 beside 100); got "
+                         f"{int(st.sizes.min())}")
     cells = (st.n_items, st.sizes, st.ranks, st.counts)
     prior = logspline_cells_fit(*cells, scheme=scheme)
     alts = [logspline_cells_fit(*cells, scheme=scheme, penalty=p) for p in sensitivity_penalties(prior.penalty)]
@@ -1117,6 +1118,9 @@ def _pairs(pilots, fits, n, sample_sizes, first_ranks, paired):
     """The models' first-stage ranks side by side (M, models), which pair them for :func:`shared_cost`, or
     None (then the models are priced as independent)."""
     ranks = [None if r is None else np.asarray(r) for r in pilots.values()]
+    if sample_sizes is not None and first_ranks is None and max(
+            np.max(v) for v in (sample_sizes.values() if isinstance(sample_sizes, Mapping) else [sample_sizes])) <= n:
+        sample_sizes = None          # a first stage with short sets (NCF's 99 beside 100): its ranks pair the models
     if first_ranks is not None:
         if sample_sizes is None:
             raise ValueError("first_ranks applies with sample_sizes (a pilot of merged ranks); a pilot without "

@@ -394,7 +394,18 @@ def test_plan_on_a_pilot_with_per_user_sizes():
     vc = c.table.value[c.table.metric == "recall@10"].iloc[0]
     assert abs(vc - truth) < 0.5 * abs(va - truth), (va, vc, truth)
     with pytest.raises(ValueError, match="sample_sizes must be >= the first stage's n=21"):
-        plan(np.minimum(pilot, 20), N, n, designs=designs, sample_sizes=np.full(M, 20))
+        plan(np.minimum(pilot, 18), N, n, designs=designs, sample_sizes=np.full(M, 18))
+    # a first stage a few items short (NCF's sets of 99 beside 100) is a first stage: the same plan as the
+    # users' own sizes give, and the ranks still pair several models (priced by their union)
+    short = np.where(np.arange(M) % 10 == 0, n - 1, n)
+    r_short = np.minimum(pilot, short)
+    d = plan(r_short, N, n, designs=designs, sample_sizes=short)
+    np.testing.assert_allclose(d.table.halfwidth, a.table.halfwidth, rtol=0.05)   # a tenth of users one item short
+    two = plan({"a": r_short, "b": np.minimum(sample_ranks(R, N, n, rng=5), short)}, N, n, designs=designs,
+               sample_sizes=short)
+    indep = plan({"a": r_short, "b": np.minimum(sample_ranks(R, N, n, rng=5), short)}, N, n, designs=designs,
+                 sample_sizes=short, paired=False)
+    assert not np.allclose(two.table.cost_all_models, indep.table.cost_all_models)
 
 
 # ---------------------------------------------------------------------------- several models: the union's cost

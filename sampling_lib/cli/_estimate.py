@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from ._common import PROG, CLIError, boot_count, check_output, emit, progress_on, write
-from ._inputs import is_popularity, load_ranks, model_items, pick_models, popularity_logs, size_arg
+from ._inputs import common_size_only, is_popularity, load_ranks, model_items, pick_models, popularity_logs, size_arg
 
 __all__ = ["cmd_estimate", "cmd_compare", "cmd_ranks", "show_table"]
 
@@ -108,6 +108,8 @@ def cmd_estimate(args):
     if is_popularity(args):
         return _cmd_estimate_popularity(args)
     sr = load_ranks(args)
+    if args.common_size_only:
+        sr = common_size_only(sr)
     tables = []
     common = dict(metrics=args.metric or ("recall@10", "ndcg@10"), method=args.method,
                   confidence_level=args.ci, n_boot=boot_count(args, False), rng=args.seed,
@@ -164,6 +166,8 @@ def cmd_compare(args):
         _show(out, args, "compare")
         return
     sr = load_ranks(args)
+    if args.common_size_only:
+        sr = common_size_only(sr)
     common = dict(metrics=args.metric or ("recall@10", "ndcg@10"), method=args.method,
                   confidence_level=args.ci, n_boot=boot_count(args, False), rng=args.seed,
                   alpha=args.alpha, adjust=args.adjust, scheme=args.scheme,

@@ -14,7 +14,7 @@ from ._stages import POPULARITY_STAGE
 #: the input formats of negatives files (one per stage of a nested design) with scores
 NEGATIVES_FORMATS = ("ncf", "elliot", "negatives")
 
-__all__ = ["NEGATIVES_FORMATS", "input_format", "load_ranks", "recorded_scheme", "size_arg", "model_items", "pick_models",
+__all__ = ["common_size_only", "NEGATIVES_FORMATS", "input_format", "load_ranks", "recorded_scheme", "size_arg", "model_items", "pick_models",
            "read_weights", "popularity_logs",
            "is_popularity"]
 
@@ -192,6 +192,40 @@ def _per_user_items(args, sr):
         raise CLIError(f"{args.ranks[0] if args.scores is None else ', '.join(args.scores)} has an n_items column "
                         "already: give N_u once (drop --n-items-file or the column)")
     return sr.with_n_items(args.n_items_file)
+
+
+def common_size_only(sr):
+    """--common-size-only: the users whose sets hold the most common number of items, with a warning counting
+    those left out. Only sets *smaller* than the common size may be left out (NCF's lines that list the
+    held-out item among their negatives: which users they are does not depend on the model, so leaving them
+    out keeps the estimate unbiased); larger sets are a nested design's choice of users, which leaving out
+    would bias."""
+    import dataclasses
+    import warnings
+
+    if not hasattr(sr, "sample_sizes") or sr.sample_sizes is None:
+        return sr
+    sizes = sr.sample_sizes.where(sr.ranks.notna())
+    values = sizes.stack()
+    if values.nunique() <= 1:
+        return sr
+    mode = int(values.mode().max())
+    larger = values[values > mode]
+    if len(larger):
+        raise CLIError(f"--common-size-only leaves out only sets smaller than the common one ({mode}); "
+                       f"{larger.index.get_level_values(0).nunique():,} users have larger sets (up to "
+                       f"{int(larger.max()):,}): a nested design chose who got them, and leaving them out would "
+                       "bias the estimate. Use a method that takes per-user sizes (the default logspline)")
+    keep = (sizes.isna() | (sizes == mode)).all(axis=1).to_numpy()
+    out = int((~keep).sum())
+    warnings.warn(f"--common-size-only: {out:,} of {keep.size:,} users have sets of fewer than {mode} items "
+                  f"({sorted(int(v) for v in values[values < mode].unique())[:5]}) and are left out; the estimate "
+                  f"is of the other {int(keep.sum()):,} users (unbiased when which users have short sets does "
+                  "not depend on the model, as for NCF's lines that list the held-out item among the negatives)",
+                  UserWarning, stacklevel=2)
+    pick = lambda f: None if f is None else f[keep]          # noqa: E731
+    return dataclasses.replace(sr, ranks=sr.ranks[keep], sample_sizes=pick(sr.sample_sizes),
+                               n_items=pick(sr.n_items), first_ranks=pick(sr.first_ranks))
 
 
 def size_arg(sr, model, n):

@@ -46,6 +46,11 @@ def _add_inputs(p):
                    help="sample-set size n (held-out item + n-1 negatives): every user must have it (an "
                         "error names a user with another size); omit it to use each user's own size "
                         "(the file's sample_size column, or the size of its candidate set)")
+    p.add_argument("--common-size-only", action="store_true",
+                   help="keep only the users whose sets hold the most common number of items, and say how many "
+                        "were left out: for methods that need one common n (mle, bv, ...) on files with a few "
+                        "short sets (NCF's lines that list the held-out item among their negatives). Refused "
+                        "when some sets are larger (a nested design: leaving those users out would bias)")
 
 
 def _add_common(p, compare=False):

@@ -63,11 +63,17 @@ def cmd_plan(args):
         kw["target_ratio"] = 1.3 if args.target_ratio is None else args.target_ratio
     sizes = {m: r[1] for m, r in pilots.items() if isinstance(r, tuple)}
     ranks = {m: r[0] if isinstance(r, tuple) else r for m, r in pilots.items()}
+    # a design run in part: sets larger than the first stage's (a first stage with short sets is not one)
+    # (a first stage a few items short, NCF's 99 beside 100, is at the first rung n)
+    run_sizes = np.unique(np.maximum(np.concatenate(list(sizes.values())), n)) if sizes else None
+    staged = run_sizes is not None and bool(run_sizes.max() > n)
+    if not staged:
+        run_sizes = None
     if list(pilots) == [None]:              # one model, no model column (or a guess without a pilot)
         res = plan(ranks[None], N, n, M=M, guess=args.guess_recall, sample_sizes=sizes.get(None), **kw)
     else:
         # merged ranks of stage files pair the models' first stages through their first_rank column
-        firsts = firsts if sizes and paired and len(pilots) > 1 else None
+        firsts = firsts if staged and paired and len(pilots) > 1 else None
         res = plan(ranks, N, n, M=M, sample_sizes=sizes or None, paired=paired, first_ranks=firsts, **kw)
     table, best, per = res.table, res.best, res.designs()
     # the compact view's families: each kind, and the ladders of each growth apart (--growth 2 1.5 shows both)
@@ -76,8 +82,6 @@ def cmd_plan(args):
     best_name = None if best is None else best.describe()
     n_models = len(pilots)
     meets = best_name is not None and bool(per.set_index("design").meets[best_name])
-    staged = bool(sizes)
-    run_sizes = np.unique(np.concatenate(list(sizes.values()))) if sizes else None
     advice = (_advice(best, args, N, n, res.target, n_models, meets, run_sizes)
               + _replan_note(table, best, args, N, n, staged, run_sizes)
               + _below_full_ranking_note(table, args, M or _pilot_users(pilots)))
@@ -86,7 +90,7 @@ def cmd_plan(args):
         print(advice, file=sys.stderr)
         return
     emit(_plan_view(table, per, best_name, args, N, n, M or _pilot_users(pilots), res.target, n_models,
-                    paired and (not sizes or firsts is not None))
+                    paired and (not staged or firsts is not None))
          + advice + "\n", args.output)
 
 
@@ -169,7 +173,7 @@ def _replan_again_note(best, rungs, want, run_sizes):
     if run_sizes is None or not np.isin(run_sizes, rungs).all():
         return ""
     ran = int(run_sizes.max())
-    if want[-1] <= ran:
+    if want[-1] <= ran or want[-1] >= best.n_max:      # nothing to re-plan: the rungs are the whole ladder
         return ""
     done = int(np.searchsorted(rungs, ran)) + 1            # stage j holds the sets of rungs[j - 1]
     later = f"stage {done + 1}" if want.size == done + 1 else f"stages {done + 1}..{want.size}"
@@ -183,7 +187,8 @@ def _replan_again_note(best, rungs, want, run_sizes):
 
 def _catalogue(args, N):
     """-N of the negatives and ranks commands: the catalogue (item ids 0..N-1). A pilot with an n_items
-    column gave N as the median N_u, not the catalogue, so the commands show a placeholder."""
+    column gave N as the median N_u, not the catalogue (even one N_u for every user may be a catalogue less
+    histories of one length), so the commands show a placeholder."""
     return "N_ITEMS" if args.pilot is not None and args.n_items is None else N
 
 
@@ -251,11 +256,17 @@ def _pilots(args):
         firsts = None if firsts is None else {args.model: firsts[args.model]}
     alln = np.unique(np.concatenate(list(sizes.values())))
     # several sizes: a design run in part (e.g. the merged ranks of a ladder's first rungs, or of a second
-    # stage): the prior is fitted on the per-user sizes and the candidates start from the first stage's size
-    # (-n, else the smallest)
-    n = int(alln[0]) if args.sample_size is None else args.sample_size
-    if n > alln[0]:
-        raise CLIError(f"{args.pilot}: -n {n} is the first stage's size, but some users have sets of {int(alln[0])}")
+    # stage), or a first stage with a few short sets (NCF's 99 beside 100): the prior is fitted on the per-user
+    # sizes and the candidates start from the first stage's size (-n, else the most common size near the
+    # smallest: the sets a few items short are not the first stage's size)
+    from ..sampling import SHORT_FIRST_STAGE
+
+    every = np.concatenate(list(sizes.values()))
+    near = every[every * SHORT_FIRST_STAGE <= alln[0]]
+    n = int(np.bincount(near).argmax()) if args.sample_size is None else args.sample_size
+    if alln[0] < SHORT_FIRST_STAGE * n:
+        raise CLIError(f"{args.pilot}: -n {n} is the first stage's size, but some users have sets of {int(alln[0])} "
+                       f"(sets down to {SHORT_FIRST_STAGE:g} n count as a first stage a few items short)")
     if alln.size > 1 or n < alln[0]:
         pilots = {m: (r, sizes[m]) for m, r in pilots.items()}
     if items:
@@ -386,6 +397,7 @@ def _advice(best, args, N, n, target, n_models, meets=True, run_sizes=None):
         more = (f"\n  then {later} the same way (--stage K, --previous the files of stages 1..K-1, the ranks of "
                 "their merged sets)")
     return (f"{head}chosen: {best.describe()}\n"
+            "(a new evaluation runs all its stages with sampling-lib design, nothing to fill in; by hand:)\n"
             f"write its stage-{stage} negatives:\n  {cmd}{more}{note}\n"
             "  (-N: the item ids 0..N-1 of stage 1"
             + (", the catalogue, not the median N_u of the pilot's n_items column" if _catalogue(args, N) != N else "")

@@ -123,7 +123,7 @@ def cmd_stage(args):
     from ..io import (concat_tables, id_text, ranks_from_negatives, ranks_from_table, read_stages, read_table,
                       row_location, stage_file_name, write_stage_negatives)
     from ..io._stages import check_stage_sizes
-    from ..sampling import Design, next_stage_sizes, sample_added_negatives
+    from ..sampling import SHORT_FIRST_STAGE, Design, next_stage_sizes, sample_added_negatives
 
     K, fmt = args.stage, args.input_format or "negatives"
     if args.item_weights is not None or args.weight_exponent is not None:
@@ -196,9 +196,15 @@ def cmd_stage(args):
     if args.ranks is not None or args.scores is not None:
         ranks = _current_ranks(args, cand, users, size, scheme, ranks_from_negatives, ranks_from_table,
                                concat_tables, id_text)
+    # the design's first-stage size: the most common one (NCF files: 100, with a few sets of 99 or 98 whose line
+    # lists the held-out item among its negatives; those count as first stages a few items short, at the
+    # ladder's first rung: sampling.SHORT_FIRST_STAGE); users grouped by stage-1 sizes further apart are
+    # designs of their own
+    n1 = int(np.bincount(first).argmax())
+    base = np.where((first < n1) & (first >= SHORT_FIRST_STAGE * n1), n1, first)
     new = size.copy()
-    for s1 in np.unique(first):               # users grouped by their stage-1 size (NCF files: 99 or 100)
-        sel = np.flatnonzero(first == s1)
+    for s1 in np.unique(base):
+        sel = np.flatnonzero(base == s1)
         if kind == "ladder":
             if args.n_max < s1:
                 raise UsageError(f"--n-max {args.n_max} is below the stage-1 size {s1}")
@@ -237,11 +243,19 @@ def cmd_stage(args):
     dest = args.output or "stdout"
     n_add = np.unique(added[go])
     extra = _estimate_options(args, replace)
+    files = f"{' '.join(prev)} {args.output or 'STAGE%d' % K}"
+    if kind == "ladder" and int(new[go].min()) < args.n_max:
+        # rungs remain: the next stage needs the ranks of the merged sets, not an estimate yet
+        then = (f"Score them, then the next rung: sampling-lib ranks {files} --input-format {fmt} --scores "
+                f"SCORES1.csv ... -N {N}{extra} -o ranks{K}.csv, and sampling-lib negatives --stage {K + 1} "
+                f"--previous {files} --ranks ranks{K}.csv --n-max {args.n_max} ... (the same options); estimate "
+                f"once a stage sends no user on (at the latest at --n-max {args.n_max})")
+    else:
+        then = (f"Score them, then estimate on every stage: sampling-lib estimate {files} --input-format {fmt} "
+                f"--scores SCORES1.csv ... -N {N}{extra}")
     print(f"stage {K}: {int(go.sum()):,} of {users.size:,} users get "
           f"{n_add[0] if n_add.size == 1 else f'{n_add.min()}-{n_add.max()}'} more items ({why}); "
-          f"{len(out):,} negatives written to {dest} ({fmt}). Score them, then estimate on every stage: "
-          f"sampling-lib estimate {' '.join(prev)} {args.output or 'STAGE%d' % K} --input-format {fmt} "
-          f"--scores SCORES1.csv ... -N {N}{extra}", file=sys.stderr)
+          f"{len(out):,} negatives written to {dest} ({fmt}). {then}", file=sys.stderr)
 
 
 def _estimate_options(args, replace):
