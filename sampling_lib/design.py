@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
-from ._progress import progress as progress_bar
+from ._progress import progress as progress_bar, stage
 from ._threads import one_blas_thread
 from ._validation import check_float, check_int, check_n_items, check_scheme
 from .metrics import metric_matrix, parse_metrics
@@ -981,9 +981,10 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
     if several and isinstance(sample_sizes, Mapping) and set(sample_sizes) != set(pilots):
         raise ValueError(f"sample_sizes must name the models of pilot ({list(pilots)}); got {list(sample_sizes)}")
     # 1. the priors: each model's default estimator fitted to its pilot (and its two alternative penalties)
-    fits = {m: _fit_pilot(r, N, n, M=M, guess=guess, scheme=scheme, rng=rng,
-                          sample_sizes=sample_sizes[m] if isinstance(sample_sizes, Mapping) else sample_sizes)
-            for m, r in pilots.items()}
+    with stage(progress, f"plan: fit the pilot's prior ({len(pilots)} model{'s' if len(pilots) > 1 else ''})"):
+        fits = {m: _fit_pilot(r, N, n, M=M, guess=guess, scheme=scheme, rng=rng,
+                              sample_sizes=sample_sizes[m] if isinstance(sample_sizes, Mapping) else sample_sizes)
+                for m, r in pilots.items()}
     N, n, M = next(iter(fits.values()))[2:]
     # 2. the target and the candidates
     target, col, bound = _target(target_ratio, target_halfwidth, robust, assurance)

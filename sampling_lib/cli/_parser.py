@@ -348,6 +348,9 @@ def build_parser():
                         "chosen one marked), or every (design, metric[, model]) row as csv or json")
     p.add_argument("--wide", action="store_true", help="with --format table: every candidate design")
     p.add_argument("--output", "-o", default=None)
+    p.add_argument("--quiet", "-q", action="store_true",
+                   help="no progress on stderr (the fit and the candidates predicted: a bar on a terminal, "
+                        "otherwise a plain line every 30 s once a step has run 10 s)")
     p = sub.add_parser("negatives", help="a fixed negatives file (same sampled items for all models), or the "
                        "negatives of a later stage", epilog=EXAMPLES["negatives"],
                        formatter_class=argparse.RawDescriptionHelpFormatter)

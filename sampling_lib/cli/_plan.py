@@ -8,7 +8,7 @@ import textwrap
 import numpy as np
 import pandas as pd
 
-from ._common import CLIError, UsageError, check_output, emit, write
+from ._common import CLIError, UsageError, check_output, emit, progress_on, write
 from ._inputs import recorded_scheme
 
 __all__ = ["cmd_plan_users", "cmd_plan"]
@@ -56,7 +56,7 @@ def cmd_plan(args):
     cands = candidate_designs(max_size, n, growths=args.growth)
     kw = dict(metrics=args.metric or ("recall@10", "ndcg@10"), confidence_level=args.confidence_level,
               scheme=args.scheme or "binomial", rng=args.seed, designs=cands, robust=args.robust, max_size=max_size,
-              max_cost=args.max_cost, assurance=args.assurance)
+              max_cost=args.max_cost, assurance=args.assurance, progress=progress_on(args))
     if args.target_halfwidth is not None:
         kw["target_halfwidth"] = args.target_halfwidth
     else:
