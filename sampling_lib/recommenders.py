@@ -70,7 +70,7 @@ from ._validation import check_array_size, check_float, check_int
 from .exceptions import ConvergenceWarning
 from .ranking import TIE_RULES, apply_ties
 
-__all__ = [
+__all__ = ["pair_scorer", 
     "Recommender",
     "Popularity",
     "ItemKNN",
@@ -496,6 +496,38 @@ class ALS(Recommender):
 
 
 MODELS = {"popularity": Popularity, "itemknn": ItemKNN, "ease": EASE, "als": ALS}
+
+
+def pair_scorer(model):
+    """A fitted recommender as the ``score(users, items) -> scores`` of :func:`sampling_lib.evaluate`.
+
+    Each call scores the rows of the distinct users of the batch (``model.score``, the user's whole row,
+    as the model computes it) and returns the entries of the asked (user, item) pairs; ALS takes the pairs'
+    inner products directly. So the scores are exactly those full ranking uses (same ties).
+
+    Examples
+    --------
+    >>> X = sp.csr_matrix(np.array([[1, 1, 0], [0, 1, 0]]))
+    >>> pair_scorer(Popularity().fit(X))(np.array([0, 1, 1]), np.array([2, 0, 1]))
+    array([0., 1., 2.])
+    """
+    model._check_fitted()
+
+    def score(users, items):
+        users = np.asarray(users, dtype=np.int64)
+        items = np.asarray(items, dtype=np.int64)
+        if isinstance(model, ALS):
+            return np.einsum("ij,ij->i", model.user_factors_[users], model.item_factors_[items])
+        uniq, row = np.unique(users, return_inverse=True)
+        out = np.empty(users.size)
+        step = max(1, (1 << 22) // max(model.n_items_, 1))          # ~32 MB of score rows at a time
+        for a in range(0, uniq.size, step):
+            sel = (row >= a) & (row < a + step)
+            S = model.score(uniq[a:a + step])
+            out[sel] = S[row[sel] - a, items[sel]]
+        return out
+
+    return score
 
 
 def make_recommender(name: str, **params) -> Recommender:

@@ -31,6 +31,9 @@ a small dict), so a notebook only calls it, checks it and plots it:
   :func:`user_sampling_errors` (notebook 06);
 * estimating from your sampled ranks: :func:`relative_rmse`,
   :func:`coverage_study` (notebook 09);
+* the one-call evaluation against full ranking (:func:`sampling_lib.evaluate`, notebook 13,
+  ``benchmarks/bench_evaluate.py``): :func:`evaluation_study`, :func:`evaluation_summary`,
+  :class:`PairCounter` (a scorer counted outside the library);
 * the other notebooks' studies: the sampled hit ratio and the Sampling Theorem (:func:`shr_moments`,
   :func:`shr_tail_frequencies`, :func:`expected_shr_gaps`; notebook 01), the
   mapping functions (:func:`beta_map_accuracy`, ...; notebook 02), the rank
@@ -44,7 +47,7 @@ a small dict), so a notebook only calls it, checks it and plots it:
 The functions live in topic modules of this package (``correction``,
 ``users``, ``panel``, ``panel_data``, ``tuning``, ``aaai23``, ``tail``, ``sampled_hit_ratio``, ``mapping_functions``,
 ``rank_distribution``, ``metric_estimators``, ``random_baseline``,
-``real_data``, ``design``); every public name is listed below and importable from here.
+``real_data``, ``design``, ``evaluation``); every public name is listed below and importable from here.
 Randomness only through ``rng`` (a seed or a numpy Generator).
 
 References
@@ -76,6 +79,7 @@ from .aaai23 import (AAAI23_ESTIMATORS, AAAI23_MODELS, AAAI23_DATASETS, aaai23_r
 from .tail import (TAIL_POINTS, CALIBRATIONS, standardized_scores, pooled_survival, tail_eb_estimate, score_draws,
                    tail_panel)
 from .sampled_hit_ratio import (simulate_shr, shr_moments, shr_tail_frequencies, expected_shr_gaps)
+from .evaluation import EVALUATION_MODELS, PairCounter, evaluation_study, evaluation_summary
 from .mapping_functions import (beta_map_accuracy, beta_map_steps, beta_map_differences,
                                 beta_map_monotonicity, max_position_difference)
 from .rank_distribution import (mle_mse_identifiable, mle_consistency, RANK_DISTRIBUTION_ESTIMATORS,
@@ -196,4 +200,8 @@ __all__ = [
     "design_study",
     "design_summary",
     "shared_design_on_scores",
+    "EVALUATION_MODELS",
+    "PairCounter",
+    "evaluation_study",
+    "evaluation_summary",
 ]

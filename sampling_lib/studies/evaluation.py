@@ -1,0 +1,172 @@
+"""The one-call evaluation against full ranking on real recommenders (notebook 13, benchmarks/bench_evaluate.py).
+
+Re-exported by :mod:`sampling_lib.studies`.
+
+:func:`evaluation_study` fits real recommenders on a leave-one-out split (the one data-to-ranks pipeline,
+:func:`sampling_lib.experiments.global_ranks_from_data`), ranks every test user's held-out item among its
+N_u non-history items (the truth), and runs :func:`sampling_lib.evaluate` on the same users with the same
+models as scorers (:func:`sampling_lib.recommenders.pair_scorer`), several times with different seeds. Each
+scorer is wrapped by a counter of this module's own, so the pairs scored are counted outside the library's
+bookkeeping. Every row sets the estimate beside full ranking: the truth, full ranking's own interval, the
+realized precision ratio, the cost.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_int
+from ..metrics import parse_metrics
+from .design import _metric_rows, full_ranking_halfwidth
+from .panel_data import DENSE_ITEMS_MAX, PANEL_MODELS
+
+__all__ = ["EVALUATION_MODELS", "PairCounter", "evaluation_study", "evaluation_summary"]
+
+#: The costly models of the study: EASE (up to DENSE_ITEMS_MAX items), ALS and item-KNN (PANEL_MODELS' settings).
+EVALUATION_MODELS = {m: PANEL_MODELS[m] for m in ("ease-200", "als-64", "itemknn")}
+
+
+class PairCounter:
+    """A scorer wrapped to count what it is asked: calls, pairs, and pairs asked more than once.
+
+    The keys u * N + i of every pair are kept (8 bytes a pair) and checked for repeats by :meth:`repeats`.
+
+    Examples
+    --------
+    >>> c = PairCounter(lambda u, i: i * 1.0, n_items=10)
+    >>> _ = c(np.array([0, 0]), np.array([3, 4])); _ = c(np.array([1]), np.array([3]))
+    >>> c.calls, c.pairs, c.repeats()
+    (2, 3, 0)
+    """
+
+    def __init__(self, score, n_items):
+        self.score, self.N = score, int(n_items)
+        self.calls = self.pairs = 0
+        self.seconds = 0.0
+        self._keys = []
+
+    def __call__(self, users, items):
+        t0 = time.perf_counter()
+        self.calls += 1
+        u, i = np.asarray(users, dtype=np.int64), np.asarray(items, dtype=np.int64)
+        self.pairs += u.size
+        self._keys.append(u * self.N + i)
+        out = self.score(u, i)
+        self.seconds += time.perf_counter() - t0
+        return out
+
+    def keys(self):
+        """Every pair asked, in order, as u * N + i."""
+        return np.concatenate(self._keys) if self._keys else np.zeros(0, np.int64)
+
+    def repeats(self):
+        """How many asked pairs had been asked before."""
+        keys = self.keys()
+        return int(keys.size - np.unique(keys).size)
+
+
+def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recall@10", "ndcg@10"),
+                     target_ratio=None, max_cost=None, n_boot=1000, seed=0, data_rng=0,
+                     max_dense_items=DENSE_ITEMS_MAX, full_boot=100_000, synthetic=None, progress=False,
+                     population=None):
+    """:func:`sampling_lib.evaluate` on real recommenders, ``draws`` times, beside full ranking.
+
+    Parameters
+    ----------
+    data : path, Ratings or None
+        As :func:`sampling_lib.experiments.global_ranks_from_data` (None: its synthetic ratings).
+    models : mapping label -> (name, params), optional
+        Default :data:`EVALUATION_MODELS` (EASE is skipped above ``max_dense_items`` items).
+    draws : int
+        Evaluations, with seeds ``seed``, ``seed + 1``, ...
+    n, metrics, target_ratio, max_cost, n_boot
+        As :func:`sampling_lib.evaluate` (every model scored in one call, on shared negatives).
+    data_rng : int
+        Seeds the split and the models (as ``global_ranks_from_data``'s ``rng``).
+    full_boot : int
+        Replicates of full ranking's own percentile interval (:func:`full_ranking_halfwidth`).
+    synthetic : mapping, optional
+        Settings of the synthetic ratings (``data=None``).
+    population : tuple, optional
+        ``global_ranks_from_data(..., keep_models=True)``'s result, when the caller has it already (then
+        ``data``, ``models``, ``data_rng``, ``max_dense_items`` and ``synthetic`` are not used).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (draw, model, metric): ``dataset, N, M, n, draw, model, metric, truth, estimate,
+        ci_low, ci_high, covered, rel_error, halfwidth, full_halfwidth, ratio`` (the realized precision
+        ratio: halfwidth over full ranking's), ``estimated_ratio`` (the table's own ``precision_ratio``),
+        ``pairs_counted`` (by :class:`PairCounter`, per model), ``pairs_reported`` (``result.cost``),
+        ``repeats`` (pairs asked twice), ``cost_share`` (pairs counted / sum of N_u),
+        ``predicted_share`` (the last plan's prediction), ``first_predicted_share`` (the first plan's),
+        ``stages``, ``calls``, ``seconds`` (the whole call) and ``scoring_seconds`` (inside the scorers).
+
+    Examples
+    --------
+    >>> t = evaluation_study(None, {"pop": ("popularity", {})}, draws=1, n=20, n_boot=100, full_boot=2000,
+    ...                      synthetic={"n_users": 300, "n_items": 400})
+    >>> int(t.repeats.max()), bool((t.pairs_counted == t.pairs_reported).all())
+    (0, True)
+    """
+    from ..evaluation import evaluate
+    from ..experiments import global_ranks_from_data
+    from ..recommenders import pair_scorer
+
+    draws = check_int(draws, "draws", low=1)
+    parsed = parse_metrics(metrics)
+    if population is None:
+        population = global_ranks_from_data(data, EVALUATION_MODELS if models is None else models, rng=data_rng,
+                                            keep_models=True, max_dense_items=max_dense_items,
+                                            synthetic=synthetic)
+    ranks, N, info = population
+    split = info["split"]
+    M = int(split.n_users)
+    train = split.train.tocsr()
+    exclude = {u: train.indices[train.indptr[u]:train.indptr[u + 1]] for u in range(M)}
+    held = dict(enumerate(split.test_items.astype(np.int64)))
+    N_u = info["n_candidates"]
+    truth = {m: _metric_rows(parsed, R).mean(axis=1) for m, R in ranks.items()}
+    full_hw = {m: full_ranking_halfwidth(R, metrics, n_boot=full_boot, rng=data_rng) for m, R in ranks.items()}
+    rows = []
+    for k in range(draws):
+        counters = {m: PairCounter(pair_scorer(info["fitted"][m]), N) for m in ranks}
+        t0 = time.perf_counter()
+        res = evaluate(counters, held, N, exclude=exclude, n=n, metrics=metrics, target_ratio=target_ratio,
+                       max_cost=max_cost, n_boot=n_boot, seed=seed + k, progress=progress)
+        seconds = time.perf_counter() - t0
+        cost = res.cost.iloc[0]
+        for m, c in counters.items():
+            t = res.table[res.table.model == m].set_index("metric")
+            for j, (name, _, _) in enumerate(parsed):
+                e = t.loc[name]
+                hw = 0.5 * (e.ci_high - e.ci_low)
+                rows.append({
+                    "dataset": info["dataset"], "N": N, "M": M, "n": n, "draw": k, "model": m, "metric": name,
+                    "truth": truth[m][j], "estimate": e.estimate, "ci_low": e.ci_low, "ci_high": e.ci_high,
+                    "covered": bool(e.ci_low <= truth[m][j] <= e.ci_high),
+                    "rel_error": abs(e.estimate - truth[m][j]) / truth[m][j] if truth[m][j] > 0 else np.nan,
+                    "halfwidth": hw, "full_halfwidth": full_hw[m][j], "ratio": hw / full_hw[m][j],
+                    "estimated_ratio": e.precision_ratio, "pairs_counted": c.pairs,
+                    "pairs_reported": int(cost.pairs_per_model), "repeats": c.repeats(),
+                    "cost_share": c.pairs / float(N_u.sum()), "predicted_share": cost.predicted_share,
+                    "first_predicted_share": cost.first_plan_items_per_user * M / float(N_u.sum()),
+                    "stages": int(cost.stages), "calls": c.calls, "seconds": seconds,
+                    "scoring_seconds": sum(x.seconds for x in counters.values())})
+    return pd.DataFrame(rows)
+
+
+def evaluation_summary(table):
+    """Per (dataset, model, metric): draws, mean realized ratio and its largest, coverage, mean relative error,
+    mean cost share, realized over predicted cost, and whether the counted pairs equal the reported ones."""
+    g = table.groupby(["dataset", "model", "metric"], sort=False)
+    out = g.agg(draws=("draw", "size"), ratio=("ratio", "mean"), ratio_max=("ratio", "max"),
+                estimated_ratio=("estimated_ratio", "mean"), coverage=("covered", "mean"),
+                rel_error=("rel_error", "mean"), cost_share=("cost_share", "mean"),
+                predicted_share=("predicted_share", "mean"), repeats=("repeats", "max"),
+                counted_is_reported=("pairs_counted", lambda s: bool(
+                    (s == table.loc[s.index, "pairs_reported"]).all()))).reset_index()
+    out["cost_over_predicted"] = out.cost_share / out.predicted_share
+    return out
