@@ -190,9 +190,9 @@ def _cells_prob(lo, hi, offset, m, R, N, done, scheme):
     P = np.zeros((np.size(R), lo.size))
     P[:, one] = _count_pmf(lo[one] - 1 - offset, m, R, N, done, scheme)
     if (~one).any():
-        up = _count_cdf(hi[~one] - 1 - offset, m, R, N, done, scheme)
-        down = _count_cdf(lo[~one] - 2 - offset, m, R, N, done, scheme)
-        P[:, ~one] = np.clip(up - down, 0.0, 1.0)
+        k = int((~one).sum())               # both ends of the wide cells in one call: one running sum per row
+        both = _count_cdf(np.r_[hi[~one] - 1 - offset, lo[~one] - 2 - offset], m, R, N, done, scheme)
+        P[:, ~one] = np.clip(both[:, :k] - both[:, k:], 0.0, 1.0)
     return P
 
 
@@ -211,6 +211,20 @@ def _binned_counts(m, R, N, done, scheme, offset=0):
             return hit
     lo, hi = _r_bins(offset + 1, offset + m + 1)
     out = lo, hi, _cells_prob(lo, hi, offset, m, R, N, done, scheme)
+    if key is not None:
+        _STAGE_CACHE[key] = out
+    return out
+
+
+def _second_stage(lo, hi, offset, m, R, N, done, scheme):
+    """:func:`_cells_prob` of a threshold design's second stage, shared through _STAGE_CACHE."""
+    key = None
+    if _STAGE_CACHE is not None:
+        key = ("second", lo.tobytes(), int(offset), int(m), np.asarray(R).tobytes(), int(N), int(done), scheme)
+        hit = _STAGE_CACHE.get(key)
+        if hit is not None:
+            return hit
+    out = _cells_prob(lo, hi, offset, m, R, N, done, scheme)
     if key is not None:
         _STAGE_CACHE[key] = out
     return out
@@ -281,15 +295,17 @@ def design_law(design, N, R, scheme="binomial"):
         lo, hi, P = _binned_counts(n - 1, R, N, 0, scheme)
         stop = lo > t                                   # exact cells: lo == hi for r <= 64
         add(n, lo[stop], hi[stop], P[:, stop])
-        # continued users: final r = r1 + x2 with r1 <= t, x2 among n2 new draws
-        lo2, hi2 = _r_bins(1, t + design.n2)
+        # continued users: final r = r1 + x2 with r1 <= t, x2 among n2 new draws. The cells span 1..n + n2
+        # whatever t (those beyond t + n2 have probability 0), so the designs with the same n2 and other
+        # thresholds share each r1's law (_STAGE_CACHE while plan predicts)
+        lo2, hi2 = _r_bins(1, n + design.n2)
         P2 = np.zeros((R.size, lo2.size))
         for r1 in range(1, t + 1):
             p1 = P[:, np.flatnonzero(lo == r1)[0]]
             # the second stage's count, from the items left (without replacement r1 - 1 items above
             # and n - r1 below were drawn in the first stage)
             Rr, Nr, done = (R - (r1 - 1), N - (r1 - 1), n - r1) if scheme == "hypergeometric" else (R, N, 0)
-            P2 += p1[:, None] * _cells_prob(lo2, hi2, r1 - 1, design.n2, Rr, Nr, done, scheme)
+            P2 += p1[:, None] * _second_stage(lo2, hi2, r1 - 1, design.n2, Rr, Nr, done, scheme)
         add(n + design.n2, lo2, hi2, P2)
     else:   # ladder
         sizes = size_ladder(n, design.n_max, design.growth)
@@ -635,6 +651,11 @@ def predict(design, prior, metrics=("recall@10", "ndcg@10"), *, M, confidence_le
 
 def _predict_table(design, D, grid, prior, alternatives, parsed, M, z, scheme):
     """:func:`predict`'s table from the design's law ``D`` on ``grid``."""
+    return pd.DataFrame(_predict_columns(design, D, grid, prior, alternatives, parsed, M, z, scheme))
+
+
+def _predict_columns(design, D, grid, prior, alternatives, parsed, M, z, scheme):
+    """:func:`predict`'s columns as a dict of arrays (the planner stacks many without a DataFrame each)."""
     N = int(prior.weights_grid.N)
     value, cost, hw, fhw = _predict_one(design, D, grid, prior, parsed, M, z, scheme, prior.penalty)
     # the estimator keeps its own penalty whatever prior the truth is closer to
@@ -642,9 +663,10 @@ def _predict_table(design, D, grid, prior, alternatives, parsed, M, z, scheme):
     lo, hi = np.minimum.reduce([hw, *others]), np.maximum.reduce([hw, *others])
     with np.errstate(divide="ignore", invalid="ignore"):        # a metric constant under the prior: no ratio
         ratio, ratio_high = hw / fhw, hi / fhw
-    return pd.DataFrame({"design": design.describe(), "metric": [p[0] for p in parsed], "value": value,
-                         "cost": cost, "cost_share": cost / N, "halfwidth": hw, "halfwidth_low": lo,
-                         "halfwidth_high": hi, "full_halfwidth": fhw, "ratio": ratio, "ratio_high": ratio_high})
+    m = len(parsed)
+    return {"design": [design.describe()] * m, "metric": [p[0] for p in parsed], "value": value,
+            "cost": np.full(m, cost), "cost_share": np.full(m, cost / N), "halfwidth": hw, "halfwidth_low": lo,
+            "halfwidth_high": hi, "full_halfwidth": fhw, "ratio": ratio, "ratio_high": ratio_high}
 
 
 def _predict_one(design, D, grid, prior, parsed, M, z, scheme, penalty):
@@ -1083,7 +1105,7 @@ def _predict_designs(cands, fits, n, *, metrics, M, confidence_level, scheme, co
         key = (int(prior.weights_grid.N), prior.knot_spacing)
         if key not in grids:
             grids[key] = spline_grid(key[0], grid_n, key[1], None, scheme)
-    rows = []
+    cols = {}
     bar = progress_bar(len(cands), progress, "plan: predicting", unit="designs")
     global _STAGE_CACHE
     _STAGE_CACHE = {}
@@ -1091,28 +1113,31 @@ def _predict_designs(cands, fits, n, *, metrics, M, confidence_level, scheme, co
         for d in cands:
             if bar is not None:
                 bar.update(1)
-            rows += _predict_design(d, grids, fits, parsed, M, z, scheme, n, col, bound, margin)
+            for name, v in _predict_design(d, grids, fits, parsed, M, z, scheme, n, col, bound, margin).items():
+                cols.setdefault(name, []).extend(v)
     finally:
         _STAGE_CACHE = None
         if bar is not None:
             bar.close()
-    return pd.concat(rows, ignore_index=True)
+    order = ["model", "design", "kind", "stages", "metric", "value", "cost", "cost_share", "halfwidth",
+             "halfwidth_low", "halfwidth_high", "full_halfwidth", "ratio", "ratio_high", "margin", "meets"]
+    return pd.DataFrame({c: np.concatenate(cols[c]) for c in order})
 
 
 def _predict_design(d, grids, fits, parsed, M, z, scheme, n, col, bound, margin):
-    """The rows of one candidate for every model (:func:`_predict_designs`)."""
-    rows = []
+    """The rows of one candidate for every model (:func:`_predict_designs`), as a dict of columns."""
     laws = {key: design_law(d, key[0], grid.mid, scheme)[3] for key, grid in grids.items()}
+    cols = {}
     for m, (prior, alts, _, _, _) in fits.items():
         key = (int(prior.weights_grid.N), prior.knot_spacing)
-        t = _predict_table(d, laws[key], grids[key], prior, alts, parsed, M, z, scheme)
-        t.insert(0, "model", m)
-        t.insert(2, "kind", d.kind)
-        t.insert(3, "stages", later_stages(d, n))
-        t["margin"] = margin
-        t["meets"] = bool((_judged(t, col) <= bound).all())
-        rows.append(t)
-    return rows
+        t = _predict_columns(d, laws[key], grids[key], prior, alts, parsed, M, z, scheme)
+        k = len(parsed)
+        judged = np.asarray(t[col]) * margin
+        extra = {"model": [m] * k, "kind": [d.kind] * k, "stages": [later_stages(d, n)] * k, "margin": margin,
+                 "meets": [bool((judged <= bound).all())] * k}
+        for name, v in {**t, **extra}.items():
+            cols.setdefault(name, []).append(np.asarray(v))
+    return cols
 
 
 def _pairs(pilots, fits, n, sample_sizes, first_ranks, paired):
