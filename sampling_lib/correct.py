@@ -159,7 +159,7 @@ def _tuple_draws(fits, stats_, cell_of_user):
     each model's own). Else the exact tuples (at 10^5 users with per-user N_u nearly one per user).
     """
     from .counts import coarse_means, coarse_share
-    from .estimators import _logspline_boot
+    from .estimators import COARSE_DRAW_MAX_SHARE
 
     order = sorted(fits)
     col = {m: k for k, m in enumerate(order)}
@@ -176,7 +176,7 @@ def _tuple_draws(fits, stats_, cell_of_user):
         for b in range(a + 1, len(order)):
             D = psi[a][tuples[:, a]] - psi[b][tuples[:, b]]
             Db = bars[a][tuples[:, a]] - bars[b][tuples[:, b]]
-            if np.any(coarse_share(D, Db, p) > _logspline_boot.COARSE_DRAW_MAX_SHARE):
+            if np.any(coarse_share(D, Db, p) > COARSE_DRAW_MAX_SHARE):
                 return exact
     Uc = np.stack([d[0][U[:, k]] for k, d in enumerate(draws)], axis=1)
     ct, ccount = np.unique(Uc, axis=0, return_counts=True)
@@ -518,7 +518,7 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
     proportion to their counts (the conditional expectation of the exact
     draw), when the share of the bootstrap variance this leaves out is at
     most 1% for every metric, computed per fit
-    (:func:`sampling_lib.estimators._logspline_boot.coarse_draw_cells`).
+    (the log-spline's ``draw_cells``, :data:`sampling_lib.estimators.COARSE_DRAW_MAX_SHARE`).
 
     **Bootstrap computation.** A replicate is a Multinomial(M, counts / M)
     draw of the per-(sample size, rank) counts (:func:`bootstrap_counts`).
@@ -756,7 +756,7 @@ def _full_halfwidth_of_fit(fit, M, confidence_level=0.95):
     TORS24 eq 46 (the users a margin e needs: e = z sqrt(p (1 - p) / M), full ranking's half-width for Recall);
     issue 29 (the precision ratio).
     """
-    from .estimators._bootstrap import weights_head
+    from .estimators import weights_head
     from .inference import z_critical
 
     w = weights_head(fit.weights, fit.F.shape[0])

@@ -28,9 +28,10 @@ from ._em import em_core_batch, mixture_em
 from ._linear import (CLSFit, MSEBound, bv, bv_from_pmf, bv_rank_pmf, bv_sampled_metric, cls, cls_fit,
                       exact_mse, linear_on_grid, linear_on_grid_batch, mn, mn_from_pmf, mn_sampled_metric,
                       mn_sampled_metric_lstsq, mse_bound, multinomial_linear_var, sampled_pmf)
-from ._logspline import (DEFAULT_KNOT_SPACING, DEFAULT_PENALTY, SENSITIVITY_FACTOR, GridWeights, LogsplineResult,
-                         logspline, logspline_cells_fit, logspline_fit, logspline_sensitivity)
-from ._logspline_boot import logspline_bootstrap, logspline_cells_replicates, logspline_replicates
+from ._logspline import (DEFAULT_KNOT_SPACING, DEFAULT_PENALTY, GRID_N_MAX, SENSITIVITY_FACTOR, GridWeights,
+                         LogsplineResult, logspline, logspline_cells_fit, logspline_fit, logspline_sensitivity,
+                         penalty_matrix, prior_masses, sensitivity_penalties, spline_grid)
+from ._logspline_boot import COARSE_DRAW_MAX_SHARE, cell_metric, logspline_bootstrap, logspline_cells_replicates, logspline_replicates
 from ._mes import mes, mes_fit, mes_objective
 from ._mle import (adaptive_mle, adaptive_mle_fit, mixture_loglik, mle, mle_fit, wmle, wmle_fit,
                    wmle_weights)
@@ -107,6 +108,14 @@ __all__ = [
     "SENSITIVITY_FACTOR",
     "logspline_cells_fit",
     "logspline_cells_replicates",
+    # the log-spline prior's surface for the planner (sampling_lib.design) and other callers
+    "GRID_N_MAX",
+    "spline_grid",
+    "penalty_matrix",
+    "prior_masses",
+    "cell_metric",
+    "sensitivity_penalties",
+    "COARSE_DRAW_MAX_SHARE",
     # popularity-sampled negatives
     "horvitz_thompson",
     "rank_mass_curve",

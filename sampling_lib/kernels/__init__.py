@@ -43,7 +43,7 @@ from ._grid import DEFAULT_GRID_TOL, GRID_EXACT_RANKS, RankGrid, em_grid, rank_g
 from ._groups import (DEFAULT_N_ITEMS_TOL, KernelGroup, cell_kernel, kernel_groups, n_items_bins,
                       n_items_log_bins, n_items_tv_bound)
 from ._laws import (binomial, expected_shr_curve, hypergeometric, kernel, kernel_columns, kernel_entries,
-                    log_kernel_rows, sampled_rank_pmf, shr_cdf, shr_hoeffding_bound, shr_mean_var)
+                    log_hypergeom_pmf, log_kernel_rows, sampled_rank_pmf, shr_cdf, shr_hoeffding_bound, shr_mean_var)
 
 __all__ = [
     "binomial",
@@ -52,6 +52,7 @@ __all__ = [
     "kernel_columns",
     "kernel_entries",
     "log_kernel_rows",
+    "log_hypergeom_pmf",
     "sampled_rank_pmf",
     "expected_shr_curve",
     "shr_cdf",

@@ -13,6 +13,7 @@ from .._validation import check_array_size, check_float, check_int, check_N_n, c
 
 __all__ = [
     "log_kernel_rows",
+    "log_hypergeom_pmf",
     "binomial",
     "hypergeometric",
     "kernel",
