@@ -5,8 +5,6 @@ import argparse
 import re
 import sys
 
-import pandas as pd
-
 __all__ = ["PROG", "CLIError", "UsageError", "Parser", "nonneg_int", "int_in", "emit", "write", "check_output", "inputs",
            "boot_count", "progress_on", "cut", "one_line"]
 
@@ -107,6 +105,8 @@ def write(df, fmt, output):
     elif fmt == "json":
         text = df.to_json(orient="records", indent=2) + "\n"
     else:
+        import pandas as pd
+
         with pd.option_context("display.width", 200, "display.max_columns", 100):
             text = df.to_string(index=False, float_format=lambda x: f"{x:.4f}") + "\n"
     emit(text, output)

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ..estimators import POPULARITY_METHODS
+from ._names import POPULARITY_METHODS
 from ._common import CLIError
 from ._stages import POPULARITY_STAGE
 

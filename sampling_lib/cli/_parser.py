@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..estimators import DEFAULT_METHOD, METHODS, POPULARITY_METHODS
-from ..io import STAGE_FORMATS
 from ._common import PROG, Parser, assurance, growth, int_in, nonneg_int, share
+from ._names import DEFAULT_METHOD, METHODS, POPULARITY_METHODS, STAGE_FORMATS
 
 __all__ = ["build_parser", "EXAMPLES", "INPUT_FORMATS"]
 
