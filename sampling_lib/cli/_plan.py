@@ -18,6 +18,7 @@ def cmd_plan_users(args):
     from ..user_sampling import (hoeffding_sample_size, sample_size_difference,
                                 sample_size_proportion)
 
+    check_output(args)
     k = args.models
     if k < 1:
         raise CLIError(f"--models must be >= 1; got {k}")

@@ -29,6 +29,9 @@ def add_run_arguments(p):
 
 def _argument_error(args):
     """A one-line message for an option value the runner refuses, or None."""
+    for opt, value, default in (("--out", args.out, "reports/"), ("--notebooks", args.notebooks, "notebooks/")):
+        if value is not None and not value.strip():
+            return f"{opt} must name a folder; got an empty path (omit {opt} for {default})"
     if args.jobs is not None and args.jobs < 1:
         return f"--jobs must be an integer >= 1; got {args.jobs}"
     if args.jobs is not None and args.claim:

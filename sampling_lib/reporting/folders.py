@@ -136,7 +136,16 @@ def check_report_folder(path, what="--out"):
     pathlib.Path
         The absolute folder to write (the link's target for a symbolic link).
     """
+    if path is None or not str(path).strip():
+        raise ReportFolderError(f"{what} must name a folder; got an empty path")
     given = Path(os.path.abspath(path))
+    for parent in given.parents:            # the nearest existing folder above it: a file there stops every mkdir
+        if parent.exists() or parent.is_symlink():
+            if not parent.is_dir():
+                raise ReportFolderError(
+                    f"{what} {given}: {parent} is a file, not a folder, so no folder can be made inside it; "
+                    "give a path whose parent folders are folders")
+            break
     if given.is_symlink():
         target = given.resolve()
         if not target.is_dir() or read_marker(target) is None:

@@ -188,6 +188,9 @@ def run_notebooks(out_dir=None, *, smoke=False, only=None, jobs=1, notebooks_dir
         folder removed (``out_dir`` is unchanged, unless the signal came after
         the new report was in place: ``exc.installed``).
     """
+    for name, value in (("out_dir", out_dir), ("failed_dir", failed_dir), ("notebooks_dir", notebooks_dir)):
+        if value is not None and not str(value).strip():   # "" is not the default folder
+            raise ValueError(f"{name} must name a folder or be None (the default); got an empty path")
     nbs = list_notebooks(notebooks_dir, only)
     if not nbs:
         raise ValueError(f"no notebooks matched only={only!r} in {notebooks_dir or project_root() / 'notebooks'}")
@@ -371,6 +374,9 @@ def run_claim(claim_id, *, smoke=False, reports_dir=None, notebooks_dir=None, on
         when it fails or the notebook did not record it.
     """
     _check_timeout(timeout)
+    for name, value in (("reports_dir", reports_dir), ("notebooks_dir", notebooks_dir)):
+        if value is not None and not str(value).strip():   # "" is not the default folder
+            raise ValueError(f"{name} must name a folder or be None (the default); got an empty path")
     reports_dir = Path(reports_dir or project_root() / "reports")
     ledger_path = reports_dir / "claims.csv"
     if not ledger_path.exists():
