@@ -160,7 +160,8 @@ def cmd_stage(args):
 
         excl = read_table(args.exclude, "exclude")
         check_columns(excl, ["user", "item"], f"the exclude file {args.exclude}")
-    cand = read_stages(prev, fmt, held_out=args.users, exclude=excl, scheme=scheme)
+    # duplicates="collapse": a repeated stage-1 negative is refused below, with the advice of a later stage
+    cand = read_stages(prev, fmt, held_out=args.users, exclude=excl, scheme=scheme, duplicates="collapse")
     names = [stage_file_name(f, k) for k, f in enumerate(prev, start=1)]
 
     def where(i):
