@@ -211,7 +211,9 @@ def cmd_stage(args):
         else:
             d = Design("threshold", int(s1), threshold=min(args.threshold, int(s1)), n2=args.n2)
         r = ranks[sel] if ranks is not None else np.ones((sel.size, 1))
-        new[sel] = next_stage_sizes(r, size[sel], d, N=NU[sel], rng=rng)
+        # N_u checked below, where the message can name the user and the option (the library's names an index)
+        new[sel] = next_stage_sizes(r, size[sel], d, N=NU[sel] if kind == "full" else None, rng=rng)
+    _check_fits(new, size, NU, users, kind, args, excl is not None)
     added = new - size
     go = added > 0
     what = {"threshold": f"rank <= {args.threshold} under any model", "ladder": "rank 1 under any model",
@@ -243,6 +245,27 @@ def cmd_stage(args):
           f"{len(out):,} negatives written to {dest} ({fmt}). Score them, then estimate on every stage: "
           f"sampling-lib estimate {' '.join(prev)} {args.output or 'STAGE%d' % K} --input-format {fmt} "
           f"--scores SCORES1.csv ... -N {N}{extra}", file=sys.stderr)
+
+
+def _check_fits(new, size, NU, users, kind, args, history):
+    """Every user's next set fits its N_u (the catalogue, less its history with --exclude); else one line
+    naming the first user that does not, the option that sizes the stage, and the largest value that fits."""
+    over = new > NU
+    if not over.any():
+        return
+    i = int(np.flatnonzero(over)[0])
+    going = new > size
+    what = "N minus its history (--exclude)" if history else "the catalogue (-N/--items)"
+    if kind == "ladder":
+        opt, value, fits = "--n-max", args.n_max, int(NU[going].min())
+        hint = f"a ladder that reaches no user's N_u has --n-max <= {fits:,}"
+    else:
+        opt, value = "--n2", args.n2
+        fits = int((NU[going] - size[going]).min())
+        hint = (f"the largest --n2 that fits every user going on is {fits:,}" if fits >= 1 else
+                "a user going on has no item left to add; rank it in full (--full-fraction) instead")
+    raise CLIError(f"{opt} {value:,}: user {users[i]!r} would have {int(new[i]):,} items at stage {args.stage} "
+                   f"({int(size[i]):,} so far), more than its N_u = {int(NU[i]):,}, {what}; {hint}")
 
 
 def _estimate_options(args, replace):
