@@ -5,7 +5,8 @@ import argparse
 import re
 import sys
 
-__all__ = ["PROG", "CLIError", "UsageError", "Parser", "nonneg_int", "int_in", "emit", "write", "check_output", "inputs",
+__all__ = ["PROG", "CLIError", "UsageError", "Parser", "nonneg_int", "int_in", "float_in", "emit", "write",
+           "check_output", "inputs",
            "boot_count", "progress_on", "cut", "one_line"]
 
 PROG = "sampling-lib"
@@ -50,6 +51,22 @@ def int_in(low, high=_INT64_MAX):
             raise argparse.ArgumentTypeError(f"must be an integer in {low}..{high}; got {cut(v)}")
         return v
     parse.__name__ = "integer"
+    return parse
+
+
+def float_in(low, high, low_open=False, high_open=False):
+    """argparse type: a number in the interval low..high (each end open or closed, as the message says)."""
+    shown = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+
+    def parse(text):
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number in {shown}; got {cut(text)!r}") from None
+        if not ((v > low if low_open else v >= low) and (v < high if high_open else v <= high)):
+            raise argparse.ArgumentTypeError(f"must be a number in {shown}; got {cut(text)}")
+        return v
+    parse.__name__ = "number"
     return parse
 
 

@@ -15,30 +15,44 @@ __all__ = ["cmd_plan_users", "cmd_plan"]
 
 
 def cmd_plan_users(args):
+    """``sampling-lib plan-users``: the users a margin of error needs (TORS24 eqs 46, 52; Hoeffding)."""
     from ..user_sampling import (hoeffding_sample_size, sample_size_difference,
                                 sample_size_proportion)
 
     check_output(args)
     k = args.models
-    if k < 1:
-        raise CLIError(f"--models must be >= 1; got {k}")
-    rows = [dict(quantity="one metric per model (Recall@K, normal approx.)",
+    pairs = k * (k - 1) // 2
+    over = (lambda what, j: f", Bonferroni over {j} {what}" if j > 1 else "")
+    rows = [dict(quantity="each model's metric (normal approximation)",
                  users=sample_size_proportion(args.margin, args.confidence_level, args.p, n_models=k),
-                 source="TORS24 eq 46, Bonferroni over models"),
-            dict(quantity="one metric per model (any metric in [0,1], Hoeffding)",
+                 source="TORS24 eq 46" + over("models", k)),
+            dict(quantity="each model's metric (Hoeffding: any metric)",
                  users=hoeffding_sample_size(args.margin, 1 - args.confidence_level, n_tests=k),
-                 source="Hoeffding, Bonferroni over models")]
+                 source="Hoeffding (1963)" + over("models", k))]
     if k >= 2:
-        rows.append(dict(quantity="difference of two models (all pairs)",
+        rows.append(dict(quantity="difference of two models (every pair)",
                          users=sample_size_difference(args.margin, args.confidence_level, args.p,
                                                       n_models=k),
-                         source="TORS24 eq 52, Bonferroni over pairs"))
+                         source="TORS24 eq 52" + over("pairs", pairs)))
     out = pd.DataFrame(rows)
     out.insert(1, "margin", args.margin)
     out.insert(2, "confidence_level", args.confidence_level)
     out.insert(3, "models", k)
-    write(out, args.format, args.output)
-
+    out.insert(4, "p", args.p)
+    if args.format != "table":
+        write(out, args.format, args.output)
+        return
+    head = wrap(f"users needed for a margin of ±{args.margin:g} (the interval's half-width) at "
+                f"{args.confidence_level:.0%} confidence, {k} model{'s' if k > 1 else ''}, planning value "
+                f"p = {args.p:g}", indent="")
+    table = render(["quantity", "users", "source"],
+                   [[r["quantity"], f"{int(r['users']):,}", r["source"]] for r in rows], right={"users"})
+    legend = wrap("users: test users ranked in full; a sampled evaluation needs more, by its precision ratio "
+                  "squared (sampling-lib plan predicts that ratio). The normal approximation (a proportion such "
+                  "as Recall@K) takes p(1 - p) at the planning value p (0.5: the worst case); Hoeffding's "
+                  "inequality holds for any metric in [0, 1] without it. Every column: --format csv or --format "
+                  "json.")
+    emit(f"{head}\n\n{table}\n\n{legend}\n", args.output)
 
 
 def cmd_plan(args):
