@@ -12,7 +12,7 @@ Subcommands
                ``--stage K`` the items added at stage K of a nested design;
 ``run``        execute the notebooks into reports/ (same options as ``python -m sampling_lib run``).
 
-Nested designs (issue 29), one module each: ``_stages`` (``negatives --stage K``),
+Nested designs (README, 'Resolving a metric below resolution'), one module each: ``_stages`` (``negatives --stage K``),
 ``_plan`` (``plan``). Stage 1 is a fixed negatives file; ``negatives --stage 2
 --previous STAGE1 --ranks RANKS1.csv --threshold 1 --n2 900 ...`` (or ``--n-max``
 for the doubling ladder of TORS24 Algorithm 1, ``--full-fraction``) writes the

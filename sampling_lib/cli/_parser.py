@@ -310,7 +310,8 @@ def build_parser():
                         "popularity estimators need it). A later stage draws as stage 1 did")
     p.add_argument("--output", "-o", default=None)
     _add_weights(p)
-    g = p.add_argument_group("later stages (a nested design: issue 29; sampling-lib plan prints the command)")
+    g = p.add_argument_group("later stages (a nested design, README 'Resolving a metric below resolution'; "
+                             "sampling-lib plan prints the command)")
     g.add_argument("--stage", type=int_in(1), default=1, metavar="K",
                    help="write the negatives of stage K (default 1: a fixed negatives file); K >= 2 adds items "
                         "to the users that need them, from the ranks of the earlier stages")
