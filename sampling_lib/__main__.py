@@ -12,14 +12,8 @@ def main(argv=None):
     """Entry point of ``python -m sampling_lib``; returns the exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["run"]:
-        from ._extras import require_runner
-        from .reporting import main as run_main
+        from .cli import run_main
 
-        try:
-            require_runner()
-        except ModuleNotFoundError as exc:
-            sys.stderr.write(f"sampling-lib: error: {exc}\n")
-            return 1
         return run_main(argv)
     from .cli import main as cli_main
 

@@ -11,11 +11,18 @@ The full tables stay what ``--format csv/json`` (and ``--wide``) print.
 from __future__ import annotations
 
 import math
+import shutil
 
 import numpy as np
 
 __all__ = ["estimate_view", "compare_view", "wide_view", "resolution_note", "resolution_width",
-           "format_range", "COLUMN_NOTES", "constant_value", "is_known"]
+           "format_range", "COLUMN_NOTES", "constant_value", "is_known", "terminal_width", "wrap", "wrap_command",
+           "render", "MAX_WIDTH"]
+
+#: The widest the views go, even on a wider terminal (a line longer than this is hard to read).
+MAX_WIDTH = 100
+#: The narrowest they go, whatever the terminal says.
+MIN_WIDTH = 40
 
 #: the legend of ``--wide``: a line for each of these columns the table has
 COLUMN_NOTES = {
@@ -203,16 +210,78 @@ def _marks(table, w):
     return below, clipped
 
 
-def _wrap(text, width=100, indent="  "):
-    words, lines, cur = text.split(), [], ""
+def terminal_width():
+    """The width to wrap to: the terminal's (``shutil.get_terminal_size``: ``COLUMNS``, else stdout's
+    terminal), at most :data:`MAX_WIDTH` and at least :data:`MIN_WIDTH`; :data:`MAX_WIDTH` when the
+    output is no terminal (a file, a pipe)."""
+    cols = shutil.get_terminal_size(fallback=(MAX_WIDTH, 24)).columns
+    return max(MIN_WIDTH, min(MAX_WIDTH, cols if cols > 0 else MAX_WIDTH))
+
+
+def wrap(text, width=None, indent="  ", first=""):
+    """``text`` in lines of at most ``width`` (default :func:`terminal_width`) characters, broken between
+    words only (a word longer than the line stays whole), the first line starting with ``first`` and the
+    others with ``indent``.
+
+    Examples
+    --------
+    >>> print(wrap("the quick brown fox jumps over the lazy dog", width=20))
+    the quick brown fox
+      jumps over the
+      lazy dog
+    """
+    width = terminal_width() if width is None else width
+    words, lines, cur = text.split(), [], first
     for word in words:
-        if cur and len(cur) + 1 + len(word) > width:
+        if cur.strip() and len(cur) + 1 + len(word) > width:
             lines.append(cur)
             cur = indent + word
         else:
-            cur = f"{cur} {word}" if cur else word
+            cur = f"{cur} {word}" if cur.strip() else cur + word
     lines.append(cur)
     return "\n".join(lines)
+
+
+_wrap = wrap
+
+
+def wrap_command(cmd, width=None, first="  ", indent="      "):
+    """A shell command in lines of at most ``width`` characters, continued with `` \\`` (so that it still
+    pastes into a shell as one command): broken before an option where it can be, between arguments only.
+
+    Examples
+    --------
+    >>> print(wrap_command("sampling-lib plan merged.csv -n 100 -N 3706 --scheme hypergeometric", width=40))
+      sampling-lib plan merged.csv -n 100 \\
+          -N 3706 --scheme hypergeometric
+    """
+    width = terminal_width() if width is None else width
+    words = cmd.split()
+    # an option and its value stay together: the units are "--opt value" (or a lone argument)
+    units, i = [], 0
+    while i < len(words):
+        w = words[i]
+        if w.startswith("-") and i + 1 < len(words) and not words[i + 1].startswith("-"):
+            units.append(f"{w} {words[i + 1]}")
+            i += 2
+        else:
+            units.append(w)
+            i += 1
+    lines, cur = [], first
+    for u in units:
+        if cur.strip() and len(cur) + 1 + len(u) + 2 > width:
+            lines.append(cur + " \\")
+            cur = indent + u
+        else:
+            cur = f"{cur} {u}" if cur.strip() else cur + u
+    lines.append(cur)
+    return "\n".join(lines)
+
+
+def render(columns, rows, right=()):
+    """A plain text table (:func:`_render`): ``columns`` names, ``rows`` lists of strings, the columns
+    named in ``right`` right-aligned, two spaces between columns."""
+    return _render(columns, rows, right)
 
 
 def estimate_view(table, *, n_items=None, sample_size=None, seed=None):
@@ -333,8 +402,9 @@ def compare_view(table, *, n_items=None, sample_size=None, seed=None):
     if adjust is not None and alpha is not None:
         tests.append(f"decisions at family-wise error {alpha:g}" + (f", p-values adjusted by {adjust}"
                                                                     if adjust != "none" else ""))
-    columns = ["metric", "model_a", "model_b", "estimate_a", "estimate_b", "difference", "interval",
-               "p (adj.)", "decision", ""]
+    # short headers (the legend says what they are): the table fits 100 columns with models named like
+    # "modelA"; the full names (estimate_a, ...) are the columns of --wide and --format csv/json
+    columns = ["metric", "model_a", "model_b", "a", "b", "a - b", "interval", "p adj.", "decision", ""]
     below, _ = _marks(table, w)
     floor = _pvalue_floor(n_boot, k, adjust)
     rows, contradictions = [], []
@@ -342,14 +412,14 @@ def compare_view(table, *, n_items=None, sample_size=None, seed=None):
         d = r._asdict()
         rows.append([str(d["metric"]), str(d["model_a"]), str(d["model_b"]), _num(d["estimate_a"]),
                      _num(d["estimate_b"]), _num(d["difference"]), _interval(d["ci_low"], d["ci_high"]),
-                     _pvalue(d.get("pvalue_adjusted", float("nan")), floor), str(d["decision"]),
+                     _pvalue(d.get("pvalue_adjusted", float("nan")), floor), _decision(d),
                      _BELOW if below[i] else ""])
         lo, hi, rej = d.get("ci_low"), d.get("ci_high"), d.get("reject")
         if rej is not None and not any(isinstance(v, float) and math.isnan(v) for v in (lo, hi)):
             if bool(rej) == (lo <= 0 <= hi):
                 contradictions.append(i)
     text = [_wrap("; ".join([header] + tests), indent=""), "",
-            _render(columns, rows, right=("estimate_a", "estimate_b", "difference", "p (adj.)")), ""]
+            _render(columns, rows, right=("a", "b", "a - b", "p adj.")), ""]
     if below.any():
         metrics = list(dict.fromkeys(table["metric"][below]))
         text.append(_wrap(f"{_BELOW} below resolution ({', '.join(metrics)}): K < (N-1)/(n-1)"
@@ -377,10 +447,21 @@ def compare_view(table, *, n_items=None, sample_size=None, seed=None):
             text.append(_wrap(f"note: each end of the intervals rests on {tail:.1f} bootstrap replicate(s) "
                               f"(level {ci_level:.2%}, {int(n_boot):,} replicates); for stable ends and "
                               f"p-values use --n-boot {need:,} or more."))
-    text.append(_wrap("difference: estimate_a - estimate_b (corrected global metrics); decision: which model is "
-                      "better where the adjusted p-value is below the family-wise error. Every column: --wide, "
-                      "--format csv or --format json."))
+    text.append(_wrap("a, b: the corrected global metric of model_a and of model_b; a - b: their difference, with "
+                      "its interval and adjusted p-value; decision: a > b or a < b where that p-value is below the "
+                      "family-wise error, else n.s. (no significant difference). Every column: --wide, --format csv "
+                      "or --format json."))
     return "\n".join(text) + "\n"
+
+
+def _decision(row):
+    """The decision of a compare row as the compact view shows it: "a > b", "a < b" or "n.s."."""
+    reject, diff = row.get("reject"), row.get("difference")
+    if reject is None or diff is None or (isinstance(diff, float) and math.isnan(diff)):
+        return str(row.get("decision", ""))
+    if not bool(reject):
+        return "n.s."
+    return "a > b" if diff > 0 else "a < b"
 
 
 def wide_view(table):

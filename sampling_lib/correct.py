@@ -325,8 +325,13 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
 
     Parameters
     ----------
-    sampled_ranks : array_like of int, shape (M,), counts table, RankCounts, SampledRanks, or popularity input
-        Sampled ranks in 1..n (1 = the held-out item scored highest); the
+    sampled_ranks : array_like of int, shape (M,), ranks table, counts table, RankCounts, SampledRanks, or popularity input
+        Sampled ranks in 1..n (1 = the held-out item scored highest); a
+        ranks table, the CLI's input as a DataFrame: columns ``user, rank``
+        [+ ``model``, ``sample_size``, ``n_items``, ``first_rank``,
+        ``scheme``], one row per user and model, read as
+        :func:`sampling_lib.io.ranks_from_table` reads it (e.g.
+        ``estimate(pd.read_csv("examples/ranks.csv"), N=3706, n=100)``); the
         output of a reader of :mod:`sampling_lib.io` (:class:`~sampling_lib.io.SampledRanks`:
         one or more models, e.g. from a scores table or a TREC run, with their
         per-user sample sizes and item counts when the file has them); or the
@@ -366,8 +371,14 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
         Level of the two-sided percentile bootstrap interval.
     n_boot : int, default 1000, keyword-only
         Bootstrap replicates; 0 skips the bootstrap (NaN intervals).
-    rng : None, int or numpy.random.Generator, keyword-only
+    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, keyword-only
         Randomness of the bootstrap; an int seed makes the table reproducible.
+        Several models: with an int, a SeedSequence or None, each model's
+        bootstrap draws from its own ``numpy.random.default_rng(rng)``, so a
+        model's rows do not depend on the other models given with it: they
+        equal ``estimate`` of that model alone (what ``sampling-lib estimate
+        --seed`` computes, one model at a time). A Generator is shared: the
+        models draw from it one after the other, in their order.
     sample_sizes : array_like of int, shape (M,), optional, keyword-only
         Per-user sample sizes n_u (adaptive sampling, TORS24 Algorithm 1; a
         second stage for some users, :mod:`sampling_lib.design`): each user's
@@ -589,16 +600,57 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
     >>> bool(t.ci_low[0] <= t.estimate[0] <= t.ci_high[0])
     True
     """
+    if item_weights is None:
+        sampled_ranks = _ranks_frame(sampled_ranks, N, n, "sampled_ranks")
     scheme = input_scheme(scheme, sampled_ranks)
     stats = statistics(sampled_ranks, N, n, sample_sizes, item_weights, exclude, scheme)
     ci = _check_ci(confidence_level)
     n_boot = check_int(n_boot, "n_boot", low=0)
     parsed = parse_metrics(metrics)
     methods = {m: _check_method(method, st, refit_prior, scheme) for m, st in stats.items()}
-    rng = np.random.default_rng(rng)
-    tables = [_estimate_one(m, st, methods[m], parsed, scheme, options, refit_prior, ci, n_boot, rng, progress)
+    generator = _model_generators(rng)
+    tables = [_estimate_one(m, st, methods[m], parsed, scheme, options, refit_prior, ci, n_boot, generator(),
+                            progress)
               for m, st in stats.items()]
     return pd.concat(tables, ignore_index=True)
+
+
+def _model_generators(rng):
+    """A function giving each model's bootstrap Generator: a new ``default_rng(rng)`` per model for a seed
+    (an int, a SeedSequence, None), so that a model's interval is the same alone or with others (the CLI
+    estimates one model per call); the caller's Generator itself when one is given (shared, in model order).
+
+    Examples
+    --------
+    >>> g = _model_generators(0)
+    >>> bool(g().random() == g().random())
+    True
+    >>> shared = np.random.default_rng(0)
+    >>> g = _model_generators(shared)
+    >>> g() is shared and g() is shared
+    True
+    """
+    if isinstance(rng, np.random.Generator):
+        return lambda: rng
+    np.random.default_rng(rng)               # a bad rng fails here, before any fit
+    return lambda: np.random.default_rng(rng)
+
+
+def _ranks_frame(data, N, n, name):
+    """A ranks table given as a DataFrame (``user, rank`` [+ ``model``, ``sample_size``, ``n_items``,
+    ``first_rank``, ``scheme``], the CLI's input) read as :func:`sampling_lib.io.ranks_from_table` reads it;
+    any other input as it is (counts and popularity-sampled scores tables included)."""
+    if not isinstance(data, pd.DataFrame) or is_popularity_input(data):
+        return data
+    cols = set(map(str, data.columns))
+    if "count" in cols or not {"user", "rank"} <= cols:
+        return data
+    from .io import ranks_from_table
+
+    if N is not None and (isinstance(N, dict) or np.ndim(N) != 0):
+        raise ValueError("N must be one int with a ranks table (per-user N_u go in its n_items column); got "
+                         f"{type(N).__name__}")
+    return ranks_from_table(data, n=n, N=N)
 
 
 def input_scheme(scheme, data):
@@ -802,8 +854,10 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
 
     Parameters
     ----------
-    ranks : dict {model: sampled ranks}, DataFrame (one column per model), SampledRanks, counts table or dict {model: RankCounts}
-        Per-user sampled ranks of every model (same users, same order), or
+    ranks : dict {model: sampled ranks}, DataFrame (one column per model), ranks table, SampledRanks, counts table or dict {model: RankCounts}
+        Per-user sampled ranks of every model (same users, same order; a
+        ranks table ``user, model, rank[, ...]`` as :func:`estimate` takes
+        it pairs the models by user), or
         per-model counts (a counts table with a ``model`` column, see
         :func:`counts_from_frame`): counts carry no pairing, so they are
         compared with an unpaired bootstrap (``paired=False``).
@@ -882,6 +936,8 @@ def compare(ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *, method=N
           A       B    A > B
     """
     from .inference import ADJUSTMENTS, bootstrap_pairwise_rows
+    if isinstance(ranks, pd.DataFrame) and {"user", "rank"} <= set(map(str, ranks.columns)):
+        ranks = _ranks_frame(ranks, N, n, "ranks")     # a ranks table (long), not one column per model
     scheme = input_scheme(scheme, ranks)
     stats_, cell_of_user = {}, {}
     if item_weights is not None or is_popularity_input(ranks):

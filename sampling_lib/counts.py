@@ -406,6 +406,7 @@ def counts_from_frame(table, *, n=None, N=None, rank_col="rank", count_col="coun
                          f"{sizes[i]} > n_items {items[i]}")
     models = (df[model_col].astype(str).to_numpy() if model_col in df.columns
               else np.full(r.size, "model", dtype=object))
+    _warn_repeated_cells(models, items, sizes, r, c, model_col in df.columns)
     out = {}
     for m in dict.fromkeys(models):
         sel = models == m
@@ -414,6 +415,27 @@ def counts_from_frame(table, *, n=None, N=None, rank_col="rank", count_col="coun
             raise ValueError(f"model {m!r} has no users (all counts are 0)")
         out[str(m)] = st
     return out
+
+
+def _warn_repeated_cells(models, items, sizes, ranks, counts, named):
+    """A counts table lists each cell once (one GROUP BY); rows that repeat a cell are added, with a warning
+    naming the first such cell and its rows (a table pasted twice would double every count silently)."""
+    import warnings
+
+    key = pd.DataFrame({"m": models, "i": 0 if items is None else items, "s": sizes, "r": ranks})
+    dup = key.duplicated(keep=False).to_numpy()
+    if not dup.any():
+        return
+    i = int(np.flatnonzero(dup)[0])
+    rows = np.flatnonzero(dup & (key == key.iloc[i]).all(axis=1).to_numpy())
+    cell = (f"model {models[i]!r}, " if named else "") + (f"n_items {items[i]}, " if items is not None else "")
+    n_cells = int(key[dup].drop_duplicates().shape[0])
+    warnings.warn(f"the counts table lists {n_cells} cell(s) on more than one row, e.g. ({cell}sample_size "
+                  f"{sizes[i]}, rank {ranks[i]}) in rows {' and '.join(str(j + 1) for j in rows[:3])}"
+                  f"{' and more' if rows.size > 3 else ''}: their counts are added "
+                  f"({' + '.join(str(int(counts[j])) for j in rows[:3])}{' + ...' if rows.size > 3 else ''} users). "
+                  "A counts table (one GROUP BY) lists each cell once: check for rows given twice",
+                  UserWarning, stacklevel=3)
 
 
 # ----------------------------------------------------------------------------

@@ -144,8 +144,9 @@ def test_compact_compare_view(files, capsys):
                  "95% intervals from 30 bootstrap replicates (seed 0)", "p-values adjusted by holm"):
         assert part in header, header
     table = out.split("\n\n")[1].splitlines()
-    assert table[0].split() == ["metric", "model_a", "model_b", "estimate_a", "estimate_b", "difference",
-                                "interval", "p", "(adj.)", "decision"]
+    assert table[0].split() == ["metric", "model_a", "model_b", "a", "b", "a", "-", "b", "interval", "p", "adj.",
+                                "decision"]
+    assert all(len(ln) <= 100 for ln in out.splitlines()), out
     assert table[1].startswith("recall@5") and table[1].endswith("*")
     assert table[2].startswith("recall@20") and not table[2].endswith("*")
     assert "* below resolution (recall@5)" in out

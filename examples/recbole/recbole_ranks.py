@@ -9,14 +9,23 @@ this in a separate environment (see README.md beside this file). The script
 3. evaluates the test set with RecBole's own ``trainer.evaluate`` in ``full`` mode
    and in ``uniN`` mode (its published metrics);
 4. runs the *same* ``uniN`` pass again (same seed, so the data loader draws the
-   same negatives) through the model's public ``predict`` and writes, per user:
-   the sampled rank of the held-out item counting every drawn negative
-   (``rank``, ``sample_size`` = N + 1), the rank among the *distinct* drawn
-   negatives (``rank_distinct``, ``sample_size_distinct``: what RecBole's own
-   sampled metric uses), the user's number of candidates
-   ``n_items`` = items outside the user's train+valid history (what ``full``
-   mode ranks against), and the global rank ``global_rank`` among those
-   candidates (from ``full_sort_predict``, the ground truth of the correction).
+   same negatives) through the model's public ``predict``, ranks every user's
+   held-out item, and writes three tables (:func:`write_outputs`):
+
+   * ``OUTPUT`` (e.g. ``ranks.csv``): ``user, model, rank, sample_size, n_items``,
+     the rank among the held-out item and its N drawn negatives **every draw
+     counted** (sample_size = N + 1: the binomial kernel is exact) and the user's
+     number of candidates N_u = items outside its train+valid history (what
+     ``full`` mode ranks against). ``sampling-lib estimate ranks.csv`` reads it
+     as it is (N_u from its ``n_items`` column);
+   * ``<stem>_distinct.csv``: the same columns for the rank among the *distinct*
+     drawn negatives (what RecBole's own sampled metric uses), sample_size =
+     1 + distinct negatives, and ``scheme = hypergeometric``, so that
+     ``sampling-lib estimate ranks_distinct.csv`` reads them with the exact kernel;
+   * ``<stem>_truth.csv``: ``user, model, global_rank, n_items``, the rank among
+     the N_u candidates from ``full_sort_predict`` (the ground truth of the
+     correction; ``summarize.py`` compares with it).
+
    Ties follow ``--ties``, the same rule for sampled and global ranks.
 
 Usage::
@@ -26,7 +35,8 @@ Usage::
 
 Then, with the sampling-lab environment::
 
-    sampling-lib estimate ranks.csv --n-items 1682 --metric recall@10 --metric ndcg@10
+    sampling-lib estimate ranks.csv --metric recall@10 --metric ndcg@10
+    sampling-lib estimate ranks_distinct.csv --metric recall@10 --metric ndcg@10
 
 Facts this relies on (RecBole 1.2.1 source): ``recbole/sampler/sampler.py``
 (``Sampler._uni_sampling`` draws ids 1..item_num-1 uniformly *with replacement*;
@@ -46,12 +56,13 @@ import sys
 import tempfile
 import time
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
-import torch
-from recbole.config import Config
-from recbole.data import create_dataset, data_preparation
-from recbole.utils import get_model, get_trainer, init_logger, init_seed
+
+# torch and RecBole are imported where they are used (main, the passes), so that write_outputs, which turns
+# the passes' table into the files sampling-lib reads, imports without them (tests/test_recbole_recipe.py)
 
 
 def write_atomic(ratings_path, folder, name):
@@ -66,6 +77,8 @@ def write_atomic(ratings_path, folder, name):
 
 
 def make_config(model, data_path, name, mode, epochs, seed, checkpoint_dir):
+    from recbole.config import Config
+
     return Config(model=model, dataset=name, config_dict={
         "data_path": data_path,
         "checkpoint_dir": checkpoint_dir,
@@ -88,7 +101,6 @@ def tie_rank(greater, equal, ties, rng):
     return 1 + greater + rng.integers(0, equal + 1)
 
 
-@torch.no_grad()
 def sampled_pass(model, loader, config, ties, rng):
     """Per-user (uid, sampled rank with duplicates counted, n, rank among distinct, n distinct).
 
@@ -97,10 +109,13 @@ def sampled_pass(model, loader, config, ties, rng):
     held-out items, the others the drawn negatives of the same user (row_idx).
     Ties follow ``ties`` (same rule as :func:`full_pass`).
     """
+    import torch
+
     uid_f, iid_f, lab_f = config["USER_ID_FIELD"], config["ITEM_ID_FIELD"], config["LABEL_FIELD"]
     rows = []
     for interaction, row_idx, _, _ in loader:
-        scores = model.predict(interaction).double().numpy()
+        with torch.no_grad():
+            scores = model.predict(interaction).double().numpy()
         uid = interaction[uid_f].numpy()
         iid = interaction[iid_f].numpy()
         lab = interaction[lab_f].numpy()
@@ -122,13 +137,15 @@ def sampled_pass(model, loader, config, ties, rng):
                                        "sample_size_distinct"])
 
 
-@torch.no_grad()
 def full_pass(model, loader, config, item_num, ties, rng):
     """Per-user (uid, global rank among non-history items, N_u) from full_sort_predict."""
+    import torch
+
     uid_f = config["USER_ID_FIELD"]
     rows = []
     for interaction, history, positive_u, positive_i in loader:
-        scores = model.full_sort_predict(interaction).double().view(-1, item_num)
+        with torch.no_grad():
+            scores = model.full_sort_predict(interaction).double().view(-1, item_num)
         scores[:, 0] = -np.inf
         hu, hi = history
         scores[hu, hi] = -np.inf
@@ -146,10 +163,46 @@ def full_pass(model, loader, config, item_num, ties, rng):
     return pd.DataFrame(rows, columns=["uid", "global_rank", "n_items"])
 
 
+#: what write_outputs writes beside OUTPUT: <stem>_distinct.csv, <stem>_truth.csv
+DISTINCT, TRUTH = "_distinct", "_truth"
+
+
+def output_paths(output):
+    """(counted ranks, distinct ranks, global ranks) file names of ``output`` (ranks.csv -> ranks.csv,
+    ranks_distinct.csv, ranks_truth.csv)."""
+    p = Path(output)
+    return p, p.with_name(p.stem + DISTINCT + p.suffix), p.with_name(p.stem + TRUTH + p.suffix)
+
+
+def write_outputs(table, output):
+    """Write the passes' table as three files that ``sampling-lib`` reads as they are; returns their paths.
+
+    ``table`` has one row per user and model: ``user, model, rank, sample_size,
+    rank_distinct, sample_size_distinct, global_rank, n_items`` (what
+    :func:`sampled_pass` and :func:`full_pass` give, merged). One file could not
+    hold them all: a ranks table holds one rank per user and model (sampling-lib
+    refuses a column it would not read), so the ranks among the distinct
+    negatives and the global ranks go to their own files.
+    """
+    counted, distinct, truth = output_paths(output)
+    keys = ["user", "model"]
+    table[keys + ["rank", "sample_size", "n_items"]].to_csv(counted, index=False)
+    (table[keys + ["rank_distinct", "sample_size_distinct", "n_items"]]
+     .rename(columns={"rank_distinct": "rank", "sample_size_distinct": "sample_size"})
+     .assign(scheme="hypergeometric")
+     .to_csv(distinct, index=False))
+    table[keys + ["global_rank", "n_items"]].to_csv(truth, index=False)
+    return counted, distinct, truth
+
+
 def main(argv=None):
+    import torch
+    from recbole.data import create_dataset, data_preparation
+    from recbole.utils import get_model, get_trainer, init_logger, init_seed
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("ratings", help="MovieLens-style ratings file (user item rating timestamp)")
-    p.add_argument("output", help="ranks CSV to write")
+    p.add_argument("output", help="ranks CSV to write (and <stem>_distinct.csv, <stem>_truth.csv beside it)")
     p.add_argument("--models", nargs="+", default=["Pop", "ItemKNN", "BPR"])
     p.add_argument("--mode", default="uni100", help="RecBole sampled mode, e.g. uni100 (default)")
     p.add_argument("--epochs", type=int, default=30)
@@ -212,10 +265,10 @@ def main(argv=None):
         print(f"{model_name}: {time.time() - t0:.1f} s; full {dict(res_full)}; {args.mode} {dict(res_samp)}",
               file=sys.stderr)
     out = pd.concat(tables, ignore_index=True)
-    out.to_csv(args.output, index=False)
+    paths = write_outputs(out, args.output)
     if args.metrics_out:
         pd.DataFrame(metrics).to_csv(args.metrics_out, index=False)
-    print(f"wrote {len(out)} rows to {args.output}", file=sys.stderr)
+    print(f"wrote {len(out)} rows to each of {', '.join(map(str, paths))}", file=sys.stderr)
     return 0
 
 

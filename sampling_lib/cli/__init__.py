@@ -15,7 +15,7 @@ Subcommands
                read and write files;
 ``run``        execute the notebooks into reports/ (same options as ``python -m sampling_lib run``).
 
-Nested designs (issue 29), one module each: ``_stages`` (``negatives --stage K``),
+Nested designs (README, 'Resolving a metric below resolution'), one module each: ``_stages`` (``negatives --stage K``),
 ``_plan`` (``plan``). Stage 1 is a fixed negatives file; ``negatives --stage 2
 --previous STAGE1 --ranks RANKS1.csv --threshold 1 --n2 900 ...`` (or ``--n-max``
 for the doubling ladder of TORS24 Algorithm 1, ``--full-fraction``) writes the
@@ -109,39 +109,56 @@ Examples
 """
 from __future__ import annotations
 
+import importlib
 import sys
 import warnings
 
-from .._threads import blas_threads_limited
 from ._common import PROG, UsageError, one_line
-from ._estimate import cmd_compare, cmd_estimate, cmd_ranks
-from ._negatives import cmd_negatives
-from ._parser import build_parser
-from ._plan import cmd_plan, cmd_plan_users
-from ._design import cmd_design
 
 __all__ = ["main", "build_parser"]
 
-_COMMANDS = {"estimate": cmd_estimate, "compare": cmd_compare, "plan-users": cmd_plan_users,
-             "plan": cmd_plan, "negatives": cmd_negatives, "ranks": cmd_ranks, "design": cmd_design}  # "run" is handed to the report runner in main()
+#: command -> (module of this package, function): imported only when the command runs, so that
+#: ``--version`` and ``--help`` import neither pandas nor the estimators (tests/test_cli_startup.py).
+#: "run" is handed to the report runner in main().
+_COMMANDS = {"estimate": ("_estimate", "cmd_estimate"), "compare": ("_estimate", "cmd_compare"),
+             "plan-users": ("_plan", "cmd_plan_users"), "plan": ("_plan", "cmd_plan"),
+             "negatives": ("_negatives", "cmd_negatives"), "ranks": ("_estimate", "cmd_ranks"),
+             "design": ("_design", "cmd_design")}
 
 
-def main(argv=None):
-    """Entry point of the ``sampling-lib`` console script; returns the exit status."""
-    parser = build_parser()
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["run"]:
-        # the report runner owns its options and its exit status (and may print tracebacks
-        # of failed notebooks); same as ``python -m sampling_lib run``
-        from .._extras import require_runner
-        from ..reporting import main as run_main
+def build_parser():
+    """The argparse parser of ``sampling-lib`` (:func:`sampling_lib.cli._parser.build_parser`)."""
+    from ._parser import build_parser as build
 
+    return build()
+
+
+def run_main(argv):
+    """``sampling-lib run ...``: the report runner owns its options and its exit status (and may print
+    tracebacks of failed notebooks); same as ``python -m sampling_lib run``. Its ``--help`` prints without
+    the extra [notebooks]; a run needs it."""
+    from .._extras import require_runner
+
+    if not any(a in ("-h", "--help") for a in argv[1:]):
         try:
             require_runner()
         except ModuleNotFoundError as exc:
             sys.stderr.write(f"{PROG}: error: {one_line(exc)}\n")
             return 1
+    from ..reporting.command import main as runner_main
+
+    try:
+        return runner_main(argv)
+    except SystemExit as exc:          # argparse: --help, or a bad option (its message is printed)
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+
+
+def main(argv=None):
+    """Entry point of the ``sampling-lib`` console script; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["run"]:
         return run_main(argv)
+    parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
@@ -153,8 +170,12 @@ def main(argv=None):
     old = warnings.showwarning
     warnings.showwarning = showwarning
     try:
+        from .._threads import blas_threads_limited
+
+        module, name = _COMMANDS[args.command]
+        command = getattr(importlib.import_module(f"{__name__}.{module}"), name)
         with blas_threads_limited():     # small matrices: one BLAS thread unless the user set one
-            status = _COMMANDS[args.command](args)   # None, or an exit status (design status --pending: 1 = done)
+            status = command(args)       # None, or an exit status (design status --pending: 1 = done)
     except UsageError as exc:
         sys.stderr.write(f"{PROG}: error: {one_line(exc)} (see '{PROG} {args.command} --help')\n")
         return 2

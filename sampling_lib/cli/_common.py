@@ -5,9 +5,8 @@ import argparse
 import re
 import sys
 
-import pandas as pd
-
-__all__ = ["PROG", "CLIError", "UsageError", "Parser", "nonneg_int", "int_in", "emit", "write", "check_output", "inputs",
+__all__ = ["PROG", "CLIError", "UsageError", "Parser", "nonneg_int", "int_in", "float_in", "emit", "write",
+           "check_output", "inputs",
            "boot_count", "progress_on", "cut", "one_line"]
 
 PROG = "sampling-lib"
@@ -52,6 +51,22 @@ def int_in(low, high=_INT64_MAX):
             raise argparse.ArgumentTypeError(f"must be an integer in {low}..{high}; got {cut(v)}")
         return v
     parse.__name__ = "integer"
+    return parse
+
+
+def float_in(low, high, low_open=False, high_open=False):
+    """argparse type: a number in the interval low..high (each end open or closed, as the message says)."""
+    shown = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+
+    def parse(text):
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number in {shown}; got {cut(text)!r}") from None
+        if not ((v > low if low_open else v >= low) and (v < high if high_open else v <= high)):
+            raise argparse.ArgumentTypeError(f"must be a number in {shown}; got {cut(text)}")
+        return v
+    parse.__name__ = "number"
     return parse
 
 
@@ -107,6 +122,8 @@ def write(df, fmt, output):
     elif fmt == "json":
         text = df.to_json(orient="records", indent=2) + "\n"
     else:
+        import pandas as pd
+
         with pd.option_context("display.width", 200, "display.max_columns", 100):
             text = df.to_string(index=False, float_format=lambda x: f"{x:.4f}") + "\n"
     emit(text, output)
@@ -130,21 +147,43 @@ def inputs(args):
     return files
 
 
-def check_output(args):
-    """-o (and --plot) must not name an input file: writing the result there would destroy the input."""
+def _same_file(a, b):
+    """True when the paths ``a`` and ``b`` name one file: the same path once links are followed (also a
+    link to a file not written yet), or, both existing, the same inode (a hard link)."""
     import os
 
-    for opt in OUTPUT_OPTIONS:
-        out = getattr(args, opt, None)
-        if not out or not os.path.exists(out):
-            continue
-        for f in inputs(args):
-            try:
-                same = os.path.samefile(out, f)
-            except OSError:
-                same = False
-            if same:
-                raise CLIError(f"--{opt} {out} is the input file {f}: refusing to overwrite an input; "
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _option_name(opt):
+    return "-o/--output" if opt == "output" else f"--{opt}"
+
+
+def check_output(args):
+    """The files the command writes (-o, --plot): none an empty path, no two the same file (also through
+    links), and none an input file: writing there would destroy the input or the other output."""
+    outs = [(opt, getattr(args, opt)) for opt in OUTPUT_OPTIONS if getattr(args, opt, None) is not None]
+    for opt, out in outs:
+        if not str(out).strip():
+            raise CLIError(f"{_option_name(opt)} must name a file; got an empty path (omit the option to write the "
+                           "table to stdout)" if opt == "output" else
+                           f"{_option_name(opt)} must name a file; got an empty path")
+    for i, (opt, out) in enumerate(outs):
+        for opt2, out2 in outs[i + 1:]:
+            if _same_file(out, out2):
+                raise CLIError(f"{_option_name(opt)} {out} and {_option_name(opt2)} {out2} name the same file: one "
+                               "would overwrite the other; give two different files")
+    import os
+
+    for opt, out in outs:
+        for f in inputs(args):     # every text value of the command line: only an existing file is an input
+            if f and os.path.exists(f) and _same_file(out, f):
+                raise CLIError(f"{_option_name(opt)} {out} is the input file {f}: refusing to overwrite an input; "
                                "choose another output file")
 
 

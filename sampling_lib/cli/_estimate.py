@@ -1,7 +1,9 @@
 """``sampling-lib estimate`` and ``compare``: the commands and their output (compact view, --wide, csv/json, --plot)."""
 from __future__ import annotations
 
+import contextlib
 import sys
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -82,6 +84,30 @@ def _plot(out, args, *, n_items=None, sample_size=None):
     print(f"{PROG}: figure written to {args.plot}", file=sys.stderr)
 
 
+#: how :func:`sampling_lib.correct.estimate` names the model of unnamed ranks (an array per call)
+_UNNAMED = "model 'model'"
+
+
+@contextlib.contextmanager
+def _warnings_named(model, several):
+    """Warnings of one model's estimate, re-issued with the model's name: the CLI estimates one model per call
+    on its ranks alone, which the library calls 'model' ("model 'model': one user ..."); with ``several``
+    models a warning that names none gets the model's name in front. Each distinct warning once."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    seen = set()
+    for w in caught:
+        msg = str(w.message)
+        if msg.startswith(_UNNAMED):
+            msg = f"model {model!r}" + msg[len(_UNNAMED):]
+        elif several and not msg.startswith(f"model {model!r}"):
+            msg = f"model {model!r}: {msg}"
+        if (w.category, msg) not in seen:
+            seen.add((w.category, msg))
+            warnings.warn_explicit(msg, w.category, w.filename, w.lineno)
+
+
 def _cmd_estimate_popularity(args):
     from ..correct import estimate
 
@@ -120,7 +146,8 @@ def cmd_estimate(args):
         for m in pick_models(sr, args.model):
             if sr[m].n_items is None:
                 raise CLIError("--n-items is required (the counts table has no n_items column)")
-            t = estimate(sr[m], **common)
+            with _warnings_named(m, len(all_models) > 1):
+                t = estimate(sr[m], **common)
             items_seen.append(sr[m].n_items)
             sizes_seen.append(sr[m].sizes)
             t["model"] = m
@@ -130,7 +157,8 @@ def cmd_estimate(args):
         for m in pick_models(sr.models, args.model):
             r, n, s = size_arg(sr, m, args.sample_size)
             items = model_items(sr, m, args.n_items)
-            t = estimate(r, items, n, sample_sizes=s, **common)
+            with _warnings_named(m, len(all_models) > 1):
+                t = estimate(r, items, n, sample_sizes=s, **common)
             items_seen.append(items)
             sizes_seen.append(n if s is None else s)
             t["model"] = m

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ..estimators import POPULARITY_METHODS
+from ._names import POPULARITY_METHODS
 from ._common import CLIError
 from ._stages import POPULARITY_STAGE
 
@@ -105,7 +105,8 @@ def _stage_ranks(args, fmt, ties, n):
     from .. import io
 
     files = list(args.ranks)
-    cand = io.read_stages(files, fmt, held_out=args.held_out, exclude=args.exclude, scheme=args.scheme)
+    cand = io.read_stages(files, fmt, held_out=args.held_out, exclude=args.exclude, scheme=args.scheme,
+                          duplicates=args.duplicates or "count")
     scores = io.concat_tables(args.scores, "scores")
     sr = io.ranks_from_negatives(cand, scores, duplicates=args.duplicates or "count", ties=ties, n=n,
                                  rng=args.seed)

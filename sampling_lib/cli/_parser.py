@@ -4,9 +4,8 @@ from __future__ import annotations
 import argparse
 import textwrap
 
-from ..estimators import DEFAULT_METHOD, METHODS, POPULARITY_METHODS
-from ..io import STAGE_FORMATS
-from ._common import PROG, Parser, assurance, growth, int_in, nonneg_int, share
+from ._common import PROG, Parser, assurance, float_in, growth, int_in, nonneg_int, share
+from ._names import DEFAULT_METHOD, METHODS, POPULARITY_METHODS, STAGE_FORMATS
 
 __all__ = ["build_parser", "EXAMPLES", "INPUT_FORMATS"]
 
@@ -158,6 +157,13 @@ EXAMPLES = {
   # with which plan pairs several models when it re-plans on these merged ranks
   sampling-lib ranks s1.csv s2.csv s3.csv --input-format negatives --held-out users.csv --scores scores1.csv --scores scores2.csv --scores scores3.csv -N 3706 --exclude train.csv --scheme hypergeometric -o merged.csv
   sampling-lib plan merged.csv -n 100""",
+    "plan-users": """examples:
+  # one model, Recall@10 within +-0.01 at 95%
+  sampling-lib plan-users --margin 0.01
+  # five models and their pairwise differences, a guessed Recall@10 near 0.2
+  sampling-lib plan-users --margin 0.01 --models 5 --p 0.2
+  # the full table as csv
+  sampling-lib plan-users --margin 0.02 --confidence-level 0.99 --models 3 --format csv""",
     "plan": """examples:
   # from stage-1 ranks (user,model,rank): the cheapest design whose intervals are at most 1.3x full ranking's
   sampling-lib plan ranks1.csv -N 3706 -n 100
@@ -285,14 +291,29 @@ def build_parser():
                    help="negatives files: the users' history (no negative may be in it; with -N each user's "
                         "N_u = N minus its history items other than the held-out one)")
     p.add_argument("--output", "-o", default=None, help="write to this file instead of stdout")
-    p = sub.add_parser("plan-users", help="test users needed for a margin of error")
-    p.add_argument("--margin", type=float, required=True, help="margin of error, e.g. 0.01")
-    p.add_argument("--confidence-level", "--confidence", dest="confidence_level", type=float, default=0.95,
+    p = sub.add_parser("plan-users", help="test users needed for a margin of error",
+                       description="How many test users an evaluation needs so that a metric in [0, 1] (Recall@K, "
+                       "NDCG@K, ...) is known within a margin of error (the half-width of its interval): for "
+                       "one metric of each model (TORS24 eq 46, the normal approximation; and Hoeffding's "
+                       "inequality, for any metric and no approximation), and for the difference of two models "
+                       "(TORS24 eq 52), Bonferroni-adjusted over the models or their pairs. These count users "
+                       "ranked in full; a sampled evaluation needs more (by the precision ratio squared: "
+                       "sampling-lib plan).",
+                       epilog=EXAMPLES["plan-users"], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--margin", type=float_in(0, 1, low_open=True), required=True, metavar="E",
+                   help="margin of error: the half-width of the interval, e.g. 0.01 (in (0, 1])")
+    p.add_argument("--confidence-level", "--confidence", dest="confidence_level",
+                   type=float_in(0, 1, low_open=True, high_open=True), default=0.95, metavar="LEVEL",
                    help="confidence level (default 0.95; --confidence is the old spelling)")
-    p.add_argument("--models", type=int, default=1, help="number of models (default 1)")
-    p.add_argument("--p", type=float, default=0.5, help="planning value of the metric (default 0.5)")
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
-    p.add_argument("--output", "-o", default=None)
+    p.add_argument("--models", type=int_in(1), default=1, metavar="K",
+                   help="number of models compared on the same users (default 1)")
+    p.add_argument("--p", type=float_in(0, 1), default=0.5, metavar="P",
+                   help="planning value of the metric: 0.5 (default) is the worst case of p(1 - p); a guess "
+                        "such as 0.2 for a Recall@10 near 0.2 needs fewer users")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table",
+                   help="table (default: one row per quantity, with a header line and a legend), or every "
+                        "column (quantity, margin, confidence_level, models, p, users, source) as csv or json")
+    p.add_argument("--output", "-o", default=None, help="write to this file instead of stdout")
     p = sub.add_parser("plan", help="which sampled design reaches a target precision at least cost (a pilot's "
                        "ranks, counts, or a guess)", epilog=EXAMPLES["plan"],
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -380,7 +401,8 @@ def build_parser():
                         "popularity estimators need it). A later stage draws as stage 1 did")
     p.add_argument("--output", "-o", default=None)
     _add_weights(p)
-    g = p.add_argument_group("later stages (a nested design: issue 29; sampling-lib plan prints the command)")
+    g = p.add_argument_group("later stages (a nested design, README 'Resolving a metric below resolution'; "
+                             "sampling-lib plan prints the command)")
     g.add_argument("--stage", type=int_in(1), default=1, metavar="K",
                    help="write the negatives of stage K (default 1: a fixed negatives file); K >= 2 adds items "
                         "to the users that need them, from the ranks of the earlier stages")

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import math
 import sys
-import textwrap
 
 import numpy as np
 import pandas as pd
 
+from .._display import render, wrap, wrap_command
 from ._common import CLIError, UsageError, check_output, emit, progress_on, write
 from ._inputs import recorded_scheme
 
@@ -15,29 +15,44 @@ __all__ = ["cmd_plan_users", "cmd_plan"]
 
 
 def cmd_plan_users(args):
+    """``sampling-lib plan-users``: the users a margin of error needs (TORS24 eqs 46, 52; Hoeffding)."""
     from ..user_sampling import (hoeffding_sample_size, sample_size_difference,
                                 sample_size_proportion)
 
+    check_output(args)
     k = args.models
-    if k < 1:
-        raise CLIError(f"--models must be >= 1; got {k}")
-    rows = [dict(quantity="one metric per model (Recall@K, normal approx.)",
+    pairs = k * (k - 1) // 2
+    over = (lambda what, j: f", Bonferroni over {j} {what}" if j > 1 else "")
+    rows = [dict(quantity="each model's metric (normal approximation)",
                  users=sample_size_proportion(args.margin, args.confidence_level, args.p, n_models=k),
-                 source="TORS24 eq 46, Bonferroni over models"),
-            dict(quantity="one metric per model (any metric in [0,1], Hoeffding)",
+                 source="TORS24 eq 46" + over("models", k)),
+            dict(quantity="each model's metric (Hoeffding: any metric)",
                  users=hoeffding_sample_size(args.margin, 1 - args.confidence_level, n_tests=k),
-                 source="Hoeffding, Bonferroni over models")]
+                 source="Hoeffding (1963)" + over("models", k))]
     if k >= 2:
-        rows.append(dict(quantity="difference of two models (all pairs)",
+        rows.append(dict(quantity="difference of two models (every pair)",
                          users=sample_size_difference(args.margin, args.confidence_level, args.p,
                                                       n_models=k),
-                         source="TORS24 eq 52, Bonferroni over pairs"))
+                         source="TORS24 eq 52" + over("pairs", pairs)))
     out = pd.DataFrame(rows)
     out.insert(1, "margin", args.margin)
     out.insert(2, "confidence_level", args.confidence_level)
     out.insert(3, "models", k)
-    write(out, args.format, args.output)
-
+    out.insert(4, "p", args.p)
+    if args.format != "table":
+        write(out, args.format, args.output)
+        return
+    head = wrap(f"users needed for a margin of ±{args.margin:g} (the interval's half-width) at "
+                f"{args.confidence_level:.0%} confidence, {k} model{'s' if k > 1 else ''}, planning value "
+                f"p = {args.p:g}", indent="")
+    table = render(["quantity", "users", "source"],
+                   [[r["quantity"], f"{int(r['users']):,}", r["source"]] for r in rows], right={"users"})
+    legend = wrap("users: test users ranked in full; a sampled evaluation needs more, by its precision ratio "
+                  "squared (sampling-lib plan predicts that ratio). The normal approximation (a proportion such "
+                  "as Recall@K) takes p(1 - p) at the planning value p (0.5: the worst case); Hoeffding's "
+                  "inequality holds for any metric in [0, 1] without it. Every column: --format csv or --format "
+                  "json.")
+    emit(f"{head}\n\n{table}\n\n{legend}\n", args.output)
 
 
 def cmd_plan(args):
@@ -90,7 +105,7 @@ def cmd_plan(args):
         print(advice, file=sys.stderr)
         return
     emit(_plan_view(table, per, best_name, args, N, n, M or _pilot_users(pilots), res.target, n_models,
-                    paired and (not staged or firsts is not None))
+                    paired and (not staged or firsts is not None), cands)
          + advice + "\n", args.output)
 
 
@@ -106,11 +121,11 @@ def _below_full_ranking_note(table, args, M):
     worst = float(over.max())
     users = f"about {math.ceil(M * (worst / args.target_halfwidth) ** 2):,} users" if M else "more users"
     shown = ", ".join(f"±{v:.4g} for {m}" for m, v in over.items())
-    return "\n" + textwrap.fill(
+    return "\n" + wrap(
         f"note: full ranking of these {M:,} users would itself give {shown} (predicted from the fit): no design "
         f"of the items reaches ±{args.target_halfwidth:g}, whatever it costs. The half-width shrinks as "
         f"1/sqrt(users): {users} ranked in full would reach it, more when sampled (by the precision ratio "
-        "squared); or relax the target.", 110, subsequent_indent="  ", break_on_hyphens=False)
+        "squared); or relax the target.")
 
 
 def _replan_note(table, best, args, N, n, staged, run_sizes=None):
@@ -151,19 +166,19 @@ def _replan_note(table, best, args, N, n, staged, run_sizes=None):
                 "such first stages put the metric at 0.4-3.1x its truth and the cost at 0.6-1.8x the realized, while "
                 "the predicted precision ratios stayed within 10% of the realized). Re-plan after the first rungs "
                 f"({n} -> {rungs[k - 1]:,}: stages 1..{k}) on their merged ")
-    return ("\n" + textwrap.fill(
+    return ("\n" + wrap(
         head + "ranks, with a sample_size column: "
         "the prior is then fitted where the data resolve the top (predicted half-widths within 20% of the "
-        "realized in 58 of 58 benchmark cells, against 45 of 58 from the first stage):",
-        110, subsequent_indent="  ", break_on_hyphens=False)
-        + f"\n  sampling-lib ranks {stages} --input-format negatives --held-out USERS.csv {scores} "
-        f"-N {_catalogue(args, N)} {items + ' ' if items else ''}--scheme {args.scheme or 'hypergeometric'} "
-        "-o merged.csv"
-        f"\n  sampling-lib plan merged.csv -n {n}"
+        "realized in 58 of 58 benchmark cells, against 45 of 58 from the first stage):")
+        + "\n" + wrap_command(f"sampling-lib ranks {stages} --input-format negatives --held-out USERS.csv {scores} "
+                              f"-N {_catalogue(args, N)} {items + ' ' if items else ''}--scheme "
+                              f"{args.scheme or 'hypergeometric'} -o merged.csv")
         # the merged sets are read as the stages were drawn (distinct, the default of negatives, unless
         # --scheme says otherwise), and the re-plan's kernel follows them
-        + ("" if args.n_items is None else f" -N {N}") + f" --scheme {args.scheme or 'hypergeometric'}"
-        + ("" if best.growth == 2 else f" --growth {best.growth:g}"))
+        + "\n" + wrap_command(f"sampling-lib plan merged.csv -n {n}"
+                              + ("" if args.n_items is None else f" -N {N}")
+                              + f" --scheme {args.scheme or 'hypergeometric'}"
+                              + ("" if best.growth == 2 else f" --growth {best.growth:g}")))
 
 
 def _replan_again_note(best, rungs, want, run_sizes):
@@ -177,12 +192,12 @@ def _replan_again_note(best, rungs, want, run_sizes):
         return ""
     done = int(np.searchsorted(rungs, ran)) + 1            # stage j holds the sets of rungs[j - 1]
     later = f"stage {done + 1}" if want.size == done + 1 else f"stages {done + 1}..{want.size}"
-    return "\n" + textwrap.fill(
+    return "\n" + wrap(
         f"the chosen ladder reaches {best.n_max:,} items, {best.n_max / ran:.0f}x the largest set run ({ran:,}): "
         "its predicted half-widths extrapolate the top of P(R) that far. For predictions to rely on, run its "
         f"{later} (to {int(want[-1]):,}, about an eighth of its top; design.first_rungs) as written above, then "
         "re-plan on the merged ranks of all the stages: the stages are the ladder's own, so nothing is scored "
-        "twice.", 110, subsequent_indent="  ", break_on_hyphens=False)
+        "twice.")
 
 
 def _catalogue(args, N):
@@ -281,7 +296,19 @@ def _pilots(args):
     return pilots, N, n, max_size, paired, firsts
 
 
-def _plan_view(table, per, best_name, args, N, n, M, target, n_models, paired=True):
+def _short_name(d):
+    """A design in a few words, for the table's first column (the legend says how to read them; the chosen
+    design is named in full below the table)."""
+    if d.kind == "single":
+        return f"n = {d.n}"
+    if d.kind == "threshold":
+        return f"rank <= {d.threshold}: +{d.n2}"
+    if d.kind == "ladder":
+        return f"ladder {d.n} -> {d.n_max}" + ("" if d.growth == 2 else f" x{d.growth:g}")
+    return f"{d.fraction:.0%} in full"
+
+
+def _plan_view(table, per, best_name, args, N, n, M, target, n_models, paired=True, designs=()):
     """The compact view: one row per design, cost and the worst half-width and ratio per metric."""
     metrics = list(dict.fromkeys(table.metric))
     hw_col, ratio_col = ("halfwidth_high", "ratio_high") if args.robust else ("halfwidth", "ratio")
@@ -297,39 +324,41 @@ def _plan_view(table, per, best_name, args, N, n, M, target, n_models, paired=Tr
     # predicted under the target, but not by the planner's error margin (--assurance): not "meets"
     bound = args.target_halfwidth if args.target_halfwidth is not None else (args.target_ratio or 1.3)
     raw = worst.groupby(level=0, sort=False)["hw" if args.target_halfwidth is not None else "ratio"].max()
+    short = {d.describe(): _short_name(d) for d in designs}
+    columns = ["design", "stages", "items", "cost"]
+    for m in metrics:
+        columns += [f"{m} ±", "ratio"]
+    columns.append("")
     rows = []
     for _, d in per.iterrows():
-        row = {"design": d.design, "stages": int(d.stages), "items/user": f"{d.cost:,.0f}",
-               "% of full": f"{100 * d.cost_share:.2f}%"}
+        row = [short.get(d.design, d.design), str(int(d.stages)), f"{d.cost:,.0f}", f"{100 * d.cost_share:.2f}%"]
         for m in metrics:
             w = worst.loc[(d.design, m)]
-            row[f"{m} ±"] = f"{w.hw:.4f}"
-            row[f"{m} ratio"] = f"{w.ratio:.2f}"
+            row += [f"{w.hw:.4f}", f"{w.ratio:.2f}"]
         mark = ("<- chosen" if d.design == best_name else "meets" if d.meets
-                else "within the margin" if raw[d.design] <= bound else "")
-        row[""] = mark + ("" if d.within_budget else (", " if mark else "") + "over budget")
+                else "in margin" if raw[d.design] <= bound else "")
+        row.append(mark + ("" if d.within_budget else (", " if mark else "") + "over budget"))
         rows.append(row)
-    view = pd.DataFrame(rows)
-    width = int(view["design"].str.len().max())
-    view["design"] = view["design"].str.ljust(width)
-    view = view.rename(columns={"design": "design".ljust(width)})
     budget = "" if args.max_cost is None else f"; budget: {100 * args.max_cost:g}% of full ranking"
     margins = table.groupby("metric", sort=False).margin.first()
     per_user = " (the median N_u of the pilot's n_items column)" if _catalogue(args, N) != N else ""
-    head = (f"N = {N:,}{per_user}, n = {n}, {M:,} users{f', {n_models} models' if n_models > 1 else ''}; target: {target} "
-            f"for {', '.join(metrics)} ({args.confidence_level:.0%} intervals){budget}; predicted from the "
-            f"{'guessed Recall@10' if args.pilot is None else 'pilot'}'s fitted prior\n\n")
-    with pd.option_context("display.width", 250, "display.max_columns", 50, "display.max_colwidth", 80):
-        body = view.to_string(index=False, justify="left") + "\n\n"
-    legend = textwrap.fill(
+    head = wrap(f"N = {N:,}{per_user}, n = {n}, {M:,} users{f', {n_models} models' if n_models > 1 else ''}; "
+                f"target: {target} for {', '.join(metrics)} ({args.confidence_level:.0%} intervals){budget}; "
+                f"predicted from the {'guessed Recall@10' if args.pilot is None else 'pilot'}'s fitted prior",
+                indent="") + "\n\n"
+    right = {"stages", "items", "cost", *[c for c in columns if c.endswith(" ±")], "ratio"}
+    body = render(columns, rows, right=right) + "\n\n"
+    legend = wrap(
         ("" if args.wide else "the first stage alone and, per kind of design (and ladder growth), the cheapest that "
-         "meets the target "
-         "(else the most precise; --wide: every candidate); ")
-        + "stages: rounds of scoring after the first (a ladder: one per size); items/user: expected items "
-        "scored per user (held-out included); % of full: of N; ±: predicted "
-        "half-width of the interval; ratio: its width over full ranking's (precision ratio); a design meets the "
-        "target when its prediction times the planner's error margin does, else one predicted under the target "
-        f"is marked 'within the margin' (--assurance {args.assurance:g}: "
+         "meets the target (else the most precise; --wide: every candidate). ")
+        + "design: n = N, one set of N items for every user; rank <= t: +k, k more items for the users at rank "
+        "<= t; ladder n -> m, the set doubled (xG: grown by G) while the held-out item is at rank 1, up to m "
+        "(TORS24 Algorithm 1); F in full, a share F of the users ranked in full, the others at n. "
+        "stages: rounds of scoring after the first (a ladder: one per size); items: expected items scored per "
+        "user (held-out included); cost: that share of N (full ranking); ±: predicted half-width of the "
+        "interval; ratio: its width over full ranking's (precision ratio); a design meets the target when its "
+        "prediction times the planner's error margin does, else one predicted under the target is marked "
+        f"'in margin' (--assurance {args.assurance:g}: "
         + ", ".join(f"x{v:.3f} for {m}" for m, v in margins.items())
         + "; the SD of the realized ratio over the predicted one in benchmarks/README.md)"
         + ("; --robust: the high end of each prediction (the pilot's prior refitted with a 10x weaker and a "
@@ -340,8 +369,7 @@ def _plan_view(table, per, best_name, args, N, n, M, target, n_models, paired=Tr
               "the models taken as independent: the pilot does not pair their first-stage ranks user by user (a "
               "counts table, or merged ranks without the first_rank column that sampling-lib ranks writes for "
               "stage files)")
-           + ") and the worst value over them" if n_models > 1 else ""), 110,
-        subsequent_indent="  ", break_on_hyphens=False) + "\n"
+           + ") and the worst value over them" if n_models > 1 else "")) + "\n"
     return head + body + legend
 
 
@@ -384,9 +412,10 @@ def _advice(best, args, N, n, target, n_models, meets=True, run_sizes=None):
                         "estimate their merged ranks")
         else:
             ranks = " --ranks RANKS1.csv" if ranks else ""
-            note = (f"\n  (it does not continue the stages already run, whose sets of up to {int(run_sizes.max())} "
-                    f"items are not its rungs: it starts after stage 1, from the stage-1 ranks RANKS1.csv -- the "
-                    f"first_rank column of {args.pilot} -- and the later stages already scored are not part of it)")
+            note = "\n" + wrap(f"(it does not continue the stages already run, whose sets of up to "
+                               f"{int(run_sizes.max())} items are not its rungs: it starts after stage 1, from the "
+                               f"stage-1 ranks RANKS1.csv -- the first_rank column of {args.pilot} -- and the later "
+                               "stages already scored are not part of it)", first="  ", indent="    ")
     prev = " ".join(f"STAGE{k}.csv" for k in range(1, stage))
     draw = {None: "", "binomial": " --replace", "hypergeometric": " --no-replace"}[args.scheme]
     cmd = (f"sampling-lib negatives --stage {stage} --previous {prev} --users USERS.csv{ranks} {flags}{draw} "
@@ -394,13 +423,15 @@ def _advice(best, args, N, n, target, n_models, meets=True, run_sizes=None):
     more = ""
     if rungs is not None and len(rungs) > stage:
         later = f"stage {stage + 1}" if len(rungs) == stage + 1 else f"stages {stage + 1}..{len(rungs)}"
-        more = (f"\n  then {later} the same way (--stage K, --previous the files of stages 1..K-1, the ranks of "
-                "their merged sets)")
+        more = "\n" + wrap(f"then {later} the same way (--stage K, --previous the files of stages 1..K-1, the ranks "
+                           "of their merged sets)", first="  ", indent="    ")
     return (f"{head}chosen: {best.describe()}\n"
-            "(a new evaluation runs all its stages with sampling-lib design, nothing to fill in; by hand:)\n"
-            f"write its stage-{stage} negatives:\n  {cmd}{more}{note}\n"
-            "  (-N: the item ids 0..N-1 of stage 1"
-            + (", the catalogue, not the median N_u of the pilot's n_items column" if _catalogue(args, N) != N else "")
-            + "; other item ids: --items ITEMS.csv instead; NCF or Elliot files: --input-format ncf|elliot; the "
-            "users' history: --exclude TRAIN.csv; see "
-            "sampling-lib negatives --help)")
+            + wrap("(a new evaluation runs all its stages with sampling-lib design, nothing to fill in; by hand:)",
+                   first="", indent="  ") + "\n"
+            f"write its stage-{stage} negatives:\n{wrap_command(cmd)}{more}{note}\n"
+            + wrap("(-N: the item ids 0..N-1 of stage 1"
+                   + (", the catalogue, not the median N_u of the pilot's n_items column"
+                      if _catalogue(args, N) != N else "")
+                   + "; other item ids: --items ITEMS.csv instead; NCF or Elliot files: --input-format ncf|elliot; "
+                   "the users' history: --exclude TRAIN.csv; see sampling-lib negatives --help)",
+                   first="  ", indent="    "))

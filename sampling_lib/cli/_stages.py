@@ -160,7 +160,8 @@ def cmd_stage(args):
 
         excl = read_table(args.exclude, "exclude")
         check_columns(excl, ["user", "item"], f"the exclude file {args.exclude}")
-    cand = read_stages(prev, fmt, held_out=args.users, exclude=excl, scheme=scheme)
+    # duplicates="collapse": a repeated stage-1 negative is refused below, with the advice of a later stage
+    cand = read_stages(prev, fmt, held_out=args.users, exclude=excl, scheme=scheme, duplicates="collapse")
     names = [stage_file_name(f, k) for k, f in enumerate(prev, start=1)]
 
     def where(i):
@@ -216,7 +217,9 @@ def cmd_stage(args):
         else:
             d = Design("threshold", int(s1), threshold=min(args.threshold, int(s1)), n2=args.n2)
         r = ranks[sel] if ranks is not None else np.ones((sel.size, 1))
-        new[sel] = next_stage_sizes(r, size[sel], d, N=NU[sel], rng=rng)
+        # N_u checked below, where the message can name the user and the option (the library's names an index)
+        new[sel] = next_stage_sizes(r, size[sel], d, N=NU[sel] if kind == "full" else None, rng=rng)
+    _check_fits(new, size, NU, users, kind, args, excl is not None)
     added = new - size
     go = added > 0
     what = {"threshold": f"rank <= {args.threshold} under any model", "ladder": "rank 1 under any model",
@@ -256,6 +259,27 @@ def cmd_stage(args):
     print(f"stage {K}: {int(go.sum()):,} of {users.size:,} users get "
           f"{n_add[0] if n_add.size == 1 else f'{n_add.min()}-{n_add.max()}'} more items ({why}); "
           f"{len(out):,} negatives written to {dest} ({fmt}). {then}", file=sys.stderr)
+
+
+def _check_fits(new, size, NU, users, kind, args, history):
+    """Every user's next set fits its N_u (the catalogue, less its history with --exclude); else one line
+    naming the first user that does not, the option that sizes the stage, and the largest value that fits."""
+    over = new > NU
+    if not over.any():
+        return
+    i = int(np.flatnonzero(over)[0])
+    going = new > size
+    what = "N minus its history (--exclude)" if history else "the catalogue (-N/--items)"
+    if kind == "ladder":
+        opt, value, fits = "--n-max", args.n_max, int(NU[going].min())
+        hint = f"a ladder that reaches no user's N_u has --n-max <= {fits:,}"
+    else:
+        opt, value = "--n2", args.n2
+        fits = int((NU[going] - size[going]).min())
+        hint = (f"the largest --n2 that fits every user going on is {fits:,}" if fits >= 1 else
+                "a user going on has no item left to add; rank it in full (--full-fraction) instead")
+    raise CLIError(f"{opt} {value:,}: user {users[i]!r} would have {int(new[i]):,} items at stage {args.stage} "
+                   f"({int(size[i]):,} so far), more than its N_u = {int(NU[i]):,}, {what}; {hint}")
 
 
 def _estimate_options(args, replace):

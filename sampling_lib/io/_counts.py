@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -165,14 +166,73 @@ def counts_table(table, *, what="ranks", n=None, N=None):
         work = pd.DataFrame({c: (df[c].to_numpy() if c == "model" else val[c]) for c in keys})
         if "count" in cols:
             work["count"] = val["count"]
+            _warn_repeated_rows(work, keys, at, "counts table" if src is None else f"counts file {src}", src)
             return work.groupby(keys, sort=True, as_index=False)["count"].sum()
         return work.groupby(keys, sort=True).size().rename("count").reset_index()
     return _parquet_counts(os.fspath(table), what, n, N)
 
 
+def _warn_repeated_rows(work, keys, at, where, src=None):
+    """Rows of a counts table that repeat a cell are added; say so, naming the first such cell's lines (a
+    table pasted twice would otherwise double every count without a word). Parquet data sets are not checked:
+    their partitions may each count part of a cell."""
+    dup = work.duplicated(keys, keep=False).to_numpy()
+    if not dup.any():
+        return
+    i = int(np.flatnonzero(dup)[0])
+    same = np.flatnonzero(dup & (work[keys] == work[keys].iloc[i]).all(axis=1).to_numpy())
+    cell = ", ".join(f"{k} {show_value(work[k].iloc[i])}" for k in keys)
+    n_cells = int(work.loc[dup, keys].drop_duplicates().shape[0])
+    locs = [at(j) for j in same[:3]]
+    head = f"{src}, "
+    if src is not None and all(x.startswith(head) for x in locs):     # the file is named once, in front
+        locs = [x[len(head):] for x in locs]
+    more = " and more" if same.size > 3 else ""
+    if all(x.startswith("line ") and x[5:].isdigit() for x in locs):
+        locs = ["lines " + ", ".join(x[5:] for x in locs[:-1]) + f" and {locs[-1][5:]}"]
+    warnings.warn(f"the {where} lists {n_cells} cell(s) on more than one row, e.g. ({cell}) in "
+                  f"{' and '.join(locs)}{more}: their counts are added "
+                  f"({' + '.join(str(int(work['count'].iloc[j])) for j in same[:3])}"
+                  f"{' + ...' if same.size > 3 else ''} users). A counts table lists each cell once: check for "
+                  "rows given twice", UserWarning, stacklevel=4)
+
+
+#: The first (and last) four bytes of every Parquet file.
+PARQUET_MAGIC = b"PAR1"
+
+
+def _check_parquet_files(path, what):
+    """A file named .parquet (or a folder's .parquet files) must be Parquet: its first bytes are PAR1. A CSV
+    saved under that name got dask's generic error; this says what the file is."""
+    files = [path] if not os.path.isdir(path) else sorted(
+        os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs if f.endswith((".parquet", ".pq")))
+    for f in files:
+        try:
+            with open(f, "rb") as fh:
+                head = fh.read(512)
+        except OSError as exc:
+            raise ValueError(f"{what} file {f} cannot be read: {exc.strerror or exc}") from None
+        if head[:4] == PARQUET_MAGIC:
+            continue
+        looks = ""
+        try:
+            text = head.decode("utf-8-sig")
+            first = text.splitlines()[0] if text.strip() else ""
+            if first and ("," in first or "\t" in first):
+                looks = f" It looks like CSV text (first line {first[:60]!r}): give it a .csv name."
+            elif not text.strip():
+                looks = " It is empty."
+        except UnicodeDecodeError:
+            pass
+        raise ValueError(f"{what} file {f} is not a Parquet file: a Parquet file begins with the bytes "
+                         f"{PARQUET_MAGIC.decode()}, and it begins with {head[:4]!r}.{looks}")
+
+
 def _parquet_counts(path, what, n, N):
     """:func:`counts_table` of a Parquet file or folder: one dask pass (two with a user column)."""
     from .._extras import require
+
+    _check_parquet_files(path, what)
 
     dask = require("dask", "reading Parquet")
     dd = require("dask.dataframe", "reading Parquet")

@@ -216,6 +216,17 @@ def concat_tables(tables, what="table"):
     >>> t.user.tolist(), row_location(t, 2)
     ([1, 2, 3], 'row 2')
     """
+    tables = list(tables)
+    paths = [(i, os.fspath(t)) for i, t in enumerate(tables) if isinstance(t, (str, os.PathLike))]
+    for a, (i, p) in enumerate(paths):
+        for j, q in paths[a + 1:]:
+            try:
+                same = os.path.realpath(p) == os.path.realpath(q) or os.path.samefile(p, q)
+            except OSError:
+                same = False
+            if same:
+                raise ValueError(f"the {what} file {q} is given twice (files {i + 1} and {j + 1}): give each file "
+                                 "once")
     dfs = [read_table(t, what) for t in tables]
     if not dfs:
         raise ValueError(f"no {what} given")

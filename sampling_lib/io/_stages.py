@@ -55,7 +55,7 @@ def _read_later(table, fmt, k):
 
 
 def read_stages(files, file_format="negatives", *, held_out=None, exclude=None, scheme="hypergeometric",
-                n_items=None):
+                n_items=None, duplicates="count"):
     """The candidates of a nested design's stages, checked and merged into one table.
 
     Parameters
@@ -79,10 +79,18 @@ def read_stages(files, file_format="negatives", *, held_out=None, exclude=None, 
     scheme : {"hypergeometric", "binomial"}, keyword-only
         How the negatives were drawn. Without replacement (default) a later
         stage's negative may not repeat a negative of an earlier stage (nor
-        of its own stage) of the user; with replacement it may.
+        of its own stage) of the user, nor may the first stage list a negative
+        twice (unless ``duplicates="collapse"``); with replacement it may.
     n_items : int, dict or Series {user: N_u}, optional, keyword-only
         The users' candidate counts N_u: a merged set larger than N_u is an
         error.
+    duplicates : {"count", "collapse"}, keyword-only
+        How the ranks will treat a negative listed twice in the first stage
+        (:func:`ranks_from_negatives`). Without replacement, ``"count"``
+        (default) refuses such a repeat, as for the later stages: counted twice
+        it would enter the user's set twice, which a draw of distinct items
+        cannot give. ``"collapse"`` lets the first stage repeat an item (it is
+        then kept once, as NCF's and RecBole's own metrics do).
 
     Returns
     -------
@@ -96,7 +104,9 @@ def read_stages(files, file_format="negatives", *, held_out=None, exclude=None, 
     Raises
     ------
     ValueError
-        In one line naming the file and line: a later stage names a user that
+        In one line naming the file and line: a file given twice (the same
+        file, or one holding the same negatives as an earlier stage's, under
+        any scheme: its negatives would all be counted twice); a later stage names a user that
         the stage before did not extend (or lists a user twice), or a held-out
         item other than the first stage's; a negative that is the user's
         held-out item, or (without replacement) one of its earlier negatives,
@@ -125,7 +135,10 @@ def read_stages(files, file_format="negatives", *, held_out=None, exclude=None, 
     files = list(files)
     if not files:
         raise ValueError("files must name at least the first stage")
+    if duplicates not in ("count", "collapse"):
+        raise ValueError(f"duplicates must be one of ('count', 'collapse'); got {show_value(duplicates)}")
     names = [stage_file_name(f, k) for k, f in enumerate(files, start=1)]
+    _check_given_once(files, names)
     if file_format == "ncf":
         first = read_ncf_negatives(files[0])
     elif file_format == "elliot":
@@ -167,8 +180,8 @@ def read_stages(files, file_format="negatives", *, held_out=None, exclude=None, 
         parts.append(neg.assign(stage=k))
         prev_users = users
     out = pd.concat(parts, ignore_index=True)
-    if not replace and len(files) > 1:
-        _check_repeats(out, names)
+    if not replace and (len(files) > 1 or duplicates == "count"):
+        _check_repeats(out, names, first=duplicates == "count")
     if exclude is not None:
         _check_history(out, exclude, names)
     if n_items is not None:
@@ -181,18 +194,60 @@ def read_stages(files, file_format="negatives", *, held_out=None, exclude=None, 
     return out
 
 
-def _check_repeats(out, names):
+def _same_input(a, b):
+    """True when two stage inputs are one: the same file (also through a link), the same bytes, or the same
+    DataFrame (the same object or equal contents)."""
+    if isinstance(a, pd.DataFrame) or isinstance(b, pd.DataFrame):
+        return isinstance(a, pd.DataFrame) and isinstance(b, pd.DataFrame) and (a is b or a.equals(b))
+    try:
+        if os.path.samefile(a, b):
+            return True
+        if os.path.getsize(a) != os.path.getsize(b):
+            return False
+        with open(a, "rb") as fa, open(b, "rb") as fb:
+            while True:
+                x, y = fa.read(1 << 20), fb.read(1 << 20)
+                if x != y:
+                    return False
+                if not x:
+                    return True
+    except OSError:           # a missing file: its reader names it
+        return False
+
+
+def _check_given_once(files, names):
+    """Every stage's input once: a file given twice (or a copy of an earlier stage's) would count each of its
+    negatives twice under any scheme -- with replacement nothing else would notice (every rank about doubles)."""
+    for k in range(1, len(files)):
+        for j in range(k):
+            if _same_input(files[j], files[k]):
+                same = "is given twice" if names[j] == names[k] else f"holds the same negatives as {names[j]}"
+                raise ValueError(f"{names[k]} (stage {k + 1}) {same} (stage {j + 1}): each stage's file once, first "
+                                 "stage first; a later stage holds only the negatives added at that stage "
+                                 "(sampling-lib negatives --stage)")
+
+
+def _check_repeats(out, names, first=False):
     """Without replacement, a later stage's negatives repeat neither each other nor an earlier stage's (per
-    user); the first repeat in stage and file order is reported. One factorization of every stage's (user,
-    item) pairs (a stage-by-stage check re-read the earlier stages at each: quadratic in the stages)."""
+    user), and with ``first`` neither do the first stage's; the first repeat in stage and file order is
+    reported. One factorization of every stage's (user, item) pairs (a stage-by-stage check re-read the
+    earlier stages at each: quadratic in the stages)."""
     neg = out[out.label == 0]
     key = pd.Series(pair_key(neg))      # (user, item) as one integer
     stage = neg["stage"].to_numpy()
-    dup = key.duplicated().to_numpy() & (stage > 1)     # stage 1 is the framework's file, read as it is
+    dup = key.duplicated().to_numpy()
+    if not first:
+        dup = dup & (stage > 1)         # stage 1 is the framework's file, read as it is (repeats collapsed)
     if not dup.any():
         return
     i = int(np.flatnonzero(dup)[0])
     r, e = neg.iloc[i], neg.iloc[int(np.flatnonzero(key.to_numpy() == key.iloc[i])[0])]
+    if int(r["stage"]) == 1:
+        raise ValueError(f"{source_at(names[0], r['line'])}: negative {show_value(r['item'])} of user "
+                         f"{show_value(r['user'])} is listed twice; drawn without replacement (--scheme "
+                         "hypergeometric) a user's negatives are distinct. Keep each item once (--duplicates "
+                         "collapse: what NCF's and RecBole's metrics do), or, drawn with replacement, read them with "
+                         "--scheme binomial")
     if int(e["stage"]) == int(r["stage"]):
         raise ValueError(f"{source_at(names[int(r['stage']) - 1], r['line'])}: negative {show_value(r['item'])} of "
                          f"user {show_value(r['user'])} is listed twice; the stages draw without replacement")

@@ -60,8 +60,8 @@ Safety of the output folder (:mod:`~sampling_lib.reporting.folders`):
   deleting the files its marker lists; ``--only`` carries over only the other
   notebooks' marked files. The failed-run folder obeys the same rules;
 * **lock**: a runner holds an exclusive ``flock`` on ``.<out>.lock`` beside
-  the output folder for the whole run; a second runner into the same folder
-  stops at once with :class:`ReportsLocked`;
+  the output folder for the whole run (and removes the file when it ends); a
+  second runner into the same folder stops at once with :class:`ReportsLocked`;
 * **swap**: the new folder replaces the old one with one atomic
   ``renameat2(RENAME_EXCHANGE)`` (Linux), so a reader always sees a complete
   folder, old or new, and never a missing one. Where the exchange is not
@@ -76,7 +76,13 @@ Safety of the output folder (:mod:`~sampling_lib.reporting.folders`):
   workers, stops them and every kernel they started, then removes the
   temporary folder, and exits with status 128 + signal number without a
   traceback; the previous reports stay in place. From just before the swap a
-  signal waits until the new report is in place and the old one removed.
+  signal waits until the new report is in place and the old one removed;
+* **SIGKILL**: the pool workers end with the runner (Linux
+  ``prctl(PR_SET_PDEATHSIG)``, elsewhere a thread polling the parent's pid)
+  and their kernels with them (ipykernel polls its parent); the temporary
+  folders hold an owner file (:data:`~sampling_lib.reporting.folders.OWNER`:
+  host, boot, pid and start time), and the next run removes those whose owner
+  has provably ended.
 
 Kernels (:mod:`~sampling_lib.reporting.kernel`) talk to the runner over IPC,
 with their connection files and sockets in a 0700 folder of the runner's,

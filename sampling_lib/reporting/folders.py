@@ -36,7 +36,7 @@ from pathlib import Path
 __all__ = [
     "MARKER", "ReportsLocked", "ReportFolderError", "check_report_folder", "read_marker", "write_marker",
     "remove_report_folder", "is_mount_point", "locked", "exchange", "install_dir", "current_umask",
-    "remove_tree",
+    "remove_tree", "OWNER", "make_run_folder", "release_run_folder", "remove_stale_run_folders",
 ]
 
 #: The marker file of a folder the runner wrote: a header line, then one name per line.
@@ -136,7 +136,16 @@ def check_report_folder(path, what="--out"):
     pathlib.Path
         The absolute folder to write (the link's target for a symbolic link).
     """
+    if path is None or not str(path).strip():
+        raise ReportFolderError(f"{what} must name a folder; got an empty path")
     given = Path(os.path.abspath(path))
+    for parent in given.parents:            # the nearest existing folder above it: a file there stops every mkdir
+        if parent.exists() or parent.is_symlink():
+            if not parent.is_dir():
+                raise ReportFolderError(
+                    f"{what} {given}: {parent} is a file, not a folder, so no folder can be made inside it; "
+                    "give a path whose parent folders are folders")
+            break
     if given.is_symlink():
         target = given.resolve()
         if not target.is_dir() or read_marker(target) is None:
@@ -199,11 +208,18 @@ def remove_report_folder(folder, log=None):
 
 @contextlib.contextmanager
 def locked(out_dir):
-    """Exclusive lock on ``.<out>.lock`` beside ``out_dir`` for the whole run.
+    """Exclusive lock on ``.<out>.lock`` beside ``out_dir`` for the whole run; the file is removed on exit.
 
     Raises :class:`ReportsLocked` when another runner holds it, and
     :class:`ReportFolderError` when the lock file cannot be created (a
     read-only or foreign parent folder) or is not a runner's lock file.
+
+    The lock file is removed when the run ends (while still locked, so that no
+    runner holds a lock on a file that is gone: a runner that locked a file
+    since removed, or replaced, tries again on the file now at that path). A
+    file this runner did not create and that holds no runner's pid (an empty
+    file) is left in place. After a SIGKILL the file stays; the next run takes
+    it over and removes it.
     """
     try:
         import fcntl
@@ -211,33 +227,156 @@ def locked(out_dir):
         yield None
         return
     path = out_dir.parent / f".{out_dir.name}.lock"
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
-    except OSError as exc:
-        raise ReportFolderError(
-            f"cannot write in {out_dir.parent} (the lock file {path.name}: {exc.strerror or exc}); give an "
-            "--out in a folder you can write") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
-        os.close(fd)
-        raise ReportsLocked(
-            f"another report runner (pid {holder}) is writing {out_dir}; wait for it to finish or use "
-            f"another --out (lock file {path})"
-        ) from None
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    for _ in range(100):
+        created = True
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | nofollow, 0o644)
+        except FileExistsError:
+            created = False
+            try:
+                fd = os.open(path, os.O_RDWR | nofollow)
+            except FileNotFoundError:       # removed in between: try again
+                continue
+            except OSError as exc:
+                raise ReportFolderError(
+                    f"cannot open the lock file {path} ({exc.strerror or exc}); it is not a report runner's lock "
+                    "file: move it away") from None
+        except OSError as exc:
+            raise ReportFolderError(
+                f"cannot write in {out_dir.parent} (the lock file {path.name}: {exc.strerror or exc}); give an "
+                "--out in a folder you can write") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise ReportsLocked(
+                f"another report runner (pid {holder}) is writing {out_dir}; wait for it to finish or use "
+                f"another --out (lock file {path})"
+            ) from None
+        try:
+            same = os.stat(path, follow_symlinks=False)
+        except FileNotFoundError:
+            same = None
+        mine = os.fstat(fd)
+        if same is not None and (same.st_dev, same.st_ino) == (mine.st_dev, mine.st_ino):
+            break
+        os.close(fd)                        # the runner that held it removed it: lock the file there now
+    else:  # pragma: no cover - a hundred removals in a row
+        raise ReportsLocked(f"the lock file {path} keeps being replaced; is another runner starting?")
     content = os.pread(fd, 64, 0)
     if not re.fullmatch(rb"\d*\n?", content):   # not a runner's lock (a pid): not ours to overwrite
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
         raise ReportFolderError(f"{path} exists and is not a report runner's lock file; move it away")
+    ours = created or bool(content.strip())       # made here, or a runner's (a pid): removed at the end
     try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield path
     finally:
+        if ours:
+            with contextlib.suppress(OSError):
+                os.unlink(path)              # still locked: a runner waiting on it retries on a new file
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+#: The file in a temporary folder of the runner's that says whose it is (:func:`make_run_folder`).
+OWNER = ".sampling-lab-run"
+_OWNER_PROGRAM = "sampling-lab report runner"
+
+
+def make_run_folder(parent, prefix):
+    """A new temporary folder ``parent/<prefix>XXXXXXXX`` (mkdtemp, mode 0700) with its :data:`OWNER` file: the
+    runner's process identity (host, boot, pid and start time), so that a later run can remove it if this run
+    is killed before it removes it itself (:func:`remove_stale_run_folders`)."""
+    import json
+
+    from .processes import process_identity
+
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    owner = dict(program=_OWNER_PROGRAM, **process_identity())
+    (folder / OWNER).write_text(json.dumps(owner) + "\n", encoding="utf-8")
+    return folder
+
+
+def release_run_folder(folder):
+    """Take the :data:`OWNER` file out of a run folder that becomes a report folder (or a kept failed run)."""
+    with contextlib.suppress(FileNotFoundError):
+        (Path(folder) / OWNER).unlink()
+
+
+def _owner_of(folder):
+    """The owner recorded in ``folder`` (a real folder of this user's, holding a well-formed OWNER file), else
+    None."""
+    import json
+
+    try:
+        st = os.lstat(folder)
+        if not os.path.isdir(folder) or os.path.islink(folder) or st.st_uid != os.getuid():
+            return None
+        p = Path(folder) / OWNER
+        if p.is_symlink() or not p.is_file():
+            return None
+        owner = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError, AttributeError):
+        return None
+    return owner if isinstance(owner, dict) and owner.get("program") == _OWNER_PROGRAM else None
+
+
+def remove_stale_run_folders(parent, prefix, allowed, log=None):
+    """Remove the temporary folders ``parent/<prefix>*`` that a killed run left: only those that are provably
+    the runner's and whose owner has ended.
+
+    A folder is removed when it is a real folder of this user's, holds the
+    :data:`OWNER` file a run wrote (:func:`make_run_folder`), its owner is
+    provably gone (:func:`~sampling_lib.reporting.processes.process_gone`:
+    this host and boot, and no process with its pid and start time), and every
+    entry in it is a file the runner writes there (``allowed(name)``). A folder
+    with anything else in it is left in place, with a line through ``log``.
+    Folders without the file (a user's folder named like the runner's) are
+    never touched. Returns the folders removed.
+    """
+    from .processes import process_gone
+
+    removed = []
+    try:
+        names = sorted(os.listdir(parent))
+    except OSError:
+        return removed
+    for name in names:
+        if not name.startswith(prefix):
+            continue
+        folder = Path(parent) / name
+        owner = _owner_of(folder)
+        if owner is None or not process_gone(owner):
+            continue
+        try:
+            entries = os.listdir(folder)
+        except OSError:
+            continue
+        foreign = [e for e in entries if e != OWNER and (not allowed(e) or (folder / e).is_dir())]
+        if foreign:
+            if log is not None:
+                log(f"left {folder} in place (a run of pid {owner.get('pid')} that ended without removing it): it "
+                    f"holds entries the runner does not write there ({_preview(sorted(foreign))})")
+            continue
+        for e in entries:
+            if e != OWNER:
+                with contextlib.suppress(FileNotFoundError):
+                    (folder / e).unlink()
+        with contextlib.suppress(FileNotFoundError):
+            (folder / OWNER).unlink()
+        try:
+            folder.rmdir()
+        except OSError:
+            continue
+        removed.append(folder)
+        if log is not None:
+            log(f"removed {folder}, left by a run (pid {owner.get('pid')}) that ended without removing it")
+    return removed
 
 
 def exchange(a, b):

@@ -2,13 +2,16 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 import threading
+import time
 
 __all__ = [
     "RunInterrupted", "SignalGuard", "skip_iri_parser", "worker_init", "announce_start", "call_in_thread",
-    "signals_raise", "signals_ignored", "stop_processes", "children_pids",
+    "signals_raise", "signals_ignored", "stop_processes", "children_pids", "exit_with_parent",
+    "process_identity", "process_gone",
 ]
 
 
@@ -30,14 +33,130 @@ def skip_iri_parser():
 _started = None
 
 
-def worker_init(started=None):
-    """Initialise a pool worker: skip the IRI parser, leave Ctrl-C to the parent, keep ``started``.
+#: Linux prctl option: the signal a process gets when the thread that created it ends
+_PR_SET_PDEATHSIG = 1
+
+
+def _parent_death_signal(signum):
+    """Ask Linux to send ``signum`` to this process when its parent ends (prctl PR_SET_PDEATHSIG); False
+    where that is not available."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0) == 0
+    except (OSError, AttributeError):  # pragma: no cover - no prctl
+        return False
+
+
+def exit_with_parent(parent_pid, interval=0.5):
+    """End this process when its parent ``parent_pid`` ends, whatever ends it (SIGKILL included).
+
+    A runner killed with SIGKILL runs no clean-up: its pool workers (and, through
+    them, their kernels) would run on, re-parented, and start the next notebooks.
+    On Linux the kernel sends SIGKILL to this process when the parent ends
+    (``prctl(PR_SET_PDEATHSIG)``; the runner creates its workers from its main
+    thread, which lives as long as the runner); elsewhere a daemon thread polls
+    the parent's pid every ``interval`` seconds. Either way, a parent that has
+    already ended (the process was re-parented before this call) ends this one
+    at once. The kernels a worker starts poll their own parent (ipykernel's
+    ``JPY_PARENT_PID``), so they end within a second of their worker.
+    """
+    parent_pid = int(parent_pid)
+    armed = _parent_death_signal(signal.SIGKILL)
+    if os.getppid() != parent_pid:          # ended before the signal was armed
+        os._exit(1)
+    if armed:
+        return
+
+    def poll():  # pragma: no cover - non-Linux
+        while os.getppid() == parent_pid:
+            time.sleep(interval)
+        os._exit(1)
+
+    threading.Thread(target=poll, name="sampling-lab-parent-watch", daemon=True).start()
+
+
+def _linux_start_time(pid):
+    """Start time of ``pid`` in clock ticks after boot (/proc/PID/stat field 22), or None."""
+    try:
+        with open(f"/proc/{int(pid)}/stat", "rb") as fh:
+            stat = fh.read().decode(errors="replace")
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2:].split()      # the fields after "pid (comm)": field 3 on
+    try:
+        return int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def _boot_id():
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as fh:
+            return fh.read().strip()
+    except OSError:
+        return None
+
+
+def _start_time(pid):
+    t = _linux_start_time(pid)
+    if t is not None:
+        return t
+    try:
+        import psutil
+
+        return psutil.Process(int(pid)).create_time()
+    except Exception:  # noqa: BLE001 - unknown
+        return None
+
+
+def process_identity(pid=None):
+    """What tells this process (``pid``: default this one) apart from any later one with the same pid: the
+    host, the boot, the pid and its start time. Written into the runner's temporary folders, so that a later
+    run can prove their owner has ended (:func:`process_gone`)."""
+    import socket
+
+    pid = os.getpid() if pid is None else int(pid)
+    return {"host": socket.gethostname(), "boot": _boot_id(), "pid": pid, "start": _start_time(pid)}
+
+
+def process_gone(identity):
+    """True when the process ``identity`` (:func:`process_identity`) has provably ended: on this host and
+    boot, no process has its pid, or the one that has was started at another time. False when it runs, and
+    when that cannot be told (another host or boot, no start time: then nothing of it is touched)."""
+    import socket
+
+    try:
+        pid, start = int(identity["pid"]), identity["start"]
+        if identity["host"] != socket.gethostname() or identity["boot"] != _boot_id() or start is None:
+            return False
+    except (KeyError, TypeError, ValueError):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:       # a process of another user has that pid now: not ours
+        return True
+    now = _start_time(pid)
+    return now is not None and now != start
+
+
+def worker_init(started=None, parent_pid=None):
+    """Initialise a pool worker: end with the runner, skip the IRI parser, leave Ctrl-C to the parent, keep
+    ``started``.
 
     ``started`` is a multiprocessing queue: :func:`announce_start` puts each
     notebook's name on it when the worker starts that notebook, so that the
-    parent can say which notebooks are running.
+    parent can say which notebooks are running. ``parent_pid`` is the runner's
+    pid: the worker ends when the runner does (:func:`exit_with_parent`).
     """
     global _started
+    if parent_pid is not None:
+        exit_with_parent(parent_pid)
     skip_iri_parser()
     # Ctrl-C reaches the whole process group: the parent alone decides and stops the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)

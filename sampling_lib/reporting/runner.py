@@ -14,7 +14,8 @@ import numpy as np
 
 from .environment import environment_info, limit_blas_threads, project_root
 from .folders import (MARKER, ReportFolderError, check_report_folder, current_umask, install_dir, locked,
-                      read_marker, remove_report_folder, remove_tree, write_marker)
+                      make_run_folder, read_marker, release_run_folder, remove_report_folder,
+                      remove_stale_run_folders, remove_tree, write_marker)
 from .index import format_value, index_html
 from .ledger import ledger_frame, read_discrepancies, read_ledger
 from .notebook import (NotebookJob, NotebookRun, execute_job, is_notebook_name, list_notebooks, project_relative,
@@ -67,7 +68,9 @@ def _pool_run(jobs_args, jobs, log, previous_dir, announce):
 
     ctx = mp.get_context("spawn")
     started = ctx.SimpleQueue()   # workers put each notebook's name on it as they start it
-    ex = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=worker_init, initargs=(started,))
+    # the workers end with the runner, even one killed with SIGKILL (worker_init: exit_with_parent)
+    ex = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=worker_init,
+                             initargs=(started, os.getpid()))
     try:
         order = longest_first(jobs_args, previous_dir) if previous_dir is not None else list(jobs_args)
         futures = {ex.submit(execute_job, a): a[0] for a in order}
@@ -132,6 +135,27 @@ def _check_timeout(timeout):
         raise ValueError(f"timeout must be None or a whole number of seconds >= 1; got {timeout!r}")
 
 
+#: The runner's temporary folders: the run beside the report folder, and the kernels' connection files
+TMP_PREFIX, KERNELS_PREFIX = ".reports-tmp-", "sampling-lab-kernels-"
+
+
+def _run_file(name):
+    """A file the runner writes into its temporary run folder: an executed notebook, its HTML, the ledger,
+    index, environment, MathJax and marker files."""
+    p = Path(name)
+    return name in _fresh_names(()) or (p.suffix in (".ipynb", ".html") and is_notebook_name(p.stem))
+
+
+def remove_stale_runs(parent, log):
+    """Remove the temporary folders of runs that ended without removing them (a SIGKILL): ``.reports-tmp-*``
+    beside the report folder (``parent``; None: only the kernels' folders) and ``sampling-lab-kernels-*`` in
+    the system's temporary folder; only those provably the runner's whose run has ended
+    (:func:`~sampling_lib.reporting.folders.remove_stale_run_folders`)."""
+    if parent is not None:
+        remove_stale_run_folders(parent, TMP_PREFIX, _run_file, log)
+    remove_stale_run_folders(tempfile.gettempdir(), KERNELS_PREFIX, lambda n: n.startswith("kernel-"), None)
+
+
 def _fresh_names(names):
     """Files of a report written afresh on every run: the ledger, index, environment, MathJax and
     marker files, and ``names`` (what the run itself wrote)."""
@@ -139,7 +163,7 @@ def _fresh_names(names):
 
 
 def run_notebooks(out_dir=None, *, smoke=False, only=None, jobs=1, notebooks_dir=None, timeout=None,
-                  failed_dir=None, log=print):
+                  failed_dir=None, parameters=None, log=print):
     """Execute the notebooks and, only if all succeed, replace ``out_dir``.
 
     Parameters
@@ -166,6 +190,12 @@ def run_notebooks(out_dir=None, *, smoke=False, only=None, jobs=1, notebooks_dir
     failed_dir : path, default ``<out_dir>/../.reports-failed``
         Where a failed run is kept for inspection; the same rules as
         ``out_dir`` apply (it is replaced only when the runner wrote it).
+    parameters : dict, optional
+        Parameters given to every notebook run (over the smoke ones with
+        ``smoke``), as papermill's ``-p``; each must be a parameter of every
+        selected notebook (its cell tagged ``parameters``). Needs ``out_dir``:
+        the default report folder holds the default run. The ledger records
+        the run mode "custom" and the index each notebook's parameters.
 
     Returns
     -------
@@ -188,18 +218,26 @@ def run_notebooks(out_dir=None, *, smoke=False, only=None, jobs=1, notebooks_dir
         folder removed (``out_dir`` is unchanged, unless the signal came after
         the new report was in place: ``exc.installed``).
     """
+    for name, value in (("out_dir", out_dir), ("failed_dir", failed_dir), ("notebooks_dir", notebooks_dir)):
+        if value is not None and not str(value).strip():   # "" is not the default folder
+            raise ValueError(f"{name} must name a folder or be None (the default); got an empty path")
     nbs = list_notebooks(notebooks_dir, only)
     if not nbs:
         raise ValueError(f"no notebooks matched only={only!r} in {notebooks_dir or project_root() / 'notebooks'}")
     if isinstance(jobs, bool) or not isinstance(jobs, (int, np.integer)) or jobs < 1:
         raise ValueError(f"jobs must be an integer >= 1; got {jobs!r}")
     _check_timeout(timeout)
+    if parameters:
+        if out_dir is None:
+            raise ValueError("parameters need out_dir: the default report folder holds the notebooks run with their "
+                             "default parameters")
+        _check_parameters(nbs, parameters)
     out_dir = check_report_folder(out_dir or project_root() / "reports", "--out")
     keep = check_report_folder(failed_dir or out_dir.parent / ".reports-failed", "the failed-run folder")
     if keep == out_dir:
         raise ReportFolderError(f"the failed-run folder must differ from --out ({out_dir})")
     limit_blas_threads()
-    mode = "smoke" if smoke else "default"
+    mode = "custom" if parameters else "smoke" if smoke else "default"
     try:
         out_dir.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -208,15 +246,17 @@ def run_notebooks(out_dir=None, *, smoke=False, only=None, jobs=1, notebooks_dir
     with signals_raise() as guard, locked(out_dir):
         check_report_folder(out_dir, "--out")   # again, now that no other runner can change it
         env = environment_info()
+        remove_stale_runs(out_dir.parent, log)     # left by a run killed before it could (SIGKILL)
         try:
-            tmp = Path(tempfile.mkdtemp(prefix=".reports-tmp-", dir=out_dir.parent))
+            tmp = make_run_folder(out_dir.parent, TMP_PREFIX)
         except OSError as exc:
             raise ReportFolderError(f"cannot write in {out_dir.parent}: {exc.strerror or exc}") from None
-        kernels = Path(tempfile.mkdtemp(prefix="sampling-lab-kernels-"))   # 0700: connection files, IPC sockets
+        kernels = make_run_folder(None, KERNELS_PREFIX)   # 0700: connection files, IPC sockets
         ours = True   # tmp is still the runner's temporary folder (not installed, not kept)
         try:
             os.chmod(tmp, 0o777 & ~current_umask())  # the report folder gets the usual mode, not mkdtemp's 0700
-            jobs_args = [NotebookJob(str(p), str(tmp / p.name), smoke_parameters(p) if smoke else {}, timeout,
+            jobs_args = [NotebookJob(str(p), str(tmp / p.name), {**(smoke_parameters(p) if smoke else {}),
+                                                                 **(parameters or {})}, timeout,
                                      str(kernels), project_relative(out_dir / p.name)) for p in nbs]
             runs = _execute_all(jobs_args, int(jobs), log, previous_dir=out_dir)
             for r in runs:
@@ -239,6 +279,7 @@ def run_notebooks(out_dir=None, *, smoke=False, only=None, jobs=1, notebooks_dir
             df.to_csv(tmp / "claims.csv", index=False)
             (tmp / "environment.json").write_text(json.dumps(env, indent=2) + "\n", encoding="utf-8")
             (tmp / "index.html").write_text(index_html(df, all_runs, mode, env, disc), encoding="utf-8")
+            release_run_folder(tmp)
             write_marker(tmp, os.listdir(tmp))
             guard.defer()   # a signal from here on waits until the report is in place and the old one removed
             try:
@@ -265,6 +306,20 @@ def run_notebooks(out_dir=None, *, smoke=False, only=None, jobs=1, notebooks_dir
             remove_tree(kernels)
 
 
+def _check_parameters(nbs, parameters):
+    """Every parameter given must be one of every selected notebook's (papermill would inject an unknown name
+    with a warning only: a misspelt one would run the defaults)."""
+    from papermill import inspect_notebook
+
+    for p in nbs:
+        known = set(inspect_notebook(str(p)))
+        unknown = [k for k in parameters if k not in known]
+        if unknown:
+            raise ValueError(f"parameter {unknown[0]!r} is not a parameter of {p.stem} (its parameters cell "
+                             f"holds {', '.join(sorted(known)) or 'none'}); select the notebooks that have it "
+                             "with --only")
+
+
 def _discard(previous, out_dir, log):
     """Remove the previous report (only the files its marker lists) and a backup folder of ours."""
     if previous is None:
@@ -277,6 +332,7 @@ def _discard(previous, out_dir, log):
 
 def _keep_run(tmp, keep, log):
     """Put the run in ``tmp`` at the failed-run folder ``keep``; True when done (else it stays in tmp)."""
+    release_run_folder(tmp)
     write_marker(tmp, os.listdir(tmp))
     try:
         check_report_folder(keep, "the failed-run folder")
@@ -371,6 +427,9 @@ def run_claim(claim_id, *, smoke=False, reports_dir=None, notebooks_dir=None, on
         when it fails or the notebook did not record it.
     """
     _check_timeout(timeout)
+    for name, value in (("reports_dir", reports_dir), ("notebooks_dir", notebooks_dir)):
+        if value is not None and not str(value).strip():   # "" is not the default folder
+            raise ValueError(f"{name} must name a folder or be None (the default); got an empty path")
     reports_dir = Path(reports_dir or project_root() / "reports")
     ledger_path = reports_dir / "claims.csv"
     if not ledger_path.exists():
@@ -389,7 +448,8 @@ def run_claim(claim_id, *, smoke=False, reports_dir=None, notebooks_dir=None, on
     limit_blas_threads()
     log(f"claim {claim_id}: running {src.name} with {'smoke' if smoke else 'default'} parameters"
         + (f" {json.dumps(params, sort_keys=True)}" if params else "") + " ...")
-    kernels = Path(tempfile.mkdtemp(prefix="sampling-lab-kernels-"))   # 0700: connection file, IPC sockets
+    remove_stale_runs(None, log)
+    kernels = make_run_folder(None, KERNELS_PREFIX)   # 0700: connection file, IPC sockets
     try:
         with signals_raise(), tempfile.TemporaryDirectory(prefix=".claim-") as tmp:
             job = NotebookJob(str(src), str(Path(tmp) / src.name), params, timeout, str(kernels))
