@@ -716,10 +716,12 @@ def _estimate_one(model, stat, method, parsed, scheme, options, refit_prior, ci,
     elif n_boot > 0:
         draw, coarse, rows = _cell_draws(fit, counts)
         Fd = Fn[rows]
+        # the alternatives' replicates widen only the intervals of metrics below resolution (below)
+        alts = fit.alternatives if below.any() else []
 
         def work(Cb):
             return ((Cb / M) @ Fd, fit.replicates(Cb, coarse=coarse),
-                    [a.replicates(Cb, coarse=coarse) for a in fit.alternatives])
+                    [a.replicates(Cb, coarse=coarse) for a in alts])
 
         desc = f"bootstrap {method}" + (f" (draws on {Fd.shape[0]:,} coarse cells)" if coarse else "")
         outs = bootstrap_loop(n_boot, rng, draw, work, cells=Fd.shape[0], progress=progress, desc=desc)
@@ -728,7 +730,7 @@ def _estimate_one(model, stat, method, parsed, scheme, options, refit_prior, ci,
         lo, hi = _percentile(eb, ci)
         nlo, nhi = _percentile(nb, ci)
         se = eb.std(axis=0, ddof=1) if n_boot > 1 else np.full(m, np.nan)
-        for k in range(len(fit.alternatives)):
+        for k in range(len(alts)):
             # below resolution, the alternative tunings on the same bootstrap draws: the interval is
             # the union of their percentile intervals (see Notes, "What the interval covers")
             a_lo, a_hi = _percentile(_clip_to_range(np.concatenate([o[2][k] for o in outs]), F_range)[0], ci)

@@ -58,13 +58,13 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
 import numpy as np
-from scipy import sparse, stats
+from scipy import sparse
 from scipy.interpolate import BSpline
 
 from .._validation import check_float, check_int, check_n_items, check_N_n, check_ranks, check_scheme
 from ..counts import cells, ranked_in_full
 from ..exceptions import ConvergenceWarning
-from ..kernels import cell_kernel, log_kernel_rows, n_items_log_bins, rank_grid
+from ..kernels import cell_kernel, kernel_bin_masses, log_kernel_rows, n_items_log_bins, rank_grid
 from ._logspline_weights import SPLINE_DEGREE, GridWeights, LogsplineResult
 
 __all__ = [
@@ -601,7 +601,10 @@ def cells_setup_surrogate(n_items, sizes, ranks, counts, scheme, penalty, knot_s
 
 
 #: The cells path solves first on a surrogate likelihood when there are at least this many cells
-#: and the surrogate has at most a quarter of them (see :class:`CellsSurrogate`).
+#: and the surrogate's likelihood has at most a quarter as many columns (see :class:`CellsSurrogate`):
+#: thousands of distinct N_u, or one N with the many (n_u, r) of a nested design, whose sampled ranks
+#: the surrogate bins (3 x 20,000 users of a ladder 100 -> 19,200 at N = 10^5: 3,600-7,400 cells, 632
+#: columns; benchmarks/bench_peruser.py, case 6).
 SURROGATE_MIN_CELLS = 2048
 #: Width in log N_u of the surrogate's bins of item counts.
 SURROGATE_LOG_WIDTH = 0.1
@@ -630,12 +633,12 @@ SURROGATE_RANK_LOG_WIDTH = 0.1
 QUASI_NEWTON_FIT_TOL = 1e-10
 QUASI_NEWTON_FIT_STEPS = 30
 _CELLS_CACHE = {}
-_CELLS_CACHE_BYTES = 2**28
+_CELLS_CACHE_BYTES = 2**30
 
 
 @dataclass(frozen=True)
 class CellsSurrogate:
-    """A coarser likelihood that helps the cells path's solvers (per-user N_u).
+    """A coarser likelihood that helps the cells path's solvers (per-user N_u, or many (n_u, r)).
 
     The item counts N_u of the sampled cells are binned in log N
     (:func:`sampling_lib.kernels.n_items_log_bins`, width
@@ -646,7 +649,9 @@ class CellsSurrogate:
     are grouped in bins of width :data:`SURROGATE_RANK_LOG_WIDTH` in log r, each column the
     likelihood of the coarsened observation "r in the bin" (the kernel summed over the bin's
     ranks). So the likelihood has a few bins x (a few dozen) columns instead of one per distinct
-    (N_u, r), on its own coarser grid of global ranks. It is never the answer. The point fit
+    (N_u, r), on its own coarser grid of global ranks; with one N and the many set sizes of a
+    nested design the coarse cells are the exact ones and only the sampled ranks are binned. It
+    is never the answer. The point fit
     continues on the exact cells from the surrogate's optimum (same convergence test: the
     estimate is the exact solver's). The bootstrap uses the surrogate's refits to correct
     one-step replicates on the exact cells, checked against exact refits
@@ -715,7 +720,8 @@ def cells_kernel(n_items, sizes, ranks, scheme, knot_spacing, exact_ranks):
     """(grid, likelihood columns K (G, C), :class:`CellsSurrogate` or None) of validated cells.
 
     Built once per cells: the fits with the alternative penalties and the bootstrap reuse them
-    (a one-entry cache, for kernels up to 256 MB; K is returned read-only)."""
+    (a one-entry cache, for kernels up to 1 GiB: 10^5 users of a nested design have 20,000 cells, a
+    390 MB kernel; K is returned read-only)."""
     Nc, nc, rc = (np.ascontiguousarray(a, dtype=np.int64) for a in (n_items, sizes, ranks))
     digest = hashlib.sha1(b"".join(a.tobytes() for a in (Nc, nc, rc))).hexdigest()
     key = (digest, Nc.size, scheme, float(knot_spacing), int(exact_ranks))
@@ -738,16 +744,16 @@ def _surrogate(grid, Nc, nc, rc, full, scheme, knot_spacing, exact_ranks):
     rep = Nc.copy()
     rep[~full] = n_items_log_bins(Nc[~full], nc[~full], SURROGATE_LOG_WIDTH)
     keys, index = np.unique(np.stack([rep, nc, rc]), axis=1, return_inverse=True)
-    if 4 * keys.shape[1] > Nc.size:
-        return None
     Ns, ns, rs = keys
     fs = ranked_in_full(ns, Ns, scheme)
-    gs = spline_grid(grid.N, grid_size_n(ns[~fs]), knot_spacing, min(exact_ranks, SURROGATE_EXACT_RANKS), scheme,
-                     _BIN_ANGLE * SURROGATE_ANGLE_FACTOR)
     # the likelihood's columns: sampled ranks beyond SURROGATE_EXACT_SAMPLED_RANKS in log-bins (users
     # ranked in full keep their rank: it is their global rank)
     rb = np.where(fs, rs, _sampled_rank_bins(rs))
     cols, fold = np.unique(np.stack([Ns, ns, rb, fs]), axis=1, return_inverse=True)
+    if 4 * cols.shape[1] > Nc.size:
+        return None
+    gs = spline_grid(grid.N, grid_size_n(ns[~fs]), knot_spacing, min(exact_ranks, SURROGATE_EXACT_RANKS), scheme,
+                     _BIN_ANGLE * SURROGATE_ANGLE_FACTOR)
     Nf, nf, bf, ff = cols[0], cols[1], cols[2], cols[3].astype(bool)
     K = np.zeros((gs.lo.size, cols.shape[1]))
     one = ff | (bf <= SURROGATE_EXACT_SAMPLED_RANKS)
@@ -761,21 +767,20 @@ def _surrogate(grid, Nc, nc, rc, full, scheme, knot_spacing, exact_ranks):
 
 
 def _binned_columns(R, N, n, b, scheme):
-    """P(r in bin b | R; N, n) for global ranks R (rows) and cells (N, n, b) (columns): the binomial
-    or hypergeometric probability that the items ranked above, r - 1, lie in the bin's range,
-    from the distribution's CDF (upper tails by its survival function), O(len(R)) per column
-    whatever the bin's width; 0 where R > N."""
+    """P(r in bin b | R; N, n) for global ranks R (rows) and cells (N, n, b) (columns): the kernel
+    summed over the bin's sampled ranks (:func:`sampling_lib.kernels.kernel_bin_masses`: for the
+    hypergeometric kernel only the terms within a Bernstein bound of the mean, O(len(R) sqrt(n))
+    per distinct (N, n) whatever the bins' widths); 0 where R > N."""
     lo, hi = _sampled_rank_bin_edges(b, n)
-    R = np.asarray(R, dtype=float)[:, None]
-    a, z = lo[None, :] - 2.0, hi[None, :] - 1.0          # X = r - 1 in (a, z]
-    if scheme == "binomial":
-        p = np.clip((R - 1.0) / (N[None, :] - 1.0), 0.0, 1.0)
-        dist = stats.binom(n[None, :] - 1, p)
-    else:
-        dist = stats.hypergeom(N[None, :] - 1, np.minimum(R, N[None, :]) - 1, n[None, :] - 1)
-    low = dist.cdf(a)
-    out = np.where(low > 0.5, dist.sf(a) - dist.sf(z), dist.cdf(z) - low)
-    return np.where(R <= N[None, :], np.maximum(out, 0.0), 0.0)
+    R = np.asarray(R, dtype=np.int64)
+    out = np.zeros((R.size, b.size))
+    pairs, inv = np.unique(np.stack([N, n]), axis=1, return_inverse=True)
+    inv = inv.ravel()
+    for k in range(pairs.shape[1]):
+        Nk, nk = int(pairs[0, k]), int(pairs[1, k])
+        rows, sel = np.flatnonzero(R <= Nk), np.flatnonzero(inv == k)
+        out[np.ix_(rows, sel)] = kernel_bin_masses(Nk, nk, R[rows], lo[sel], hi[sel], scheme)
+    return out
 
 
 def _sampled_rank_bin_edges(b, n):

@@ -453,6 +453,8 @@ def coarse_draw_cells(fitted):
     if rec is None:
         return None
     pre, sur = rec
+    if sur.n_coarse == sur.index.size:      # one N (a nested design's sizes): nothing to merge
+        return None
     share = within_cell_share(pre, fitted.counts.counts, sur.index, sur.n_coarse)
     if not np.all(share <= COARSE_DRAW_MAX_SHARE):
         return None

@@ -42,8 +42,9 @@ from __future__ import annotations
 from ._grid import DEFAULT_GRID_TOL, GRID_EXACT_RANKS, RankGrid, em_grid, rank_grid, rank_grid_tv
 from ._groups import (DEFAULT_N_ITEMS_TOL, KernelGroup, cell_kernel, kernel_groups, n_items_bins,
                       n_items_log_bins, n_items_tv_bound)
-from ._laws import (binomial, expected_shr_curve, hypergeometric, kernel, kernel_columns, kernel_entries,
-                    log_hypergeom_pmf, log_kernel_rows, sampled_rank_pmf, shr_cdf, shr_hoeffding_bound, shr_mean_var)
+from ._laws import (LOG_FACTORIAL_MAX, WINDOW_MIN_N, binomial, expected_shr_curve, hypergeom_entries, hypergeometric,
+                    kernel, kernel_bin_masses, kernel_columns, kernel_entries, kernel_windows, log_hypergeom_pmf,
+                    log_kernel_rows, sampled_rank_pmf, shr_cdf, shr_hoeffding_bound, shr_mean_var, window_pmf)
 
 __all__ = [
     "binomial",
@@ -51,6 +52,12 @@ __all__ = [
     "kernel",
     "kernel_columns",
     "kernel_entries",
+    "hypergeom_entries",
+    "kernel_bin_masses",
+    "kernel_windows",
+    "window_pmf",
+    "LOG_FACTORIAL_MAX",
+    "WINDOW_MIN_N",
     "log_kernel_rows",
     "log_hypergeom_pmf",
     "sampled_rank_pmf",

@@ -10,7 +10,8 @@ from functools import lru_cache
 import numpy as np
 
 from .._validation import check_array_size, check_float, check_int, check_N_n, check_scheme
-from ._laws import BLOCK_ELEMS, kernel_entries, log_kernel_rows
+from ._laws import (BLOCK_ELEMS, LOG_FACTORIAL_MAX, WINDOW_MIN_N, kernel_entries, kernel_windows, log_kernel_rows,
+                    window_pmf)
 
 __all__ = [
     "DEFAULT_GRID_TOL",
@@ -119,13 +120,37 @@ class RankGrid:
 
 
 def _tv_rows(N, n, A, B, scheme):
-    """TV(P(. | A_i), P(. | B_i)) for paired rank arrays, in blocks."""
+    """TV(P(. | A_i), P(. | B_i)) for paired rank arrays, in blocks.
+
+    Where the table of log k! serves (:data:`~sampling_lib.kernels.LOG_FACTORIAL_MAX`), only the
+    union of the two rows' Bernstein windows (:func:`~sampling_lib.kernels.kernel_windows`, all
+    but 1.2e-18 of each row's mass) is summed: O(sqrt(n)) terms per row instead of n (n = 4,096:
+    a grid's bounds in 0.3 s instead of 4 s); the TV is exact to 2.4e-18, the table's terms to
+    about 1e-15 N log N relative. Below n = :data:`~sampling_lib.kernels.WINDOW_MIN_N` whole rows
+    cost little and keep the row form's precision."""
+    if n >= WINDOW_MIN_N and (N if scheme == "hypergeometric" else n) <= LOG_FACTORIAL_MAX:
+        return _tv_windows(N, n, A, B, scheme)
     out = np.empty(A.size)
     step = max(1, BLOCK_ELEMS // n)
     for s in range(0, A.size, step):
         ka = np.exp(log_kernel_rows(N, n, A[s:s + step], scheme))
         kb = np.exp(log_kernel_rows(N, n, B[s:s + step], scheme))
         out[s:s + step] = 0.5 * np.abs(ka - kb).sum(axis=1)
+    return out
+
+
+def _tv_windows(N, n, A, B, scheme):
+    """:func:`_tv_rows` on the union of the rows' Bernstein windows."""
+    fa, la = kernel_windows(N, n, A, scheme)
+    fb, lb = kernel_windows(N, n, B, scheme)
+    first, last = np.minimum(fa, fb), np.maximum(la, lb)
+    out = np.empty(A.size)
+    step = max(1, BLOCK_ELEMS // max(1, int(np.max(last - first, initial=0)) + 1))
+    for s in range(0, A.size, step):
+        e = slice(s, s + step)
+        width = int(np.max(last[e] - first[e])) + 1
+        out[e] = 0.5 * np.abs(window_pmf(N, n, A[e], first[e], width, scheme)
+                              - window_pmf(N, n, B[e], first[e], width, scheme)).sum(axis=1)
     return out
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from scipy import special
 
 from .._validation import check_float, check_scheme
-from ._laws import kernel_columns, kernel_entries
+from ._laws import LOG_FACTORIAL_MAX, hypergeom_entries, kernel_columns, kernel_entries
 
 __all__ = [
     "DEFAULT_N_ITEMS_TOL",
@@ -318,7 +318,8 @@ def cell_kernel(R, n_items, sizes, ranks, scheme="binomial"):
     (the rank lies beyond the cell's candidates). Binomial entries come from
     one vectorized formula over all cells (the element-wise formula of
     :func:`sampling_lib.kernels.log_kernel_rows`); hypergeometric ones per
-    distinct (N_c, n_c) (:func:`sampling_lib.kernels.kernel_entries`). Cost
+    distinct (N_c, n_c), from a table of log k! (:func:`sampling_lib.kernels.hypergeom_entries`;
+    :func:`sampling_lib.kernels.kernel_entries` for N_c > 10^6). Cost
     O(len(R) x cells), whatever the number of distinct N_c.
 
     Parameters
@@ -380,12 +381,23 @@ def cell_kernel(R, n_items, sizes, ranks, scheme="binomial"):
         if last.size:
             L[last] *= R[None, :] <= n_items[last, None]
         return L.T
-    K = np.zeros((R.size, ranks.size))
+    # columns of one (N_c, n_c) are built together, as rows of a (C, len(R)) array whose transpose is
+    # returned (cells sorted by (N_c, n_c), as RankCounts keeps them, are written in place)
+    K = np.zeros((ranks.size, R.size))
     pairs, inv = np.unique(np.stack([n_items, sizes]), axis=1, return_inverse=True)
     inv = inv.ravel()
+    order = np.argsort(inv, kind="stable")
+    bounds = np.searchsorted(inv[order], np.arange(pairs.shape[1] + 1))
     for j in range(pairs.shape[1]):
         Nc, nc = int(pairs[0, j]), int(pairs[1, j])
-        rows = np.flatnonzero(R <= Nc)
-        sel = np.flatnonzero(inv == j)
-        K[np.ix_(rows, sel)] = kernel_entries(Nc, nc, R[rows], ranks[sel], scheme)
-    return K
+        sel = order[bounds[j]:bounds[j + 1]]
+        keep = np.flatnonzero(R <= Nc)
+        if keep.size == R.size and sel[-1] - sel[0] == sel.size - 1 and Nc <= LOG_FACTORIAL_MAX:
+            hypergeom_entries(Nc, nc, R, ranks[sel] - 1, out=K[sel[0]:sel[-1] + 1])
+        elif Nc <= LOG_FACTORIAL_MAX:
+            K[np.ix_(sel, keep)] = hypergeom_entries(Nc, nc, R[keep], ranks[sel] - 1).T
+        else:
+            K[np.ix_(sel, keep)] = kernel_entries(Nc, nc, R[keep], ranks[sel], scheme).T
+    return K.T
+
+
