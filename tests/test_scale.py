@@ -1,7 +1,7 @@
 """Issue 18: estimate / compare need only ranks 1..max K of the weights (top-K metrics).
 
 The truncated path (metric matrix and weights on ranks 1..H, H = min(N, max K))
-must give the same tables as the full-N path (``correct._METRIC_HEAD = False``:
+must give the same tables as the full-N path (``_estimate_rows._METRIC_HEAD = False``:
 metric matrix and weights on every rank 1..N) to rtol 1e-12, for every method,
 per-user N and compare; the lazy log-spline weights must expand exactly to the
 full vector; and the default must run at an N whose full-N arrays would be
@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sampling_lib import correct
+from sampling_lib import _estimate_rows, correct
 from sampling_lib import counts as C
 from sampling_lib.correct import compare, estimate
 from sampling_lib.estimators import DEFAULT_METHOD, METHODS, get_estimator
@@ -39,7 +39,7 @@ def full_path(monkeypatch):
     """Run a call on the full-N reference path."""
     def run(f, *a, **k):
         with monkeypatch.context() as m:
-            m.setattr(correct, "_METRIC_HEAD", False)
+            m.setattr(_estimate_rows, "_METRIC_HEAD", False)
             return f(*a, **k)
     return run
 

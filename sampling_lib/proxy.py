@@ -1,0 +1,216 @@
+"""A cheap proxy's head: each user's top candidates by a proxy ranker, scored exactly by the costly model.
+
+Large systems rank the whole catalogue with a cheap first stage (popularity, a two-tower retriever, BM25,
+an ANN index) and score only what it passes on with the costly model. A *stratified* sampled evaluation
+does the same: user u's candidates (the N_u - 1 items outside its history other than its held-out item)
+split into
+
+* the **head** H_u: the proxy's top m_u candidates, all scored by the costly model, so the number X_u of
+  head items that beat the held-out item is known exactly; and
+* the **tail**: the other C_u - m_u candidates, sampled with known inclusion probabilities (here uniformly,
+  as nested prefixes of a seeded random order: :class:`sampling_lib.nested.NestedOrder`).
+
+The global rank is then R_u = 1 + X_u + Y_u with Y_u the tail items above the held-out item, and the tail
+sample's rank has the ordinary hypergeometric kernel in Y_u (:mod:`sampling_lib.kernels`). The head is
+defined on the user's *candidates* (never on the held-out item, which is scored anyway), so it does not
+depend on where the proxy puts the held-out item, and the design stays ignorable.
+
+This module turns the three forms a proxy comes in into each user's head (positions in the catalogue):
+
+* a per-item vector of proxy scores (popularity counts, a retriever's item prior): one order of the
+  catalogue, each user's head its first m_u candidates in it (:func:`heads_from_scores`);
+* a callable ``proxy(users, items) -> scores`` (a cheap per-user model, scored on every candidate of each
+  user, in blocks of users: :func:`heads_from_callable`);
+* a precomputed top-m table (a retriever's output file: ``user, item[, rank]``; :func:`heads_from_table`).
+
+Ties: a proxy that scores candidates equally at the head's edge is ordered by the item's position in the
+catalogue (lower first) -- a stated rule, counted in the result's notes (:func:`head_edge_ties`). A NaN
+proxy score is an error.
+
+References
+----------
+.. [YA06] Yilmaz, Aslam. Estimating average precision with incomplete and imperfect judgments. CIKM 2006
+   (statAP / infAP: sampling with known inclusion probabilities).
+.. [Schnabel16] Schnabel, Swaminathan, Frazier, Joachims. Unbiased comparative evaluation of ranking
+   functions. ICTIR 2016.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ._validation import check_int, show_value
+from .nested import candidate_items
+
+__all__ = ["heads_from_scores", "heads_from_callable", "heads_from_table", "head_sizes", "tail_exclusions"]
+
+
+def head_sizes(m, n_candidates):
+    """Each user's head size: ``m`` (an int, or one per user) capped at its C_u candidates.
+
+    Examples
+    --------
+    >>> head_sizes(100, np.array([5000, 40])).tolist()
+    [100, 40]
+    """
+    C = np.asarray(n_candidates, dtype=np.int64)
+    if np.ndim(m) == 0:
+        m = np.full(C.size, check_int(m, "m", low=0), np.int64)
+    m = np.asarray(m, dtype=np.int64)
+    if m.shape != C.shape or (m < 0).any():
+        raise ValueError(f"m must be an int >= 0 or one head size >= 0 per user ({C.size}); got shape {m.shape}")
+    return np.minimum(m, C)
+
+
+def _check_scores(v, name, size=None):
+    v = np.asarray(v, dtype=float)
+    if v.ndim != 1 or (size is not None and v.size != size):
+        raise ValueError(f"{name} must be a 1-D array of one proxy score per item ({size}); got shape {v.shape}")
+    bad = ~np.isfinite(v)
+    if bad.any():
+        raise ValueError(f"{name} must be finite (NaN and inf leave the head undefined); item position "
+                         f"{int(np.flatnonzero(bad)[0])} has {v[np.flatnonzero(bad)[0]]}")
+    return v
+
+
+def heads_from_scores(scores, ptr, bad, m):
+    """Each user's head from one proxy score per catalogue item: its first m_u candidates in the order of
+    the scores (descending; ties by catalogue position), as catalogue positions in CSR form.
+
+    ``ptr``, ``bad``: each user's excluded positions and held-out item, sorted (CSR, as
+    :func:`sampling_lib.stagerun.check_inputs` gives them); ``m``: head sizes (:func:`head_sizes`).
+
+    Returns (head_ptr, head_items): user u's head is ``head_items[head_ptr[u]:head_ptr[u + 1]]``, in proxy
+    order.
+
+    Examples
+    --------
+    >>> ptr, bad = np.array([0, 1, 2]), np.array([4, 0])          # user 0 excludes item 4, user 1 item 0
+    >>> hp, hi = heads_from_scores(np.array([0.1, 0.5, 0.2, 0.4, 0.9]), ptr, bad, np.array([2, 2]))
+    >>> hi[hp[0]:hp[1]].tolist(), hi[hp[1]:hp[2]].tolist()
+    ([1, 3], [4, 1])
+    """
+    v = _check_scores(scores, "proxy")
+    order = np.argsort(-v, kind="stable")               # the catalogue in proxy order
+    place = np.empty_like(order)
+    place[order] = np.arange(order.size)
+    ptr = np.asarray(ptr, dtype=np.int64)
+    M = ptr.size - 1
+    seg = np.repeat(np.arange(M), np.diff(ptr))
+    bad_places = place[np.asarray(bad, dtype=np.int64)]
+    # sorted within each user's segment: the skip rule of candidate_items needs it
+    key = np.lexsort((bad_places, seg))
+    bad_sorted = bad_places[key]
+    m = np.asarray(m, dtype=np.int64)
+    users = np.repeat(np.arange(M), m)
+    k = np.arange(users.size) - np.repeat(np.cumsum(m) - m, m)
+    head = order[candidate_items(k, users, ptr, bad_sorted)]
+    return np.r_[0, np.cumsum(m)].astype(np.int64), head
+
+
+def heads_from_callable(proxy, users, n_items, ptr, bad, m, *, ids=None, block_users=None):
+    """Each user's head from a callable ``proxy(users, items) -> scores`` scored on every candidate of the
+    user (the proxy is cheap: that is what a proxy is), in blocks of users. Ties by catalogue position.
+
+    ``users``: the users' ids (passed to ``proxy``); ``ids``: the catalogue's item ids (None: positions).
+    """
+    ptr = np.asarray(ptr, dtype=np.int64)
+    bad = np.asarray(bad, dtype=np.int64)
+    M = ptr.size - 1
+    N = check_int(n_items, "n_items", low=2)
+    m = np.asarray(m, dtype=np.int64)
+    block = max(1, (1 << 22) // N) if block_users is None else check_int(block_users, "block_users", low=1)
+    heads = []
+    all_items = np.arange(N)
+    for a in range(0, M, block):
+        us = np.arange(a, min(M, a + block))
+        u_rep = np.repeat(us, N)
+        i_rep = np.tile(all_items, us.size)
+        out = proxy(np.asarray(users)[u_rep], i_rep if ids is None else np.asarray(ids)[i_rep])
+        s = _check_scores(np.asarray(out, dtype=float).ravel(), "the proxy's scores", u_rep.size).reshape(us.size, N)
+        for j, u in enumerate(us):
+            row = s[j].copy()
+            row[bad[ptr[u]:ptr[u + 1]]] = -np.inf            # not candidates
+            k = int(m[u])
+            if k == 0:
+                heads.append(np.zeros(0, np.int64))
+                continue
+            top = np.argpartition(-row, k - 1)[:k] if k < N else np.arange(N)
+            # proxy order, ties by catalogue position (stable over positions)
+            top = top[np.lexsort((top, -row[top]))]
+            heads.append(top.astype(np.int64))
+    return np.r_[0, np.cumsum(m)].astype(np.int64), (np.concatenate(heads) if heads else np.zeros(0, np.int64))
+
+
+def heads_from_table(table, user_index, item_position, held, ptr, bad):
+    """Each user's head from a retriever's top-m table ``user, item[, rank]`` (rows of a user in rank order,
+    or ordered by ``rank``), as catalogue positions.
+
+    ``user_index`` / ``item_position``: functions mapping the table's ids to user indices and catalogue
+    positions (an unknown id is an error naming it). The held-out item, when the retriever lists it, is
+    not a head *candidate* (it is scored anyway) and is dropped from the user's head; an item listed twice
+    for a user, or an excluded item, is an error.
+    """
+    if not isinstance(table, pd.DataFrame) or not {"user", "item"} <= set(table.columns):
+        raise ValueError("the proxy's top-m table holds the columns user, item[, rank]")
+    extra = [c for c in table.columns if c not in ("user", "item", "rank")]
+    if extra:
+        raise ValueError(f"the proxy's top-m table holds the columns user, item[, rank]; column(s) {extra} are not "
+                         "read")
+    t = table.sort_values("rank", kind="stable") if "rank" in table.columns else table
+    u = user_index(t["user"].to_numpy())
+    it = item_position(t["item"].to_numpy())
+    keep = it != np.asarray(held)[u]
+    u, it = u[keep], it[keep]
+    key = u * (int(it.max(initial=0)) + 1) + it
+    if np.unique(key).size != key.size:
+        d = pd.Series(key).duplicated().to_numpy()
+        j = int(np.flatnonzero(d)[0])
+        raise ValueError(f"the proxy's top-m table lists item {show_value(t['item'].to_numpy()[keep][j])} twice for "
+                         f"user {show_value(t['user'].to_numpy()[keep][j])}")
+    ptr = np.asarray(ptr, dtype=np.int64)
+    seg_bad = np.repeat(np.arange(ptr.size - 1), np.diff(ptr))
+    excluded = pd.Index(seg_bad * (int(max(it.max(initial=0), np.max(bad, initial=0))) + 1) + np.asarray(bad))
+    probe = u * (int(max(it.max(initial=0), np.max(bad, initial=0))) + 1) + it
+    hit = excluded.get_indexer(probe) >= 0
+    if hit.any():
+        j = int(np.flatnonzero(hit)[0])
+        raise ValueError(f"the proxy's top-m table lists item {show_value(t['item'].to_numpy()[keep][j])} for user "
+                         f"{show_value(t['user'].to_numpy()[keep][j])}, which its history excludes")
+    order = np.argsort(u, kind="stable")
+    M = ptr.size - 1
+    counts = np.bincount(u, minlength=M)
+    return np.r_[0, np.cumsum(counts)].astype(np.int64), it[order].astype(np.int64)
+
+
+def tail_exclusions(ptr, bad, head_ptr, head_items):
+    """Each user's excluded positions, held-out item *and head*, sorted (CSR): the tail's candidates are the
+    catalogue less these (:func:`sampling_lib.nested.candidate_items` maps tail positions to items)."""
+    ptr, head_ptr = np.asarray(ptr, dtype=np.int64), np.asarray(head_ptr, dtype=np.int64)
+    M = ptr.size - 1
+    su = np.repeat(np.arange(M), np.diff(ptr))
+    hu = np.repeat(np.arange(M), np.diff(head_ptr))
+    u = np.r_[su, hu]
+    it = np.r_[np.asarray(bad, dtype=np.int64), np.asarray(head_items, dtype=np.int64)]
+    o = np.lexsort((it, u))
+    counts = np.bincount(u, minlength=M)
+    return np.r_[0, np.cumsum(counts)].astype(np.int64), it[o]
+
+
+def head_edge_ties(scores, head_ptr, head_items, ptr, bad):
+    """Users whose head's last proxy score equals the best proxy score outside it (the tie rule decided the
+    head): their number (per-item proxy scores)."""
+    v = np.asarray(scores, dtype=float)
+    head_ptr = np.asarray(head_ptr, dtype=np.int64)
+    M = head_ptr.size - 1
+    sizes = np.diff(head_ptr)
+    has = sizes > 0
+    last = np.full(M, np.inf)
+    last[has] = v[head_items[head_ptr[1:][has] - 1]]
+    # the best candidate outside the head: the next in the same order
+    nxt_p, nxt = heads_from_scores(v, ptr, bad, sizes + 1)
+    m1 = np.diff(nxt_p)
+    out = (m1 > sizes) & has
+    best_out = np.full(M, -np.inf)
+    best_out[out] = v[nxt[nxt_p[1:][out] - 1]]
+    return int(np.sum(last == best_out))
