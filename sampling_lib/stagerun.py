@@ -367,7 +367,8 @@ class StagedRun:
         # the budget is a share of full ranking's cost, sum_u N_u; plan's cost_share is per user over max N_u
         budget = None if c["max_cost"] is None else c["max_cost"] * float(N_u.mean()) / max_size
         kw = dict(M=self.M, metrics=c["metrics"], target_ratio=c["target_ratio"], max_cost=budget,
-                  scheme="hypergeometric", max_size=max_size, assurance=c["assurance"], progress=progress)
+                  scheme="hypergeometric", max_size=max_size, assurance=c["assurance"], progress=progress,
+                  ranges=False)
         ran_to = None
         if first_stage:
             designs = candidate_designs(max_size, c["n"], growths=(c["growth"],))

@@ -133,7 +133,7 @@ def candidate_designs(N, n, *, thresholds=(1, 2, 5), factors=None, fractions=(0.
 def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10", "ndcg@10"),
          target_ratio=1.3, target_halfwidth=None, confidence_level=0.95, scheme=None,
          designs=None, robust=False, max_size=None, rng=0, progress=False, sample_sizes=None,
-         max_cost=None, paired=True, first_ranks=None, assurance=0.9):
+         max_cost=None, paired=True, first_ranks=None, assurance=0.9, ranges=True):
     """Score candidate designs on a pilot and pick the cheapest that meets a target.
 
     Parameters
@@ -226,6 +226,14 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
         inside the pilot's first sampled bin, is an extrapolation) instead of
         the prediction under the default's own fit; times the assurance
         margin, as the prediction is.
+    ranges : bool, default True, keyword-only
+        Predict every design under the alternative priors too (the pilot's
+        prior refitted with the penalty divided and multiplied by
+        SENSITIVITY_FACTOR): the columns ``halfwidth_low/high`` and
+        ``ratio_high``. False skips those two fits and their predictions (two
+        thirds of the planner's time; the choice, by ``ratio`` or
+        ``halfwidth``, is the same) and leaves the columns NaN; ``robust``
+        needs them. :func:`sampling_lib.evaluate` plans without them.
     rng : keyword-only
         Draws the pilot of a ``guess``.
     paired : bool, default True, keyword-only
@@ -271,8 +279,11 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
         raise ValueError(f"sample_sizes must name the models of pilot ({list(pilots)}); got {list(sample_sizes)}")
     # 1. the priors: each model's default estimator fitted to its pilot (and its two alternative penalties)
     with stage(progress, f"plan: fit the pilot's prior ({len(pilots)} model{'s' if len(pilots) > 1 else ''})"):
+        if robust and not ranges:
+            raise ValueError("robust=True judges designs by the high end of their range: it needs ranges=True")
         fits = {m: _fit_pilot(r, N, n, M=M, guess=guess, scheme=scheme, rng=rng,
-                              sample_sizes=sample_sizes[m] if isinstance(sample_sizes, Mapping) else sample_sizes)
+                              sample_sizes=sample_sizes[m] if isinstance(sample_sizes, Mapping) else sample_sizes,
+                              ranges=ranges)
                 for m, r in pilots.items()}
     N, n, M = next(iter(fits.values()))[2:]
     # 2. the target and the candidates
@@ -307,7 +318,7 @@ def plan(pilot=None, N=None, n=None, *, M=None, guess=None, metrics=("recall@10"
     return PlanResult(table, best, prior, target)
 
 
-def _fit_pilot(pilot, N, n, *, M, guess, scheme, rng, sample_sizes):
+def _fit_pilot(pilot, N, n, *, M, guess, scheme, rng, sample_sizes, ranges=True):
     """(prior, alternative priors, N, n, M) of one model's pilot: the default estimator's log-spline fitted to
     the first-stage ranks (or the merged ranks with their ``sample_sizes``; per-user N_u when N is an array;
     a pilot drawn from ``guess`` when there is none), and its fits with the penalty divided and multiplied
@@ -334,7 +345,8 @@ def _fit_pilot(pilot, N, n, *, M, guess, scheme, rng, sample_sizes):
     M = pilot.size if M is None else check_int(M, "M", low=1)
     if sample_sizes is None and not per_user:
         prior = logspline_fit(pilot, N, n, scheme=scheme)
-        alts = [logspline_fit(pilot, N, n, scheme=scheme, penalty=p) for p in sensitivity_penalties(prior.penalty)]
+        alts = ([logspline_fit(pilot, N, n, scheme=scheme, penalty=p) for p in sensitivity_penalties(prior.penalty)]
+                if ranges else None)
         return prior, alts, N, n, M
     sizes = np.full(pilot.size, n) if sample_sizes is None else sample_sizes
     st = rank_counts(pilot, sample_sizes=sizes, n_items=N_u if per_user else np.full(pilot.size, N))
@@ -344,7 +356,8 @@ def _fit_pilot(pilot, N, n, *, M, guess, scheme, rng, sample_sizes):
                          f"{int(st.sizes.min())}")
     cells = (st.n_items, st.sizes, st.ranks, st.counts)
     prior = logspline_cells_fit(*cells, scheme=scheme)
-    alts = [logspline_cells_fit(*cells, scheme=scheme, penalty=p) for p in sensitivity_penalties(prior.penalty)]
+    alts = ([logspline_cells_fit(*cells, scheme=scheme, penalty=p) for p in sensitivity_penalties(prior.penalty)]
+            if ranges else None)
     return prior, alts, N, n, M
 
 

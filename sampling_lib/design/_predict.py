@@ -132,8 +132,11 @@ def _predict_columns(design, D, grid, prior, alternatives, parsed, M, z, scheme)
     N = int(prior.weights_grid.N)
     value, cost, hw, fhw = _predict_one(design, D, grid, prior, parsed, M, z, scheme, prior.penalty)
     # the estimator keeps its own penalty whatever prior the truth is closer to
-    others = [_predict_one(design, D, grid, a, parsed, M, z, scheme, prior.penalty)[2] for a in alternatives]
-    lo, hi = np.minimum.reduce([hw, *others]), np.maximum.reduce([hw, *others])
+    if alternatives is None:            # no range asked for (plan(..., ranges=False))
+        lo = hi = np.full(hw.shape, np.nan)
+    else:
+        others = [_predict_one(design, D, grid, a, parsed, M, z, scheme, prior.penalty)[2] for a in alternatives]
+        lo, hi = np.minimum.reduce([hw, *others]), np.maximum.reduce([hw, *others])
     with np.errstate(divide="ignore", invalid="ignore"):        # a metric constant under the prior: no ratio
         ratio, ratio_high = hw / fhw, hi / fhw
     m = len(parsed)
@@ -151,20 +154,22 @@ def _predict_one(design, D, grid, prior, parsed, M, z, scheme, penalty):
     q = g @ D
     keep = q > 1e-300
     D, q = D[:, keep], q[keep]
-    post = g[:, None] * D / q[None, :]                 # P(R-cell | d), (G, C)
-    EB = B.T @ post                                    # E[B | d], (df, C)
+    Fc, F2c = _metric_cells(parsed, grid)              # (G, m)
+    df = B.shape[1]
+    # E[B | d] and phi(d) = E[F | d] in one product: (B g; F g)' D / q (no (G, C) posterior is formed)
+    both = (np.concatenate([B, Fc], axis=1) * g[:, None]).T @ D / q[None, :]
+    EB, phi = both[:df], both[df:]                     # (df, C), (m, C)
     s = EB - (B.T @ g)[:, None]
     info = (s * q) @ s.T                               # per-user information
-    Fc, F2c = _metric_cells(parsed, grid)              # (G, m)
-    phi = Fc.T @ post                                  # (m, C)
     A = (g[:, None] * Fc).T @ B - (phi * q) @ EB.T     # (m, df)
     # below resolution the default's interval is the union of the intervals at its penalty and at
     # the alternatives (penalty divided and multiplied by SENSITIVITY_FACTOR), each centred on its
     # own estimate: T_k ~ T + A (beta_k - beta) with the penalized fit's shift beta_k - beta =
-    # -(M I + k Pen)^{-1} k Pen beta, and Var_k as above; the union's width is predicted
+    # -(M I + k Pen)^{-1} k Pen beta, and Var_k as above; the union's width is predicted. A design that
+    # resolves every metric gets the default's own interval (the fitted penalty alone)
     below = np.array([K for _, _, K in parsed]) < resolution_width(design, N)
     hi = lo = None
-    for factor in (1.0 / SENSITIVITY_FACTOR, 1.0, SENSITIVITY_FACTOR):
+    for factor in (1.0 / SENSITIVITY_FACTOR, 1.0, SENSITIVITY_FACTOR) if below.any() else (1.0,):
         Pk = factor * P
         L = np.linalg.solve((info + Pk / M).T, A.T).T    # A (I + Pen/M)^{-1}
         IF = phi + L @ s
