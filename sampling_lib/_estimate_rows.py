@@ -186,7 +186,7 @@ def _metric_head(parsed, N):
     Every metric of :data:`sampling_lib.metrics.METRICS` is a top-K metric,
     F(R) = 0 for R > K (metrics module docstring), so ranks beyond the
     largest cutoff contribute nothing to ``w @ F`` and the estimate needs only
-    ``w[:H] @ F[:H]``: nothing of length N is formed here (issue 18). With
+    ``w[:H] @ F[:H]``: nothing of length N is formed here. With
     ``_METRIC_HEAD = False`` the matrix covers every rank 1..N (reference path).
     """
     H = N if not _METRIC_HEAD else min(N, max(K for _, _, K in parsed))
@@ -385,7 +385,7 @@ def _full_halfwidth_of_fit(fit, M, confidence_level=0.95):
     References
     ----------
     TORS24 eq 46 (the users a margin e needs: e = z sqrt(p (1 - p) / M), full ranking's half-width for Recall);
-    issue 29 (the precision ratio).
+    README, "Resolving a metric below resolution" (the precision ratio).
     """
     from .estimators import weights_head
     from .inference import z_critical

@@ -226,7 +226,7 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
         They are point bounds: the range of the metric over rankings
         compatible with the *fitted* distribution of popularity mass, with
         no sampling uncertainty, so on a finite sample the truth can fall
-        outside them (issue 26: 13 of 54 on unseen data); NaN otherwise), ``below_resolution`` (K < w, the metric lies inside
+        outside them (13 of 54 on unseen data, benchmarks/README.md); NaN otherwise), ``below_resolution`` (K < w, the metric lies inside
         the first sampled bin and is an extrapolation; w = (N - 1)/(n - 1)
         with the largest N_u and smallest n_u, see Notes), ``clipped``
         (the estimator's value fell outside the metric's range and was
@@ -254,7 +254,7 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
     penalty, and with the penalty divided and multiplied by 10 -- priors the
     sampled ranks cannot tell apart there. A resolved metric (K >= w, or some
     users ranked in full) gets the default's own percentile interval: the
-    data identify it, and the union only widened it (issue 29: a ladder
+    data identify it, and the union only widened it (benchmarks/README.md, two-stage designs: a ladder
     designs resolving Recall@10 on MovieLens 100K gave intervals 1.12-1.23x
     full ranking's with the union, 0.99-1.02x without, both covering in
     every draw; single-stage resolved metrics, Recall and NDCG at K = 20
@@ -324,7 +324,7 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
     batched Newton iteration warm-started at the full-sample prior.
 
     **Choice of the default** ("logspline"). Measured on real rank
-    distributions, and tuned by leave-one-dataset-out (issues 13, 28;
+    distributions, and tuned by leave-one-dataset-out (
     ``benchmarks/bench_accuracy.py``, tables in ``benchmarks/README.md``,
     "Accuracy on real rank distributions"; notebook 10 a lighter version):
     29 recommender populations (popularity, item-KNN with 10 / all

@@ -620,7 +620,7 @@ def _draw_items(users, N, counts, bad, replace, rng, short):
 
 
 # ---------------------------------------------------------------------------
-# later stages of a nested design, with real negatives (issue 29)
+# later stages of a nested design, with real negatives
 # ---------------------------------------------------------------------------
 def next_stage_sizes(sampled_ranks, sample_sizes, design, *, N=None, rng=None):
     """Each user's set size after the next stage of a nested design, decided from the ranks so far.

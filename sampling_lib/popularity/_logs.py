@@ -119,7 +119,7 @@ def canonical_order(log):
     The bootstrap of the popularity estimators resamples users, and the same
     seed draws the same multinomial weights for user positions 0..M-1; with
     users in input order, the interval moved when the rows of a scores table
-    were shuffled (issue 26). Users are sorted by id when the log has ids,
+    were shuffled. Users are sorted by id when the log has ids,
     then by their data (X_u, n_u, N_u and sums over their logged draws), so
     that a permutation of the users gives the same log and the same interval.
     The draws follow their users, in their logged order.

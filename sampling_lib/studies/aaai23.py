@@ -1,4 +1,4 @@
-"""The AAAI23 protocol: relative errors of Recall / NDCG / AP@1..50 and "pick the winner" (issue 28).
+"""The AAAI23 protocol: relative errors of Recall / NDCG / AP@1..50 and "pick the winner".
 
 Li, Jin, Liu, Ren, Gao, Liu, "Towards Reliable Item Sampling for Recommendation
 Evaluation", AAAI 2023 (AAAI23), as its code does it

@@ -53,7 +53,7 @@ def stretch_ranks(global_ranks, N0, N, *, bandwidth=0.0, rng=None):
     c = log N / log N0 (rank 1 to 1..2^c - 1, ...), so the power-law head of a
     real model's rank distribution keeps its slope in log R and 1..N0 covers 1..N.
     A stand-in for real rank distributions of catalogues of 10^5-10^6 items
-    (issue 29's benchmark).
+    (the two-stage designs' benchmark, ``benchmarks/bench_design.py``).
 
     ``bandwidth`` > 0 first draws each user's log-rank from a Gaussian kernel density
     estimate around their own (log(R + U) + bandwidth Z, U uniform, reflected at 0 and

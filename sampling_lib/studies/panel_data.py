@@ -1,6 +1,6 @@
 """The real-data panel's data sets: where they are, how they are read, which models rank them.
 
-The panel of notebook 10 and ``benchmarks/bench_accuracy.py`` (issue 28) is four
+The panel of notebook 10 and ``benchmarks/bench_accuracy.py`` is four
 public data sets, read from a folder outside the repository (``shared_data``,
 never copied into it):
 

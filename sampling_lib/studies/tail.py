@@ -1,4 +1,4 @@
-"""A candidate for score-table input: empirical Bayes on the negatives' score tail (issue 28, item 4).
+"""A candidate for score-table input: empirical Bayes on the negatives' score tail.
 
 Inside the first sampled bin the sampled rank says only "above every negative";
 how far the held-out item's score lies above the negatives' scores says more.

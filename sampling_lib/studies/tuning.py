@@ -1,4 +1,4 @@
-"""Leave-one-dataset-out: the default's tuning chosen on data sets the choice never saw (issue 28).
+"""Leave-one-dataset-out: the default's tuning chosen on data sets the choice never saw.
 
 The default estimator (``logspline``) has three tuning choices: the penalty
 (``DEFAULT_PENALTY``), the spline basis (``DEFAULT_KNOT_SPACING``, knots equally
