@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 LOCK   := requirements-lock.txt
 
-.PHONY: setup reports test smoke bench clean lock test-latest strip git-filter
+.PHONY: setup reports test test-slow smoke bench clean lock test-latest strip git-filter
 
 # Notebooks are committed without outputs (tests/test_notebooks.py). JupyterLab writes outputs, execution
 # counts and its kernel's metadata into notebooks/: `make strip` takes them out again (nbstripout; cell ids
@@ -55,6 +55,10 @@ reports: $(STAMP)
 # Tests: unit, property, doctests and every notebook with its smoke parameters.
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# The quick suite and the tests marked slow (kept out of make test to keep it under 4 minutes on 2 cores).
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest --runslow
 
 # On demand (not in every CI run): the suite in a fresh venv with the newest versions pyproject allows.
 test-latest: $(STAMP)

@@ -30,6 +30,13 @@ from xdist.scheduler import LoadScopeScheduling
 
 #: (node id prefix, estimated seconds per matching test); the first matching prefix wins.
 SLOW = [
+    ("tests/test_evaluate.py::", 2.0),
+    ("tests/test_cli_design.py::test_the_file_route", 12.0),
+    ("tests/test_cli_design.py::test_ncf_requests", 8.0),
+    ("tests/test_cli_design.py::", 3.0),
+    ("tests/test_ncf_short_sets.py::", 8.0),
+    ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[12", 20.0),
+    ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[13", 15.0),
     ("tests/test_runner_signals.py::", 10.5),
     ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[03", 13.5),
     ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[08", 14.0),
@@ -78,6 +85,9 @@ GROUPS = {
         "tests/test_reporting.py::test_lock_is_released_after_the_run",
     ),
     "wheel": ("tests/test_install.py::",),
+    # module fixtures: one evaluation, one NCF-like folder
+    "evaluate module": ("tests/test_evaluate.py::",),
+    "ncf short sets": ("tests/test_ncf_short_sets.py::",),
     # the same-seed test reuses notebook 01's smoke run when both run in the same worker
     "notebook 01": (
         "tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[01",

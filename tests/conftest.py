@@ -35,6 +35,22 @@ def ml100k_path():
     return ML100K
 
 
+def pytest_addoption(parser):
+    parser.addoption("--runslow", action="store_true", default=False,
+                     help="also run the tests marked slow (make test-slow): assertions kept out of the quick suite")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``slow`` are skipped unless ``--runslow``: the quick suite (``make test``) stays under 4
+    minutes on 2 cores, and every assertion stays runnable (``make test-slow``)."""
+    if config.getoption("--runslow"):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --runslow (make test-slow)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """``-n N`` with the default ``--dist load``: longest tests first, shared fixtures kept together

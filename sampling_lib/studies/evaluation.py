@@ -102,6 +102,8 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
         ``pairs_counted`` (by :class:`PairCounter`, per model), ``pairs_reported`` (``result.cost``),
         ``repeats`` (pairs asked twice), ``cost_share`` (pairs counted / sum of N_u),
         ``predicted_share`` (the last plan's prediction), ``first_predicted_share`` (the first plan's),
+        ``hand_first_plan_share`` (the predicted cost of the design the hand-driven route's ``plan`` would
+        choose on the same first stage: N = the median N_u, sets capped at the smallest N_u),
         ``stages``, ``calls``, ``seconds`` (the whole call) and ``scoring_seconds`` (inside the scorers).
 
     Examples
@@ -138,6 +140,7 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
                        max_cost=max_cost, n_boot=n_boot, seed=seed + k, progress=progress)
         seconds = time.perf_counter() - t0
         cost = res.cost.iloc[0]
+        hand = _hand_driven_share(res, n, metrics, target_ratio, max_cost, N_u)
         for m, c in counters.items():
             t = res.table[res.table.model == m].set_index("metric")
             for j, (name, _, _) in enumerate(parsed):
@@ -153,9 +156,34 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
                     "pairs_reported": int(cost.pairs_per_model), "repeats": c.repeats(),
                     "cost_share": c.pairs / float(N_u.sum()), "predicted_share": cost.predicted_share,
                     "first_predicted_share": cost.first_plan_items_per_user * M / float(N_u.sum()),
+                    "hand_first_plan_share": hand,
                     "stages": int(cost.stages), "calls": c.calls, "seconds": seconds,
                     "scoring_seconds": sum(x.seconds for x in counters.values())})
     return pd.DataFrame(rows)
+
+
+def _hand_driven_share(res, n, metrics, target_ratio, max_cost, N_u):
+    """The cost share of the design the hand-driven route (README, "Stage by stage with real files") would
+    choose on the same first stage: ``plan`` on the first-stage ranks with N = the median N_u and sets
+    capped at the smallest N_u, as ``sampling-lib plan`` on a ranks file with an n_items column does
+    (items per user over the mean N_u)."""
+    from ..design import plan
+
+    r = res.ranks
+    pilots = {m: g.sort_values("user").first_rank.to_numpy() for m, g in r.groupby("model", sort=False)}
+    users = r[r.model == r.model.iloc[0]].sort_values("user")
+    keep = users.sample_size.to_numpy() >= n              # users ranked in full at stage 1 are left out
+    pilots = {m: v[keep] for m, v in pilots.items()}
+    Nmed, Nmin = int(np.median(users.n_items)), int(users.n_items.min())
+    kw = {"target_ratio": 1.3 if target_ratio is None else target_ratio}
+    if max_cost is not None:
+        kw = {"target_ratio": 1.0 if target_ratio is None else target_ratio,
+              "max_cost": max_cost * float(np.mean(N_u)) / Nmed}
+    out = plan(pilots, Nmed, n, M=len(users), metrics=metrics, scheme="hypergeometric", max_size=Nmin,
+               ranges=False, **kw)
+    per = out.designs().set_index("design")
+    name = out.best.describe() if out.best is not None else per.ratio.idxmin()
+    return float(per.loc[name, "cost"]) / float(np.mean(N_u))
 
 
 def evaluation_summary(table):
@@ -166,6 +194,8 @@ def evaluation_summary(table):
                 estimated_ratio=("estimated_ratio", "mean"), coverage=("covered", "mean"),
                 rel_error=("rel_error", "mean"), cost_share=("cost_share", "mean"),
                 predicted_share=("predicted_share", "mean"), repeats=("repeats", "max"),
+                first_plan_share=("first_predicted_share", "mean"),
+                hand_first_plan_share=("hand_first_plan_share", "mean"),
                 counted_is_reported=("pairs_counted", lambda s: bool(
                     (s == table.loc[s.index, "pairs_reported"]).all()))).reset_index()
     out["cost_over_predicted"] = out.cost_share / out.predicted_share
