@@ -681,7 +681,7 @@ def test_estimate_draws_on_coarse_cells_only_within_the_share_bound(monkeypatch)
     the intervals from coarse and from exact draws agree within the Monte Carlo error of two
     independent 400-replicate bootstraps; a share bound below the fit's share gives exact draws."""
     from sampling_lib.estimators import _logspline_boot as LB
-    from sampling_lib import correct as C
+    from sampling_lib import _estimate_rows as C
     rng = np.random.default_rng(17)
     M, n = 20000, 50
     Nu = rng.integers(300, 1500, M)

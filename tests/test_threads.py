@@ -24,12 +24,13 @@ from threadpoolctl import threadpool_info
 import sampling_lib.cli as cli
 import sampling_lib.cli._estimate as cli_estimate
 import sampling_lib.correct as C
+import sampling_lib._estimate_rows as ER
 
 def blas_threads():
     return max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
 
 seen = {"estimate": [], "compare": [], "cli": []}
-fit, load = C._fit, cli_estimate.load_ranks
+fit, load = ER._fit, cli_estimate.load_ranks
 where = ["estimate"]
 def spy_fit(*a, **k):
     seen[where[0]].append(blas_threads())
@@ -37,7 +38,7 @@ def spy_fit(*a, **k):
 def spy_load(*a, **k):
     seen["cli"].append(blas_threads())
     return load(*a, **k)
-C._fit, cli_estimate.load_ranks = spy_fit, spy_load
+ER._fit, C._fit, cli_estimate.load_ranks = spy_fit, spy_fit, spy_load
 before = blas_threads()
 r = np.arange(1, 21).repeat(5)
 C.estimate(r, 200, 20, n_boot=0)
