@@ -20,7 +20,16 @@ Cases (side by side in one process, best of 3 where cheap):
 4. ``--method bv`` and ``mn`` with per-user N (fitted per group of N_u: 20,000 users, about 2,300
    groups) against one N, 1,000 replicates.
 
-Usage: .venv/bin/python benchmarks/bench_peruser.py [--quick] [--cases 1,2,3,4]
+5. (est-speed goal 2) The issue's NCF ml-1m case without its file: a stand-in of 6,040 users, N = 3,706,
+   N_u = N - h_u shaped like ml-1m's rating counts (2,295 distinct N_u), n = 100 without replacement,
+   3 models, 6 metrics, 1,000 replicates: every registered method, per-user N against one N; the default
+   on 2 models x 2,000 users, per-user N against one N.
+
+6. (est-speed goal 1) The default on merged multi-stage ranks: N = 10^5, a ladder 100 -> 19,200 sharing
+   negatives, 3 models x 20,000 and x 10^5 users (thousands of (n, r) cells per model), 1,000 replicates;
+   the corrected one-step replicates against exact refits.
+
+Usage: .venv/bin/python benchmarks/bench_peruser.py [--quick] [--cases 1,2,3,4,5,6] [--methods mle,bv]
 """
 from __future__ import annotations
 
@@ -68,7 +77,8 @@ def histories(M, rng):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer replicates and a smaller case 2")
-    ap.add_argument("--cases", default="1,2,3,4", help="which cases to run (comma-separated)")
+    ap.add_argument("--cases", default="1,2,3,4,5,6", help="which cases to run (comma-separated)")
+    ap.add_argument("--methods", default=None, help="case 5: the methods to time (comma-separated; default all)")
     args = ap.parse_args()
     cases = set(args.cases.split(","))
     rng = np.random.default_rng(2024)
@@ -82,6 +92,10 @@ def main():
         case3(rng, args.quick)
     if "4" in cases:
         case4(np.random.default_rng(4), args.quick)
+    if "5" in cases:
+        case5(args.quick, args.methods)
+    if "6" in cases:
+        case6(args.quick)
 
 
 def case1(rng, n, quick):
@@ -232,6 +246,151 @@ def case3(rng, quick):
         print(f"replicates, penalty {pen:g}: max |one-step - exact| {np.max(np.abs(one - exact) / sd):.3f} SD, "
               f"corrected {np.max(np.abs(cor - exact) / sd):.3f} SD (percentile ends "
               f"{np.max(np.abs(ends) / sd):.3f} SD); {ta:.2f} s against {tb:.2f} s for exact refits")
+
+
+def ml1m_like(rng, M=6040, N=3706):
+    """An NCF ml-1m stand-in: N_u = N - h_u with h_u shaped like MovieLens-1M's per-user rating counts.
+
+    The issue's figures: min 20, median ~96, max ~2,300 ratings, about 2,300 distinct N_u among
+    6,040 users. Half the users have 20..96 ratings (log-uniform: at most 77 distinct values), so
+    ~2,300 distinct values need nearly every count of 97..2,314 once among the other half; the rest
+    of that half are log-uniform in 97..2,314 (the heavy tail's bulk near its start). Real ml-1m
+    counts have a heavier tail and fewer distinct values (the per-user cost grows with the distinct
+    N_u, so this is the harder case)."""
+    lo = np.floor(np.exp(rng.uniform(np.log(20), np.log(97), M // 2))).astype(np.int64)
+    every = np.arange(97, 2315)
+    rest = np.floor(np.exp(rng.uniform(np.log(97), np.log(2315), M - lo.size - every.size))).astype(np.int64)
+    h = rng.permutation(np.r_[lo, every, rest])
+    return N - h
+
+
+def power_law_ranks(rng, Nu, a):
+    """Global ranks R_u in 1..N_u from P(R) proportional to R^-a (continuous inverse CDF, truncated at N_u)."""
+    u = rng.uniform(size=Nu.size)
+    if a == 1.0:                                   # log-uniform
+        return np.minimum(Nu, np.floor(np.exp(u * np.log(Nu + 1.0)))).astype(np.int64)
+    top = (Nu + 1.0) ** (1.0 - a)
+    return np.minimum(Nu, np.floor((1.0 + u * (top - 1.0)) ** (1.0 / (1.0 - a)))).astype(np.int64)
+
+
+ML1M_METRICS = ["recall@5", "recall@10", "recall@20", "ndcg@5", "ndcg@10", "ndcg@20"]
+
+
+def ml1m_case_data(seed=5):
+    """The case-5 population: 6,040 users, N = 3,706, N_u = N - h_u (ml1m_like), n = 100 without
+    replacement, 3 models with power-law global ranks (exponents 0.8, 0.9, 1.1)."""
+    rng = np.random.default_rng(seed)
+    Nu = ml1m_like(rng)
+    Rs = {m: power_law_ranks(rng, Nu, a) for m, a in zip("abc", (0.8, 0.9, 1.1))}
+    rs = {m: sample_ranks(R, Nu, 100, scheme="hypergeometric", rng=seed + k) for k, (m, R) in enumerate(Rs.items())}
+    return Nu, Rs, rs
+
+
+def case5(quick, methods=None):
+    """est-speed goal 2 (the issue's NCF ml-1m case): every registered method on 6,040 users x 3 models,
+    6 metrics, 1,000 replicates, per-user N_u (ml1m_like) against one N; and the default with per-user N
+    against one N on 2 models x 2,000 users."""
+    from sampling_lib.estimators import METHODS
+    Nu, _, rs = ml1m_case_data()
+    B = 100 if quick else 1000
+    print(f"== case 5: ml-1m stand-in, M = {Nu.size:,}, N = 3,706, N_u {Nu.min()}..{Nu.max()} "
+          f"({np.unique(Nu).size} distinct, median history {int(np.median(3706 - Nu))}), n = 100 "
+          f"(hypergeometric), 3 models, {len(ML1M_METRICS)} metrics, {B:,} replicates ==")
+    estimate(rs["a"][:500], Nu[:500], 100, ["recall@10"], n_boot=20, rng=0, scheme="hypergeometric")
+    for meth in (METHODS if methods is None else methods.split(",")):
+        row = [meth]
+        for items, label in ((Nu, "per-user N"), (3706, "one N")):
+            t = time.perf_counter()
+            try:
+                for r in rs.values():
+                    estimate(r, items, 100, ML1M_METRICS, method=meth, n_boot=B, rng=0, scheme="hypergeometric")
+                row.append(f"{label} {time.perf_counter() - t:.1f} s")
+            except (ValueError, MemoryError) as exc:
+                row.append(f"{label}: refused ({type(exc).__name__}: {str(exc)[:80]})")
+        print(" | ".join(row), flush=True)
+    # the default's per-user cost against one N (the issue: 2 models x 2,000 users, 12.1 s against 4.7 s)
+    sub = np.arange(2000)
+    runs = {}
+    for items, label in ((Nu[sub], "per-user N"), (3706, "one N")):
+        runs[label], _ = best_of(lambda: [estimate(rs[m][sub], items, 100, ML1M_METRICS, n_boot=1000, rng=0,
+                                                   scheme="hypergeometric") for m in "ab"], 2)
+    print(f"default, 2 models x 2,000 users: per-user N {runs['per-user N']:.2f} s, one N {runs['one N']:.2f} s, "
+          f"ratio {runs['per-user N'] / runs['one N']:.2f} (goal: within 2x)")
+
+
+LADDER = np.array([100, 200, 400, 800, 1600, 3200, 6400, 12800, 19200])
+#: a user ranked below the top of its set goes on to the next rung with this chance (at rank 1 always)
+LADDER_GO_ON = 0.75
+
+
+def ladder_case_data(M, seed=6, N=100_000):
+    """Merged ranks of a nested design at N = 10^5: 3 models sharing negatives, power-law global ranks
+    (exponents 0.9, 0.8, 1.0), sets growing along the ladder 100 -> 19,200 (the new items drawn without
+    replacement from those not yet in the set): a user at sampled rank 1 always goes on, any other with
+    chance LADDER_GO_ON (a rule on the observed ranks and independent coins: ignorable, the kernel at the
+    final (n_u, r_u) is the likelihood). About a sixth of the users stop at 100 and a third reach 19,200,
+    as in the merged ranks of the brief's three-model evaluation. Returns {model: (sampled ranks, sizes)}."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for m, a in zip("abc", (0.9, 0.8, 1.0)):
+        R = power_law_ranks(rng, np.full(M, N), a)
+        above = rng.hypergeometric(R - 1, N - R, LADDER[0] - 1)          # sampled items ranked above
+        size = np.full(M, LADDER[0])
+        live = np.ones(M, dtype=bool)
+        for nxt in LADDER[1:]:
+            live &= (above == 0) | (rng.uniform(size=M) < LADDER_GO_ON)
+            j = np.flatnonzero(live)
+            good = R[j] - 1 - above[j]
+            bad = (N - R[j]) - (size[j] - 1 - above[j])
+            above[j] += rng.hypergeometric(good, bad, nxt - size[j])
+            size[j] = nxt
+        out[m] = (above + 1, size)
+    return out
+
+
+def case6(quick):
+    """est-speed goal 1: the default on merged multi-stage ranks (one N = 10^5, a ladder 100 -> 19,200):
+    3 models x 20,000 users in under 10 s, 3 x 10^5 in under 30 s, 1,000 replicates."""
+    from sampling_lib.counts import cells
+    from sampling_lib.estimators import _logspline as L
+    from sampling_lib.estimators import _logspline_boot as LB
+    N = 100_000
+    for M in ((20_000,) if quick else (20_000, 100_000)):
+        data = ladder_case_data(M)
+        ncells = [np.unique(np.stack([r, s_]), axis=1).shape[1] for r, s_ in data.values()]
+        print(f"== case 6: N = {N:,}, {M:,} users x 3 models, ladder {LADDER[0]} -> {LADDER[-1]:,} "
+              f"(hypergeometric), cells per model {ncells}, recall@10 and ndcg@10, 1,000 replicates ==")
+        estimate(data["a"][0][:2000], N, None, ["recall@10"], sample_sizes=data["a"][1][:2000], n_boot=20, rng=0,
+                 scheme="hypergeometric")                       # one-time imports
+        L._CELLS_CACHE.clear()
+        t, tabs = best_of(lambda: [estimate(r, N, None, ["recall@10", "ndcg@10"], sample_sizes=s_, n_boot=1000,
+                                            rng=0, scheme="hypergeometric") for r, s_ in data.values()], 1)
+        print(f"3 models: {t:.1f} s (goal: under {10 if M == 20_000 else 30} s); recall@10 "
+              + ", ".join(f"{x.estimate.iloc[0]:.4f} [{x.ci_low.iloc[0]:.4f}, {x.ci_high.iloc[0]:.4f}]"
+                          for x in tabs))
+    # the replicates of one model (20,000 users), same draws (200), against exact refits, per prior
+    r, s_ = ladder_case_data(20_000)["b"]
+    st = cells(r, s_, np.full(r.size, N))
+    Cb = np.random.default_rng(1).multinomial(st.M, st.counts / st.M, 200).astype(float)
+    F = np.c_[np.ones(10), 1 / np.log2(1 + np.arange(1, 11))]
+    for pen in (L.DEFAULT_PENALTY / 10, L.DEFAULT_PENALTY, L.DEFAULT_PENALTY * 10):
+        L._CELLS_CACHE.clear()
+        LB._ONE_STEP_CACHE.clear()
+        _, (beta, grid, K, sur, beta_s) = L.counts_fit_state(st.n_items, st.sizes, st.ranks, st.counts,
+                                                             scheme="hypergeometric", penalty=pen)
+        P = L.penalty_matrix(grid.B.shape[1], pen)
+        _, one, _ = LB.one_step_replicates(Cb, st.counts, K, grid, P, beta, F)
+        kw = dict(scheme="hypergeometric", penalty=pen, setup=(grid, K, sur, beta_s))
+        ta = time.perf_counter()
+        cor = LB.logspline_cells_replicates(Cb, st.n_items, st.sizes, st.ranks, beta, F, counts=st.counts, **kw)
+        ta = time.perf_counter() - ta
+        tb = time.perf_counter()
+        exact = LB.logspline_cells_replicates(Cb, st.n_items, st.sizes, st.ranks, beta, F, **kw)
+        tb = time.perf_counter() - tb
+        sd = exact.std(axis=0)
+        print(f"replicates, penalty {pen:g} ({st.counts.size:,} cells, surrogate {sur.K.shape[1]} columns on "
+              f"{sur.K.shape[0]} grid points): max |one-step - exact| {np.max(np.abs(one - exact) / sd):.3f} SD, "
+              f"corrected {np.max(np.abs(cor - exact) / sd):.4f} SD; {ta:.2f} s against {tb:.2f} s for exact refits")
 
 
 def case4(rng, quick):

@@ -771,15 +771,39 @@ def _binned_columns(R, N, n, b, scheme):
     summed over the bin's sampled ranks (:func:`sampling_lib.kernels.kernel_bin_masses`: for the
     hypergeometric kernel only the terms within a Bernstein bound of the mean, O(len(R) sqrt(n))
     per distinct (N, n) whatever the bins' widths); 0 where R > N."""
-    lo, hi = _sampled_rank_bin_edges(b, n)
     R = np.asarray(R, dtype=np.int64)
     out = np.zeros((R.size, b.size))
     pairs, inv = np.unique(np.stack([N, n]), axis=1, return_inverse=True)
     inv = inv.ravel()
+    digest = hashlib.sha1(R.tobytes()).hexdigest()
     for k in range(pairs.shape[1]):
         Nk, nk = int(pairs[0, k]), int(pairs[1, k])
-        rows, sel = np.flatnonzero(R <= Nk), np.flatnonzero(inv == k)
-        out[np.ix_(rows, sel)] = kernel_bin_masses(Nk, nk, R[rows], lo[sel], hi[sel], scheme)
+        sel = np.flatnonzero(inv == k)
+        out[:, sel] = _all_bin_columns(digest, Nk, nk, scheme, R)[:, b[sel] - SURROGATE_EXACT_SAMPLED_RANKS - 1]
+    return out
+
+
+_BIN_COLUMNS = {}
+
+
+def _all_bin_columns(digest, N, n, scheme, R):
+    """:func:`_binned_columns` of every rank bin of one (N, n) on the grid ranks R (digest: of R), read-only
+    and kept for the 64 most recent (N, n): the models of an evaluation share N and their set sizes, so
+    their surrogates share these columns."""
+    key = (digest, N, n, scheme)
+    if key in _BIN_COLUMNS:
+        return _BIN_COLUMNS[key]
+    last = int(_sampled_rank_bins(n))
+    b = np.arange(SURROGATE_EXACT_SAMPLED_RANKS + 1, last + 1)
+    lo, hi = _sampled_rank_bin_edges(b, n)
+    out = np.zeros((R.size, b.size))
+    rows = np.flatnonzero(R <= N)
+    ok = lo <= hi                              # (an empty bin of the log-bins' rounding gets 0)
+    out[np.ix_(rows, np.flatnonzero(ok))] = kernel_bin_masses(N, n, R[rows], lo[ok], hi[ok], scheme)
+    out.setflags(write=False)
+    if len(_BIN_COLUMNS) >= 64:
+        _BIN_COLUMNS.pop(next(iter(_BIN_COLUMNS)))
+    _BIN_COLUMNS[key] = out
     return out
 
 

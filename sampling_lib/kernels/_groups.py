@@ -99,9 +99,14 @@ def n_items_tv_bound(n_items, representative, n, scheme="binomial"):
         loga = np.zeros(Nu.shape)
         flat_d, flat_b, flat_m = d.ravel(), Nb.ravel().astype(float), m.ravel()
         out = loga.ravel()
-        for j in np.flatnonzero(flat_d > 0):
-            i = np.arange(int(flat_m[j]), dtype=float)
-            out[j] = np.sum(np.log1p(-flat_d[j] / (flat_b[j] - 1.0 - i)))
+        # sum_{i < m} log1p(-d / (N_b - 1 - i)) per entry, entries of equal m together (rows of a block)
+        for mj in np.unique(flat_m[flat_d > 0]):
+            js = np.flatnonzero((flat_d > 0) & (flat_m == mj))
+            i = np.arange(int(mj), dtype=float)
+            step = max(1, (1 << 20) // max(1, i.size))
+            for a in range(0, js.size, step):
+                j = js[a:a + step]
+                out[j] = np.sum(np.log1p(-flat_d[j, None] / (flat_b[j, None] - 1.0 - i[None, :])), axis=1)
         loga = out.reshape(Nu.shape)
     return -np.expm1(loga)
 
@@ -149,9 +154,16 @@ def n_items_bins(n_items, n, tol=DEFAULT_N_ITEMS_TOL, scheme="binomial"):
         sel = nn == s
         vals = np.unique(Nu[sel])[::-1]          # descending
         rv = np.empty_like(vals)
+        # a count whose next smaller one is beyond tol from it starts and ends its own bin (the bound
+        # grows with N_b - N_u): these are found at once (per-user N of ml-1m's range at tol 1e-4: all)
+        alone = np.r_[n_items_tv_bound(vals[1:], vals[:-1], s, scheme) > tol, True]
         i = 0
         while i < vals.size:
             b = vals[i]
+            if alone[i]:
+                rv[i] = b
+                i += 1
+                continue
             lo, hi = i, vals.size - 1           # largest j with bound(vals[j], b) <= tol
             while lo < hi:
                 mid = (lo + hi + 1) // 2

@@ -20,6 +20,7 @@ __all__ = [
     "kernel_columns",
     "kernel_entries",
     "hypergeom_entries",
+    "hypergeom_rows",
     "kernel_bin_masses",
     "kernel_windows",
     "window_pmf",
@@ -126,7 +127,53 @@ def _dense(N, n, scheme):
     step = max(1, BLOCK_ELEMS // n)
     for start in range(0, N, step):
         R = np.arange(start + 1, min(N, start + step) + 1)
-        out[start : start + R.size] = np.exp(log_kernel_rows(N, n, R, scheme))
+        if scheme == "hypergeometric":
+            out[start : start + R.size] = hypergeom_rows(N, n, R)
+        else:
+            out[start : start + R.size] = np.exp(log_kernel_rows(N, n, R, scheme))
+    return out
+
+
+def hypergeom_rows(N, n, R):
+    """P(r | R) without replacement for r = 1..n, rows R: the products of successive ratios from each
+    row's mode, normalised.
+
+    The same recurrence as :func:`log_kernel_rows` (P(x + 1) / P(x) = (G - x)(d - x) / ((x + 1)(B -
+    d + x + 1)), G = R - 1, B = N - R, d = n - 1, X = r - 1), in linear space: from the mode
+    m = floor((d + 1)(G + 1) / (N + 1)) the ratios are multiplied outwards (cumulative products of
+    factors <= 1 on either side, so nothing overflows and terms below the double range are 0), and
+    each row is divided by its sum. Relative error O(n eps), as the log form, without its four
+    logarithms per entry and log-sum-exp (the dense kernel of N = 3,706, n = 100 in 4 ms instead
+    of 50 ms; per-user N_u builds one per distinct N_u).
+
+    Examples
+    --------
+    >>> bool(np.allclose(hypergeom_rows(40, 6, [1, 17, 40]), np.exp(log_kernel_rows(40, 6, [1, 17, 40], "hypergeometric"))))
+    True
+    """
+    R = np.asarray(R, dtype=np.int64)
+    d = n - 1
+    out = np.empty((R.size, n))
+    x = np.arange(n - 1, dtype=float)[None, :]            # the ratio from x to x + 1
+    dx, x1 = d - x, x + 1.0
+    step = max(1, (1 << 14) // n)                         # rows per block: temporaries stay in cache
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for a in range(0, R.size, step):
+            G = (R[a:a + step] - 1).astype(float)[:, None]
+            B = N - 1.0 - G
+            m = np.clip(np.floor((d + 1.0) * (G + 1.0) / (N + 1.0)), np.maximum(0.0, d - B), np.minimum(d, G))
+            num = (G - x) * dx
+            den = x1 * (B - d + x1)
+            above = x >= m
+            # x > m: prod_{j = m}^{x - 1} ratio_j; the ratio is 0 at x = min(d, G) (the support's end),
+            # so every product beyond vanishes
+            o = out[a:a + step]
+            np.cumprod(np.where(above, num / den, 1.0), axis=1, out=o[:, 1:])
+            o[:, 0] = 1.0
+            # x < m: prod_{j = x}^{m - 1} 1 / ratio_j; 1 / ratio is 0 at x = d - B - 1 (below the support)
+            rev = np.cumprod(np.where(above, 1.0, den / num)[:, ::-1], axis=1)[:, ::-1]
+            np.copyto(o[:, :-1], rev, where=~above)
+            o /= o.sum(axis=1, keepdims=True)
     return out
 
 
@@ -195,10 +242,12 @@ def kernel_columns(N, n, ranks, scheme="binomial", *, cache=True):
     scheme : {"binomial", "hypergeometric"}
     cache : bool, default True, keyword-only
         ``False`` never builds (nor caches) the dense kernel: the binomial
-        columns are computed directly, the hypergeometric ones from full rows
-        in blocks. Use it for many different N (per-user item counts), where
-        the small cache would only churn. Both ways give the same numbers (the
-        same element-wise formula).
+        columns are computed directly (the same element-wise formula, the same
+        numbers), the hypergeometric ones from the table of log k!
+        (:func:`hypergeom_entries`, within 5e-9 relative of the rows for N <=
+        :data:`LOG_FACTORIAL_MAX`) or, for larger N, from full rows in blocks.
+        Use it for many different N (per-user item counts), where the small
+        cache would only churn.
 
     Examples
     --------
@@ -222,6 +271,10 @@ def kernel_columns(N, n, ranks, scheme="binomial", *, cache=True):
             R = np.arange(start + 1, min(N, start + step) + 1, dtype=float)[:, None]
             out[start : start + R.size] = np.exp(_log_binomial(n, x, (R - 1.0) / (N - 1.0)))
         return out
+    if N <= LOG_FACTORIAL_MAX:
+        # the requested columns only, from the table of log k!: O(N k) instead of the rows' O(N n)
+        # (per-user N_u: 2,295 distinct N_u of ml-1m's range at n = 100 built in 0.5 s instead of 85 s)
+        return np.ascontiguousarray(hypergeom_entries(N, n, np.arange(1, N + 1), cols))
     step = max(1, BLOCK_ELEMS // n)
     for start in range(0, N, step):
         R = np.arange(start + 1, min(N, start + step) + 1)
