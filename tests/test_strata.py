@@ -348,6 +348,7 @@ def test_bootstrap_replicates_equal_refits_from_scratch(family_table):
     users (same groups) for a few multinomial draws of the cells."""
     R, x, s, r, Nu, _ = family_table
     fit = logspline_strata_fit(Nu, M_F, x, s, r, k_max=10, min_group_users=100)
+    assert fit.coordinate == "tail"                 # the default
     parsed, F = fit.metric_matrix(["recall@10", "ndcg@5"])
     rng = np.random.default_rng(9)
     Cb = rng.multinomial(int(fit.users), fit.counts / fit.users, size=3)
@@ -357,7 +358,7 @@ def test_bootstrap_replicates_equal_refits_from_scratch(family_table):
         keep = Cb[b] > 0
         cells = (fit.n_items[keep], fit.heads[keep], fit.above[keep], fit.tail_sizes[keep], fit.ranks[keep],
                  Cb[b][keep].astype(float))
-        ref = LS._fit_cells(*cells, 10, 100, fit.penalty, fit.knot_spacing, 256, "rank", ranges=ranges)
+        ref = LS._fit_cells(*cells, 10, 100, fit.penalty, fit.knot_spacing, 256, fit.coordinate, ranges=ranges)
         np.testing.assert_allclose(reps[b], ref.estimate(parsed), rtol=1e-4, atol=1e-6)
 
 
@@ -412,9 +413,11 @@ def test_grouping_rule(per_x, k_max, min_users, groups):
 
 def test_fit_uses_the_grouping_rule():
     x = np.repeat([0, 1, 2, 3, 30], [250, 120, 90, 30, 40])
-    fit = logspline_strata_fit(400, 40, x, 30, 1, k_max=10)
+    fit = logspline_strata_fit(400, 40, x, 30, 1, k_max=10, coordinate="rank")
     assert [(g.above_low, g.above_high, g.users, g.support_low) for g in fit.groups] == [
-        (0, 0, 250.0, 1), (1, 9, 240.0, 2)]
+        (0, 0, 250.0, 1), (1, 9, 240.0, 2)]        # a prior on global ranks starts at 1 + the smallest x
+    fit = logspline_strata_fit(400, 40, x, 30, 1, k_max=10)
+    assert [(g.above_low, g.above_high, g.support_low) for g in fit.groups] == [(0, 0, 1), (1, 9, 1)]
     assert isinstance(fit, StrataFit) and fit.zero_users == 40
     assert strata_groups([30, 40], 10).shape == (0, 2)
 

@@ -19,9 +19,9 @@ The estimate of a top-K metric F (``K <= k_max``) is T_hat = (1/M) sum_u E[F(R_u
   user with many head hits (a hard user) has a differently distributed tail: P(R | x) depends on
   x, and :func:`strata_pooling_check` shows whether the data can tell.
 
-The prior lives on the global rank R (``coordinate="rank"``, the kernel shifted by x, the metric
-F(R); a group's prior on R >= 1 + its smallest x, the grid points below at mass 0) or on the tail
-rank R - x (``coordinate="tail"``, the kernel unshifted, the metric F(x + R - x)):
+The prior lives on the tail rank R - x (``coordinate="tail"``, the default: the kernel unshifted,
+the metric F(x + (R - x))) or on the global rank R (``coordinate="rank"``: the kernel shifted by x,
+the metric F(R); a group's prior on R >= 1 + its smallest x, the grid points below at mass 0):
 :func:`logspline_strata_fit`, Notes. In a group of several x the fit, like the default's with
 per-user N_u, maximizes sum_c n_c log q_c without renormalizing q_c to each user's support: the
 group's prior is a working model, and a group holds several x only when single values have fewer
@@ -183,8 +183,8 @@ class StrataFit:
     groups : tuple of StrataGroup
     k_max : int
         The largest cutoff the fit serves (cells with x >= k_max count as F = 0).
-    coordinate : {"rank", "tail"}
-        What the priors live on: the global rank R, or the tail rank R - x (:func:`logspline_strata_fit`).
+    coordinate : {"tail", "rank"}
+        What the priors live on: the tail rank R - x, or the global rank R (:func:`logspline_strata_fit`).
     penalty, knot_spacing : float
     exact_ranks : int
         Values 1..exact_ranks of the coordinate are exact grid points (at least k_max, at most the grid's N).
@@ -379,8 +379,8 @@ def _fit_groups(counts, K, grid, above, ranges, penalty, knot_spacing, coordinat
     return tuple(out)
 
 
-#: What the groups' priors live on (:func:`logspline_strata_fit`).
-COORDINATES = ("rank", "tail")
+#: What the groups' priors live on (:func:`logspline_strata_fit`; the first is the default).
+COORDINATES = ("tail", "rank")
 
 
 def _check_options(k_max, min_group_users, penalty, knot_spacing, exact_ranks, coordinate):
@@ -393,7 +393,7 @@ def _check_options(k_max, min_group_users, penalty, knot_spacing, exact_ranks, c
 
 
 def logspline_strata_fit(n_items, heads, above, tail_sizes, ranks, counts=None, *, k_max,
-                         min_group_users=DEFAULT_MIN_GROUP_USERS, coordinate="rank", penalty=DEFAULT_PENALTY,
+                         min_group_users=DEFAULT_MIN_GROUP_USERS, coordinate="tail", penalty=DEFAULT_PENALTY,
                          knot_spacing=DEFAULT_KNOT_SPACING, exact_ranks=EXACT_RANKS):
     """Per-group log-spline priors of a stratified evaluation and the users' posterior means.
 
@@ -410,12 +410,12 @@ def logspline_strata_fit(n_items, heads, above, tail_sizes, ranks, counts=None, 
         R_u > k_max, F = 0, and need no prior.
     min_group_users : int, default 200, keyword-only
         The smallest group of head counts (:func:`strata_groups`).
-    coordinate : {"rank", "tail"}, default "rank", keyword-only
-        What each group's log-spline prior lives on. ``"rank"``: the global rank R (grid of
-        N = max N_u; the kernel shifted by x, :func:`sampling_lib.kernels.strata_kernel`; the metric
-        F(R)); the prior of a group lives on R >= 1 + its smallest x. ``"tail"``: the tail rank
-        R - x = 1 + Y (grid of max T_u + 1; the kernel unshifted, the metric F(x + coordinate)): the
-        prior says how the tail items beat the held-out item whatever the head did. See Notes.
+    coordinate : {"tail", "rank"}, default "tail", keyword-only
+        What each group's log-spline prior lives on. ``"tail"``: the tail rank R - x = 1 + Y (grid
+        of max T_u + 1; the kernel unshifted, the metric F(x + coordinate)): the prior says how the
+        tail items beat the held-out item whatever the head did. ``"rank"``: the global rank R (grid
+        of N = max N_u; the kernel shifted by x, :func:`sampling_lib.kernels.strata_kernel`; the
+        metric F(R)); the prior of a group lives on R >= 1 + its smallest x. See Notes.
     penalty, knot_spacing, exact_ranks : keyword-only
         As :func:`sampling_lib.estimators.logspline_fit`; the grid's exact values are at least k_max.
 
@@ -442,6 +442,15 @@ def logspline_strata_fit(n_items, heads, above, tail_sizes, ranks, counts=None, 
     whereas a prior smooth in log R must spread it over the knots near log(x + 1) (and, in a group
     of several x, over several spikes). Each group is fitted by the default's Newton iteration
     (``_fit_from`` with the observed Hessian of the cells path).
+
+    **Choice of the default coordinate** (sampling-lab simulations, 40 populations each, 95%
+    intervals of :func:`strata_estimate` with 200 replicates against the superpopulation value;
+    N = 1000, m = 30, s = 40, M = 2000, R from a log-spline power law): with a proxy ordering the
+    negatives at random both coordinates covered Recall@10, NDCG@10 and Recall@3 at 92-98%; with a
+    proxy that puts the items above the held-out item first for half the users (Y = 0 for them),
+    ``"rank"`` covered Recall@10 in 18% of the populations (bias -0.048, 5 standard deviations) and
+    ``"tail"`` in 95% (bias -0.009). On populations drawn from either coordinate's own family (one
+    prior per x, N = 250) each estimator covered the other's family at 88-98%.
 
     References
     ----------
@@ -560,7 +569,7 @@ def _common_or_na(values, rows):
 
 def strata_estimate(n_items, heads, above, tail_sizes, ranks, *, metrics=("recall@10", "ndcg@10"), n_boot=1000,
                     rng=None, confidence_level=0.95, min_group_users=DEFAULT_MIN_GROUP_USERS, model="model",
-                    coordinate="rank", penalty=DEFAULT_PENALTY, knot_spacing=DEFAULT_KNOT_SPACING,
+                    coordinate="tail", penalty=DEFAULT_PENALTY, knot_spacing=DEFAULT_KNOT_SPACING,
                     exact_ranks=EXACT_RANKS):
     """Global top-K metrics of a stratified evaluation with user-bootstrap intervals, one row per metric.
 
@@ -580,7 +589,7 @@ def strata_estimate(n_items, heads, above, tail_sizes, ranks, *, metrics=("recal
         :func:`strata_groups`.
     model : str, default "model", keyword-only
         The ``model`` column.
-    coordinate : {"rank", "tail"}, default "rank", keyword-only
+    coordinate : {"tail", "rank"}, default "tail", keyword-only
         What the groups' priors live on (:func:`logspline_strata_fit`).
     penalty, knot_spacing, exact_ranks : keyword-only
         As :func:`sampling_lib.estimators.logspline_fit`.
@@ -746,7 +755,7 @@ def _simulate_pooled(pooled, rng):
 
 
 def strata_pooling_check(n_items, heads, above, tail_sizes, ranks, counts=None, *, k_max,
-                         min_group_users=DEFAULT_MIN_GROUP_USERS, n_sim=99, rng=None, coordinate="rank",
+                         min_group_users=DEFAULT_MIN_GROUP_USERS, n_sim=99, rng=None, coordinate="tail",
                          penalty=DEFAULT_PENALTY,
                          knot_spacing=DEFAULT_KNOT_SPACING, exact_ranks=EXACT_RANKS):
     """Can the data reject one prior for every head count x? A parametric bootstrap of the likelihood ratio.
