@@ -223,6 +223,21 @@ def test_posterior_means_equal_direct_sums_under_the_fitted_prior(coordinate, N)
     np.testing.assert_allclose(fit.estimate(mets), fit.counts @ got / fit.counts.sum(), rtol=1e-12)
 
 
+def test_narrow_support_inside_wide_bins_takes_bin_averages():
+    """A cell whose possible ranks (here 10: a tail sampled nearly whole) hold no bin's representative
+    rank gets the kernel averaged over each bin's ranks (else its likelihood would be 0); the others keep
+    the kernel at the representative ranks."""
+    N, s = 3000, 2990
+    grid = spline_grid(N, 2, 0.4, 256, "hypergeometric")       # bins cut for n = 2: wide
+    r = np.array([2000, 300])
+    at_mid = kernels.strata_kernel(grid.mid, N, 0, 0, s, r)
+    assert not at_mid[:, 0].any() and at_mid[:, 1].any()
+    K = LS._kernel_columns(grid, np.full(2, N), np.zeros(2, int), np.zeros(2, int), np.full(2, s), r)
+    every = kernels.strata_kernel(np.arange(1, N + 1), N, 0, 0, s, r[0])[:, 0]
+    np.testing.assert_allclose(K[:, 0] * (grid.hi - grid.lo + 1), np.add.reduceat(every, grid.lo - 1), atol=1e-15)
+    np.testing.assert_array_equal(K[:, 1], at_mid[:, 1])
+
+
 def test_users_ranked_in_full_are_exact():
     """T_u = 0 (the head holds every negative): R = x + 1 is known, the estimate is the exact mean, and
     the bootstrap replicates are the naive ones (the posterior is a point mass)."""
