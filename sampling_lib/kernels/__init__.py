@@ -31,6 +31,11 @@ groups cells (N_u, n_u, r) so that kernels are shared, optionally binning N_u
 :func:`n_items_tv_bound`; :func:`kernel_entries` gives P(r | R) for chosen rows
 and columns only.
 
+A stratified design (a proxy's head of m_u negatives scored exactly, x_u of
+them above the held-out item, and s_u of the T_u other negatives sampled
+uniformly): :func:`strata_kernel`, the hypergeometric kernel of the tail
+shifted by x_u (:mod:`sampling_lib.kernels._strata`).
+
 References
 ----------
 .. [KDD20] Li, Jin, Gao, Liu. On Sampling Top-K Recommendation Evaluation.
@@ -45,6 +50,7 @@ from ._groups import (DEFAULT_N_ITEMS_TOL, KernelGroup, cell_kernel, kernel_grou
 from ._laws import (LOG_FACTORIAL_MAX, WINDOW_MIN_N, binomial, expected_shr_curve, hypergeom_entries, hypergeometric,
                     kernel, kernel_bin_masses, kernel_columns, kernel_entries, kernel_windows, log_hypergeom_pmf,
                     log_kernel_rows, sampled_rank_pmf, shr_cdf, shr_hoeffding_bound, shr_mean_var, window_pmf)
+from ._strata import check_strata, strata_kernel
 
 __all__ = [
     "binomial",
@@ -78,4 +84,6 @@ __all__ = [
     "KernelGroup",
     "kernel_groups",
     "cell_kernel",
+    "check_strata",
+    "strata_kernel",
 ]
