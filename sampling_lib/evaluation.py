@@ -154,7 +154,8 @@ def _open_workdir(workdir, run):
 
 def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "ndcg@10"), target_ratio=None,
              max_cost=None, n=100, batch_size=None, seed=0, progress=True, ties="pessimistic",
-             confidence_level=0.95, n_boot=1000, assurance=0.9, growth=2.0, workdir=None):
+             confidence_level=0.95, n_boot=1000, assurance=0.9, growth=2.0, workdir=None, proxy=None,
+             head=None, tail_n=None, tail_n_max=None):
     """Global top-K metrics with intervals at about full ranking's precision, scoring a few percent of it.
 
     Parameters
@@ -204,6 +205,19 @@ def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "n
         A folder that keeps the state after every stage: if ``score`` fails (or the process is stopped), the
         same call with the same folder resumes after the last stage scored. A new or empty folder, or one
         an earlier call with the same inputs and settings wrote.
+    proxy : array_like, callable or DataFrame, optional, keyword-only
+        A cheap proxy ranker for a **stratified** design (:mod:`sampling_lib.stratarun`): one proxy score
+        per catalogue item (e.g. popularity counts), a callable ``proxy(users, items) -> scores`` scored on
+        every candidate of each user, or a retriever's top-m table ``user, item[, rank]``
+        (:mod:`sampling_lib.proxy`). Each user's proxy top ``head`` candidates are scored by ``score`` (the
+        head items above the held-out item are then known exactly), then, for the users whose metrics the
+        head does not settle, ``tail_n`` of the other candidates drawn uniformly, doubled while no sampled
+        tail item ranks above, up to ``tail_n_max``. The estimate is the default estimator on the
+        stratified cells (:func:`sampling_lib.estimators.strata_estimate`). No planner chooses ``head`` and
+        the tail yet: ``target_ratio`` and ``max_cost`` do not apply (an error), nor does ``workdir``.
+    head, tail_n, tail_n_max : int, optional, keyword-only
+        With ``proxy``: the head size (default ``n``), the first tail sample (default ``n``) and the
+        largest (default 8 ``tail_n``).
 
     Returns
     -------
@@ -240,7 +254,24 @@ def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "n
     n_boot = check_int(n_boot, "n_boot", low=0)
     config = dict(n=n, metrics=[metrics] if isinstance(metrics, str) else list(metrics), target_ratio=target_ratio,
                   max_cost=max_cost, seed=seed, ties=ties, assurance=assurance, growth=growth)
-    run = StagedRun(held_out, n_items, exclude, config=config)
+    if proxy is not None:
+        given = [k for k, v in (("target_ratio", target_ratio), ("max_cost", max_cost), ("workdir", workdir))
+                 if v is not None]
+        if given:
+            raise ValueError(f"{given[0]} does not apply with proxy: a stratified design runs the head, tail_n and "
+                             "tail_n_max it is given (no planner chooses them yet), and keeps no workdir")
+        from .stratarun import StrataRun
+
+        config.update(head=n if head is None else head, tail_n=n if tail_n is None else tail_n,
+                      tail_n_max=tail_n_max if tail_n_max is not None else
+                      8 * (n if tail_n is None else check_int(tail_n, "tail_n", low=1)))
+        run = StrataRun(held_out, n_items, exclude, config=config, proxy=proxy)
+    else:
+        given = [k for k, v in (("head", head), ("tail_n", tail_n), ("tail_n_max", tail_n_max)) if v is not None]
+        if given:
+            raise ValueError(f"{given[0]} applies with proxy (a stratified design); without one, evaluate plans a "
+                             "uniform ladder")
+        run = StagedRun(held_out, n_items, exclude, config=config)
     resumed = False
     if workdir is not None:
         run, resumed = _open_workdir(workdir, run)
@@ -265,10 +296,13 @@ def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "n
     finally:
         bar.close()
     ranks = run.ranks_table()
-    from .io import ranks_from_table
+    if proxy is not None:
+        table = run.estimate_table(n_boot=n_boot, confidence_level=confidence_level)
+    else:
+        from .io import ranks_from_table
 
-    table = estimate(ranks_from_table(ranks), metrics=run.config["metrics"], rng=run.config["seed"], n_boot=n_boot,
-                     confidence_level=confidence_level, progress=progress)
+        table = estimate(ranks_from_table(ranks), metrics=run.config["metrics"], rng=run.config["seed"],
+                         n_boot=n_boot, confidence_level=confidence_level, progress=progress)
     return EvaluationResult(table=table, cost=_cost_table(run), design=_design_table(run), ranks=ranks,
                             negatives=StageNegatives(run), plans=list(run.plans), notes=_notes(run, table),
                             config=dict(run.config, confidence_level=confidence_level, n_boot=n_boot))
@@ -317,6 +351,11 @@ def _notes(run, table):
     notes = []
     if run.inputs["unused_exclude_users"]:
         notes.append(f"exclude: {run.inputs['unused_exclude_users']:,} users without a held-out item were not used")
+    ties = getattr(run, "head_ties", 0)
+    if ties:
+        notes.append(f"proxy: for {ties:,} users the head's last proxy score equals the best one outside it; the "
+                     "tie went to the item first in the catalogue (the design stays valid: the head is "
+                     "fixed before any costly score is seen)")
     unmet = [d for d in run.decisions if d.get("meets") is False]
     if unmet:
         d = unmet[-1]
@@ -442,6 +481,9 @@ class EvaluationResult:
         from .correct import compare
         from .io import ranks_from_table
 
+        if "sample_size" not in self.ranks.columns:
+            raise ValueError("compare takes the ranks of a uniform design; a stratified evaluation's (proxy=) "
+                             "cells are not paired sampled ranks: compare its models' tables instead")
         kwargs.setdefault("rng", self.config["seed"])
         kwargs.setdefault("n_boot", self.config["n_boot"] or 1000)
         return compare(ranks_from_table(self.ranks), metrics=metrics or self.config["metrics"], **kwargs)
@@ -452,12 +494,14 @@ class EvaluationResult:
 
         c = self.cost.iloc[0]
         t = self.table
+        r = self.ranks
+        scored = r.sample_size if "sample_size" in r.columns else 1 + r["head"] + r.tail_size    # stratified cells
         head = estimate_view(t.drop(columns="model") if t.model.nunique() == 1 else t,
-                             n_items=(int(self.ranks.n_items.min()), int(self.ranks.n_items.max())),
-                             sample_size=(int(self.ranks.sample_size.min()), int(self.ranks.sample_size.max())),
-                             seed=self.config["seed"])
+                             n_items=(int(r.n_items.min()), int(r.n_items.max())),
+                             sample_size=(int(scored.min()), int(scored.max())), seed=self.config["seed"])
+        predicted = "" if np.isnan(c.predicted_share) else f" (predicted {c.predicted_share:.2%})"
         cost = (f"cost: {int(c.pairs_per_model):,} pairs per model, {c.items_per_user:,.0f} items per user, "
-                f"{c.share_of_full:.2%} of full ranking (predicted {c.predicted_share:.2%}); {int(c.stages)} stages, "
+                f"{c.share_of_full:.2%} of full ranking{predicted}; {int(c.stages)} stages, "
                 f"{int(c.users_ranked_in_full):,} users ranked in full")
         design = "\n".join(f"  after stage {r.stage}: {r.decision}" for r in self.design.itertuples() if r.decision)
         return "\n".join([head.rstrip(), "", cost, "design:", design] + [f"note: {x}" for x in self.notes])

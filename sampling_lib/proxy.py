@@ -208,7 +208,8 @@ def head_edge_ties(scores, head_ptr, head_items, ptr, bad):
     last = np.full(M, np.inf)
     last[has] = v[head_items[head_ptr[1:][has] - 1]]
     # the best candidate outside the head: the next in the same order
-    nxt_p, nxt = heads_from_scores(v, ptr, bad, sizes + 1)
+    n_cand = v.size - np.diff(np.asarray(ptr, dtype=np.int64))
+    nxt_p, nxt = heads_from_scores(v, ptr, bad, np.minimum(sizes + 1, n_cand))
     m1 = np.diff(nxt_p)
     out = (m1 > sizes) & has
     best_out = np.full(M, -np.inf)

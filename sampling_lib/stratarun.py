@@ -1,0 +1,223 @@
+"""A stratified staged evaluation: a proxy's head scored exactly, then a sampled tail for the users who need it.
+
+The state behind :func:`sampling_lib.evaluate` with ``proxy=``: a :class:`StrataRun` is a
+:class:`sampling_lib.stagerun.StagedRun` whose stages are
+
+1. **the head**: every user's held-out item and its proxy's top m_u candidates
+   (:mod:`sampling_lib.proxy`), scored by the costly model(s); x_u, the head items at or above the
+   held-out item, is then known exactly per model;
+2. **the tail**, for the users for whom some model has x_u < k_max (the largest K of the metrics; the
+   others have F(R_u) = 0 exactly): ``tail_n`` negatives drawn uniformly from the rest of its
+   candidates (the nested prefixes of a seeded order of the tail, :class:`sampling_lib.nested.NestedOrder`,
+   so no pair is asked twice), then a ladder within the tail (TORS24 Algorithm 1): a user goes on, its
+   tail sample doubled up to ``tail_n_max``, while some model with x_u < k_max ranks no sampled tail
+   item above the held-out one.
+
+Every rule looks at observed data only, so the design is ignorable; the estimate is the default
+estimator on the stratified cells (:func:`sampling_lib.estimators.strata_estimate`: one log-spline prior
+per group of head counts x, the kernel of the tail shifted by x).
+
+References
+----------
+.. [TORS24] Li, Jin, Liu, Ren, Gao, Liu. On Item-Sampling Evaluation for Recommender System. ACM TORS
+   2024, Sec 6 (Algorithm 1).
+.. [YA06] Yilmaz, Aslam. Estimating average precision with incomplete and imperfect judgments. CIKM 2006.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ._validation import check_int
+from .metrics import parse_metrics
+from .nested import NestedOrder, candidate_items
+from .proxy import head_edge_ties, head_sizes, heads_from_callable, heads_from_scores, heads_from_table, tail_exclusions
+from .stagerun import StagedRun, _sizes_text
+
+__all__ = ["StrataRun", "check_proxy_settings"]
+
+
+def check_proxy_settings(head, tail_n, tail_n_max):
+    """(head, tail_n, tail_n_max) checked: a head size >= 1, a first tail sample >= 1 and a largest one >= it."""
+    head = check_int(head, "head", low=1)
+    tail_n = check_int(tail_n, "tail_n", low=1)
+    tail_n_max = tail_n if tail_n_max is None else check_int(tail_n_max, "tail_n_max", low=tail_n)
+    return head, tail_n, tail_n_max
+
+
+class StrataRun(StagedRun):
+    """A stratified evaluation in progress (module docstring).
+
+    Parameters
+    ----------
+    held_out, n_items, exclude, config
+        As :class:`sampling_lib.stagerun.StagedRun` (``config`` adds ``head``, ``tail_n`` and
+        ``tail_n_max``).
+    proxy : array_like, callable or DataFrame
+        One proxy score per catalogue item, a callable ``proxy(users, items) -> scores``, or a top-m table
+        ``user, item[, rank]`` (:mod:`sampling_lib.proxy`).
+    """
+
+    def __init__(self, held_out, n_items, exclude=None, *, config, proxy):
+        config = dict(config)
+        head, tail_n, tail_n_max = check_proxy_settings(config.get("head"), config.get("tail_n"),
+                                                        config.get("tail_n_max"))
+        config.update(head=head, tail_n=tail_n, tail_n_max=tail_n_max)
+        super().__init__(held_out, n_items, exclude, config={k: v for k, v in config.items()
+                                                             if k not in ("head", "tail_n", "tail_n_max")})
+        self.config.update(head=head, tail_n=tail_n, tail_n_max=tail_n_max)
+        inp = self.inputs
+        C = inp["n_items"] - 1
+        m = head_sizes(head, C)
+        self.head_ties = 0                # users whose head edge the tie rule decided (per-item scores only)
+        if isinstance(proxy, pd.DataFrame):
+            users = inp["users"]
+            ids = inp["ids"]
+
+            def user_index(u):
+                k = users.get_indexer(u)
+                if (k < 0).any():
+                    raise ValueError(f"the proxy's top-m table names user {u[np.flatnonzero(k < 0)[0]]!r}, who has "
+                                     "no held-out item")
+                return k.astype(np.int64)
+
+            from .stagerun import _positions
+
+            hp, hi = heads_from_table(proxy, user_index, lambda it: _positions(it, ids, inp["N"], "proxy"),
+                                      inp["held"], inp["ptr"], inp["bad"])
+            # a retriever's list is the head as it is (its length per user), capped at m
+            sizes = np.minimum(np.diff(hp), m)
+            keep = np.concatenate([np.arange(hp[u], hp[u] + sizes[u]) for u in range(self.M)]) if self.M else hp[:0]
+            hp, hi = np.r_[0, np.cumsum(sizes)].astype(np.int64), hi[keep]
+        elif callable(proxy):
+            hp, hi = heads_from_callable(proxy, inp["users"].to_numpy(), inp["N"], inp["ptr"], inp["bad"], m,
+                                         ids=None if inp["ids"] is None else inp["ids"].to_numpy())
+        else:
+            scores = np.asarray(proxy, dtype=float)
+            if scores.shape != (inp["N"],):
+                raise ValueError(f"proxy as scores must hold one score per catalogue item ({inp['N']}); got shape "
+                                 f"{scores.shape}")
+            hp, hi = heads_from_scores(scores, inp["ptr"], inp["bad"], m)
+            self.head_ties = head_edge_ties(scores, hp, hi, inp["ptr"], inp["bad"])
+        self.head_ptr, self.head_items = hp, hi
+        self.heads = np.diff(hp).astype(np.int64)
+        self.tail_ptr, self.tail_bad = tail_exclusions(inp["ptr"], inp["bad"], hp, hi)
+        self.tails = C - self.heads                           # T_u
+        seq = np.random.SeedSequence(self.config["seed"]).spawn(3)[2]
+        self.tail_order = NestedOrder(self.tails, rng=np.random.default_rng(seq))
+        self.k_max = max(K for _, _, K in parse_metrics(self.config["metrics"]))
+        self.x = {}                                           # model -> head items at or above the held-out
+        self.tail_sizes = np.zeros(self.M, np.int64)
+        self.pending = {"stage": 1, "kind": "head", "users": np.arange(self.M)}
+
+    # -- stages ----------------------------------------------------------------
+    def pending_pairs(self):
+        p = self.pending
+        if p is None:
+            return 0
+        if p["kind"] == "head":
+            return int(self.M + self.heads.sum())
+        return int((p["stop"] - p["start"]).sum())
+
+    def chunks(self, size):
+        p = self.pending
+        if p is None:
+            return
+        size = check_int(size, "batch_size", low=1)
+        if p["kind"] == "head":
+            for a in range(0, self.M, size):
+                u = np.arange(a, min(a + size, self.M))
+                yield u, self.inputs["held"][u], np.ones(u.size, bool)
+            hu = np.repeat(np.arange(self.M), self.heads)
+            for a in range(0, hu.size, size):
+                yield hu[a:a + size], self.head_items[a:a + size], np.zeros(min(size, hu.size - a), bool)
+            return
+        length = p["stop"] - p["start"]
+        ends = np.cumsum(length)
+        total = int(ends[-1]) if ends.size else 0
+        for a in range(0, total, size):
+            b = min(a + size, total)
+            i0, i1 = int(np.searchsorted(ends, a, side="right")), int(np.searchsorted(ends, b - 1, side="right"))
+            idx = np.arange(i0, i1 + 1)
+            first = ends[idx] - length[idx]
+            lo = np.maximum(a - first, 0) + p["start"][idx]
+            hi = np.minimum(b - first, length[idx]) + p["start"][idx]
+            users = p["users"][idx]
+            places = self.tail_order.positions(users, lo, hi)
+            u = np.repeat(users, hi - lo)
+            yield u, candidate_items(places, u, self.tail_ptr, self.tail_bad), np.zeros(u.size, bool)
+
+    def finish_stage(self, plan_progress=False):
+        p = self.pending
+        if p["kind"] == "head":
+            self.x = {m: a.copy() for m, a in self.above.items()}
+            self.sizes[:] = 1 + self.heads
+            pairs, design, sizes, users = self.M + int(self.heads.sum()), "the proxy's head", self.heads + 1, self.M
+            self.stages.append({"stage": 1, "users": users, "pairs": pairs, "sizes": _sizes_text(sizes),
+                                "full": int((self.heads == self.inputs["n_items"] - 1).sum()), "design": design,
+                                "_users": np.arange(self.M), "_start": np.zeros(self.M, np.int64),
+                                "_stop": np.zeros(self.M, np.int64)})
+            need = np.zeros(self.M, bool)
+            for m in self.models:
+                need |= self.x[m] < self.k_max
+            need &= self.tails > 0
+            self._decide("plan", f"head of {self.config['head']:,} proxy candidates scored; {int(need.sum()):,} of "
+                         f"{self.M:,} users have x < {self.k_max} for some model and get a tail sample of "
+                         f"{self.config['tail_n']:,} (a ladder to {self.config['tail_n_max']:,} while no sampled "
+                         "tail item ranks above)")
+            new = np.minimum(self.config["tail_n"], self.tails)
+        else:
+            self.tail_sizes[p["users"]] = p["stop"]
+            self.sizes[p["users"]] = 1 + self.heads[p["users"]] + p["stop"]
+            self.stages.append({"stage": p["stage"], "users": int(p["users"].size),
+                                "pairs": int((p["stop"] - p["start"]).sum()), "sizes": _sizes_text(p["stop"]),
+                                "full": int((p["stop"] == self.tails[p["users"]]).sum()), "design": "the tail",
+                                "_users": p["users"], "_start": p["start"], "_stop": p["stop"]})
+            tail_top = np.zeros(self.M, bool)
+            for m in self.models:
+                tail_top |= (self.x[m] < self.k_max) & (self.above[m] == self.x[m])
+            need = tail_top & (self.tail_sizes > 0) & (self.tail_sizes < np.minimum(self.config["tail_n_max"],
+                                                                                     self.tails))
+            new = np.minimum(np.minimum(2 * self.tail_sizes, self.config["tail_n_max"]), self.tails)
+        go = np.flatnonzero(need & (new > self.tail_sizes))
+        if go.size:
+            self.pending = {"stage": len(self.stages) + 1, "kind": "tail", "users": go,
+                            "start": self.tail_sizes[go], "stop": new[go], "new": new[go]}
+        else:
+            self.pending = None
+            self.done = True
+            self._decide("done", f"the design is complete after stage {len(self.stages)}")
+
+    def estimate_table(self, *, n_boot, confidence_level):
+        """The estimate table: the default on the stratified cells, per model (``strata_estimate``)."""
+        from .estimators import strata_estimate
+
+        out = []
+        for m in self.models:
+            r = 1 + self.above[m] - self.x[m]
+            out.append(strata_estimate(self.inputs["n_items"], self.heads, self.x[m], self.tail_sizes, r,
+                                       metrics=self.config["metrics"], n_boot=n_boot, rng=self.config["seed"],
+                                       confidence_level=confidence_level, model=m))
+        return pd.concat(out, ignore_index=True)
+
+    def ranks_table(self):
+        """The stratified cells per user and model: user, model, n_items, head, head_above, tail_size, tail_rank."""
+        from .io import id_text
+
+        users = self.inputs["users"].to_numpy()
+        users = id_text(users) if users.dtype == object else users
+        return pd.concat([pd.DataFrame({"user": users, "model": m, "n_items": self.inputs["n_items"],
+                                        "head": self.heads, "head_above": self.x[m], "tail_size": self.tail_sizes,
+                                        "tail_rank": 1 + self.above[m] - self.x[m]}) for m in self.models],
+                         ignore_index=True)
+
+    def stage_negatives(self, j):
+        st = self.stages[j]
+        if j == 0:
+            return np.repeat(np.arange(self.M), self.heads), self.head_items
+        places = self.tail_order.positions(st["_users"], st["_start"], st["_stop"])
+        u = np.repeat(st["_users"], st["_stop"] - st["_start"])
+        return u, candidate_items(places, u, self.tail_ptr, self.tail_bad)
+
+    def save(self, folder):
+        raise NotImplementedError("a stratified evaluation keeps no workdir yet: run it without workdir")

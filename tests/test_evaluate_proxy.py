@@ -1,0 +1,180 @@
+"""sampling_lib.evaluate(..., proxy=...): a stratified evaluation (the proxy's head scored, a sampled tail).
+
+Each test recomputes what the library reports from the test's own bookkeeping: the pairs a counting
+wrapper saw, the proxy's top-m computed here by sorting, head counts and tail ranks by brute force from
+the scores, and the full-ranking truth from every candidate's score.
+"""
+import numpy as np
+import pandas as pd
+import pytest
+
+from sampling_lib import evaluate
+from test_evaluate import N_ITEMS, Counter, _population
+
+HEAD, TAIL_N = 20, 20
+
+
+def _proxy_vector(models):
+    """One proxy score per item: model A's scores for one user (a cheap, global, imperfect ranker)."""
+    return np.asarray(models["A"](["u0"] * N_ITEMS, np.arange(N_ITEMS)), dtype=float)
+
+
+@pytest.fixture(scope="module")
+def run():
+    held, hist, models = _population(M=400)
+    prox = _proxy_vector(models)
+    counters = {m: Counter(f) for m, f in models.items()}
+    res = evaluate(counters, held, N_ITEMS, exclude=hist, n=20, proxy=prox, head=HEAD, tail_n=TAIL_N,
+                   tail_n_max=160, batch_size=700, seed=3, n_boot=200, progress=False)
+    return held, hist, models, prox, counters, res
+
+
+def _scored(counters, m):
+    s = counters[m].seen()
+    s["score"] = np.asarray(counters[m].f(s.user.to_numpy(), s.item.to_numpy()), dtype=float)
+    return s
+
+
+def test_the_head_is_the_proxys_top_m_and_no_pair_is_scored_twice(run):
+    held, hist, _, prox, counters, res = run
+    seen = counters["A"].seen()
+    assert not seen.duplicated().any()
+    assert len(seen) == int(res.cost.pairs_per_model[0])
+    assert not any("tie went" in x for x in res.notes)           # continuous proxy scores: no tie at the edge
+    assert "of full ranking" in res.summary() and "head of 20 proxy candidates" in res.summary()
+    b = counters["B"].seen().sort_values(["user", "item"]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(seen.sort_values(["user", "item"]).reset_index(drop=True), b)
+    ranks = res.ranks[res.ranks.model == "A"].set_index("user")
+    order = np.lexsort((np.arange(N_ITEMS), -prox))             # proxy descending, ties by catalogue position
+    for u, items in seen.groupby("user").item:
+        items = set(items)
+        cand = [i for i in order if i != held[u] and i not in set(hist[u])]
+        head = set(cand[:HEAD])
+        assert held[u] in items and head <= items                # the held-out item and the proxy's top m
+        tail = items - head - {held[u]}
+        assert not tail & set(hist[u])                           # never an excluded item
+        assert len(tail) == ranks.loc[u, "tail_size"]
+        assert ranks.loc[u, "n_items"] == N_ITEMS - len(set(hist[u]))
+
+
+def test_head_counts_and_tail_ranks_by_brute_force(run):
+    held, hist, models, prox, counters, res = run
+    order = np.lexsort((np.arange(N_ITEMS), -prox))
+    for m in "AB":
+        s = _scored(counters, m)
+        ranks = res.ranks[res.ranks.model == m].set_index("user")
+        for u, g in s.groupby("user"):
+            cand = [i for i in order if i != held[u] and i not in set(hist[u])]
+            head = set(cand[:HEAD])
+            own = g.score[g.item == held[u]].item()
+            others = g[g.item != held[u]]
+            in_head = others.item.isin(head)
+            # pessimistic ties: an item scored equal to the held-out one ranks above it
+            assert ranks.loc[u, "head_above"] == int((others.score[in_head] >= own).sum())
+            assert ranks.loc[u, "tail_rank"] == 1 + int((others.score[~in_head] >= own).sum())
+
+
+def test_the_tail_ladder_follows_its_rule(run):
+    """A user gets a tail only when some model has fewer than k_max = 10 head items above; the tail doubles
+    (20, 40, 80, 160) while some such model has no sampled tail item above."""
+    _, _, _, _, _, res = run
+    wide = res.ranks.pivot(index="user", columns="model")
+    need = (wide.head_above < 10).any(axis=1)
+    size = wide.tail_size.A
+    assert (size[~need] == 0).all()
+    assert set(size[need]) <= {20, 40, 80, 160}
+    top = ((wide.head_above < 10) & (wide.tail_rank == 1)).any(axis=1)
+    # a user stopped below tail_n_max only when no model still needing the tail had the tail's top
+    stopped = need & (size < 160)
+    assert not (stopped & top).any()
+
+
+def test_the_estimate_covers_full_ranking(run):
+    """Recall@10 and NDCG@10 of full ranking, from every candidate's score, within 4 standard errors of the
+    stratified estimate (the estimator is unbiased within a few Monte Carlo SE on its own family,
+    tests/test_strata.py; 4 SE is far outside what one seed leaves)."""
+    held, hist, models, _, _, res = run
+    for m, f in models.items():
+        truth = _truth(held, hist, f)
+        for metric, value in truth.items():
+            row = res.table[(res.table.model == m) & (res.table.metric == metric)].iloc[0]
+            assert abs(row.estimate - value) <= 4 * row.se, (m, metric, row.estimate, value, row.se)
+
+
+def _truth(held, hist, f):
+    R = []
+    for u, h in held.items():
+        cand = np.setdiff1d(np.arange(N_ITEMS), np.r_[hist[u], h].astype(int))
+        s = np.asarray(f([u] * (cand.size + 1), np.r_[h, cand]), dtype=float)
+        R.append(1 + int((s[1:] >= s[0]).sum()))
+    R = np.array(R)
+    return {"recall@10": float(np.mean(R <= 10)),
+            "ndcg@10": float(np.mean(np.where(R <= 10, 1 / np.log2(1 + R), 0.0)))}
+
+
+def test_a_head_of_every_candidate_is_full_ranking():
+    """head >= every user's candidates: each user ranked in full, the estimate is full ranking's metric."""
+    held, hist, models = _population(M=60, seed=4)
+    res = evaluate(models, held, N_ITEMS, exclude=hist, n=20, proxy=np.zeros(N_ITEMS), head=N_ITEMS, n_boot=50,
+                   progress=False)
+    assert (res.ranks.tail_size == 0).all()
+    for m, f in models.items():
+        for metric, value in _truth(held, hist, f).items():
+            est = res.table[(res.table.model == m) & (res.table.metric == metric)].estimate.item()
+            assert est == pytest.approx(value, abs=1e-9)
+
+
+def test_the_three_proxy_forms_give_the_same_evaluation():
+    """A per-item vector, the callable that returns it and its top-m table define the same heads."""
+    held, hist, models = _population(M=80, seed=5)
+    prox = _proxy_vector(models)
+    order = np.lexsort((np.arange(N_ITEMS), -prox))
+    table = pd.DataFrame([(u, i) for u, h in held.items()
+                          for i in [i for i in order if i != h and i not in set(hist[u])][:HEAD]],
+                         columns=["user", "item"])
+    kw = dict(exclude=hist, n=20, head=HEAD, tail_n=TAIL_N, seed=1, n_boot=30, progress=False)
+    out = [evaluate(models, held, N_ITEMS, proxy=p, **kw)
+           for p in (prox, lambda users, items: prox[np.asarray(items)], table)]
+    for other in out[1:]:
+        pd.testing.assert_frame_equal(out[0].ranks, other.ranks)
+        pd.testing.assert_frame_equal(out[0].table, other.table)
+
+
+def test_tied_proxy_scores_are_counted_in_the_notes():
+    held, hist, models = _population(M=50, seed=6)
+    res = evaluate(models, held, N_ITEMS, exclude=hist, n=20, proxy=np.zeros(N_ITEMS), head=5, n_boot=20,
+                   progress=False)
+    assert any("tie went to the item first in the catalogue" in x for x in res.notes)
+    assert any(f"for {len(held):,} users" in x for x in res.notes)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(proxy="vector", target_ratio=1.3), "target_ratio does not apply with proxy"),
+    (dict(proxy="vector", max_cost=0.1), "max_cost does not apply with proxy"),
+    (dict(head=10), "head applies with proxy"),
+    (dict(tail_n=10), "tail_n applies with proxy"),
+    (dict(proxy=np.zeros(N_ITEMS - 1)), "one score per catalogue item"),
+    (dict(proxy="nan"), "must be finite"),
+    (dict(proxy="vector", head=0), "head"),
+    (dict(proxy="vector", tail_n=20, tail_n_max=10), "tail_n_max"),
+])
+def test_bad_proxy_settings_name_the_argument(kwargs, message):
+    held, hist, models = _population(M=20, seed=7)
+    if isinstance(kwargs.get("proxy"), str):
+        v = _proxy_vector(models)
+        if kwargs["proxy"] == "nan":
+            v[3] = np.nan
+        kwargs = dict(kwargs, proxy=v)
+    with pytest.raises(ValueError, match=message):
+        evaluate(models, held, N_ITEMS, exclude=hist, n=20, n_boot=10, progress=False, **kwargs)
+
+
+def test_a_top_m_table_naming_an_item_twice_or_an_excluded_item_is_refused():
+    held, hist, models = _population(M=20, seed=8)
+    u = next(u for u in held if hist[u])
+    twice = pd.DataFrame({"user": [u, u], "item": [1 if held[u] != 1 else 2] * 2})
+    with pytest.raises(ValueError, match="twice"):
+        evaluate(models, held, N_ITEMS, exclude=hist, proxy=twice, n_boot=10, progress=False)
+    excluded = pd.DataFrame({"user": [u], "item": [hist[u][0]]})
+    with pytest.raises(ValueError, match="excluded|history"):
+        evaluate(models, held, N_ITEMS, exclude=hist, proxy=excluded, n_boot=10, progress=False)
