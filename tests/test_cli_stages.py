@@ -208,6 +208,7 @@ def test_a_ladder_that_grows_by_one_and_a_half(run, world):
     assert not any((d / f).exists() for f in ("s3b.csv", "s4.csv", "s5.csv", "s6.csv"))
 
 
+@pytest.mark.slow
 def test_plan_with_ladders_of_several_growths(run, world):
     """plan --growth 2 1.5: both families among the candidates (csv), the cheapest meeting the target chosen
     over all of them, and the printed command of a x1.5 ladder carries --growth."""
@@ -284,6 +285,7 @@ def test_plan_prints_the_designs_marks_the_cheapest_that_meets_the_target_and_it
     assert "sampling-lib negatives --stage 2 --previous STAGE1.csv" in p.stdout and flags[res.best.kind] in p.stdout
 
 
+@pytest.mark.slow
 def test_plan_with_a_budget(run, tmp_path):
     base = ("plan", "-N", 4000, "-n", 20, "--users", 2000, "--guess-recall", 0.3, "--metric", "recall@10")
     p = run(*base, "--format", "csv", cwd=tmp_path)
@@ -319,6 +321,7 @@ def test_plan_without_a_pilot_and_its_bad_command_lines(run, tmp_path):
                    "-n 30 is the first stage's size, but some users have sets of 20")
 
 
+@pytest.mark.slow
 def test_plan_on_merged_ranks_of_a_design_run_in_part(run, tmp_path):
     """A pilot with several set sizes (the merged ranks after a ladder's first rungs) is re-planning input:
     the prior is fitted on the per-user sizes, the candidates start from the smallest size (issue 29)."""
@@ -339,6 +342,7 @@ def test_plan_on_merged_ranks_of_a_design_run_in_part(run, tmp_path):
     assert t[t.chosen].design.iloc[0] == res.best.describe()
 
 
+@pytest.mark.slow
 def test_merged_ranks_of_stage_files_carry_the_first_stage_and_plan_pairs_the_models_with_it(run, world):
     """``ranks`` on stage files writes each user's rank within the first stage's set (first_rank): the
     ranks of the stage-1 file alone. ``plan`` on those merged ranks prices several models' union with their
@@ -617,6 +621,7 @@ def test_ranks_command_refuses_counts_and_popularity_tables(run, tmp_path):
     one_line_error(run("ranks", "p.csv", cwd=tmp_path), 1, "popularity-sampled")
 
 
+@pytest.mark.slow
 def test_plan_says_how_to_re_plan_when_its_first_stage_is_below_resolution(run, tmp_path):
     """A ladder chosen on a first stage below resolution (K < w): the note on the extrapolated half-widths
     and the commands that re-plan on the merged ranks; none when the first stage resolves K, and none on
@@ -657,6 +662,7 @@ def test_plan_says_how_to_re_plan_when_its_first_stage_is_below_resolution(run, 
     assert "below resolution" not in p.stderr
 
 
+@pytest.mark.slow
 def test_plan_commands_draw_and_read_the_stages_as_its_scheme_says(run, tmp_path):
     """--scheme given: the printed commands draw the next stage (--replace / --no-replace) and read the merged
     stages (--scheme) that way, and the re-plan keeps it; not given, they draw distinct negatives (the default
@@ -679,6 +685,7 @@ def test_plan_commands_draw_and_read_the_stages_as_its_scheme_says(run, tmp_path
         assert again[0].endswith(f"--scheme {scheme or 'hypergeometric'}")
 
 
+@pytest.mark.slow
 def test_plan_assurance_on_the_command_line(run, tmp_path):
     """--assurance reaches plan: the header states it, the legend gives each metric's margin, the csv's
     margin column is assurance_margin's, a higher assurance never chooses a cheaper design, and a value
@@ -844,6 +851,7 @@ def test_plan_of_several_models_from_counts_takes_them_as_independent(run, world
     assert "dependence from the pilot's first stage" in " ".join(p.stdout.split())
 
 
+@pytest.mark.slow
 def test_plan_says_when_a_half_width_target_lies_below_full_rankings_own(run, tmp_path):
     """A half-width target below what full ranking of the same users gives: no design of the items meets it,
     whatever the budget; the note says so with full ranking's predicted half-width and the users that would

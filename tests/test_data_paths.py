@@ -67,6 +67,7 @@ def test_smoke_run_asks_for_synthetic_data_explicitly():
     assert smoke_parameters(NB10)["shared_data"] is None
 
 
+@pytest.mark.slow
 @pytest.mark.notebooks
 def test_notebook_10_stops_when_the_panel_is_missing(tmp_path):
     params = dict(smoke_parameters(NB10), shared_data="no/such/panel")

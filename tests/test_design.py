@@ -714,6 +714,7 @@ def test_plan_takes_a_sampled_ranks_pilot():
         plan(ranks_from_table(df), scheme="binomial", **kw)
 
 
+@pytest.mark.slow
 def test_hypergeometric_count_pmf_in_log_space_matches_scipy():
     """The design law's hypergeometric pmf, computed from log binomial coefficients (scipy's exact
     hypergeom.pmf was the bulk of a plan's time), equals scipy's to 1e-8 relative where scipy's is not

@@ -95,6 +95,7 @@ def _popularity_case(M=60, k=6, seed=3):
     return rng.random(M), rng.random((M, k)), rng.uniform(0.001, 0.02, (M, k)), np.full(M, 150)
 
 
+@pytest.mark.slow
 def test_popularity_interval_does_not_depend_on_user_order():
     pos, neg, q, nc = _popularity_case()
     perm = np.random.default_rng(9).permutation(pos.size)

@@ -97,6 +97,7 @@ def test_run_experiment_matches_direct_computation():
         assert df.loc[df.repeat == rep, "estimate"].item() == pytest.approx(np.mean(r <= 10))
 
 
+@pytest.mark.slow
 def test_run_experiment_deterministic_across_backends():
     base = run_experiment(RANKS, 100, [plugin, scaled], **KW)
     again = run_experiment(RANKS, 100, [plugin, scaled], **KW)

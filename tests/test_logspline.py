@@ -115,6 +115,7 @@ def test_quasi_newton_bootstrap_equals_full_refits_at_every_alternative_penalty(
         assert np.max(np.abs(beta[b] - single.beta)) < 1e-2
 
 
+@pytest.mark.slow
 def test_bootstrap_replicates_reach_their_refit_optimum_at_ten_million_users():
     """At N = M = 10^7 and the smallest penalty of the default's interval the likelihood is so sharp
     that BFGS leaves most replicates to the fallbacks. Each replicate must still end at the optimum

@@ -56,6 +56,7 @@ def test_default_folder_absent_gives_a_loud_synthetic_panel(tmp_path, monkeypatc
     assert obs and all("SYNTHETIC" in c["description"] for c in obs), [c["description"] for c in obs]
 
 
+@pytest.mark.slow
 @pytest.mark.notebooks
 def test_a_named_shared_data_that_is_missing_stops_the_run(tmp_path):
     run = execute_notebook(NB10, tmp_path / "out.ipynb", dict(_smoke(), shared_data="../no-such-folder/data"),
@@ -64,6 +65,7 @@ def test_a_named_shared_data_that_is_missing_stops_the_run(tmp_path):
     assert "shared_data" in run.error and "not found: looked for" in run.error and "no-such-folder" in run.error
 
 
+@pytest.mark.slow
 @pytest.mark.notebooks
 def test_the_reference_panel_is_read_from_shared_data(tmp_path, monkeypatch):
     if not (SHARED / "ml-100k").is_dir():

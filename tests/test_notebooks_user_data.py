@@ -79,8 +79,14 @@ def _outputs_text(path):
     return "\n".join(parts)
 
 
+#: the user-data run kept in the quick suite (make test): the one-call evaluation; every other notebook's
+#: user-data run is marked slow (make test-slow), its smoke run stays quick
+QUICK_DATA_NOTEBOOKS = ("13",)
+
+
 @pytest.mark.notebooks
-@pytest.mark.parametrize("path", DATA_NOTEBOOKS, ids=[p.stem for p in DATA_NOTEBOOKS])
+@pytest.mark.parametrize("path", [p if p.name[:2] in QUICK_DATA_NOTEBOOKS else pytest.param(p, marks=pytest.mark.slow)
+                                  for p in DATA_NOTEBOOKS], ids=[p.stem for p in DATA_NOTEBOOKS])
 def test_notebook_runs_on_an_untimed_file_with_string_ids(path, user_file, tmp_path, monkeypatch):
     # The figures are built but not rasterized (matplotlib's Agg backend in the kernel, no inline PNGs):
     # this test is about the data path; every notebook's figures are drawn in full by its smoke run

@@ -462,6 +462,7 @@ def test_per_user_n_beats_every_single_n_on_dense_synthetic_data():
     _check_beats_every_single(t)
 
 
+@pytest.mark.slow
 def test_per_user_n_beats_every_single_n_on_movielens(ml100k_path):
     # real ranks R_u <= N_u = 1682 - |history_u| (popularity, item-KNN), n = 100
     from sampling_lib.experiments import global_ranks_from_data
@@ -566,7 +567,7 @@ def _many_cells(scheme, seed=3, M=20000, n=50):
     return st, rng.multinomial(M, st.counts / M, 400).astype(float)
 
 
-@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("scheme", [pytest.param("binomial", marks=pytest.mark.slow), "hypergeometric"])
 def test_corrected_one_step_bootstrap_on_many_cells_matches_exact_refits(scheme):
     """Thousands of cells (per-user N_u): each replicate is its one-step estimate plus the one-step
     error measured on the surrogate, checked on the first chunk's most extreme replicates. Every
@@ -906,6 +907,7 @@ def _gowalla_two_popularity_models():
     return ranks, Nu
 
 
+@pytest.mark.slow
 def test_paired_coarse_tuples_on_real_per_user_n_u(monkeypatch):
     """The coarse tuple draws of compare (paired, per-user N_u) on real data with hundreds of N_u
     values (Gowalla, ~3 x 10^4 users; the synthetic check above has two made-up models): the coarse

@@ -437,6 +437,7 @@ def test_cli_and_api_popularity_end_to_end(pop_files):
     assert np.allclose(pd.read_csv(cmp).difference, c_api.difference)
 
 
+@pytest.mark.slow
 def test_the_negatives_file_with_its_scores_is_estimated_as_popularity_negatives(pop_files, capsys):
     """``negatives --item-weights`` writes q; read back as a negatives file with its scores (a row per candidate
     row, a repeated draw scored twice) it is the popularity evaluation of the scores table built by hand, not a

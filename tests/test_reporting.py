@@ -58,6 +58,7 @@ def _kernels_left():
     return left
 
 
+@pytest.mark.slow
 def test_runner_replaces_reports_only_on_success(tmp_path):
     nbdir = tmp_path / "nbs"
     nbdir.mkdir()

@@ -61,6 +61,7 @@ def _kernels(pid):
         return []
 
 
+@pytest.mark.slow
 @pytest.mark.notebooks
 def test_sigkill_takes_the_workers_and_kernels_along_and_the_next_run_cleans_up(tmp_path):
     nbdir = tmp_path / "nbs"

@@ -153,6 +153,7 @@ def test_symlink_to_a_user_folder_is_refused(tmp_path, nbdir, capsys):
              "is a symbolic link to")
 
 
+@pytest.mark.slow
 def test_symlink_to_a_report_folder_writes_the_report_it_points_to(tmp_path, nbdir, capsys):
     target = _report(nbdir, tmp_path / "store" / "reports", capsys)
     link = tmp_path / "reports"
@@ -230,6 +231,7 @@ def test_library_refuses_empty_only_and_bad_timeout(tmp_path, nbdir):
 # --------------------------------------------------------------------------- the swap fails or is interrupted
 
 
+@pytest.mark.slow
 def test_report_that_cannot_be_put_in_place_is_kept_with_one_line(tmp_path, nbdir, capsys, monkeypatch):
     out = _report(nbdir, tmp_path / "reports", capsys)
     before = _snapshot(out)
@@ -251,6 +253,7 @@ def test_report_that_cannot_be_put_in_place_is_kept_with_one_line(tmp_path, nbdi
     assert not list(tmp_path.glob(".reports-tmp-*"))
 
 
+@pytest.mark.slow
 def test_signal_just_after_the_report_is_installed_says_so(tmp_path, nbdir, capsys, monkeypatch):
     out = _report(nbdir, tmp_path / "reports", capsys)
     old_index = (out / "index.html").read_text()
@@ -321,6 +324,7 @@ def test_no_runner_path_removes_or_renames_what_it_did_not_create(tmp_path, nbdi
     # (interrupted runs: tests/test_runner_signals.py checks the same around its runners)
 
 
+@pytest.mark.slow
 def test_started_lines_announce_each_notebook(tmp_path, nbdir2, capsys):
     rc, text, err = _run(["--smoke", "--notebooks", str(nbdir2), "--out", str(tmp_path / "r"), "--jobs", "2"],
                          capsys)
@@ -334,6 +338,7 @@ def test_started_lines_announce_each_notebook(tmp_path, nbdir2, capsys):
             lines.index(next(x for x in lines if x.startswith(f"[ok] {name}")))
 
 
+@pytest.mark.slow
 def test_make_reports_prints_a_line_as_each_notebook_starts(tmp_path, nbdir):
     # through the command line with one worker, as `make reports` prints it: the line comes first
     proc = subprocess.run([sys.executable, "-m", "sampling_lib", "run", "--smoke", "--notebooks", str(nbdir),

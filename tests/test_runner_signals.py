@@ -66,6 +66,7 @@ def _alive_with_token(token):
     return found
 
 
+@pytest.mark.slow
 def test_sigterm_and_ctrl_c_stop_workers_and_kernels_then_clean_up(tmp_path):
     nbdir = tmp_path / "nbs"
     _sleeping_notebooks(nbdir)

@@ -209,6 +209,7 @@ def test_merged_ranks_count_the_items_above_in_the_union_of_the_stages():
 
 @pytest.mark.parametrize("design", [Design("threshold", 20, threshold=2, n2=60), Design("ladder", 10, n_max=80),
                                     Design("ladder", 10, n_max=80, growth=1.5), Design("single", 50)])
+@pytest.mark.slow
 def test_merged_stages_follow_the_designs_exact_law(design):
     """Frequencies of the final (n_u, r_u) of 3 x 1,200 users through files against design_law (chi-square)."""
     N, groups = 400, (1, 4, 25)

@@ -47,6 +47,7 @@ def _make(*args, cwd=REPO):
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 @needs_tools
 def test_make_strip_restores_the_committed_notebook(tmp_path):
     saved = tmp_path / NB.name
