@@ -236,7 +236,11 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
         (the interval's width over twice that: the precision ratio
         :func:`sampling_lib.design.plan` targets; about 1 for full ranking,
         2-3 and more for one stage far below resolution; NaN without a
-        bootstrap).
+        bootstrap). Its denominator is estimated, so the column reads the
+        realized ratio (over full ranking's own interval) within 4% once a
+        ladder resolves the metric, and 16% below to 30% above it on one
+        stage below resolution, where Var F(R) is the prior's
+        extrapolation (benchmarks/README.md, "The precision-ratio column").
 
     Notes
     -----

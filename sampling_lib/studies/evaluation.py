@@ -70,7 +70,7 @@ class PairCounter:
 def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recall@10", "ndcg@10"),
                      target_ratio=None, max_cost=None, n_boot=1000, seed=0, data_rng=0,
                      max_dense_items=DENSE_ITEMS_MAX, full_boot=100_000, synthetic=None, progress=False,
-                     population=None):
+                     population=None, proxy=None, head=None, tail_n=None, tail_n_max=None):
     """:func:`sampling_lib.evaluate` on real recommenders, ``draws`` times, beside full ranking.
 
     Parameters
@@ -92,6 +92,12 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
     population : tuple, optional
         ``global_ranks_from_data(..., keep_models=True)``'s result, when the caller has it already (then
         ``data``, ``models``, ``data_rng``, ``max_dense_items`` and ``synthetic`` are not used).
+    proxy : str, optional
+        A stratified evaluation (``evaluate(..., proxy=)``): the label of one of the fitted models, used as
+        the proxy ranker (a per-item vector for ``popularity``, its pair scorer otherwise) and not evaluated;
+        the other models are the costly ones, and only their scored pairs count as cost. ``head``,
+        ``tail_n`` and ``tail_n_max`` as :func:`sampling_lib.evaluate`. The planner's columns
+        (``predicted_share``, ``first_predicted_share``, ``hand_first_plan_share``) are then NaN.
 
     Returns
     -------
@@ -132,15 +138,27 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
     N_u = info["n_candidates"]
     truth = {m: _metric_rows(parsed, R).mean(axis=1) for m, R in ranks.items()}
     full_hw = {m: full_ranking_halfwidth(R, metrics, n_boot=full_boot, rng=data_rng) for m, R in ranks.items()}
+    strata = {}
+    if proxy is not None:
+        if proxy not in ranks:
+            raise ValueError(f"proxy must name one of the fitted models {sorted(ranks)}; got {proxy!r}")
+        if len(ranks) < 2:
+            raise ValueError("proxy needs at least one other model to evaluate")
+        fitted = info["fitted"][proxy]
+        strata = dict(proxy=_proxy_of(fitted, N), head=head, tail_n=tail_n, tail_n_max=tail_n_max)
     rows = []
     for k in range(draws):
-        counters = {m: PairCounter(pair_scorer(info["fitted"][m]), N) for m in ranks}
+        counters = {m: PairCounter(pair_scorer(info["fitted"][m]), N) for m in ranks if m != proxy}
         t0 = time.perf_counter()
         res = evaluate(counters, held, N, exclude=exclude, n=n, metrics=metrics, target_ratio=target_ratio,
-                       max_cost=max_cost, n_boot=n_boot, seed=seed + k, progress=progress)
+                       max_cost=max_cost, n_boot=n_boot, seed=seed + k, progress=progress, **strata)
         seconds = time.perf_counter() - t0
         cost = res.cost.iloc[0]
-        hand = _hand_driven_share(res, n, metrics, target_ratio, max_cost, N_u)
+        if proxy is None:
+            hand = _hand_driven_share(res, n, metrics, target_ratio, max_cost, N_u)
+            first = cost.first_plan_items_per_user * M / float(N_u.sum())
+        else:
+            hand = first = np.nan
         for m, c in counters.items():
             t = res.table[res.table.model == m].set_index("metric")
             for j, (name, _, _) in enumerate(parsed):
@@ -155,11 +173,22 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
                     "estimated_ratio": e.precision_ratio, "pairs_counted": c.pairs,
                     "pairs_reported": int(cost.pairs_per_model), "repeats": c.repeats(),
                     "cost_share": c.pairs / float(N_u.sum()), "predicted_share": cost.predicted_share,
-                    "first_predicted_share": cost.first_plan_items_per_user * M / float(N_u.sum()),
+                    "first_predicted_share": first, "proxy": proxy,
                     "hand_first_plan_share": hand,
                     "stages": int(cost.stages), "calls": c.calls, "seconds": seconds,
                     "scoring_seconds": sum(x.seconds for x in counters.values())})
     return pd.DataFrame(rows)
+
+
+def _proxy_of(fitted, N):
+    """A fitted model as a proxy ranker: its per-item scores when they do not depend on the user
+    (popularity: one vector, no call per pair), its pair scorer otherwise."""
+    from ..recommenders import Popularity, pair_scorer
+
+    f = pair_scorer(fitted)
+    if isinstance(fitted, Popularity):
+        return np.asarray(f(np.zeros(N, np.int64), np.arange(N)), dtype=float)
+    return f
 
 
 def _hand_driven_share(res, n, metrics, target_ratio, max_cost, N_u):

@@ -1,0 +1,106 @@
+"""Benchmark: stratified evaluations (``evaluate(..., proxy=)``) against the planned uniform ladder, on real
+recommenders, beside full ranking.
+
+For each data set, the costly models (ALS, and EASE where the catalogue allows it) are evaluated
+
+* by the uniform ladder the planner picks for ``--target`` (``evaluate(..., target_ratio=)``), and
+* by stratified designs: a proxy's top ``head`` candidates scored, then a uniform tail ladder
+  ``tail_n`` -> ``tail_n_max`` for the users the head does not settle, with popularity and item-KNN as
+  proxies (fitted on the same training split),
+
+on the same draws (seeds 0, 1, ...). The cost counts only the costly models' scored pairs (a counting
+wrapper outside the library, ``studies.PairCounter``); the precision ratio is the interval's half-width over
+full ranking's own (100,000-replicate percentile interval for the same users). No planner chooses the head
+and the tail yet: the grid of (head, tail_n) below is the frontier a planner would search, printed as an
+observation per data set.
+
+Needs ../shared/data (skipped per data set when absent). Usage:
+    .venv/bin/python benchmarks/bench_proxy.py [--draws 3] [--only TEXT] [--heads 100,400] [--tail-n 100]
+"""
+from __future__ import annotations
+
+import os
+
+for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")
+
+import argparse
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from sampling_lib import studies
+from sampling_lib.experiments import global_ranks_from_data
+from sampling_lib.studies.panel_data import DENSE_ITEMS_MAX, PANEL_DATASETS, PANEL_MODELS
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+PROXIES = ("popularity", "itemknn")
+
+
+def frontier(label, draws, heads, tail_n, tail_max_factor, target):
+    spec = PANEL_DATASETS[label]
+    ratings = spec.ratings(SHARED)
+    costly = ["als-64"] + (["ease-200"] if ratings.n_items <= DENSE_ITEMS_MAX else [])
+    models = {m: PANEL_MODELS[m] for m in costly + list(PROXIES)}
+    t0 = time.perf_counter()
+    ranks, N, info = global_ranks_from_data(ratings, models, rng=0, keep_models=True)
+    print(f"{label}: N = {N:,}, {info['M']:,} users, models fitted and ranked in full in "
+          f"{time.perf_counter() - t0:.0f} s", flush=True)
+    only = ({m: ranks[m] for m in costly}, N, info)
+    rows = []
+    t0 = time.perf_counter()
+    u = studies.evaluation_study(population=only, draws=draws, n=100, target_ratio=target, full_boot=100_000)
+    rows.append(u.assign(design=f"uniform ladder (target {target})", proxy="-", head=0, tail_n=0))
+    print(f"  uniform: {time.perf_counter() - t0:.0f} s", flush=True)
+    for proxy in PROXIES:
+        pop = ({m: ranks[m] for m in costly + [proxy]}, N, info)
+        for h in heads:
+            t0 = time.perf_counter()
+            s = studies.evaluation_study(population=pop, draws=draws, n=100, full_boot=100_000, proxy=proxy,
+                                         head=h, tail_n=tail_n, tail_n_max=tail_max_factor * tail_n)
+            rows.append(s.assign(design=f"head {h} + tail {tail_n}..{tail_max_factor * tail_n}", head=h,
+                                 tail_n=tail_n))
+            print(f"  {proxy}, head {h}: {time.perf_counter() - t0:.0f} s", flush=True)
+    t = pd.concat(rows, ignore_index=True).assign(dataset=label)
+    summary = (t.groupby(["dataset", "model", "design", "proxy", "metric"], sort=False)
+                .agg(draws=("draw", "nunique"), cost_share=("cost_share", "mean"), ratio=("ratio", "mean"),
+                     ratio_max=("ratio", "max"), coverage=("covered", "mean"), rel_error=("rel_error", "mean"))
+                .reset_index())
+    return t, summary
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--draws", type=int, default=3)
+    ap.add_argument("--only", default=None, help="data sets named by these labels, or whose label contains one of "
+                    "them when none is a label (comma-separated)")
+    ap.add_argument("--heads", default="100,400")
+    ap.add_argument("--tail-n", type=int, default=100)
+    ap.add_argument("--tail-max-factor", type=int, default=16)
+    ap.add_argument("--target", type=float, default=1.3)
+    ap.add_argument("--out", default="benchmarks/results")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    heads = [int(x) for x in args.heads.split(",")]
+    tables, sums = [], []
+    wanted = args.only.split(",") if args.only else None
+    exact = wanted is not None and any(o in PANEL_DATASETS for o in wanted)
+    for label in PANEL_DATASETS:
+        if wanted and not (label in wanted if exact else any(o in label for o in wanted)):
+            continue
+        if not all((SHARED / f).exists() for f in PANEL_DATASETS[label].files):
+            print(f"skipped {label}: no ../shared/data")
+            continue
+        t, s = frontier(label, args.draws, heads, args.tail_n, args.tail_max_factor, args.target)
+        tables.append(t)
+        sums.append(s)
+        print(s.round(3).to_string(index=False), flush=True)
+        pd.concat(tables).to_csv(out / "proxy_frontier.csv", index=False)
+    if sums:
+        pd.concat(sums).to_csv(out / "proxy_frontier_summary.csv", index=False)
+
+
+if __name__ == "__main__":
+    main()
