@@ -198,6 +198,21 @@ def _unit_keys(seed_key, a, b):
 # ----------------------------------------------------------------------------
 # the state machine
 # ----------------------------------------------------------------------------
+
+def _batches(start, stop, size):
+    """The slices start[j]..stop[j] - 1 of the entries j, laid end to end and cut into batches of ``size``
+    places: per batch the entries it touches (idx) and the part of each slice it holds (lo..hi - 1)."""
+    length = stop - start
+    ends = np.cumsum(length)
+    total = int(ends[-1]) if ends.size else 0
+    for a in range(0, total, size):
+        b = min(a + size, total)
+        i0, i1 = int(np.searchsorted(ends, a, side="right")), int(np.searchsorted(ends, b - 1, side="right"))
+        idx = np.arange(i0, i1 + 1)
+        first = ends[idx] - length[idx]                          # flat offset of each entry's slice
+        yield idx, np.maximum(a - first, 0) + start[idx], np.minimum(b - first, length[idx]) + start[idx]
+
+
 class StagedRun:
     """A staged evaluation in progress (module docstring).
 
@@ -263,16 +278,7 @@ class StagedRun:
             for a in range(0, self.M, size):
                 u = np.arange(a, min(a + size, self.M))
                 yield u, self.inputs["held"][u], np.ones(u.size, bool)
-        length = p["stop"] - p["start"]
-        ends = np.cumsum(length)
-        total = int(ends[-1]) if ends.size else 0
-        for a in range(0, total, size):
-            b = min(a + size, total)
-            i0, i1 = int(np.searchsorted(ends, a, side="right")), int(np.searchsorted(ends, b - 1, side="right"))
-            idx = np.arange(i0, i1 + 1)
-            first = ends[idx] - length[idx]                      # flat offset of each user's slice
-            lo = np.maximum(a - first, 0) + p["start"][idx]
-            hi = np.minimum(b - first, length[idx]) + p["start"][idx]
+        for idx, lo, hi in _batches(p["start"], p["stop"], size):
             users = p["users"][idx]
             places = self.order.positions(users, lo, hi)
             u = np.repeat(users, hi - lo)

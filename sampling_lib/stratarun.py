@@ -32,7 +32,7 @@ from ._validation import check_int
 from .metrics import parse_metrics
 from .nested import NestedOrder, candidate_items
 from .proxy import head_edge_ties, head_sizes, heads_from_callable, heads_from_scores, heads_from_table, tail_exclusions
-from .stagerun import StagedRun, _sizes_text
+from .stagerun import StagedRun, _batches, _sizes_text
 
 __all__ = ["StrataRun", "check_proxy_settings"]
 
@@ -132,16 +132,7 @@ class StrataRun(StagedRun):
             for a in range(0, hu.size, size):
                 yield hu[a:a + size], self.head_items[a:a + size], np.zeros(min(size, hu.size - a), bool)
             return
-        length = p["stop"] - p["start"]
-        ends = np.cumsum(length)
-        total = int(ends[-1]) if ends.size else 0
-        for a in range(0, total, size):
-            b = min(a + size, total)
-            i0, i1 = int(np.searchsorted(ends, a, side="right")), int(np.searchsorted(ends, b - 1, side="right"))
-            idx = np.arange(i0, i1 + 1)
-            first = ends[idx] - length[idx]
-            lo = np.maximum(a - first, 0) + p["start"][idx]
-            hi = np.minimum(b - first, length[idx]) + p["start"][idx]
+        for idx, lo, hi in _batches(p["start"], p["stop"], size):
             users = p["users"][idx]
             places = self.tail_order.positions(users, lo, hi)
             u = np.repeat(users, hi - lo)

@@ -4,16 +4,8 @@ Part of :mod:`sampling_lib.design`.
 
 References
 ----------
-.. [TORS24] Li, Jin, Liu, Ren, Gao, Liu. On Item-Sampling Evaluation for
-   Recommender System. ACM TORS 2024, Sec 6 (Algorithm 1, eq 44: cost).
-.. [KDD20] Li, Jin, Gao, Liu. On Sampling Top-K Recommendation Evaluation.
-   KDD 2020, Sec 2.2 (the kernels).
-.. [vdV98] van der Vaart. Asymptotic Statistics (1998), ch. 5 and 20 (M-estimators,
-   the delta method and influence functions).
-.. [Efron16] Efron. Empirical Bayes deconvolution estimates. Biometrika 103(1), 2016.
-.. [Hoeffding63] Hoeffding. Probability inequalities for sums of bounded random variables.
-   JASA 58(301), 1963 (Thm 4: sampling without replacement keeps the with-replacement bounds; Bernstein's
-   inequality, eq 2.13 there).
+TORS24 (Li, Jin, Liu, Ren, Gao, Liu, ACM TORS 2024) Sec 6: Algorithm 1 (the ladder) and eq 44 (its cost for
+one model); the full references are in the package's docstring (:mod:`sampling_lib.design`).
 """
 from __future__ import annotations
 
@@ -91,13 +83,11 @@ def shared_cost(design, priors, pilot, *, scheme="binomial", grid_n=None, depend
 
     Examples
     --------
-    >>> from sampling_lib.estimators import logspline_fit
-    >>> from sampling_lib.rankdist import synthetic_models, draw_global_ranks
-    >>> from sampling_lib.sampling import sample_ranks
-    >>> R = draw_global_ranks(synthetic_models(5000)["beta_a0.35"], 2000, rng=0)
-    >>> r = np.c_[sample_ranks(R, 5000, 50, rng=1), sample_ranks(R, 5000, 50, rng=2)]
-    >>> fits = [logspline_fit(r[:, k], 5000, 50) for k in range(2)]
-    >>> from sampling_lib.design import predict
+    >>> from sampling_lib import design, estimators, rankdist, sampling
+    >>> R = rankdist.draw_global_ranks(rankdist.synthetic_models(5000)["beta_a0.35"], 2000, rng=0)
+    >>> r = np.c_[sampling.sample_ranks(R, 5000, 50, rng=1), sampling.sample_ranks(R, 5000, 50, rng=2)]
+    >>> fits = [estimators.logspline_fit(r[:, k], 5000, 50) for k in range(2)]
+    >>> predict = design.predict
     >>> d = Design("ladder", 50, n_max=800)
     >>> one = max(predict(d, f, "recall@10", M=2000).cost[0] for f in fits)
     >>> bool(one <= shared_cost(d, fits, r) <= 2 * one)

@@ -4,16 +4,11 @@ Part of :mod:`sampling_lib.design` (its docstring tells the designs).
 
 References
 ----------
-.. [TORS24] Li, Jin, Liu, Ren, Gao, Liu. On Item-Sampling Evaluation for
-   Recommender System. ACM TORS 2024, Sec 6 (Algorithm 1, eq 44: cost).
-.. [KDD20] Li, Jin, Gao, Liu. On Sampling Top-K Recommendation Evaluation.
-   KDD 2020, Sec 2.2 (the kernels).
-.. [vdV98] van der Vaart. Asymptotic Statistics (1998), ch. 5 and 20 (M-estimators,
-   the delta method and influence functions).
-.. [Efron16] Efron. Empirical Bayes deconvolution estimates. Biometrika 103(1), 2016.
 .. [Hoeffding63] Hoeffding. Probability inequalities for sums of bounded random variables.
    JASA 58(301), 1963 (Thm 4: sampling without replacement keeps the with-replacement bounds; Bernstein's
    inequality, eq 2.13 there).
+
+The package's docstring (:mod:`sampling_lib.design`) lists every reference of the planner.
 """
 from __future__ import annotations
 
