@@ -191,14 +191,14 @@ def case3(rng, quick):
     # the same call with the cells path's surrogate switched off: the exact solver from the one-N warm
     # start and an exact refit of every bootstrap replicate (the code before the surrogate and the
     # one-step replicates, with the same kernel and Hessian code): the reference of their gain
-    from sampling_lib.estimators import _logspline as L
-    keep = L.SURROGATE_MIN_CELLS
-    L.SURROGATE_MIN_CELLS = 10**12
+    from sampling_lib.estimators import _logspline_cells as LC
+    keep = LC.SURROGATE_MIN_CELLS
+    LC.SURROGATE_MIN_CELLS = 10**12
     L._CELLS_CACHE.clear()
     try:
         t2, e2 = best_of(lambda: estimate(r, Nu, n, ["recall@10", "ndcg@10"], n_boot=1000, rng=0), 1)
     finally:
-        L.SURROGATE_MIN_CELLS = keep
+        LC.SURROGATE_MIN_CELLS = keep
         L._CELLS_CACHE.clear()
     diff = float(np.max(np.abs(e1x[cols].to_numpy() - e2[cols].to_numpy())))
     hw = float(np.min(e2["ci_high"] - e2["ci_low"]) / 2)

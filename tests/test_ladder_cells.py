@@ -18,6 +18,7 @@ import pytest
 from sampling_lib.correct import estimate
 from sampling_lib.counts import cells
 from sampling_lib.estimators import _logspline as L
+from sampling_lib.estimators import _logspline_cells as LC
 from sampling_lib.estimators import _logspline_boot as LB
 from sampling_lib.estimators import get_estimator
 from sampling_lib.sampling import sample_ranks
@@ -43,7 +44,7 @@ def _ladder(scheme, N=20_000, M=30_000, seed=0):
 @pytest.fixture
 def surrogate_from_1024_cells(monkeypatch):
     """The surrogate from 1,024 cells (the default asks for 2,048; these ladders have ~1,850)."""
-    monkeypatch.setattr(L, "SURROGATE_MIN_CELLS", 1024)
+    monkeypatch.setattr(LC, "SURROGATE_MIN_CELLS", 1024)
     L._CELLS_CACHE.clear()
     LB._ONE_STEP_CACHE.clear()
     yield
@@ -69,7 +70,7 @@ def test_one_n_with_many_sizes_gets_a_surrogate_of_binned_sampled_ranks(scheme, 
 def test_the_estimate_is_the_exact_solvers(scheme, surrogate_from_1024_cells, monkeypatch):
     _, _, _, st = _ladder(scheme)
     fast = L.logspline_cells_fit(st.n_items, st.sizes, st.ranks, st.counts, scheme=scheme)
-    monkeypatch.setattr(L, "SURROGATE_MIN_CELLS", 10**12)
+    monkeypatch.setattr(LC, "SURROGATE_MIN_CELLS", 10**12)
     L._CELLS_CACHE.clear()
     exact = L.logspline_cells_fit(st.n_items, st.sizes, st.ranks, st.counts, scheme=scheme)
     assert fast.converged and exact.converged

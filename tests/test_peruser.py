@@ -15,6 +15,7 @@ from sampling_lib.correct import compare, estimate
 from sampling_lib.counts import counts_from_frame, rank_counts
 from sampling_lib.estimators import PERUSER_METHODS, get_estimator
 from sampling_lib.estimators import _logspline as L
+from sampling_lib.estimators import _logspline_cells as LC
 from sampling_lib.io import counts_table, ranks_from_table
 from sampling_lib.kernels import (kernel_entries, kernel_groups, log_kernel_rows, n_items_bins,
                                   n_items_tv_bound)
@@ -540,7 +541,7 @@ def test_surrogate_start_gives_the_exact_fit_and_replicates(monkeypatch, scheme)
     F = np.ones((10, 1))
     out = {}
     for on in (True, False):
-        monkeypatch.setattr(L, "SURROGATE_MIN_CELLS", 0 if on else 10**9)
+        monkeypatch.setattr(LC, "SURROGATE_MIN_CELLS", 0 if on else 10**9)
         L._CELLS_CACHE.clear()
         w, state = L.counts_fit_state(st.n_items, st.sizes, st.ranks, st.counts, scheme=scheme)
         assert (state[3] is not None) == on
@@ -771,19 +772,19 @@ def test_surrogate_likelihood_bins_sampled_ranks_into_coarsened_observations(mon
     # the surrogate's columns beyond rank 32 are P(r in bin | R): summed over all bins of one (N_b, n) they
     # are the total probability 1 for every global rank R <= N_b; the coarse cells keep every r
     from sampling_lib.kernels import cell_kernel
-    monkeypatch.setattr(L, "SURROGATE_MIN_CELLS", 0)
+    monkeypatch.setattr(LC, "SURROGATE_MIN_CELLS", 0)
     n = 100
     Nu = np.repeat(np.arange(500, 541), n)                  # 41 item counts in one log-bin of width 0.1
     r = np.tile(np.arange(1, n + 1), 41)
     grid = L.spline_grid(540, n, L.DEFAULT_KNOT_SPACING, L.EXACT_RANKS, scheme)
-    sur = L._surrogate(grid, Nu, np.full(Nu.size, n), r, np.zeros(Nu.size, bool), scheme, L.DEFAULT_KNOT_SPACING,
+    sur = LC._surrogate(grid, Nu, np.full(Nu.size, n), r, np.zeros(Nu.size, bool), scheme, L.DEFAULT_KNOT_SPACING,
                        L.EXACT_RANKS)
     assert sur.n_coarse == n                                # every r its own coarse cell
-    E = L.SURROGATE_EXACT_SAMPLED_RANKS
-    bins = L._sampled_rank_bins(np.arange(1, n + 1))
+    E = LC.SURROGATE_EXACT_SAMPLED_RANKS
+    bins = LC._sampled_rank_bins(np.arange(1, n + 1))
     assert sur.K.shape[1] == E + np.unique(bins[E:]).size   # ranks 1..E, then the log-bins
     assert np.all(np.diff(bins) >= 0) and np.all(bins[:E] == np.arange(1, E + 1))
-    Nb = int(np.unique(L.n_items_log_bins(Nu, n, L.SURROGATE_LOG_WIDTH))[0])
+    Nb = int(np.unique(LC.n_items_log_bins(Nu, n, LC.SURROGATE_LOG_WIDTH))[0])
     inside = sur.grid.mid <= Nb
     np.testing.assert_allclose(sur.K[inside].sum(axis=1), 1.0, rtol=1e-9)
     # a binned column is the kernel summed over the bin's ranks

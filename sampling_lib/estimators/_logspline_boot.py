@@ -21,9 +21,10 @@ from scipy import sparse
 
 from ..counts import BOOT_CHUNK_ENTRIES, coarse_means, coarse_share
 from ..exceptions import ConvergenceWarning
-from ._logspline import (DEFAULT_KNOT_SPACING, DEFAULT_PENALTY, EXACT_RANKS, _backtrack, cells_setup_surrogate,
-                         gradient, grid_and_kernel, hessian, hessian_cells, newton, objective, penalty_matrix,
-                         fit_counts_weight, posterior_cells, prior_masses, quasi_newton, solve_psd, uses_cells)
+from ._logspline import (DEFAULT_KNOT_SPACING, DEFAULT_PENALTY, EXACT_RANKS, _backtrack, fit_counts_weight, gradient,
+                         grid_and_kernel, hessian, hessian_cells, newton, objective, penalty_matrix, posterior_cells,
+                         prior_masses, quasi_newton, solve_psd, uses_cells)
+from ._logspline_cells import cells_setup_surrogate
 
 __all__ = ["logspline_bootstrap", "logspline_replicates", "logspline_cells_replicates", "coarse_draw_cells",
            "within_cell_share", "cell_influence"]
@@ -182,7 +183,7 @@ def logspline_cells_replicates(counts_b, n_items, sizes, ranks, beta, F, *, sche
     ``setup`` is the (grid, likelihood columns, surrogate, surrogate coefficients) of the
     full-sample fit, reused (else rebuilt and refitted).
 
-    Many cells (a :class:`~sampling_lib.estimators._logspline.CellsSurrogate` exists, e.g.
+    Many cells (a :class:`~sampling_lib.estimators._logspline_cells.CellsSurrogate` exists, e.g.
     10^5 users with thousands of distinct N_u) and the full-sample ``counts`` given: an exact
     refit costs O(grid x cells) per likelihood evaluation, so the replicates are built instead as
 
@@ -417,7 +418,7 @@ def within_cell_share(pre, counts, index, n_coarse):
 
 def _surrogate_record(fitted):
     """(the :func:`one_step_record` of a fit on many cells, its surrogate), or None for a fit without
-    a :class:`~sampling_lib.estimators._logspline.CellsSurrogate`."""
+    a :class:`~sampling_lib.estimators._logspline_cells.CellsSurrogate`."""
     if not isinstance(fitted.state, tuple):
         return None
     beta, grid, K, sur, _ = fitted.state
@@ -438,7 +439,7 @@ def coarse_draw_cells(fitted):
     """The registry's ``draw_cells`` of the log-spline prior: (index, number of coarse cells, shares) or None.
 
     A fit on many cells (per-user N_u: 10^5 users with thousands of distinct N_u give tens of
-    thousands of cells (N_u, n_u, r)) has a :class:`~sampling_lib.estimators._logspline.CellsSurrogate`
+    thousands of cells (N_u, n_u, r)) has a :class:`~sampling_lib.estimators._logspline_cells.CellsSurrogate`
     whose cells merge the N_u of a log-bin (width 0.1). A multinomial bootstrap draw over the exact
     cells costs O(cells) per replicate (1.4 s of 1,000 replicates over 21,000 cells); over the
     coarse cells it is 20x cheaper. The bootstrap then draws the coarse cells' counts and spreads
