@@ -172,7 +172,7 @@ def _header(table, n_items, sample_size, *, extra=(), seed=None):
     return ", ".join(parts)
 
 
-def resolution_note(metrics, w, *, widened, popularity=False):
+def resolution_note(metrics, w, *, widened, popularity=False, stratified=False):
     """The legend line of the below-resolution mark, describing the interval of the method used.
 
     Parameters
@@ -186,7 +186,15 @@ def resolution_note(metrics, w, *, widened, popularity=False):
         ``sensitivity_low/high``); False for a plain bootstrap interval.
     popularity : bool, default False, keyword-only
         Popularity-sampled negatives: their estimators (notebook 11) and no staged design.
+    stratified : bool, default False, keyword-only
+        A stratified evaluation (a proxy's head and a sampled tail): its resolution is the tail's.
     """
+    if stratified:
+        return (f"below resolution ({', '.join(metrics)}): for some users with fewer than K head items above "
+                "the held-out item, K lies inside the tail's first sampled bin (K < x + T/s: x head items "
+                "above, T tail items, s sampled), so the metric leans on the prior's extrapolation there; its "
+                "interval is the union over the fitted, a 10x weaker and a 10x stronger smoothness penalty. A "
+                "larger head or tail_n_max in evaluate(..., proxy=) resolves it.")
     width = f" = {w:.1f}" if w is not None and np.isfinite(w) else ""
     head = (f"below resolution ({', '.join(metrics)}): K < (N-1)/(n-1){width}, so the metric lies inside "
             "the first sampled bin and is extrapolated")
@@ -324,6 +332,7 @@ def estimate_view(table, *, n_items=None, sample_size=None, seed=None):
     columns += ["naive", "estimate", f"{level:.0%} interval" if level is not None else "interval"]
     bounds = "bound_low" in table.columns and bool(table["bound_low"].notna().any())   # popularity tables
     popular = _is_popularity(table)
+    stratified = "method" in table.columns and bool(table["method"].astype(str).str.endswith("(stratified)").any())
     if bounds:
         columns.append("bounds without logs")
     ratio = "precision_ratio" in table.columns and bool(table["precision_ratio"].notna().any())
@@ -347,7 +356,8 @@ def estimate_view(table, *, n_items=None, sample_size=None, seed=None):
     if below.any():
         metrics = list(dict.fromkeys(table["metric"][below]))
         widened = "sensitivity_low" in table.columns and bool(table["sensitivity_low"][below].notna().all())
-        text.append(_wrap(f"{_BELOW} " + resolution_note(metrics, w, widened=widened, popularity=popular)))
+        text.append(_wrap(f"{_BELOW} " + resolution_note(metrics, w, widened=widened, popularity=popular,
+                                                         stratified=stratified)))
     if clipped.any():
         text.append(_wrap(f"{_CLIPPED} clipped: the estimator's value fell outside the metric's range (the "
                           "linear estimators BV, MN and CLS can do that) and was set to the nearest end of it."))
@@ -362,6 +372,8 @@ def estimate_view(table, *, n_items=None, sample_size=None, seed=None):
                           "precision ratio "
                           + ("that sampling-lib plan targets for uniform negatives; with popularity-sampled "
                              "negatives a larger n narrows it." if popular else
+                             "of the stratified design; above your target, a larger head or tail narrows it."
+                             if stratified else
                              "that sampling-lib plan targets; above your target, a staged design (sampling-lib "
                              "plan) or, after one, one more rung of its ladder narrows it.")))
     text.append(_wrap("naive: the sampled metric read as a global one (what most papers report); estimate: "
