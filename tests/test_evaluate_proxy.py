@@ -181,3 +181,20 @@ def test_a_top_m_table_naming_an_item_twice_or_an_excluded_item_is_refused():
     excluded = pd.DataFrame({"user": [u], "item": [hist[u][0]]})
     with pytest.raises(ValueError, match="excluded|history"):
         evaluate(models, held, N_ITEMS, exclude=hist, proxy=excluded, n_boot=10, progress=False)
+
+
+def test_the_study_evaluates_the_costly_models_only_and_counts_their_pairs():
+    """studies.evaluation_study(proxy=): the proxy model is not evaluated, the costly models' pairs are
+    counted by the study's wrapper and equal the cost reported, and the planner's columns are NaN."""
+    from sampling_lib import studies
+
+    t = studies.evaluation_study(None, {"pop": ("popularity", {}), "knn": ("itemknn", {"neighbors": 20})},
+                                 proxy="pop", head=30, tail_n=20, draws=1, n=20, n_boot=50, full_boot=2000,
+                                 synthetic={"n_users": 300, "n_items": 400})
+    assert set(t.model) == {"knn"} and (t.proxy == "pop").all()
+    assert (t.pairs_counted == t.pairs_reported).all() and t.repeats.max() == 0
+    assert t.predicted_share.isna().all() and t.hand_first_plan_share.isna().all()
+    assert np.isfinite(t.ratio).all() and (t.cost_share > 0).all()
+    with pytest.raises(ValueError, match="proxy must name one of the fitted models"):
+        studies.evaluation_study(None, {"pop": ("popularity", {})}, proxy="knn", draws=1,
+                                 synthetic={"n_users": 50, "n_items": 60})
