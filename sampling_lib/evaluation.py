@@ -262,9 +262,7 @@ def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "n
                              "tail_n_max it is given (no planner chooses them yet), and keeps no workdir")
         from .stratarun import StrataRun
 
-        config.update(head=n if head is None else head, tail_n=n if tail_n is None else tail_n,
-                      tail_n_max=tail_n_max if tail_n_max is not None else
-                      8 * (n if tail_n is None else check_int(tail_n, "tail_n", low=1)))
+        config.update(head=n if head is None else head, tail_n=n if tail_n is None else tail_n, tail_n_max=tail_n_max)
         run = StrataRun(held_out, n_items, exclude, config=config, proxy=proxy)
     else:
         given = [k for k, v in (("head", head), ("tail_n", tail_n), ("tail_n_max", tail_n_max)) if v is not None]

@@ -24,7 +24,7 @@ This module turns the three forms a proxy comes in into each user's head (positi
 * a precomputed top-m table (a retriever's output file: ``user, item[, rank]``; :func:`heads_from_table`).
 
 Ties: a proxy that scores candidates equally at the head's edge is ordered by the item's position in the
-catalogue (lower first) -- a stated rule, counted in the result's notes (:func:`head_edge_ties`). A NaN
+catalogue (lower first) -- a stated rule, counted in the result's notes (:func:`heads_and_edge_ties`). A NaN
 proxy score is an error.
 
 References
@@ -197,21 +197,27 @@ def tail_exclusions(ptr, bad, head_ptr, head_items):
     return np.r_[0, np.cumsum(counts)].astype(np.int64), it[o]
 
 
-def head_edge_ties(scores, head_ptr, head_items, ptr, bad):
-    """Users whose head's last proxy score equals the best proxy score outside it (the tie rule decided the
-    head): their number (per-item proxy scores)."""
+def heads_and_edge_ties(scores, ptr, bad, m):
+    """:func:`heads_from_scores` with the number of users whose head the tie rule decided (the head's last
+    proxy score equals the best one outside it), from one ordering: each user's top m_u + 1 candidates,
+    the last kept only to be compared.
+
+    Examples
+    --------
+    >>> hp, hi, ties = heads_and_edge_ties(np.array([0.3, 0.3, 0.1]), np.array([0, 0]), np.array([], int), [1])
+    >>> hi.tolist(), ties
+    ([0], 1)
+    """
     v = np.asarray(scores, dtype=float)
-    head_ptr = np.asarray(head_ptr, dtype=np.int64)
-    M = head_ptr.size - 1
-    sizes = np.diff(head_ptr)
-    has = sizes > 0
-    last = np.full(M, np.inf)
-    last[has] = v[head_items[head_ptr[1:][has] - 1]]
-    # the best candidate outside the head: the next in the same order
-    n_cand = v.size - np.diff(np.asarray(ptr, dtype=np.int64))
-    nxt_p, nxt = heads_from_scores(v, ptr, bad, np.minimum(sizes + 1, n_cand))
-    m1 = np.diff(nxt_p)
-    out = (m1 > sizes) & has
-    best_out = np.full(M, -np.inf)
-    best_out[out] = v[nxt[nxt_p[1:][out] - 1]]
-    return int(np.sum(last == best_out))
+    ptr = np.asarray(ptr, dtype=np.int64)
+    m = np.asarray(m, dtype=np.int64)
+    n_cand = v.size - np.diff(ptr)
+    ext_p, ext = heads_from_scores(v, ptr, bad, np.minimum(m + 1, n_cand))
+    ext_sizes = np.diff(ext_p)
+    place = np.arange(ext.size) - np.repeat(ext_p[:-1], ext_sizes)       # place within the user's list
+    keep = place < np.repeat(m, ext_sizes)
+    sizes = np.minimum(ext_sizes, m)
+    head_ptr = np.r_[0, np.cumsum(sizes)].astype(np.int64)
+    edge = (ext_sizes > m) & (m > 0)                                       # a candidate beyond a non-empty head
+    ties = int(np.sum(v[ext[ext_p[1:][edge] - 2]] == v[ext[ext_p[1:][edge] - 1]]))
+    return head_ptr, ext[keep], ties

@@ -31,17 +31,18 @@ import pandas as pd
 from ._validation import check_int
 from .metrics import parse_metrics
 from .nested import NestedOrder, candidate_items
-from .proxy import head_edge_ties, head_sizes, heads_from_callable, heads_from_scores, heads_from_table, tail_exclusions
+from .proxy import head_sizes, heads_and_edge_ties, heads_from_callable, heads_from_table, tail_exclusions
 from .stagerun import StagedRun, _batches, _sizes_text
 
 __all__ = ["StrataRun", "check_proxy_settings"]
 
 
 def check_proxy_settings(head, tail_n, tail_n_max):
-    """(head, tail_n, tail_n_max) checked: a head size >= 1, a first tail sample >= 1 and a largest one >= it."""
+    """(head, tail_n, tail_n_max) checked: a head size >= 1, a first tail sample >= 1 and a largest one >= it
+    (default 8 ``tail_n``)."""
     head = check_int(head, "head", low=1)
     tail_n = check_int(tail_n, "tail_n", low=1)
-    tail_n_max = tail_n if tail_n_max is None else check_int(tail_n_max, "tail_n_max", low=tail_n)
+    tail_n_max = 8 * tail_n if tail_n_max is None else check_int(tail_n_max, "tail_n_max", low=tail_n)
     return head, tail_n, tail_n_max
 
 
@@ -97,8 +98,7 @@ class StrataRun(StagedRun):
             if scores.shape != (inp["N"],):
                 raise ValueError(f"proxy as scores must hold one score per catalogue item ({inp['N']}); got shape "
                                  f"{scores.shape}")
-            hp, hi = heads_from_scores(scores, inp["ptr"], inp["bad"], m)
-            self.head_ties = head_edge_ties(scores, hp, hi, inp["ptr"], inp["bad"])
+            hp, hi, self.head_ties = heads_and_edge_ties(scores, inp["ptr"], inp["bad"], m)
         self.head_ptr, self.head_items = hp, hi
         self.heads = np.diff(hp).astype(np.int64)
         self.tail_ptr, self.tail_bad = tail_exclusions(inp["ptr"], inp["bad"], hp, hi)
