@@ -136,8 +136,6 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
     exclude = {u: train.indices[train.indptr[u]:train.indptr[u + 1]] for u in range(M)}
     held = dict(enumerate(split.test_items.astype(np.int64)))
     N_u = info["n_candidates"]
-    truth = {m: _metric_rows(parsed, R).mean(axis=1) for m, R in ranks.items()}
-    full_hw = {m: full_ranking_halfwidth(R, metrics, n_boot=full_boot, rng=data_rng) for m, R in ranks.items()}
     strata = {}
     if proxy is not None:
         if proxy not in ranks:
@@ -146,6 +144,9 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
             raise ValueError("proxy needs at least one other model to evaluate")
         fitted = info["fitted"][proxy]
         strata = dict(proxy=_proxy_of(fitted, N), head=head, tail_n=tail_n, tail_n_max=tail_n_max)
+    truth = {m: _metric_rows(parsed, R).mean(axis=1) for m, R in ranks.items() if m != proxy}
+    full_hw = {m: full_ranking_halfwidth(R, metrics, n_boot=full_boot, rng=data_rng) for m, R in ranks.items()
+               if m != proxy}
     rows = []
     for k in range(draws):
         counters = {m: PairCounter(pair_scorer(info["fitted"][m]), N) for m in ranks if m != proxy}
