@@ -20,10 +20,11 @@ ones (:func:`candidate_items`):
   (exactly uniform);
 * larger C_u: an alternating Feistel network on b = ceil(log2 C_u) bits
   (halves of floor(b/2) and ceil(b/2) bits, :data:`ROUNDS` = 4 rounds, each
-  adding a keyed SplitMix64 mix of one half to the other, modulo its
-  width), cycle-walked into 0..C_u - 1: a bijection whatever the keys. The
-  round keys are drawn from a ``numpy.random.Generator`` seeded by the
-  evaluation's seed.
+  adding a keyed integer hash of one half to the other, modulo its width:
+  Wellons' ``lowbias32`` in 32-bit arithmetic up to b = 32, the SplitMix64
+  finalizer above), cycle-walked into 0..C_u - 1: a bijection whatever the
+  keys. The round keys are drawn from a ``numpy.random.Generator`` seeded by
+  the evaluation's seed.
 
 The Feistel order is pseudorandom, not uniform over all C_u! orders; what
 the estimator needs is that a prefix of s items holds the X "items above
@@ -41,6 +42,8 @@ References
    (alternating, unbalanced Feistel networks).
 .. [SLF14] Steele, Lea, Flood. Fast splittable pseudorandom number generators. OOPSLA 2014
    (the SplitMix64 finalizer).
+.. [Wel18] Wellons. Prospecting for hash functions (2018), https://nullprogram.com/blog/2018/07/31/
+   (``lowbias32``).
 .. [TORS24] Li, Jin, Liu, Ren, Gao, Liu. On Item-Sampling Evaluation for Recommender System.
    ACM TORS 2024, Algorithm 1 (the ladder).
 """
@@ -48,7 +51,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["NestedOrder", "EXPLICIT_MAX", "ROUNDS", "candidate_items"]
+__all__ = ["NestedOrder", "EXPLICIT_MAX", "ROUNDS", "CandidateMap", "candidate_items"]
 
 #: Candidate lists up to this length get an explicit uniform permutation.
 EXPLICIT_MAX = 64
@@ -63,6 +66,9 @@ _CHUNK = 1 << 15
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_L1 = np.uint32(0x7FEB352D)
+_L2 = np.uint32(0x846CA68B)
+_GOLDEN32 = np.uint32(0x9E3779B9)
 
 
 def _round(half, key, out):
@@ -77,27 +83,43 @@ def _round(half, key, out):
     return out
 
 
-def _feistel(x, keys, left_bits, right_bits):
-    """One pass of the alternating Feistel network on (left, right) halves of x (uint64), elementwise.
+def _round32(half, key, out):
+    """out = the keyed ``lowbias32`` integer hash ([Wel18]) of ``half`` xor ``key`` (uint32, wrapping), in
+    place: the round function of networks of up to 32 bits (half the work of :func:`_round` per element)."""
+    np.bitwise_xor(half, key, out=out)
+    out += _GOLDEN32
+    out ^= out >> np.uint32(16)
+    out *= _L1
+    out ^= out >> np.uint32(15)
+    out *= _L2
+    out ^= out >> np.uint32(16)
+    return out
 
-    ``keys`` (k,) uint64 (round i uses key + i x golden ratio), ``left_bits`` / ``right_bits`` ints: the
-    widths of the halves. Round i adds the keyed mix of one half to the other, modulo the other's width:
-    each round, and so the pass, is a bijection of 0..2^(left_bits + right_bits) - 1.
+
+def _feistel(x, keys, left_bits, right_bits):
+    """One pass of the alternating Feistel network on (left, right) halves of x, elementwise.
+
+    ``x`` and ``keys`` (k,) are uint64, or uint32 for networks of up to 32 bits (then :func:`_round32` is the
+    round function); round i uses key + i x golden ratio. ``left_bits`` / ``right_bits`` ints: the widths of
+    the halves. Round i adds the keyed mix of one half to the other, modulo the other's width: each round,
+    and so the pass, is a bijection of 0..2^(left_bits + right_bits) - 1.
     """
-    lmask = np.uint64((1 << left_bits) - 1)
-    rmask = np.uint64((1 << right_bits) - 1)
-    left, right = x >> np.uint64(right_bits), x & rmask
+    t = x.dtype.type
+    mix, golden = (_round32, _GOLDEN32) if t is np.uint32 else (_round, _GOLDEN)
+    lmask = t((1 << left_bits) - 1)
+    rmask = t((1 << right_bits) - 1)
+    left, right = x >> t(right_bits), x & rmask
     tmp = np.empty_like(x)
     key = keys.copy()
     for i in range(ROUNDS):
-        key += _GOLDEN
+        key += golden
         if i % 2 == 0:
-            left += _round(right, key, tmp)
+            left += mix(right, key, tmp)
             left &= lmask
         else:
-            right += _round(left, key, tmp)
+            right += mix(left, key, tmp)
             right &= rmask
-    left <<= np.uint64(right_bits)
+    left <<= t(right_bits)
     left |= right
     return left
 
@@ -154,6 +176,9 @@ class NestedOrder:
         C = self.C[users]
         if k.size and ((k < 0).any() or (k >= C).any()):
             raise ValueError("places k must lie in 0..C_u - 1 of each user")
+        return self._at(users, k, C)
+
+    def _at(self, users, k, C):
         out = np.empty(k.shape, dtype=np.int64)
         for c in range(0, k.size, _CHUNK):          # chunks that stay in the CPU's cache
             sl = slice(c, c + _CHUNK)
@@ -176,14 +201,19 @@ class NestedOrder:
             out = np.empty(k.shape, dtype=np.int64)
             for b in np.unique(bits):
                 sel = bits == b
-                out[sel] = self._walk(users[sel], k[sel].astype(np.uint64), C[sel], int(b))
+                out[sel] = self._walk(users[sel], k[sel], C[sel], int(b))
             return out
-        return self._walk(users, k.astype(np.uint64), C, b)
+        return self._walk(users, k, C, b)
 
     def _walk(self, users, x, C, bits):
         """Cycle walking ([BR02]): the network of ``bits`` bits applied until x < C_u (2^bits < 2 C_u, so
-        under 2 passes on average)."""
-        keys, C = self._keys[users], C.astype(np.uint64)
+        under 2 passes on average); in uint32 arithmetic up to 32 bits."""
+        keys = self._keys[users]
+        if bits <= 32:
+            keys = (keys ^ (keys >> np.uint64(32))).astype(np.uint32)
+            x, C = x.astype(np.uint32), C.astype(np.uint32)
+        else:
+            x, C = x.astype(np.uint64), C.astype(np.uint64)
         left, right = bits // 2, bits - bits // 2
         x = _feistel(x, keys, left, right)
         todo = np.flatnonzero(x >= C)
@@ -203,33 +233,77 @@ class NestedOrder:
         length = stop - start
         if (length < 0).any():
             raise ValueError("stop must be >= start")
+        if users.size and ((start < 0).any() or (stop > self.C[users]).any()):
+            raise ValueError("places start..stop - 1 must lie in 0..C_u - 1 of each user")
         rep = np.repeat(np.arange(users.size), length)
         k = start[rep] + (np.arange(rep.size) - np.repeat(np.cumsum(length) - length, length))
-        return self.at(users[rep], k)
+        u = users[rep]
+        return self._at(u, k, self.C[u])
+
+
+#: Users with at most this many excluded ids are mapped by a padded table (one comparison per excluded id)
+#: instead of a binary search of every user's excluded ids.
+_PADDED_MAX = 4
+
+
+class CandidateMap:
+    """Item ids (0..N-1) of candidate positions: position p of user u is the p-th item id (from 0) that is not
+    among u's excluded ids.
+
+    ``excluded_ptr`` (M + 1,) and ``excluded`` (sorted ids within each user's segment) hold the excluded items
+    of every user in CSR form (history and held-out item). With e_j the j-th excluded id of u, the item is
+    p + #{j : e_j - j <= p} (the excluded ids at or below it are skipped). The thresholds e_j - j are computed
+    once, so mapping a batch costs one binary search per position, or, when no user excludes more than
+    :data:`_PADDED_MAX` ids (every user's held-out item alone, say), a few comparisons with a padded table.
+
+    Examples
+    --------
+    >>> CandidateMap(np.array([0, 2, 2]), np.array([1, 2])).items(np.array([0, 1, 2, 0]), np.array([0, 0, 0, 1]))
+    array([0, 3, 4, 0])
+    """
+
+    def __init__(self, excluded_ptr, excluded):
+        ptr = np.asarray(excluded_ptr, dtype=np.int64)
+        ex = np.asarray(excluded, dtype=np.int64)
+        self._ptr = ptr
+        self._empty = ex.size == 0
+        if self._empty:
+            return
+        count = np.diff(ptr)
+        seg = np.repeat(np.arange(ptr.size - 1), count)
+        shifted = ex - (np.arange(ex.size) - ptr[seg])          # e_j - j within each user's segment
+        width = int(count.max())
+        if width <= _PADDED_MAX:
+            table = np.full((ptr.size - 1, width), np.iinfo(np.int64).max, dtype=np.int64)
+            table[seg, np.arange(ex.size) - ptr[seg]] = shifted
+            self._table, self._key = table, None
+        else:
+            self._big = np.int64(int(shifted.max()) + 2)
+            self._key = seg * self._big + shifted               # sorted: users in order, non-decreasing inside
+            self._table = None
+
+    def items(self, positions, users):
+        """The item ids of ``positions`` (0..C_u - 1) of ``users``, elementwise."""
+        p = np.asarray(positions, dtype=np.int64)
+        if self._empty:
+            return p.copy()
+        users = np.asarray(users, dtype=np.int64)
+        if self._table is not None:
+            rows = self._table[users]
+            out = p + (rows[:, 0] <= p)
+            for j in range(1, rows.shape[1]):
+                out += rows[:, j] <= p
+            return out
+        q = users * self._big + np.minimum(p, self._big - 1)   # positions beyond every threshold count them all
+        return p + (np.searchsorted(self._key, q, side="right") - self._ptr[users])
 
 
 def candidate_items(positions, users, excluded_ptr, excluded):
-    """Item ids (0..N-1) of candidate positions: position p of user u is the p-th item id (from 0) that
-    is not among u's excluded ids.
-
-    ``excluded_ptr`` (M + 1,) and ``excluded`` (sorted ids within each user's segment) hold the excluded
-    items of every user in CSR form (history and held-out item). With e_j the j-th excluded id of u,
-    the item is p + #{j : e_j - j <= p} (the excluded ids at or below it are skipped).
+    """Item ids (0..N-1) of candidate positions (:class:`CandidateMap`, built for one call).
 
     Examples
     --------
     >>> candidate_items(np.array([0, 1, 2, 0]), np.array([0, 0, 0, 1]), np.array([0, 2, 2]), np.array([1, 2]))
     array([0, 3, 4, 0])
     """
-    users = np.asarray(users, dtype=np.int64)
-    p = np.asarray(positions, dtype=np.int64)
-    ptr = np.asarray(excluded_ptr, dtype=np.int64)
-    ex = np.asarray(excluded, dtype=np.int64)
-    if ex.size == 0:
-        return p.copy()
-    seg = np.repeat(np.arange(ptr.size - 1), np.diff(ptr))
-    shifted = ex - (np.arange(ex.size) - ptr[seg])          # e_j - j within each user's segment
-    big = np.int64(max(int(shifted.max()), int(p.max(initial=0))) + 2)
-    key = seg * big + shifted                                 # sorted: users in order, non-decreasing inside
-    count = np.searchsorted(key, users * big + p, side="right") - ptr[users]
-    return p + count
+    return CandidateMap(excluded_ptr, excluded).items(positions, users)

@@ -30,7 +30,7 @@ import pandas as pd
 
 from ._validation import check_int
 from .metrics import parse_metrics
-from .nested import NestedOrder, candidate_items
+from .nested import CandidateMap, NestedOrder
 from .proxy import head_sizes, heads_and_edge_ties, heads_from_callable, heads_from_table, tail_exclusions
 from .stagerun import StagedRun, _batches, _sizes_text
 
@@ -102,6 +102,7 @@ class StrataRun(StagedRun):
         self.head_ptr, self.head_items = hp, hi
         self.heads = np.diff(hp).astype(np.int64)
         self.tail_ptr, self.tail_bad = tail_exclusions(inp["ptr"], inp["bad"], hp, hi)
+        self.tail_candidates = CandidateMap(self.tail_ptr, self.tail_bad)
         self.tails = C - self.heads                           # T_u
         seq = np.random.SeedSequence(self.config["seed"]).spawn(3)[2]
         self.tail_order = NestedOrder(self.tails, rng=np.random.default_rng(seq))
@@ -136,7 +137,7 @@ class StrataRun(StagedRun):
             users = p["users"][idx]
             places = self.tail_order.positions(users, lo, hi)
             u = np.repeat(users, hi - lo)
-            yield u, candidate_items(places, u, self.tail_ptr, self.tail_bad), np.zeros(u.size, bool)
+            yield u, self.tail_candidates.items(places, u), np.zeros(u.size, bool)
 
     def finish_stage(self, plan_progress=False):
         p = self.pending
@@ -208,7 +209,7 @@ class StrataRun(StagedRun):
             return np.repeat(np.arange(self.M), self.heads), self.head_items
         places = self.tail_order.positions(st["_users"], st["_start"], st["_stop"])
         u = np.repeat(st["_users"], st["_stop"] - st["_start"])
-        return u, candidate_items(places, u, self.tail_ptr, self.tail_bad)
+        return u, self.tail_candidates.items(places, u)
 
     def save(self, folder):
         raise NotImplementedError("a stratified evaluation keeps no workdir yet: run it without workdir")

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sampling_lib.nested import EXPLICIT_MAX, NestedOrder, candidate_items
+from sampling_lib import nested
+from sampling_lib.nested import EXPLICIT_MAX, CandidateMap, NestedOrder, candidate_items
 
 
 @pytest.mark.parametrize("C", [1, 2, 7, EXPLICIT_MAX, EXPLICIT_MAX + 1, 100, 1000, 4097, 65_536, 100_003])
@@ -109,3 +110,32 @@ def test_bad_places_are_errors():
         order.at(np.array([0]), np.array([10]))
     with pytest.raises(ValueError, match="n_candidates"):
         NestedOrder([-1])
+
+
+@pytest.mark.parametrize("width", [1, 3, nested._PADDED_MAX, nested._PADDED_MAX + 1, 40])
+def test_candidate_map_lists_the_allowed_ids_in_order_whichever_path_it_takes(width):
+    # users excluding 0..width ids (the padded table up to _PADDED_MAX, the binary search beyond), against
+    # the allowed ids listed one by one
+    rng = np.random.default_rng(width)
+    N, M = 60, 25
+    excl = [np.sort(rng.choice(N, size=int(rng.integers(0, width + 1)), replace=False)) for _ in range(M)]
+    excl[0] = np.arange(min(width, N))                      # a user excluding the lowest ids
+    ptr = np.r_[0, np.cumsum([e.size for e in excl])]
+    cmap = CandidateMap(ptr, np.concatenate(excl))
+    assert (cmap._table is not None) == (max(e.size for e in excl) <= nested._PADDED_MAX)
+    users = np.concatenate([np.full(N - e.size, u) for u, e in enumerate(excl)])
+    pos = np.concatenate([rng.permutation(N - e.size) for e in excl])     # any order within a user
+    got = cmap.items(pos, users)
+    want = np.concatenate([np.setdiff1d(np.arange(N), e)[rng_pos] for e, rng_pos in
+                           zip(excl, np.split(pos, np.cumsum([N - e.size for e in excl])[:-1]))])
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("C", [2**31 + 11, 2**33 + 5])
+def test_orders_of_more_than_32_bits_stay_within_the_candidates_and_distinct(C):
+    # 32 bits or fewer run in uint32 arithmetic, more in uint64: both give distinct places below C
+    order = NestedOrder([C], rng=5)
+    assert int(order._bits[0]) == (32 if C < 2**32 else 34)
+    p = order.positions([0], [0], [20_000])
+    assert p.min() >= 0 and p.max() < C and np.unique(p).size == p.size
+    assert p.max() > C // 2                                 # spread over the range, not stuck low
