@@ -32,6 +32,7 @@ References
 from __future__ import annotations
 
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -122,6 +123,24 @@ class _Bar:
             self.bar.close()
 
 
+_END = object()
+
+
+def _prefetched(batches):
+    """The items of the generator ``batches``, each drawn on one worker thread while the caller scores the one
+    before: drawing is numpy work that releases the GIL, so the next batch's negatives are drawn on another
+    core while ``score`` runs. The worker is the only thread that advances ``batches``; it draws at most one
+    batch ahead, and an exception in either thread ends both (the worker's own is raised here)."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sampling-lib-draw") as pool:
+        ahead = pool.submit(next, batches, _END)
+        while True:
+            item = ahead.result()
+            if item is _END:
+                return
+            ahead = pool.submit(next, batches, _END)
+            yield item
+
+
 def score_stage(run, scorers, batch_size, bar=None, where=""):
     """Score the pending stage of ``run`` with ``scorers`` in batches of ``batch_size`` pairs; the pairs scored."""
     users = run.inputs["users"].to_numpy()
@@ -129,7 +148,7 @@ def score_stage(run, scorers, batch_size, bar=None, where=""):
     single = list(scorers) == ["model"]
     stage = run.pending["stage"]
     done = 0
-    for u, it, held in run.chunks(batch_size):
+    for u, it, held in _prefetched(run.chunks(batch_size)):
         uid, iid = users[u], (it if ids is None else ids.to_numpy()[it])
         scores = {m: _call(f, None if single else m, uid, iid, stage, where) for m, f in scorers.items()}
         run.absorb(u, it, held, scores)

@@ -37,7 +37,7 @@ import pandas as pd
 
 from ._validation import check_float, check_int, show_value
 from .metrics import parse_metrics
-from .nested import NestedOrder, candidate_items, _round
+from .nested import CandidateMap, NestedOrder, _round
 from .ranking import TIE_RULES
 from .sampling import Design
 from . import staged
@@ -255,6 +255,13 @@ class StagedRun:
     def M(self):
         return int(self.inputs["users"].size)
 
+    @property
+    def candidates(self):
+        """The map from candidate positions to item ids (:class:`sampling_lib.nested.CandidateMap`, built once)."""
+        if getattr(self, "_candidates", None) is None:
+            self._candidates = CandidateMap(self.inputs["ptr"], self.inputs["bad"])
+        return self._candidates
+
     def _stage_one(self):
         new = staged.first_stage_sizes(self.config["n"], self.inputs["n_items"])
         users = np.arange(self.M)
@@ -282,7 +289,7 @@ class StagedRun:
             users = p["users"][idx]
             places = self.order.positions(users, lo, hi)
             u = np.repeat(users, hi - lo)
-            items = candidate_items(places, u, self.inputs["ptr"], self.inputs["bad"])
+            items = self.candidates.items(places, u)
             yield u, items, np.zeros(u.size, bool)
 
     def absorb(self, users, items, held, scores):
@@ -295,24 +302,35 @@ class StagedRun:
         elif list(scores) != self.models:
             raise ValueError(f"scores must name the models {self.models}; got {list(scores)}")
         ties = self.config["ties"]
-        neg = ~held
-        u = users[neg]
-        tie_below = np.zeros(u.size, bool)
-        if ties == "random" and u.size:
-            tie_below = (_unit_keys(self._tie_key, u, items[neg])
+        mixed = bool(held.any())              # stage 1's held-out items (their chunks hold nothing else)
+        neg = ~held if mixed else None
+        u = users[neg] if mixed else users
+        tie_below = None
+        if ties == "random":
+            it = items[neg] if mixed else items
+            tie_below = (_unit_keys(self._tie_key, u, it)
                          < _unit_keys(self._tie_key, u, np.full(u.size, self.inputs["N"], np.int64)))
+        # the users come in runs (a batch holds each user's slice in one piece): one held-out score per run
+        starts = np.flatnonzero(np.r_[True, u[1:] != u[:-1]]) if u.size else np.zeros(0, np.int64)
+        run_users, lengths = u[starts], np.diff(np.r_[starts, u.size])
         for m in self.models:
             s = np.asarray(scores[m], dtype=float)
-            self.pos[m][users[held]] = s[held]
-            sv, p = s[neg], self.pos[m][u]
+            if mixed:
+                self.pos[m][users[held]] = s[held]
+                s = s[neg]
+            if not u.size:
+                continue
+            p = self.pos[m][run_users]
             if np.isnan(p).any():
                 raise RuntimeError("a negative was scored before its user's held-out item")
-            above = sv > p
+            p = np.repeat(p, lengths)
             if ties == "pessimistic":
-                above |= sv == p
-            elif ties == "random":
-                above |= (sv == p) & tie_below
-            self.above[m] += np.bincount(u[above], minlength=self.M)
+                above = s >= p
+            else:
+                above = s > p
+                if ties == "random":
+                    above |= (s == p) & tie_below
+            np.add.at(self.above[m], run_users, np.add.reduceat(above, starts, dtype=np.int64))
 
     def ranks(self):
         """{model: current sampled ranks (M,)} (1 = first)."""
@@ -506,7 +524,7 @@ class StagedRun:
         st = self.stages[j]
         places = self.order.positions(st["_users"], st["_start"], st["_stop"])
         u = np.repeat(st["_users"], st["_stop"] - st["_start"])
-        return u, candidate_items(places, u, self.inputs["ptr"], self.inputs["bad"])
+        return u, self.candidates.items(places, u)
 
     def ranks_table(self):
         """The merged ranks as the ``sampling-lib ranks`` table: user, model, rank, sample_size, n_items,
