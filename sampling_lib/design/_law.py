@@ -12,6 +12,8 @@ The package's docstring (:mod:`sampling_lib.design`) lists every reference of th
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 from scipy import special, stats
 
@@ -161,6 +163,22 @@ def _cells_prob(lo, hi, offset, m, R, N, done, scheme):
 #: While :func:`plan` predicts its candidates: {key: (lo, hi, P)} of :func:`_binned_counts`, shared by the
 #: designs that run the same stage (the rungs every ladder of a growth has in common); None otherwise.
 _STAGE_CACHE = None
+
+
+@contextmanager
+def stage_cache(cache=None):
+    """Share the stages' laws (:data:`_STAGE_CACHE`) within the block: in ``cache``, a dict the caller keeps
+    between plans (a staged run re-plans on the same grids), or in a new one. Inside another such block,
+    the outer cache is used."""
+    global _STAGE_CACHE
+    if _STAGE_CACHE is not None:
+        yield _STAGE_CACHE
+        return
+    _STAGE_CACHE = {} if cache is None else cache
+    try:
+        yield _STAGE_CACHE
+    finally:
+        _STAGE_CACHE = None
 
 
 def _binned_counts(m, R, N, done, scheme, offset=0):

@@ -380,15 +380,15 @@ def _predict_designs(cands, fits, n, *, metrics, M, confidence_level, scheme, co
             grids[key] = spline_grid(key[0], grid_n, key[1], None, scheme)
     cols = {}
     bar = progress_bar(len(cands), progress, "plan: predicting", unit="designs")
-    _law._STAGE_CACHE = {}          # the stages' laws shared between candidates (design._law._binned_counts)
     try:
-        for d in cands:
-            if bar is not None:
-                bar.update(1)
-            for name, v in _predict_design(d, grids, fits, parsed, M, z, scheme, n, col, bound, margin).items():
-                cols.setdefault(name, []).extend(v)
+        with _law.stage_cache():    # the stages' laws shared between candidates (design._law._binned_counts)
+            for d in cands:
+                if bar is not None:
+                    bar.update(1)
+                for name, v in _predict_design(d, grids, fits, parsed, M, z, scheme, n, col, bound,
+                                               margin).items():
+                    cols.setdefault(name, []).extend(v)
     finally:
-        _law._STAGE_CACHE = None
         if bar is not None:
             bar.close()
     order = ["model", "design", "kind", "stages", "metric", "value", "cost", "cost_share", "halfwidth",
