@@ -339,3 +339,25 @@ def test_scores_absorbed_in_any_batching_give_the_brute_force_counts():
             assert np.array_equal(got, gt)
         else:
             assert ((got >= gt) & (got <= gt + eq)).all()
+
+
+def test_text_item_ids_from_a_catalogue_array_reach_the_scorer_and_give_the_integer_run_s_table():
+    # the same population with items named "i<k>": the scorer sees the names, and the table equals the run
+    # on integer ids (same seed, the same positions drawn)
+    held, hist, models = _population(M=120, seed=4)
+    names = np.array([f"i{k}" for k in range(N_ITEMS)], dtype=object)
+    back = {n: k for k, n in enumerate(names)}
+    seen = []
+
+    def by_name(f):
+        def score(users, items):
+            seen.append(set(map(type, items)))
+            return f(users, np.array([back[i] for i in items]))
+        return score
+
+    kw = dict(n=20, seed=1, n_boot=100, progress=False)
+    a = evaluate(models, held, N_ITEMS, exclude=hist, **kw)
+    b = evaluate({m: by_name(f) for m, f in models.items()}, {u: names[i] for u, i in held.items()}, names,
+                 exclude={u: [names[i] for i in h] for u, h in hist.items()}, **kw)
+    assert set().union(*seen) == {str}
+    pd.testing.assert_frame_equal(a.table, b.table)

@@ -79,9 +79,9 @@ def _outputs_text(path):
     return "\n".join(parts)
 
 
-#: the user-data run kept in the quick suite (make test): the one-call evaluation; every other notebook's
-#: user-data run is marked slow (make test-slow), its smoke run stays quick
-QUICK_DATA_NOTEBOOKS = ("13",)
+#: user-data runs kept in the quick suite (make test): none; every notebook's user-data run is marked slow
+#: (make test-slow), its smoke run stays quick (text ids through evaluate: tests/test_evaluate.py)
+QUICK_DATA_NOTEBOOKS = ()
 
 
 @pytest.mark.notebooks
