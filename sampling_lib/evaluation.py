@@ -206,7 +206,8 @@ def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "n
     n : int, default 100, keyword-only
         The first stage's set size, held-out item included (users with N_u <= n are ranked in full).
     batch_size : int, optional, keyword-only
-        Pairs per ``score`` call (default :data:`DEFAULT_BATCH_SIZE`).
+        Pairs per ``score`` call (default :data:`DEFAULT_BATCH_SIZE`). ``score`` is called from the calling
+        thread, one batch at a time; the next batch's negatives are drawn meanwhile on one worker thread.
     seed : int, default 0, keyword-only
         Every random choice (the negatives, random ties, the bootstrap) follows from it: the same seed gives
         the same result.
