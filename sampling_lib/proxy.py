@@ -39,6 +39,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ._arrays import unique_ints
 from ._validation import check_int, show_value
 from .nested import candidate_items
 
@@ -163,7 +164,7 @@ def heads_from_table(table, user_index, item_position, held, ptr, bad):
     keep = it != np.asarray(held)[u]
     u, it = u[keep], it[keep]
     key = u * (int(it.max(initial=0)) + 1) + it
-    if np.unique(key).size != key.size:
+    if unique_ints(key).size != key.size:
         d = pd.Series(key).duplicated().to_numpy()
         j = int(np.flatnonzero(d)[0])
         raise ValueError(f"the proxy's top-m table lists item {show_value(t['item'].to_numpy()[keep][j])} twice for "

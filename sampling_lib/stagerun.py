@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ._arrays import unique_ints
 from ._validation import check_float, check_int, show_value
 from .metrics import parse_metrics
 from .nested import CandidateMap, NestedOrder, _round
@@ -161,7 +162,7 @@ def check_inputs(held_out, n_items, exclude=None):
             raise ValueError(f"exclude lists the held-out item {show_value(items[eu[j]])} of user "
                              f"{show_value(users[eu[j]])}: a held-out item is ranked, never excluded (is the "
                              "test split inside the history?)")
-    key = np.unique(np.r_[eu * N + ei, np.arange(M, dtype=np.int64) * N + held])
+    key = unique_ints(np.r_[eu * N + ei, np.arange(M, dtype=np.int64) * N + held])
     bu, bad = key // N, key % N
     ptr = np.r_[0, np.cumsum(np.bincount(bu, minlength=M))].astype(np.int64)
     C = N - np.diff(ptr)                       # candidate negatives: N_u - 1

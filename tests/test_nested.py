@@ -139,3 +139,11 @@ def test_orders_of_more_than_32_bits_stay_within_the_candidates_and_distinct(C):
     p = order.positions([0], [0], [20_000])
     assert p.min() >= 0 and p.max() < C and np.unique(p).size == p.size
     assert p.max() > C // 2                                 # spread over the range, not stuck low
+
+
+def test_unique_ints_equals_numpy_unique():
+    from sampling_lib._arrays import unique_ints
+
+    rng = np.random.default_rng(0)
+    for a in (np.zeros(0, np.int64), np.array([7]), rng.integers(0, 2**45, 5000), rng.integers(-3, 4, (40, 3))):
+        assert np.array_equal(unique_ints(a), np.unique(a))

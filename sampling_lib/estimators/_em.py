@@ -55,6 +55,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._arrays import unique_ints
 from .._validation import check_float, check_int, check_pmf
 from ..exceptions import ConvergenceWarning
 from ..kernels import kernel_columns, kernel_groups, n_items_bins
@@ -82,7 +83,7 @@ class TruncatedOp:
         self.K = K
         self.rows, self.k = K.shape
         self.flat = (np.asarray(end, dtype=np.int64) - 1) * self.k + np.asarray(col, dtype=np.int64)
-        self.distinct = np.unique(self.flat).size == self.flat.size
+        self.distinct = unique_ints(self.flat).size == self.flat.size
 
     def _chunks(self, B):
         step = max(1, _TRUNC_ELEMS // max(1, self.rows * self.k))

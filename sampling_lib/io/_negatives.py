@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from .._arrays import unique_ints
 from .._validation import check_columns, check_int, check_int_column, show_value
 from ._files import (LINES, PARTS, SOURCE, STAGES, file_error, id_text, read_table, row_location, source_at,
                      table_lines, table_name, table_source, text_lines)
@@ -393,7 +394,7 @@ def _scores_lookup(scores, cand, where=lambda r: ""):
             raise ValueError(f"(user, item) = ({show_value(sc['user'].iloc[i])}, {show_value(sc['item'].iloc[i])}) "
                              f"of model {show_value(sc['model'].iloc[i])} has two different scores "
                              f"({at(orig[i])}, {at(orig[j])}): {agree}")
-    cset = pd.Index(np.unique(ckey))
+    cset = pd.Index(unique_ints(ckey))
     unused = ~pd.Index(skey).isin(cset)
     if unused.any():
         i = int(np.flatnonzero(unused)[0])

@@ -17,6 +17,7 @@ import time
 import numpy as np
 import pandas as pd
 
+from .._arrays import unique_ints
 from .._validation import check_int
 from ..metrics import parse_metrics
 from .design import _metric_rows, full_ranking_halfwidth
@@ -64,8 +65,7 @@ class PairCounter:
     def repeats(self):
         """How many asked pairs had been asked before."""
         keys = self.keys()
-        keys.sort()
-        return int(np.count_nonzero(keys[1:] == keys[:-1]))
+        return int(keys.size - unique_ints(keys).size)
 
 
 def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recall@10", "ndcg@10"),
