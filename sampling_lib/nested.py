@@ -71,29 +71,33 @@ _L2 = np.uint32(0x846CA68B)
 _GOLDEN32 = np.uint32(0x9E3779B9)
 
 
+def _mix(half, key, out, golden, s1, m1, s2, m2, s3):
+    """out = an xorshift-multiply integer hash of ``half`` xor ``key`` (wrapping, in the dtype of the
+    constants), in place: add ``golden``, then x ^= x >> s1, x *= m1, x ^= x >> s2, x *= m2, x ^= x >> s3."""
+    np.bitwise_xor(half, key, out=out)
+    out += golden
+    out ^= out >> s1
+    out *= m1
+    out ^= out >> s2
+    out *= m2
+    out ^= out >> s3
+    return out
+
+
+#: The SplitMix64 finalizer ([SLF14]) and Wellons' ``lowbias32`` ([Wel18]) as :func:`_mix` constants.
+_SPLITMIX64 = (_GOLDEN, np.uint64(30), _M1, np.uint64(27), _M2, np.uint64(31))
+_LOWBIAS32 = (_GOLDEN32, np.uint32(16), _L1, np.uint32(15), _L2, np.uint32(16))
+
+
 def _round(half, key, out):
     """out = the keyed SplitMix64 finalizer ([SLF14]) of ``half`` xor ``key`` (uint64, wrapping), in place."""
-    np.bitwise_xor(half, key, out=out)
-    out += _GOLDEN
-    out ^= out >> np.uint64(30)
-    out *= _M1
-    out ^= out >> np.uint64(27)
-    out *= _M2
-    out ^= out >> np.uint64(31)
-    return out
+    return _mix(half, key, out, *_SPLITMIX64)
 
 
 def _round32(half, key, out):
     """out = the keyed ``lowbias32`` integer hash ([Wel18]) of ``half`` xor ``key`` (uint32, wrapping), in
     place: the round function of networks of up to 32 bits (half the work of :func:`_round` per element)."""
-    np.bitwise_xor(half, key, out=out)
-    out += _GOLDEN32
-    out ^= out >> np.uint32(16)
-    out *= _L1
-    out ^= out >> np.uint32(15)
-    out *= _L2
-    out ^= out >> np.uint32(16)
-    return out
+    return _mix(half, key, out, *_LOWBIAS32)
 
 
 def _feistel(x, keys, left_bits, right_bits):
