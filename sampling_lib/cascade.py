@@ -1,0 +1,274 @@
+"""Correcting a published cascade evaluation: a retriever's top-m, with or without random negatives.
+
+LLM-reranker papers score each test user's held-out item against a cheap retriever's top m candidates
+(LlamaRec: the top 20), or against those plus r random negatives, and report the top-K metrics among
+the items scored as the model's quality. Neither is the metric over the full catalogue. Given the costly
+model's scores of every candidate it scored, this module corrects both:
+
+* **top-m plus r random negatives** (the tail drawn uniformly without replacement from the user's
+  candidates outside the head): x_u, the head items scored at or above the held-out item, is known
+  exactly; the tail's sampled rank is hypergeometric given the tail rank R - 1 - x_u. That is the
+  stratified design of :mod:`sampling_lib.stratarun` with one tail stage, and
+  :func:`sampling_lib.estimators.strata_estimate` corrects it to the full catalogue;
+* **top-m only**: the data give x_u and nothing about the tail. The global rank lies anywhere in
+  1 + x_u .. 1 + x_u + T_u (T_u = N_u - 1 - m_u tail items, all below or all above), so the metric is
+  bounded, not estimated: ``bound_low`` / ``bound_high`` are the means of F(1 + x_u + T_u) and F(1 + x_u)
+  (F non-increasing in the rank), the reported metric is the upper bound, and the interval
+  [``ci_low``, ``ci_high``] is the user bootstrap's lower end of the lower bound and upper end of the upper
+  bound (covering the identified set, Imbens and Manski 2004, conservatively).
+
+The table has one row per scored candidate: ``user``, ``score``, ``label`` (1 = the held-out item, 0 = a
+negative), ``stratum`` (``"head"``: the retriever's top m; ``"tail"``: a random negative), and optionally
+``model`` (several models scored on the same candidates) and ``item`` (then an item listed twice, or in
+both strata, is refused). The held-out item's own row may carry either stratum (it is always scored).
+N_u counts the user's candidates, the held-out item included (the catalogue less the history).
+
+References
+----------
+.. [YA06] Yilmaz, Aslam. Estimating average precision with incomplete and imperfect judgments. CIKM 2006
+   (statAP / infAP: metrics from judgments sampled with known inclusion probabilities).
+.. [IM04] Imbens, Manski. Confidence intervals for partially identified parameters. Econometrica 72(6),
+   2004.
+.. [Efron16] Efron. Empirical Bayes deconvolution estimates. Biometrika 103(1), 2016 (the tail's prior).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ._validation import check_int, show_value
+from .inference import percentile_interval
+from .kernels import check_strata
+from .metrics import metric_matrix, parse_metrics
+from .ranking import TIE_RULES
+
+__all__ = ["cascade_cells", "cascade_estimate", "head_only_bounds", "CASCADE_COLUMNS"]
+
+#: The columns of :func:`cascade_cells`.
+CASCADE_COLUMNS = ("model", "user", "n_items", "head", "head_above", "tail_size", "tail_rank")
+#: The ``method`` of a head-only table.
+BOUNDS_METHOD = "bounds (head only)"
+
+
+def cascade_cells(table, n_items, *, ties="pessimistic"):
+    """Each (model, user)'s stratified cell from a cascade's score table (module docstring).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One row per scored candidate: ``user``, ``score``, ``label``, ``stratum`` and optionally ``model``
+        and ``item``.
+    n_items : int, mapping or pandas.Series
+        N_u, the user's candidates with the held-out item: one int for every user, or one per user (every
+        user of the table must be listed).
+    ties : {"pessimistic", "optimistic"}
+        A negative scored equal to the held-out item ranks above it (pessimistic) or below.
+
+    Returns
+    -------
+    pandas.DataFrame
+        :data:`CASCADE_COLUMNS`: N_u, the head's negatives m_u, those at or above the held-out item x_u,
+        the tail's negatives s_u and the held-out item's rank among them 1 + (tail items above).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"user": [1] * 5, "score": [0.5, 0.9, 0.1, 0.7, 0.2], "label": [1, 0, 0, 0, 0],
+    ...                   "stratum": ["head", "head", "head", "tail", "tail"]})
+    >>> cascade_cells(t, 100)[["head", "head_above", "tail_size", "tail_rank"]].to_numpy().tolist()
+    [[2, 1, 2, 2]]
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"table must be a pandas DataFrame; got {type(table).__name__}")
+    missing = [c for c in ("user", "score", "label", "stratum") if c not in table.columns]
+    if missing:
+        raise ValueError(f"table needs the columns user, score, label, stratum (and optionally model, item); "
+                         f"missing {missing}")
+    if ties not in ("pessimistic", "optimistic"):
+        raise ValueError(f"ties must be 'pessimistic' or 'optimistic' (a cascade table has no random tie "
+                         f"keys; {sorted(TIE_RULES)} elsewhere); got {show_value(ties)}")
+    t = table.copy()
+    if "model" not in t.columns:
+        t["model"] = "model"
+    score = pd.to_numeric(t["score"], errors="coerce").to_numpy(dtype=float)
+    if not np.isfinite(score).all():
+        j = int(np.flatnonzero(~np.isfinite(score))[0])
+        raise ValueError(f"score must be finite numbers; row {j} holds {show_value(t['score'].iloc[j])}")
+    t["score"] = score
+    label = pd.to_numeric(t["label"], errors="coerce")
+    if not label.isin([0, 1]).all():
+        j = int(np.flatnonzero(~label.isin([0, 1]).to_numpy())[0])
+        raise ValueError(f"label must be 1 (the held-out item) or 0 (a negative); row {j} holds "
+                         f"{show_value(t['label'].iloc[j])}")
+    t["label"] = label.astype(int)
+    stratum = t["stratum"].astype(str).str.strip().str.lower()
+    bad = ~stratum.isin(["head", "tail"]) & (t["label"] == 0)
+    if bad.any():
+        j = int(np.flatnonzero(bad.to_numpy())[0])
+        raise ValueError(f"stratum must be 'head' (the retriever's top m) or 'tail' (a random negative); row {j} "
+                         f"holds {show_value(t['stratum'].iloc[j])}")
+    t["stratum"] = stratum
+    if "item" in t.columns:
+        dup = t.duplicated(["model", "user", "item"])
+        if dup.any():
+            j = int(np.flatnonzero(dup.to_numpy())[0])
+            raise ValueError(f"item {show_value(t['item'].iloc[j])} is listed twice for user "
+                             f"{show_value(t['user'].iloc[j])} (model {show_value(t['model'].iloc[j])}): each "
+                             "candidate is scored once, in the head or in the tail sample, never both")
+    held = t[t["label"] == 1]
+    twice = held.duplicated(["model", "user"])
+    if twice.any():
+        r = held[twice].iloc[0]
+        raise ValueError(f"user {show_value(r['user'])} (model {show_value(r['model'])}) has two rows with "
+                         "label 1: one held-out item per user")
+    h = held.set_index(["model", "user"])["score"]
+    neg = t[t["label"] == 0]
+    key = pd.MultiIndex.from_frame(neg[["model", "user"]])
+    hs = h.reindex(key).to_numpy()
+    if np.isnan(hs).any():
+        j = int(np.flatnonzero(np.isnan(hs))[0])
+        raise ValueError(f"user {show_value(neg['user'].iloc[j])} (model {show_value(neg['model'].iloc[j])}) "
+                         "has negatives but no row with label 1: its held-out item must be scored")
+    above = neg["score"].to_numpy() >= hs if ties == "pessimistic" else neg["score"].to_numpy() > hs
+    parts = pd.DataFrame({"model": neg["model"].to_numpy(), "user": neg["user"].to_numpy(),
+                          "head": (neg["stratum"] == "head").to_numpy().astype(np.int64),
+                          "tail": (neg["stratum"] == "tail").to_numpy().astype(np.int64)})
+    parts["head_above"] = parts["head"] * above
+    parts["tail_above"] = parts["tail"] * above
+    sums = parts.groupby(["model", "user"], sort=False)[["head", "head_above", "tail", "tail_above"]].sum()
+    out = h.to_frame("held").join(sums, how="left").fillna(0).astype({"head": np.int64, "tail": np.int64})
+    out = out.reset_index()
+    out["n_items"] = _n_items_of(n_items, out["user"])
+    out = out.rename(columns={"tail": "tail_size"})
+    out["tail_rank"] = 1 + out["tail_above"].astype(np.int64)
+    out["head_above"] = out["head_above"].astype(np.int64)
+    check_strata(out["n_items"].to_numpy(), out["head"].to_numpy(), out["head_above"].to_numpy(),
+                 out["tail_size"].to_numpy(), out["tail_rank"].to_numpy())
+    return out[list(CASCADE_COLUMNS)]
+
+
+def _n_items_of(n_items, users):
+    """N_u of each user: an int for all, or looked up in a mapping / Series (every user must be there)."""
+    if isinstance(n_items, (int, np.integer)):
+        return np.full(len(users), check_int(n_items, "n_items", low=2), dtype=np.int64)
+    if isinstance(n_items, dict):
+        n_items = pd.Series(n_items)
+    if not isinstance(n_items, pd.Series):
+        raise TypeError("n_items must be an int (every user's N_u) or a mapping / Series user -> N_u; got "
+                        f"{type(n_items).__name__}")
+    got = n_items.reindex(pd.Index(users))
+    if got.isna().any():
+        lost = pd.Index(users)[got.isna().to_numpy()]
+        raise ValueError(f"n_items lists no N_u for {lost.size} user(s) of the table, e.g. "
+                         f"{show_value(lost[0])}: give every user's candidate count")
+    return got.to_numpy(dtype=np.int64)
+
+
+def head_only_bounds(n_items, heads, above, metrics=("recall@10", "ndcg@10")):
+    """Per user, the metric at the best and the worst global rank a head-only cascade allows.
+
+    With only the head scored, the global rank R_u lies in 1 + x_u .. 1 + x_u + T_u (T_u = N_u - 1 - m_u):
+    the tail's items may all rank below the held-out item, or all above. F is non-increasing in R, so
+    F(1 + x_u + T_u) <= F(R_u) <= F(1 + x_u) whatever the tail.
+
+    Returns
+    -------
+    (low, high) : ndarray, shape (M, m)
+        One column per metric.
+
+    Examples
+    --------
+    >>> lo, hi = head_only_bounds([100, 100], [20, 20], [0, 3], "recall@10")
+    >>> lo.ravel().tolist(), hi.ravel().tolist()
+    ([0.0, 0.0], [1.0, 1.0])
+    """
+    parsed = metrics if (isinstance(metrics, list) and metrics and isinstance(metrics[0], tuple)) \
+        else parse_metrics(metrics)
+    N, m, x, _, _ = check_strata(n_items, heads, above, 0, 1)
+    k = max(K for _, _, K in parsed)
+    F = np.vstack([metric_matrix(parsed, k), np.zeros((1, len(parsed)))])     # ranks 1..k, then 0 beyond
+    best = np.minimum(1 + x, k + 1) - 1
+    worst = np.minimum(1 + x + (N - 1 - m), k + 1) - 1
+    return F[worst], F[best]
+
+
+def cascade_estimate(table, n_items, *, metrics=("recall@10", "ndcg@10"), n_boot=1000, rng=None,
+                     confidence_level=0.95, ties="pessimistic"):
+    """Full-catalogue top-K metrics of a cascade evaluation, one row per (model, metric).
+
+    Parameters
+    ----------
+    table, n_items, ties
+        As :func:`cascade_cells`.
+    metrics, n_boot, rng, confidence_level
+        As :func:`sampling_lib.estimate` (the bootstrap resamples users; each model's Generator is
+        ``default_rng(rng)``, as ``estimate`` seeds its models).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns of :data:`sampling_lib.correct.ESTIMATE_COLUMNS`. With tail samples:
+        :func:`sampling_lib.estimators.strata_estimate`'s rows. Head only (no user with tail items left
+        has a tail sample): ``estimate`` NaN, ``bound_low`` / ``bound_high`` the identified set's ends,
+        ``naive`` the metric among the items scored (= ``bound_high``), ``ci_low`` / ``ci_high`` the
+        bootstrap's ends of the set (module docstring), ``method`` "bounds (head only)".
+
+    Raises
+    ------
+    ValueError
+        When some users with tail items left have a tail sample and others none: which protocol the file
+        follows is then unclear (give the tail's rows, or drop them all for the bounds).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"user": [1, 1, 1, 2, 2, 2], "score": [0.5, 0.9, 0.1, 0.8, 0.3, 0.2],
+    ...                   "label": [1, 0, 0, 1, 0, 0], "stratum": "head"})
+    >>> e = cascade_estimate(t, 50, metrics="recall@1", n_boot=0)
+    >>> e[["naive", "bound_low", "bound_high"]].iloc[0].tolist()
+    [0.5, 0.0, 0.5]
+    """
+    from .estimators import strata_estimate
+
+    cells = cascade_cells(table, n_items, ties=ties)
+    parsed = parse_metrics(metrics)
+    n_boot = check_int(n_boot, "n_boot", low=0)
+    out = []
+    for model, c in cells.groupby("model", sort=False):
+        left = c["n_items"] - 1 - c["head"] > 0
+        sampled = (c["tail_size"] > 0) & left
+        if sampled.any() and not sampled[left].all():
+            raise ValueError(f"model {show_value(model)}: {int((~sampled & left).sum()):,} of {int(left.sum()):,} "
+                             "users with tail items left have no tail sample and the others have one: give "
+                             "every user's random negatives (stratum 'tail'), or none for the head-only bounds")
+        if sampled.any() or not left.any():
+            out.append(strata_estimate(c["n_items"], c["head"], c["head_above"], c["tail_size"], c["tail_rank"],
+                                       metrics=metrics, n_boot=n_boot, rng=rng,
+                                       confidence_level=confidence_level, model=model))
+        else:
+            out.append(_bounds_table(model, c, parsed, n_boot, rng, confidence_level))
+    return pd.concat(out, ignore_index=True)
+
+
+def _bounds_table(model, c, parsed, n_boot, rng, confidence_level):
+    """The head-only rows of :func:`cascade_estimate`."""
+    from ._estimate_rows import ESTIMATE_COLUMNS
+
+    lo, hi = head_only_bounds(c["n_items"], c["head"], c["head_above"], parsed)
+    M, m = lo.shape
+    ci_lo = ci_hi = n_lo = n_hi = np.full(m, np.nan)
+    if n_boot > 0 and M >= 2:
+        g = np.random.default_rng(rng)
+        idx = g.integers(0, M, size=(n_boot, M))
+        lo_b, hi_b = lo[idx].mean(axis=1), hi[idx].mean(axis=1)
+        ci_lo, _ = percentile_interval(lo_b, confidence_level)
+        _, ci_hi = percentile_interval(hi_b, confidence_level)
+        n_lo, n_hi = percentile_interval(hi_b, confidence_level)
+    N, sizes = c["n_items"].to_numpy(), 1 + c["head"].to_numpy()
+    common = lambda v: int(v[0]) if (v == v[0]).all() else pd.NA      # noqa: E731
+    return pd.DataFrame({
+        "model": model, "metric": [p[0] for p in parsed], "K": [p[2] for p in parsed],
+        "naive": hi.mean(axis=0), "naive_ci_low": n_lo, "naive_ci_high": n_hi, "estimate": np.nan,
+        "se": np.nan, "ci_low": ci_lo, "ci_high": ci_hi, "method": BOUNDS_METHOD, "scheme": "hypergeometric",
+        "users": M, "N": common(N), "n": common(sizes), "confidence_level": confidence_level, "n_boot": n_boot,
+        "sensitivity_low": np.nan, "sensitivity_high": np.nan, "bound_low": lo.mean(axis=0),
+        "bound_high": hi.mean(axis=0), "below_resolution": True, "clipped": False, "full_halfwidth": np.nan,
+        "precision_ratio": np.nan}, columns=list(ESTIMATE_COLUMNS))

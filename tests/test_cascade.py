@@ -1,0 +1,98 @@
+"""Correcting published cascade evaluations (sampling_lib.cascade): the retriever's top-m plus r random
+negatives (a stratified design with one tail stage), and the top-m only (bounds).
+
+Checked against brute force: the cells against counts from the scores one candidate at a time; the head-only
+bounds contain every user's true metric whatever the tail (any data); the corrected estimate of a simulated
+"top-m + r random" evaluation covers the truth where the naive metric among the scored items does not.
+"""
+import numpy as np
+import pandas as pd
+import pytest
+
+from sampling_lib.cascade import cascade_cells, cascade_estimate, head_only_bounds
+from sampling_lib.metrics import metric_values
+
+
+def _population(M=1500, N=400, m=20, r=19, seed=0, tail=True):
+    """Users with a costly model's scores of every candidate, a retriever (noisy copy) ranking them, and the
+    cascade table "retriever's top m (+ r random from the rest)"; returns the table and each user's true
+    global rank of the held-out item (pessimistic ties)."""
+    rng = np.random.default_rng(seed)
+    rows, R = [], np.empty(M, np.int64)
+    for u in range(M):
+        s = rng.normal(size=N)                              # costly scores of the N_u = N candidates
+        held = int(rng.integers(N))
+        s[held] += 1.6                                      # the held-out item tends to rank high
+        R[u] = 1 + int((s >= s[held]).sum()) - 1
+        proxy = s + rng.normal(scale=1.0, size=N)           # the retriever: correlated with the costly model
+        proxy[held] = -np.inf                               # the head holds negatives only
+        head = np.argsort(-proxy, kind="stable")[:m]
+        rest = np.setdiff1d(np.arange(N), np.r_[head, held])
+        tail_items = rng.choice(rest, size=r, replace=False) if tail else np.zeros(0, np.int64)
+        items = np.r_[held, head, tail_items]
+        rows.append(pd.DataFrame({"user": u, "item": items, "score": s[items],
+                                  "label": np.r_[1, np.zeros(m + tail_items.size, int)],
+                                  "stratum": ["head"] * (1 + m) + ["tail"] * tail_items.size}))
+    return pd.concat(rows, ignore_index=True), R
+
+
+def test_cells_count_what_beats_the_held_out_item_in_each_stratum():
+    t, _ = _population(M=40, N=60, m=8, r=5, seed=1)
+    t.loc[t.index[3], "score"] = t.loc[t.index[0], "score"]          # a tie with user 0's held-out item
+    for ties, beats in (("pessimistic", np.greater_equal), ("optimistic", np.greater)):
+        c = cascade_cells(t, 60, ties=ties).set_index("user")
+        for u, g in t.groupby("user"):
+            h = g.score[g.label == 1].iloc[0]
+            neg = g[g.label == 0]
+            head, tail = neg[neg.stratum == "head"], neg[neg.stratum == "tail"]
+            assert c.loc[u, "head"] == len(head) and c.loc[u, "tail_size"] == len(tail)
+            assert c.loc[u, "head_above"] == int(beats(head.score, h).sum())
+            assert c.loc[u, "tail_rank"] == 1 + int(beats(tail.score, h).sum())
+
+
+def test_head_only_bounds_contain_every_user_s_true_metric():
+    t, R = _population(M=300, N=200, m=20, tail=False, seed=2)
+    c = cascade_cells(t, 200)
+    metrics = ["recall@10", "ndcg@10", "ap@5", "recall@1"]
+    lo, hi = head_only_bounds(c.n_items, c["head"], c.head_above, metrics)
+    truth = np.stack([metric_values(mt, 200)[R - 1] for mt in metrics], axis=1)
+    assert (lo <= truth + 1e-12).all() and (truth <= hi + 1e-12).all()
+    e = cascade_estimate(t, 200, metrics=metrics, n_boot=300, rng=0)
+    assert (e.method == "bounds (head only)").all() and e.estimate.isna().all()
+    assert np.allclose(e.naive, e.bound_high)                       # the reported metric is the best case
+    assert ((e.ci_low <= e.bound_low) & (e.bound_high <= e.ci_high)).all()
+    assert ((e.bound_low <= truth.mean(axis=0)) & (truth.mean(axis=0) <= e.bound_high)).all()
+
+
+def test_top_m_plus_random_negatives_is_corrected_to_the_full_catalogue():
+    # one draw of 1,500 users: the corrected interval covers the truth (4 SE), the naive metric among the
+    # 40 items scored lies far above it
+    t, R = _population(M=1500, N=400, m=20, r=19, seed=3)
+    e = cascade_estimate(t, 400, metrics=["recall@10", "ndcg@10"], n_boot=300, rng=0).set_index("metric")
+    for mt in ("recall@10", "ndcg@10"):
+        truth = metric_values(mt, 400)[R - 1].mean()
+        row = e.loc[mt]
+        assert abs(row.estimate - truth) <= 4 * row.se, (mt, row.estimate, truth, row.se)
+        assert row.naive > truth + 4 * row.se
+        assert row.method.startswith("logspline")
+
+
+def test_bad_cascade_tables_are_named_in_one_line():
+    t, _ = _population(M=5, N=50, m=4, r=3, seed=4)
+    with pytest.raises(ValueError, match="two rows with label 1"):
+        cascade_cells(pd.concat([t, t[t.label == 1].head(1).assign(item=-1)]), 50)
+    with pytest.raises(ValueError, match="no row with label 1"):
+        cascade_cells(t[~((t.user == 2) & (t.label == 1))], 50)
+    with pytest.raises(ValueError, match="listed twice"):
+        cascade_cells(pd.concat([t, t[(t.user == 1) & (t.stratum == "tail")].head(1).assign(stratum="head")]), 50)
+    with pytest.raises(ValueError, match="stratum must be"):
+        cascade_cells(t.assign(stratum=t.stratum.where(t.index != 3, "middle")), 50)
+    with pytest.raises(ValueError, match="score must be finite"):
+        cascade_cells(t.assign(score=t.score.where(t.index != 2, np.nan)), 50)
+    with pytest.raises(ValueError, match="n_items lists no N_u for 1 user"):
+        cascade_cells(t, {u: 50 for u in range(4)})
+    with pytest.raises(ValueError, match="tail_sizes must lie"):
+        cascade_cells(t, 7)                                 # more candidates scored than N_u holds
+    mixed = t[~((t.user == 0) & (t.stratum == "tail") & (t.label == 0))]
+    with pytest.raises(ValueError, match="no tail sample and the others have one"):
+        cascade_estimate(mixed, 50, n_boot=0)
