@@ -18,22 +18,25 @@ def _population(M=1500, N=400, m=20, r=19, seed=0, tail=True):
     cascade table "retriever's top m (+ r random from the rest)"; returns the table and each user's true
     global rank of the held-out item (pessimistic ties)."""
     rng = np.random.default_rng(seed)
-    rows, R = [], np.empty(M, np.int64)
-    for u in range(M):
-        s = rng.normal(size=N)                              # costly scores of the N_u = N candidates
-        held = int(rng.integers(N))
-        s[held] += 1.6                                      # the held-out item tends to rank high
-        R[u] = 1 + int((s >= s[held]).sum()) - 1
-        proxy = s + rng.normal(scale=1.0, size=N)           # the retriever: correlated with the costly model
-        proxy[held] = -np.inf                               # the head holds negatives only
-        head = np.argsort(-proxy, kind="stable")[:m]
-        rest = np.setdiff1d(np.arange(N), np.r_[head, held])
-        tail_items = rng.choice(rest, size=r, replace=False) if tail else np.zeros(0, np.int64)
-        items = np.r_[held, head, tail_items]
-        rows.append(pd.DataFrame({"user": u, "item": items, "score": s[items],
-                                  "label": np.r_[1, np.zeros(m + tail_items.size, int)],
-                                  "stratum": ["head"] * (1 + m) + ["tail"] * tail_items.size}))
-    return pd.concat(rows, ignore_index=True), R
+    rows = np.arange(M)[:, None]
+    s = rng.normal(size=(M, N))                             # costly scores of the N_u = N candidates
+    held = rng.integers(N, size=M)
+    s[rows[:, 0], held] += 1.6                              # the held-out item tends to rank high
+    R = (s >= s[rows[:, 0], held][:, None]).sum(axis=1)
+    proxy = s + rng.normal(size=(M, N))                     # the retriever: correlated with the costly model
+    proxy[rows[:, 0], held] = -np.inf                       # the head holds negatives only
+    head = np.argsort(-proxy, axis=1, kind="stable")[:, :m]
+    keys = rng.random((M, N))                               # the tail: r uniform draws from the rest
+    keys[rows[:, 0], held] = np.inf
+    keys[rows, head] = np.inf
+    tail_items = np.argsort(keys, axis=1)[:, :r] if tail else np.zeros((M, 0), np.int64)
+    items = np.hstack([held[:, None], head, tail_items])
+    k = items.shape[1]
+    table = pd.DataFrame({"user": np.repeat(np.arange(M), k), "item": items.ravel(),
+                          "score": s[rows, items].ravel(),
+                          "label": np.tile(np.r_[1, np.zeros(k - 1, int)], M),
+                          "stratum": np.tile(["head"] * (1 + m) + ["tail"] * tail_items.shape[1], M)})
+    return table, R
 
 
 def test_cells_count_what_beats_the_held_out_item_in_each_stratum():
