@@ -30,7 +30,7 @@ __version__ = "0.1.0"
 SUBMODULES = (
     "metrics", "kernels", "counts", "sampling", "mapping", "rankdist", "estimators", "correct", "ranking",
     "io", "user_sampling", "inference", "random_baseline", "data", "recommenders", "experiments",
-    "studies", "testing", "reporting", "exceptions", "cli", "popularity", "plotting", "evaluation",
+    "studies", "testing", "reporting", "exceptions", "cli", "popularity", "plotting", "evaluation", "cascade",
 )
 
 #: The practitioner API at the top level: name -> the submodule that defines it. Resolved on first
