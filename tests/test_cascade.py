@@ -99,3 +99,41 @@ def test_bad_cascade_tables_are_named_in_one_line():
     mixed = t[~((t.user == 0) & (t.stratum == "tail") & (t.label == 0))]
     with pytest.raises(ValueError, match="no tail sample and the others have one"):
         cascade_estimate(mixed, 50, n_boot=0)
+
+
+def test_cascade_tables_take_the_retriever_s_top_m_and_uniform_tail_draws_from_the_rest():
+    import scipy.sparse as sp
+    from scipy import stats
+
+    from sampling_lib.studies import cascade_tables
+
+    rng = np.random.default_rng(5)
+    M, N, m, r = 30, 40, 5, 4
+    train = sp.csr_matrix((rng.random((M, N)) < 0.2).astype(float))
+    held = np.array([int(rng.choice(np.flatnonzero(train[u].toarray().ravel() == 0))) for u in range(M)])
+    P, S = rng.random((M, N)), rng.random((M, N))
+
+    def draw(k):
+        return cascade_tables(lambda us: S[us], lambda us: P[us], train, held, m, r, np.random.default_rng(k))
+
+    for k in range(3):                      # the structure, user by user
+        for u, g in draw(k).groupby("user"):
+            hist = set(np.flatnonzero(train[u].toarray().ravel()))
+            cand = [i for i in range(N) if i not in hist and i != held[u]]
+            top = sorted(cand, key=lambda i: -P[u, i])[:m]
+            neg = g[g.label == 0]
+            assert g[g.label == 1].item.tolist() == [held[u]]
+            assert neg[neg.stratum == "head"].item.tolist() == top
+            tail = neg[neg.stratum == "tail"].item.to_numpy()
+            assert tail.size == r and not set(tail) & (set(top) | hist | {held[u]})
+            assert np.allclose(g.score, S[u, g.item])
+    # the tail: every remaining candidate equally often over 200 draws (chi-square per user, 4 users)
+    counts = np.zeros((M, N))
+    for k in range(200):
+        t = draw(100 + k)
+        tail = t[t.stratum == "tail"]
+        np.add.at(counts, (tail.user.to_numpy(), tail.item.to_numpy()), 1)
+    for u in range(4):
+        rest = np.flatnonzero(counts[u] > 0)
+        assert rest.size == N - int(train[u].sum()) - 1 - m
+        assert stats.chisquare(counts[u, rest]).pvalue > 1e-4

@@ -34,6 +34,8 @@ a small dict), so a notebook only calls it, checks it and plots it:
 * the one-call evaluation against full ranking (:func:`sampling_lib.evaluate`, notebook 13,
   ``benchmarks/bench_evaluate.py``): :func:`evaluation_study`, :func:`evaluation_summary`,
   :class:`PairCounter` (a scorer counted outside the library);
+* published cascade protocols corrected (:mod:`sampling_lib.cascade`, ``benchmarks/bench_proxy.py``):
+  :func:`cascade_study`, :func:`cascade_tables`;
 * the other notebooks' studies: the sampled hit ratio and the Sampling Theorem (:func:`shr_moments`,
   :func:`shr_tail_frequencies`, :func:`expected_shr_gaps`; notebook 01), the
   mapping functions (:func:`beta_map_accuracy`, ...; notebook 02), the rank
@@ -47,7 +49,8 @@ a small dict), so a notebook only calls it, checks it and plots it:
 The functions live in topic modules of this package (``correction``,
 ``users``, ``panel``, ``panel_data``, ``tuning``, ``aaai23``, ``tail``, ``sampled_hit_ratio``, ``mapping_functions``,
 ``rank_distribution``, ``metric_estimators``, ``random_baseline``,
-``real_data``, ``design``, ``evaluation``); every public name is listed below and importable from here.
+``real_data``, ``design``, ``evaluation``, ``cascade``); every public name is listed below and
+importable from here.
 Randomness only through ``rng`` (a seed or a numpy Generator).
 
 References
@@ -80,6 +83,7 @@ from .tail import (TAIL_POINTS, CALIBRATIONS, standardized_scores, pooled_surviv
                    tail_panel)
 from .sampled_hit_ratio import (simulate_shr, shr_moments, shr_tail_frequencies, expected_shr_gaps)
 from .evaluation import EVALUATION_MODELS, PairCounter, evaluation_study, evaluation_summary
+from .cascade import cascade_study, cascade_tables
 from .mapping_functions import (beta_map_accuracy, beta_map_steps, beta_map_differences,
                                 beta_map_monotonicity, max_position_difference)
 from .rank_distribution import (mle_mse_identifiable, mle_consistency, RANK_DISTRIBUTION_ESTIMATORS,
@@ -204,4 +208,6 @@ __all__ = [
     "PairCounter",
     "evaluation_study",
     "evaluation_summary",
+    "cascade_study",
+    "cascade_tables",
 ]
