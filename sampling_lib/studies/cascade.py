@@ -101,7 +101,7 @@ def cascade_study(data=None, costly="ease-200", retriever="itemknn", *, m=20, r=
 
     Examples
     --------
-    >>> t = cascade_study(None, "als-8", "popularity", m=10, r=10, draws=1, n_boot=100, full_boot=2000,
+    >>> t = cascade_study(None, "popularity", "itemknn", m=10, r=10, draws=1, n_boot=100, full_boot=2000,
     ...                   synthetic={"n_users": 300, "n_items": 200})
     >>> sorted(t.protocol.unique()), bool(t.bound_low.dropna().le(t.bound_high.dropna()).all())
     (['top-m + r random', 'top-m only'], True)
