@@ -48,7 +48,9 @@ def test_default_folder_absent_gives_a_loud_synthetic_panel(tmp_path, monkeypatc
     nbformat.write(nb, str(src))
     dst = tmp_path / "out.ipynb"
     run = execute_notebook(src, dst, _smoke(), html=False)
-    assert run.ok, run.error
+    failed = [c["claim_id"] for c in run.claims if not c["passed"]]
+    assert run.ok, f"{run.error}; failed claims: {failed}"     # also notebook 10's quick smoke run
+    assert run.claims, "no claims recorded"
     out = _outputs_text(dst)
     assert "NO REFERENCE DATA" in out and "SYNTHETIC" in out
     assert "no-shared-data-here" in out and "looked for" in out        # where it looked

@@ -62,8 +62,15 @@ def test_papermill_sees_every_parameter(path):
 INLINE_FIGURES = ("01", "13")
 
 
+#: notebooks whose quick smoke run is another test's: notebook 10's is tests/test_notebook10_data.py's run with
+#: its default data folder absent (the same smoke parameters and the same synthetic panel, plus the check
+#: that it says so); here it runs in make test-slow only
+SMOKE_ELSEWHERE = ("10",)
+
+
 @pytest.mark.notebooks
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+@pytest.mark.parametrize("path", [p if p.name[:2] not in SMOKE_ELSEWHERE else pytest.param(p, marks=pytest.mark.slow)
+                                  for p in NOTEBOOKS], ids=IDS)
 def test_notebook_runs_with_smoke_parameters(path, tmp_path, monkeypatch):
     if path.name[:2] not in INLINE_FIGURES:
         monkeypatch.setenv("MPLBACKEND", "agg")
