@@ -48,7 +48,9 @@ __all__ = ["StagedRun", "STATE_FILE", "check_inputs"]
 #: The file that marks a folder as a staged evaluation's (written first, read by every later call).
 STATE_FILE = "design.json"
 _ARRAYS = "state.npz"
-_FORMAT = 1
+#: The state's format. 2 (2026-11-29): the drawing order of :mod:`sampling_lib.nested` changed (32-bit round
+#: function), so a folder of format 1 would continue with other negatives than its first stages drew.
+_FORMAT = 2
 
 
 # ----------------------------------------------------------------------------

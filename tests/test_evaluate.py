@@ -361,3 +361,17 @@ def test_text_item_ids_from_a_catalogue_array_reach_the_scorer_and_give_the_inte
                  exclude={u: [names[i] for i in h] for u, h in hist.items()}, **kw)
     assert set().union(*seen) == {str}
     pd.testing.assert_frame_equal(a.table, b.table)
+
+
+def test_a_workdir_of_another_drawing_order_is_refused(tmp_path):
+    # a folder written before the drawing order changed would continue with other negatives: refused
+    import json
+
+    held, hist, models = _population(M=60, seed=6)
+    folder = tmp_path / "run"
+    evaluate(models, held, N_ITEMS, exclude=hist, n=20, seed=0, n_boot=0, progress=False, workdir=folder)
+    state = json.loads((folder / "design.json").read_text())
+    state["format"] = 1
+    (folder / "design.json").write_text(json.dumps(state))
+    with pytest.raises(ValueError, match="another version of sampling-lab"):
+        evaluate(models, held, N_ITEMS, exclude=hist, n=20, seed=0, n_boot=0, progress=False, workdir=folder)
