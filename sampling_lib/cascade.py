@@ -260,8 +260,8 @@ def _bounds_table(model, c, parsed, n_boot, rng, confidence_level):
         idx = g.integers(0, M, size=(n_boot, M))
         lo_b, hi_b = lo[idx].mean(axis=1), hi[idx].mean(axis=1)
         ci_lo, _ = percentile_interval(lo_b, confidence_level)
-        _, ci_hi = percentile_interval(hi_b, confidence_level)
-        n_lo, n_hi = percentile_interval(hi_b, confidence_level)
+        n_lo, n_hi = percentile_interval(hi_b, confidence_level)       # the naive metric is the upper bound
+        ci_hi = n_hi
     N, sizes = c["n_items"].to_numpy(), 1 + c["head"].to_numpy()
     common = lambda v: int(v[0]) if (v == v[0]).all() else pd.NA      # noqa: E731
     return pd.DataFrame({

@@ -237,6 +237,7 @@ class StagedRun:
         seq = np.random.SeedSequence(self.config["seed"])
         order_seq, tie_seq = seq.spawn(2)
         self.order = NestedOrder(N_u - 1, rng=np.random.default_rng(order_seq))
+        self.candidates = CandidateMap(self.inputs["ptr"], self.inputs["bad"])   # positions -> item ids
         self._tie_key = np.uint64(np.random.default_rng(tie_seq).integers(0, 2**63))
         self.models = None                      # fixed by the first scores
         self.sizes = np.zeros(M, np.int64)      # current set sizes (0 before stage 1)
@@ -257,13 +258,6 @@ class StagedRun:
     @property
     def M(self):
         return int(self.inputs["users"].size)
-
-    @property
-    def candidates(self):
-        """The map from candidate positions to item ids (:class:`sampling_lib.nested.CandidateMap`, built once)."""
-        if getattr(self, "_candidates", None) is None:
-            self._candidates = CandidateMap(self.inputs["ptr"], self.inputs["bad"])
-        return self._candidates
 
     def _stage_one(self):
         new = staged.first_stage_sizes(self.config["n"], self.inputs["n_items"])

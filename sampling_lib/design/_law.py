@@ -166,15 +166,14 @@ _STAGE_CACHE = None
 
 
 @contextmanager
-def stage_cache(cache=None):
-    """Share the stages' laws (:data:`_STAGE_CACHE`) within the block: in ``cache``, a dict the caller keeps
-    between plans (a staged run re-plans on the same grids), or in a new one. Inside another such block,
-    the outer cache is used."""
+def stage_cache():
+    """Share the stages' laws (:data:`_STAGE_CACHE`) within the block, in a new dict; inside another such
+    block, the outer one's."""
     global _STAGE_CACHE
     if _STAGE_CACHE is not None:
         yield _STAGE_CACHE
         return
-    _STAGE_CACHE = {} if cache is None else cache
+    _STAGE_CACHE = {}
     try:
         yield _STAGE_CACHE
     finally:
