@@ -751,3 +751,23 @@ def test_hypergeometric_count_cdf_matches_scipy():
         good, bad = np.maximum(R - 1, 0)[:, None], np.maximum(N - R - done, 0)[:, None]
         want = np.nan_to_num(stats.hypergeom.cdf(x[None, :], good + bad, good, np.minimum(m, good + bad)))
         assert np.abs(got - want).max() < 1e-8, (N, m)
+
+
+def test_binomial_count_cdf_and_pmf_match_scipy():
+    """The design law's binomial CDF and pmf (the same running sums as the hypergeometric: scipy's per-entry
+    binom.cdf took 70% of a binomial plan) equal scipy's to 1e-10 absolute, at negative, small, cell-edge and
+    largest counts, for runs of counts starting below 0 (a second stage's cells) and at p = 0 and p = 1."""
+    from scipy import stats
+
+    from sampling_lib.design import _count_cdf, _count_pmf
+
+    g = np.random.default_rng(2)
+    for N, m in ((1618, 250), (10**5, 16000), (60, 59), (2, 1)):
+        R = np.unique(np.r_[1, 2, N - 1, N, np.floor(np.exp(g.uniform(0, np.log(N), 200)))]).clip(1, N)
+        p = ((R - 1.0) / (N - 1.0))[:, None]
+        x = np.unique(np.r_[-1, 0, np.floor(np.exp(np.linspace(0, np.log(m + 5), 120)))])
+        got = _count_cdf(x, m, R, N, 0, "binomial")
+        assert np.abs(got - stats.binom.cdf(x[None, :], m, p)).max() < 1e-10, (N, m)
+        for run in (np.arange(-3, min(m, 70) + 3), np.arange(m - 5, m + 3), np.array([0.0, 2.0, 7.0])):
+            got = _count_pmf(run, m, R, N, 0, "binomial")
+            assert np.abs(got - stats.binom.pmf(run[None, :], m, p)).max() < 1e-10, (N, m, run[:3])
