@@ -741,7 +741,7 @@ def test_hypergeometric_count_cdf_matches_scipy():
     equals scipy's to 1e-8 absolute, at negative, small, cell-edge and largest counts."""
     from scipy import stats
 
-    from sampling_lib.design import _count_cdf
+    from sampling_lib.design import _count_cdf, _count_pmf
 
     g = np.random.default_rng(1)
     for N, m, done in ((1618, 250, 17), (10**5, 16000, 99), (60, 40, 19), (50, 49, 0)):
@@ -751,6 +751,10 @@ def test_hypergeometric_count_cdf_matches_scipy():
         good, bad = np.maximum(R - 1, 0)[:, None], np.maximum(N - R - done, 0)[:, None]
         want = np.nan_to_num(stats.hypergeom.cdf(x[None, :], good + bad, good, np.minimum(m, good + bad)))
         assert np.abs(got - want).max() < 1e-8, (N, m)
+        run = np.r_[np.arange(-2, 9), m]                       # a leading run, then the last cell
+        got = _count_pmf(run, m, R, N, done, "hypergeometric")
+        want = np.nan_to_num(stats.hypergeom.pmf(run[None, :], good + bad, good, np.minimum(m, good + bad)))
+        assert np.abs(got - want).max() < 1e-10, (N, m)
 
 
 def test_binomial_count_cdf_and_pmf_match_scipy():
@@ -768,6 +772,7 @@ def test_binomial_count_cdf_and_pmf_match_scipy():
         x = np.unique(np.r_[-1, 0, np.floor(np.exp(np.linspace(0, np.log(m + 5), 120)))])
         got = _count_cdf(x, m, R, N, 0, "binomial")
         assert np.abs(got - stats.binom.cdf(x[None, :], m, p)).max() < 1e-10, (N, m)
-        for run in (np.arange(-3, min(m, 70) + 3), np.arange(m - 5, m + 3), np.array([0.0, 2.0, 7.0])):
+        for run in (np.arange(-3, min(m, 70) + 3), np.arange(m - 5, m + 3), np.array([0.0, 2.0, 7.0]),
+                    np.r_[np.arange(-2, 9), m]):          # a leading run, then the last cell (all m above)
             got = _count_pmf(run, m, R, N, 0, "binomial")
             assert np.abs(got - stats.binom.pmf(run[None, :], m, p)).max() < 1e-10, (N, m, run[:3])

@@ -82,10 +82,15 @@ def _count_dist(kind, x, m, R, N, done, scheme):
             return log_hypergeom_pmf(xx, good, bad, m_eff)
     if kind == "pmf":
         xs = x.ravel()
-        # a run of counts (the exact cells; a second stage's run may start below 0, where the pmf is 0)
-        if xs.size > 1 and np.all(np.diff(xs) == 1):
-            return np.exp(_log_pmf_cols(xs[0], xs.size, lower, log_run))
-        return np.exp(log_pmf(x))
+        # a leading run of counts (the exact cells; a second stage's may start below 0, where the pmf is 0)
+        # by the running sums, the few counts after it (such as the last cell, all m above) directly
+        k = 1 + int(np.cumprod(np.diff(xs) == 1).sum()) if xs.size > 1 else 0
+        if k < 2:
+            return np.exp(log_pmf(x))
+        out = np.empty((mean.shape[0], xs.size))
+        out[:, :k] = _log_pmf_cols(xs[0], k, lower, log_run)
+        out[:, k:] = log_pmf(x[:, k:])
+        return np.exp(out)
     return _windowed_cdf(x, mean, var, lower, log_run)
 
 
