@@ -172,6 +172,11 @@ def _header(table, n_items, sample_size, *, extra=(), seed=None):
     return ", ".join(parts)
 
 
+#: The method of a head-only cascade table (sampling_lib.cascade.BOUNDS_METHOD) and its bounds' column label.
+_HEAD_ONLY = "bounds (head only)"
+_HEAD_ONLY_BOUNDS = "bounds (tail unscored)"
+
+
 def resolution_note(metrics, w, *, widened, popularity=False, stratified=False):
     """The legend line of the below-resolution mark, describing the interval of the method used.
 
@@ -333,13 +338,16 @@ def estimate_view(table, *, n_items=None, sample_size=None, seed=None):
     bounds = "bound_low" in table.columns and bool(table["bound_low"].notna().any())   # popularity tables
     popular = _is_popularity(table)
     stratified = "method" in table.columns and bool(table["method"].astype(str).str.endswith("(stratified)").any())
+    head_only = ("method" in table.columns and bool(table["method"].astype(str).eq(_HEAD_ONLY).any()))
     if bounds:
-        columns.append("bounds without logs")
+        columns.append(_HEAD_ONLY_BOUNDS if head_only else "bounds without logs")
     ratio = "precision_ratio" in table.columns and bool(table["precision_ratio"].notna().any())
     if ratio:
         columns.append(_RATIO)
     columns.append("")
     below, clipped = _marks(table, w)
+    if head_only:        # bounds, not an estimate: no extrapolation to mark (the note below says what they are)
+        below = below & ~table["method"].astype(str).eq(_HEAD_ONLY).to_numpy()
     rows = []
     for i, r in enumerate(table.itertuples(index=False)):
         d = r._asdict()
@@ -361,7 +369,14 @@ def estimate_view(table, *, n_items=None, sample_size=None, seed=None):
     if clipped.any():
         text.append(_wrap(f"{_CLIPPED} clipped: the estimator's value fell outside the metric's range (the "
                           "linear estimators BV, MN and CLS can do that) and was set to the nearest end of it."))
-    if bounds:
+    if bounds and head_only:
+        text.append(_wrap(f"{_HEAD_ONLY_BOUNDS}: only the retriever's top m were scored, so each user's global rank "
+                          "lies anywhere from 1 + x (x head items above the held-out one; every unscored item "
+                          "below it) to 1 + x + T (all T unscored items above): the metric is bounded, not "
+                          "estimated, and the interval runs from the user bootstrap's lower end of the low bound "
+                          "to its upper end of the high one. Scoring random negatives from the rest (stratum "
+                          "'tail') turns the bounds into an estimate."))
+    elif bounds:
         text.append(_wrap("bounds without logs: the range of the metric that holds whatever the logged "
                           "negatives (popularity-sampled evaluation)."))
     if ratio:

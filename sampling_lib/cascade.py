@@ -87,8 +87,12 @@ def cascade_cells(table, n_items, *, ties="pessimistic"):
         raise ValueError(f"ties must be 'pessimistic' or 'optimistic' (a cascade table has no random tie "
                          f"keys; {sorted(TIE_RULES)} elsewhere); got {show_value(ties)}")
     t = table.copy()
-    if "model" not in t.columns:
+    named = "model" in t.columns
+    if not named:
         t["model"] = "model"
+
+    def of(model):          # the model, where the table names one
+        return f" (model {show_value(model)})" if named else ""
     score = pd.to_numeric(t["score"], errors="coerce").to_numpy(dtype=float)
     if not np.isfinite(score).all():
         j = int(np.flatnonzero(~np.isfinite(score))[0])
@@ -112,13 +116,13 @@ def cascade_cells(table, n_items, *, ties="pessimistic"):
         if dup.any():
             j = int(np.flatnonzero(dup.to_numpy())[0])
             raise ValueError(f"item {show_value(t['item'].iloc[j])} is listed twice for user "
-                             f"{show_value(t['user'].iloc[j])} (model {show_value(t['model'].iloc[j])}): each "
+                             f"{show_value(t['user'].iloc[j])}{of(t['model'].iloc[j])}: each "
                              "candidate is scored once, in the head or in the tail sample, never both")
     held = t[t["label"] == 1]
     twice = held.duplicated(["model", "user"])
     if twice.any():
         r = held[twice].iloc[0]
-        raise ValueError(f"user {show_value(r['user'])} (model {show_value(r['model'])}) has two rows with "
+        raise ValueError(f"user {show_value(r['user'])}{of(r['model'])} has two rows with "
                          "label 1: one held-out item per user")
     h = held.set_index(["model", "user"])["score"]
     neg = t[t["label"] == 0]
@@ -126,7 +130,7 @@ def cascade_cells(table, n_items, *, ties="pessimistic"):
     hs = h.reindex(key).to_numpy()
     if np.isnan(hs).any():
         j = int(np.flatnonzero(np.isnan(hs))[0])
-        raise ValueError(f"user {show_value(neg['user'].iloc[j])} (model {show_value(neg['model'].iloc[j])}) "
+        raise ValueError(f"user {show_value(neg['user'].iloc[j])}{of(neg['model'].iloc[j])} "
                          "has negatives but no row with label 1: its held-out item must be scored")
     above = neg["score"].to_numpy() >= hs if ties == "pessimistic" else neg["score"].to_numpy() > hs
     parts = pd.DataFrame({"model": neg["model"].to_numpy(), "user": neg["user"].to_numpy(),
@@ -141,6 +145,13 @@ def cascade_cells(table, n_items, *, ties="pessimistic"):
     out = out.rename(columns={"tail": "tail_size"})
     out["tail_rank"] = 1 + out["tail_above"].astype(np.int64)
     out["head_above"] = out["head_above"].astype(np.int64)
+    over = (out["head"] + out["tail_size"] > out["n_items"] - 1).to_numpy()
+    if over.any():
+        r = out[over].iloc[0]
+        raise ValueError(f"user {show_value(r['user'])}{of(r['model'])} has {r['head']} head and "
+                         f"{r['tail_size']} tail negatives, more than the {r['n_items'] - 1} other candidates its "
+                         f"n_items = {r['n_items']} allows: N_u counts every candidate of the user, the held-out "
+                         "item included")
     check_strata(out["n_items"].to_numpy(), out["head"].to_numpy(), out["head_above"].to_numpy(),
                  out["tail_size"].to_numpy(), out["tail_rank"].to_numpy())
     return out[list(CASCADE_COLUMNS)]

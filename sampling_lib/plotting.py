@@ -108,6 +108,9 @@ def plot_estimates(table, *, n_items=None, sample_size=None, title=None, panels_
     level = constant_value(table, "confidence_level")
     ci_label = f"corrected, {level:.0%} interval" if level is not None else "corrected, interval"
     any_below = False
+    # a head-only cascade (sampling_lib.cascade): bounds of the tail left unscored, no estimate to extrapolate
+    head_only = "method" in table.columns and bool(table["method"].astype(str).eq("bounds (head only)").any())
+    bounds_label = "bounds (tail unscored)" if head_only else "bounds without logs"
     for ax, metric in zip(axes, metrics):
         sub = table[table["metric"] == metric]
         if "model" in sub.columns:
@@ -115,12 +118,13 @@ def plot_estimates(table, *, n_items=None, sample_size=None, title=None, panels_
         y = np.arange(len(sub))[::-1].astype(float)
         below = bool(sub["below_resolution"].fillna(False).any()) if "below_resolution" in sub.columns else (
             w is not None and "K" in sub.columns and bool((sub["K"] < w).any()))
+        below = below and not head_only
         any_below |= below
         if below:
             ax.set_facecolor(_BELOW)
         if {"bound_low", "bound_high"} <= set(sub.columns) and sub["bound_low"].notna().any():
             ax.barh(y, sub["bound_high"] - sub["bound_low"], left=sub["bound_low"], height=0.5, color="C2",
-                    alpha=0.18, label="point bounds without logs")
+                    alpha=0.18, label=bounds_label)
         for yi, (_, r) in zip(y, sub.iterrows()):
             ax.plot([r["naive"], r["estimate"]], [yi + 0.12, yi - 0.12], ":", color="0.6", lw=1)
         if {"naive_ci_low", "naive_ci_high"} <= set(sub.columns):
@@ -128,6 +132,9 @@ def plot_estimates(table, *, n_items=None, sample_size=None, title=None, panels_
         ax.plot(sub["naive"], y + 0.12, "o", mfc="white", mec=_NAIVE, ms=7, label="naive (sampled)")
         lo, hi = sub["ci_low"].to_numpy(float), sub["ci_high"].to_numpy(float)
         est = sub["estimate"].to_numpy(float)
+        if head_only:          # no estimate: the interval of the bounds alone, from its low end to its high one
+            ax.errorbar((lo + hi) / 2, y - 0.12, xerr=(hi - lo) / 2, fmt="none", color=_CORRECTED, capsize=3,
+                        lw=1.5)
         err = np.vstack([est - lo, hi - est])
         ax.errorbar(est, y - 0.12, xerr=np.where(np.isfinite(err), err, 0), fmt="s", color=_CORRECTED, ms=6,
                     capsize=3, lw=1.5, label=ci_label)
@@ -145,9 +152,10 @@ def plot_estimates(table, *, n_items=None, sample_size=None, title=None, panels_
         ax.set_visible(False)
     handles = [Line2D([], [], ls="", marker="o", mfc="white", mec=_NAIVE, ms=7, label="naive (sampled ranks "
                       "read as global)"),
-               Line2D([], [], ls="-", marker="s", color=_CORRECTED, ms=6, label=ci_label)]
+               Line2D([], [], ls="-", marker="" if head_only else "s", color=_CORRECTED, ms=6,
+                      label=f"{level:.0%} interval of the bounds" if head_only and level is not None else ci_label)]
     if "bound_low" in table.columns and table["bound_low"].notna().any():
-        handles.append(Patch(color="C2", alpha=0.18, label="bounds without logs"))
+        handles.append(Patch(color="C2", alpha=0.18, label=bounds_label))
     if any_below:
         handles.append(Patch(facecolor=_BELOW, edgecolor="0.7", label=(
             f"below resolution: K < (N-1)/(n-1) = {w:.1f}, extrapolated" if w is not None

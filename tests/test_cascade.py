@@ -94,8 +94,10 @@ def test_bad_cascade_tables_are_named_in_one_line():
         cascade_cells(t.assign(score=t.score.where(t.index != 2, np.nan)), 50)
     with pytest.raises(ValueError, match="n_items lists no N_u for 1 user"):
         cascade_cells(t, {u: 50 for u in range(4)})
-    with pytest.raises(ValueError, match="tail_sizes must lie"):
+    with pytest.raises(ValueError, match=r"^user 0 has 4 head and 3 tail negatives, more than the 6 other"):
         cascade_cells(t, 7)                                 # more candidates scored than N_u holds
+    with pytest.raises(ValueError, match=r"^user 0 \(model 'a'\) has 4 head"):
+        cascade_cells(t.assign(model="a"), 7)               # the model named where the table names one
     mixed = t[~((t.user == 0) & (t.stratum == "tail") & (t.label == 0))]
     with pytest.raises(ValueError, match="no tail sample and the others have one"):
         cascade_estimate(mixed, 50, n_boot=0)

@@ -46,7 +46,10 @@ or a TREC / ranx run when ``--qrels`` is given):
   a directory of Parquet files, read with dask.dataframe without loading it
   whole), or a scores table (the layout of a ``uni100`` evaluation)
   ``user, score, label`` [+ ``model``], label 1 for the held-out item and 0
-  for each sampled negative. ``n_items`` is the user's number of candidates
+  for each sampled negative; with a ``stratum`` column ("head": a retriever's
+  top m, "tail": random negatives from the rest) it is a cascade's scores
+  table, which ``estimate`` corrects to the full catalogue (or bounds, with no
+  tail). ``n_items`` is the user's number of candidates
   N_u (e.g. items - |history_u|); then ``--n-items`` is not needed (given
   both, they must agree). A table must match exactly one of these layouts
   (no other column): ``user, rank, count`` is an error, not a guess.

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 
 from ._common import PROG, CLIError, boot_count, check_output, emit, progress_on, write
-from ._inputs import common_size_only, is_popularity, load_ranks, model_items, pick_models, popularity_logs, size_arg
+from ._inputs import (CascadeTable, common_size_only, is_popularity, load_ranks, model_items, pick_models,
+                      popularity_logs, size_arg)
 
 __all__ = ["cmd_estimate", "cmd_compare", "cmd_ranks", "show_table"]
 
@@ -125,6 +126,74 @@ def _cmd_estimate_popularity(args):
     _plot(out, args)
 
 
+def _cascade_n_items(args, c):
+    """N_u of a cascade table: its n_items column (one value per user), --n-items or --n-items-file."""
+    from .. import io
+
+    given = [what for what, v in (("the n_items column", "n_items" in c.table.columns),
+                                  ("--n-items", args.n_items is not None),
+                                  ("--n-items-file", args.n_items_file is not None)) if v]
+    if len(given) != 1:
+        raise CLIError(f"{c.source}: give N_u (each user's candidates, the held-out item included) once: "
+                       + (f"{' and '.join(given)} both give it" if given else
+                          "--n-items N, --n-items-file FILE or an n_items column"))
+    if args.n_items is not None:
+        return int(args.n_items)
+    if args.n_items_file is not None:
+        t = io.read_table(args.n_items_file, "n_items")
+        t = pd.DataFrame({"user": io.id_text(t["user"]), "n_items": t["n_items"]})
+    else:
+        t = pd.DataFrame({"user": io.id_text(c.table["user"]), "n_items": c.table["n_items"]})
+    per_user = t.drop_duplicates()
+    twice = per_user["user"].duplicated()
+    if twice.any():
+        raise CLIError(f"user {per_user['user'][twice].iloc[0]!r} has two different n_items values: one N_u per user")
+    return per_user.set_index("user")["n_items"].astype("int64")
+
+
+def _cmd_estimate_cascade(args, c):
+    """``estimate`` on a cascade's scores table: :func:`sampling_lib.cascade.cascade_estimate`."""
+    from .. import io
+    from ..cascade import cascade_estimate
+    from ._names import DEFAULT_METHOD
+
+    for opt, bad in (("--sample-size", args.sample_size is not None),
+                     ("--common-size-only", args.common_size_only),
+                     ("--method", args.method not in (None, DEFAULT_METHOD))):
+        if bad:
+            raise CLIError(f"{opt} does not apply to a cascade's scores table ({c.source}): each user's set is "
+                           "the head, the tail sample and the held-out item, and the stratified estimator "
+                           "corrects it")
+    if args.scheme == "binomial" and args.scheme_stated:
+        raise CLIError("--scheme binomial: a cascade's tail negatives are distinct items outside the head "
+                       "(hypergeometric); omit --scheme")
+    if args.ties == "random":
+        raise CLIError("--ties random does not apply to a cascade's scores table: pessimistic (a negative "
+                       "scored equal to the held-out item ranks above it) or optimistic")
+    table = c.table.assign(user=io.id_text(c.table["user"]))
+    n_items = _cascade_n_items(args, c)
+    table = table.drop(columns=[k for k in ("n_items",) if k in table.columns])
+    if "model" in table.columns:
+        table["model"] = table["model"].astype(str)
+        models = list(dict.fromkeys(table["model"]))
+        keep = pick_models(models, args.model)
+        table = table[table["model"].isin(keep)]
+    elif args.model is not None:
+        raise CLIError(f"--model {args.model!r}: {c.source} has no model column (one model)")
+    else:
+        models = ["model"]
+    out = cascade_estimate(table, n_items, metrics=args.metric or ("recall@10", "ndcg@10"),
+                           n_boot=boot_count(args, False), rng=args.seed, confidence_level=args.ci,
+                           ties=args.ties or "pessimistic")
+    if len(models) == 1 and args.format == "table":
+        out = out.drop(columns="model")
+    N = np.asarray(n_items if np.ndim(n_items) else [n_items])
+    sizes = table.groupby(["user"] + (["model"] if "model" in table.columns else [])).size().to_numpy()
+    ranges = {"n_items": (int(N.min()), int(N.max())), "sample_size": (int(sizes.min()), int(sizes.max()))}
+    _show(out, args, "estimate", **ranges)
+    _plot(out, args, **ranges)
+
+
 def cmd_estimate(args):
     from ..correct import estimate
 
@@ -134,6 +203,8 @@ def cmd_estimate(args):
     if is_popularity(args):
         return _cmd_estimate_popularity(args)
     sr = load_ranks(args)
+    if isinstance(sr, CascadeTable):
+        return _cmd_estimate_cascade(args, sr)
     if args.common_size_only:
         sr = common_size_only(sr)
     tables = []
@@ -194,6 +265,8 @@ def cmd_compare(args):
         _show(out, args, "compare")
         return
     sr = load_ranks(args)
+    if isinstance(sr, CascadeTable):
+        sr.refuse("compare")
     if args.common_size_only:
         sr = common_size_only(sr)
     common = dict(metrics=args.metric or ("recall@10", "ndcg@10"), method=args.method,
@@ -246,6 +319,8 @@ def cmd_ranks(args):
         raise CLIError(f"{args.ranks[0]} holds popularity-sampled negatives (a q column): their ranks are not "
                        "ranks among uniform negatives; estimate them with --item-weights")
     sr = load_ranks(args)
+    if isinstance(sr, CascadeTable):
+        sr.refuse("ranks")
     if isinstance(sr, dict):
         raise CLIError(f"{args.ranks[0]} is a counts table already (rank, count): it has no per-user ranks")
     cols = {"rank": sr.ranks}

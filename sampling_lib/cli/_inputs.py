@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -14,9 +15,23 @@ from ._stages import POPULARITY_STAGE
 #: the input formats of negatives files (one per stage of a nested design) with scores
 NEGATIVES_FORMATS = ("ncf", "elliot", "negatives")
 
-__all__ = ["common_size_only", "NEGATIVES_FORMATS", "input_format", "load_ranks", "recorded_scheme", "size_arg", "model_items", "pick_models",
+__all__ = ["CascadeTable", "common_size_only", "NEGATIVES_FORMATS", "input_format", "load_ranks", "recorded_scheme", "size_arg", "model_items", "pick_models",
            "read_weights", "popularity_logs",
            "is_popularity"]
+
+@dataclass(frozen=True)
+class CascadeTable:
+    """A cascade's scores table (the ``cascade`` layout: a ``stratum`` column), read by ``estimate`` with
+    :func:`sampling_lib.cascade.cascade_estimate`."""
+
+    table: pd.DataFrame
+    source: str
+
+    def refuse(self, command):
+        raise CLIError(f"{self.source} is a cascade's scores table (a stratum column: the retriever's head and "
+                       f"random tail negatives): `sampling-lib estimate` corrects it; {command} reads ranks, "
+                       "counts and scores tables")
+
 
 def input_format(args):
     fmt = args.input_format
@@ -73,9 +88,11 @@ def load_ranks(args):
     if layout == "popularity":
         raise CLIError(f"{src} is a popularity scores table (columns {list(df.columns)}): give "
                         "--item-weights, or q and n_candidates columns")
-    if layout != "scores" and args.ties is not None:
+    if layout not in ("scores", "cascade") and args.ties is not None:
         raise CLIError(f"--ties applies to scores (equal scores of the held-out item and a negative); "
                         f"{src} is a {layout} table")
+    if layout == "cascade":
+        return CascadeTable(df, str(src))
     if layout == "counts":
         return _counts(args, counts_from_frame(io.counts_table(df, n=n, N=args.n_items), n=n, N=args.n_items))
     if layout == "ranks":

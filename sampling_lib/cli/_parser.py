@@ -17,7 +17,8 @@ def _add_inputs(p):
     p.add_argument("ranks", metavar="RANKS.csv", nargs="+",
                    help="ranks table (user, rank[, sample_size][, n_items][, model]), counts table "
                         "(rank, count[, sample_size][, n_items][, model]; CSV or Parquet) or scores "
-                        "table (user, score, label[, model]); with --qrels one or more TREC/ranx run "
+                        "table (user, score, label[, model]; with a stratum column, head or tail, a "
+                        "retriever + reranker cascade's, which estimate corrects); with --qrels one or more TREC/ranx run "
                         "files; with --input-format ncf/elliot/negatives the negatives file(s): one per "
                         "stage of a nested design, first stage first (sampling-lib negatives --stage)")
     p.add_argument("--input-format", default="auto", choices=INPUT_FORMATS,

@@ -22,6 +22,7 @@ TABLE_LAYOUTS = {
     "counts": (("rank", "count"), ("model", "sample_size", "n_items")),
     "scores": (("user", "score", "label"), ("model", "item", "n_items")),
     "popularity": (("user", "item", "score", "label"), ("model", "q", "n_candidates", "replace")),
+    "cascade": (("user", "score", "label", "stratum"), ("model", "item", "n_items")),
 }
 
 
@@ -176,7 +177,8 @@ def table_layout(table, *, popularity=False):
     users) -- is an error naming its columns and the layouts, never a guess.
     ``popularity=True`` (popularity-sampled negatives: item weights given)
     reads ``user, item, score, label`` as a popularity scores table, which
-    otherwise is a scores table.
+    otherwise is a scores table. A ``stratum`` column ("head": a retriever's top m, "tail": a random
+    negative) makes a scores table a cascade's (:mod:`sampling_lib.cascade`).
 
     Examples
     --------
@@ -185,11 +187,11 @@ def table_layout(table, *, popularity=False):
     >>> table_layout(pd.DataFrame(columns=["user", "rank", "count"]))
     Traceback (most recent call last):
     ...
-    ValueError: the table's columns ['user', 'rank', 'count'] match none of the documented layouts: ranks (user, rank[, model][, sample_size][, n_items][, first_rank][, scheme]), counts (rank, count[, model][, sample_size][, n_items]), scores (user, score, label[, model][, item][, n_items]) (with 'count' and 'user' both present, a row could be one user or 'count' users)
+    ValueError: the table's columns ['user', 'rank', 'count'] match none of the documented layouts: ranks (user, rank[, model][, sample_size][, n_items][, first_rank][, scheme]), counts (rank, count[, model][, sample_size][, n_items]), scores (user, score, label[, model][, item][, n_items]), cascade (user, score, label, stratum[, model][, item][, n_items]) (with 'count' and 'user' both present, a row could be one user or 'count' users)
     """
     df = read_table(table, "ranks")
     cols = [str(c) for c in df.columns]
-    names = ("popularity",) if popularity else ("ranks", "counts", "scores", "popularity")
+    names = ("popularity",) if popularity else ("ranks", "counts", "scores", "popularity", "cascade")
     fits = [nm for nm in names if set(TABLE_LAYOUTS[nm][0]) <= set(cols)
             and set(cols) <= set(TABLE_LAYOUTS[nm][0]) | set(TABLE_LAYOUTS[nm][1])]
     if fits == ["scores", "popularity"] or fits == ["popularity", "scores"]:

@@ -1,0 +1,106 @@
+"""``sampling-lib estimate`` on a cascade's scores table (a ``stratum`` column): the file route gives the Python
+route's table (sampling_lib.cascade.cascade_estimate), N_u from the column, -N or --n-items-file, and every
+option that does not apply is a one-line error."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from sampling_lib import _display
+from sampling_lib.cascade import BOUNDS_METHOD, cascade_estimate
+from sampling_lib.cli import main
+
+from test_cascade import _population
+
+
+def cli(capsys, *args):
+    capsys.readouterr()
+    rc = main([str(a) for a in args])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cascade")
+    t, _ = _population(M=120, N=80, m=10, r=9, seed=3)
+    t = t.assign(user=t.user.map(lambda u: f"u{u}"))
+    t.to_csv(d / "plain.csv", index=False)
+    t.assign(n_items=80).to_csv(d / "with_n.csv", index=False)
+    two = pd.concat([t.assign(model="A"), t.assign(model="B", score=-t.score)])
+    two.to_csv(d / "two.csv", index=False)
+    t[t.stratum == "head"].to_csv(d / "head.csv", index=False)
+    pd.DataFrame({"user": pd.unique(t.user), "n_items": 80}).to_csv(d / "n_items.csv", index=False)
+    return d, t, two
+
+
+def test_the_file_route_gives_the_python_route_s_table(files, capsys):
+    d, t, two = files
+    want = cascade_estimate(two, 80, metrics=["recall@10"], n_boot=50, rng=7)
+    rc, out, err = cli(capsys, "estimate", d / "two.csv", "-N", 80, "--metric", "recall@10", "--n-boot", 50,
+                       "--seed", 7, "--format", "csv", "--quiet")
+    assert rc == 0, err
+    got = pd.read_csv(__import__("io").StringIO(out))
+    assert list(got.model) == ["A", "B"] and (got.method == want.method).all()
+    for col in ("naive", "estimate", "ci_low", "ci_high"):
+        np.testing.assert_allclose(got[col], want[col], rtol=1e-12, err_msg=col)
+    # N_u from the column, from --n-items-file and from -N: the same table
+    tables = []
+    for extra in ((d / "with_n.csv",), (d / "plain.csv", "--n-items-file", d / "n_items.csv"),
+                  (d / "plain.csv", "-N", 80)):
+        rc, out, err = cli(capsys, "estimate", *extra, "--n-boot", 30, "--format", "csv", "--quiet")
+        assert rc == 0, err
+        tables.append(out)
+    assert tables[0] == tables[1] == tables[2]
+
+
+def test_the_head_only_file_gives_bounds_and_says_what_they_are(files, capsys):
+    d, t, _ = files
+    rc, out, err = cli(capsys, "estimate", d / "head.csv", "-N", 80, "--n-boot", 50, "--quiet")
+    assert rc == 0, err
+    assert f"method {BOUNDS_METHOD}" in out and _display._HEAD_ONLY == BOUNDS_METHOD
+    assert "bounds (tail unscored)" in out and "bounded, not estimated" in " ".join(out.split())
+    assert "*" not in out.split("\n\n")[1]                      # no below-resolution mark on bounds
+    assert max(len(x) for x in out.splitlines()[1:]) <= 100
+
+
+def test_the_head_only_figure_draws_bounds_not_an_extrapolated_estimate(files):
+    from sampling_lib.plotting import plot_estimates
+
+    d, t, _ = files
+    table = cascade_estimate(t[t.stratum == "head"], 80, metrics=["recall@10", "ndcg@10"], n_boot=30, rng=1)
+    fig = plot_estimates(table)
+    assert [ax.get_title() for ax in fig.axes[:2]] == ["recall@10", "ndcg@10"]      # not "below resolution"
+    labels = [x.get_text() for x in fig.legends[0].get_texts()]
+    assert "bounds (tail unscored)" in labels and "95% interval of the bounds" in labels, labels
+
+
+@pytest.mark.parametrize("args, message", [
+    (("plain.csv",), "give N_u (each user's candidates, the held-out item included) once: --n-items N"),
+    (("with_n.csv", "-N", 80), "the n_items column and --n-items both give it"),
+    (("plain.csv", "-N", 80, "-n", 20), "--sample-size does not apply to a cascade's scores table"),
+    (("plain.csv", "-N", 80, "--method", "bv"), "--method does not apply"),
+    (("plain.csv", "-N", 80, "--scheme", "binomial"), "--scheme binomial: a cascade's tail negatives are distinct"),
+    (("plain.csv", "-N", 80, "--ties", "random"), "--ties random does not apply"),
+    (("plain.csv", "-N", 80, "--model", "A"), "has no model column"),
+    (("two.csv", "-N", 80, "--model", "C"), "--model must be one of ['A', 'B']"),
+    (("plain.csv", "-N", 15), "has 10 head and 9 tail negatives, more than the 14 other candidates"),
+])
+def test_options_that_do_not_apply_are_one_line_errors(files, capsys, args, message):
+    d, _, _ = files
+    rc, out, err = cli(capsys, "estimate", d / args[0], *args[1:], "--n-boot", 0, "--quiet")
+    assert rc != 0 and err.count("\n") == 1 and message in err, err
+
+
+@pytest.mark.parametrize("command", ["compare", "ranks"])
+def test_compare_and_ranks_name_the_command_that_reads_a_cascade_table(files, capsys, command):
+    d, _, _ = files
+    rc, out, err = cli(capsys, command, d / "two.csv", "-N", 80)
+    assert rc != 0 and err.count("\n") == 1 and "`sampling-lib estimate` corrects it" in err, err
+
+
+def test_two_n_items_for_one_user_are_refused(files, capsys, tmp_path):
+    d, t, _ = files
+    bad = t.assign(n_items=np.where(np.arange(len(t)) == 3, 81, 80))
+    bad.to_csv(tmp_path / "bad.csv", index=False)
+    rc, out, err = cli(capsys, "estimate", tmp_path / "bad.csv", "--n-boot", 0, "--quiet")
+    assert rc != 0 and "has two different n_items values" in err, err
