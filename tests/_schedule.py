@@ -30,7 +30,7 @@ from xdist.scheduler import LoadScopeScheduling
 
 #: (node id prefix, estimated seconds per matching test); the first matching prefix wins.
 SLOW = [
-    ("tests/test_runner_safety.py::test_no_runner_path_removes_or_renames_what_it_did_not_", 19.1),
+    ("tests/test_runner_safety.py::test_no_runner_path_removes_or_renames_what_it_did_not_", 14.4),
     ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[12", 17.9),
     ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[03", 12.7),
     ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[09", 10.5),
