@@ -369,6 +369,7 @@ def _notes(run, table):
     notes = []
     if run.inputs["unused_exclude_users"]:
         notes.append(f"exclude: {run.inputs['unused_exclude_users']:,} users without a held-out item were not used")
+    notes += getattr(run, "head_notes", [])
     ties = getattr(run, "head_ties", 0)
     if ties:
         notes.append(f"proxy: for {ties:,} users the head's last proxy score equals the best one outside it; the "

@@ -151,6 +151,13 @@ def heads_from_table(table, user_index, item_position, held, ptr, bad):
     positions (an unknown id is an error naming it). The held-out item, when the retriever lists it, is
     not a head *candidate* (it is scored anyway) and is dropped from the user's head; an item listed twice
     for a user, or an excluded item, is an error.
+
+    Returns
+    -------
+    head_ptr, head_items : ndarray of int64
+        The heads in CSR form (user u's are ``head_items[head_ptr[u]:head_ptr[u + 1]]``).
+    held_listed : ndarray of bool
+        Per user: the table listed the user's held-out item (dropped from the head).
     """
     if not isinstance(table, pd.DataFrame) or not {"user", "item"} <= set(table.columns):
         raise ValueError("the proxy's top-m table holds the columns user, item[, rank]")
@@ -162,6 +169,8 @@ def heads_from_table(table, user_index, item_position, held, ptr, bad):
     u = user_index(t["user"].to_numpy())
     it = item_position(t["item"].to_numpy())
     keep = it != np.asarray(held)[u]
+    M = ptr.size - 1
+    held_listed = np.bincount(u[~keep], minlength=M) > 0
     u, it = u[keep], it[keep]
     key = u * (int(it.max(initial=0)) + 1) + it
     if unique_ints(key).size != key.size:
@@ -179,9 +188,8 @@ def heads_from_table(table, user_index, item_position, held, ptr, bad):
         raise ValueError(f"the proxy's top-m table lists item {show_value(t['item'].to_numpy()[keep][j])} for user "
                          f"{show_value(t['user'].to_numpy()[keep][j])}, which its history excludes")
     order = np.argsort(u, kind="stable")
-    M = ptr.size - 1
     counts = np.bincount(u, minlength=M)
-    return np.r_[0, np.cumsum(counts)].astype(np.int64), it[order].astype(np.int64)
+    return np.r_[0, np.cumsum(counts)].astype(np.int64), it[order].astype(np.int64), held_listed
 
 
 def tail_exclusions(ptr, bad, head_ptr, head_items):

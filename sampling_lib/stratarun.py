@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._validation import check_int
+from ._validation import check_int, show_value
 from .metrics import parse_metrics
 from .nested import CandidateMap, NestedOrder
 from .proxy import head_sizes, heads_and_edge_ties, heads_from_callable, heads_from_table, tail_exclusions
@@ -44,6 +44,23 @@ def check_proxy_settings(head, tail_n, tail_n_max):
     tail_n = check_int(tail_n, "tail_n", low=1)
     tail_n_max = 8 * tail_n if tail_n_max is None else check_int(tail_n_max, "tail_n_max", low=tail_n)
     return head, tail_n, tail_n_max
+
+
+def _table_notes(listed, given, m, head, M):
+    """The notes of a retriever's top-m table: users whose list held their held-out item (dropped from the
+    head: it is scored as the held-out item), users the table does not list, lists cut to ``head``."""
+    notes = []
+    if listed.any():
+        notes.append(f"proxy: the top-m table lists the held-out item of {int(listed.sum()):,} of {M:,} users; it is "
+                     "scored as the held-out item, not as a head candidate, so their heads hold one item less")
+    if (given == 0).any():
+        notes.append(f"proxy: {int((given == 0).sum()):,} of {M:,} users are not in the top-m table (or only with "
+                     "their held-out item): their head is empty and their tail is drawn from all their candidates")
+    cut = given > m
+    if cut.any():
+        notes.append(f"proxy: the top-m table lists more than head = {head:,} items (or than their candidates) for "
+                     f"{int(cut.sum()):,} of {M:,} users: their first items (by rank, else file order) form the head")
+    return notes
 
 
 class StrataRun(StagedRun):
@@ -71,6 +88,7 @@ class StrataRun(StagedRun):
         C = inp["n_items"] - 1
         m = head_sizes(head, C)
         self.head_ties = 0                # users whose head edge the tie rule decided (per-item scores only)
+        self.head_notes = []              # what a top-m table's reading decided (evaluate's notes)
         if isinstance(proxy, pd.DataFrame):
             users = inp["users"]
             ids = inp["ids"]
@@ -78,16 +96,18 @@ class StrataRun(StagedRun):
             def user_index(u):
                 k = users.get_indexer(u)
                 if (k < 0).any():
-                    raise ValueError(f"the proxy's top-m table names user {u[np.flatnonzero(k < 0)[0]]!r}, who has "
-                                     "no held-out item")
+                    raise ValueError(f"the proxy's top-m table names user {show_value(u[np.flatnonzero(k < 0)[0]])}, "
+                                     "who has no held-out item")
                 return k.astype(np.int64)
 
             from .stagerun import _positions
 
-            hp, hi = heads_from_table(proxy, user_index, lambda it: _positions(it, ids, inp["N"], "proxy"),
-                                      inp["held"], inp["ptr"], inp["bad"])
-            # a retriever's list is the head as it is (its length per user), capped at m
-            sizes = np.minimum(np.diff(hp), m)
+            hp, hi, listed = heads_from_table(proxy, user_index, lambda it: _positions(it, ids, inp["N"], "proxy"),
+                                              inp["held"], inp["ptr"], inp["bad"])
+            # a retriever's list is the head as it is (its length per user), capped at m; said in the notes
+            given = np.diff(hp)
+            self.head_notes += _table_notes(listed, given, m, head, self.M)
+            sizes = np.minimum(given, m)
             keep = np.concatenate([np.arange(hp[u], hp[u] + sizes[u]) for u in range(self.M)]) if self.M else hp[:0]
             hp, hi = np.r_[0, np.cumsum(sizes)].astype(np.int64), hi[keep]
         elif callable(proxy):

@@ -183,6 +183,26 @@ def test_a_top_m_table_naming_an_item_twice_or_an_excluded_item_is_refused():
         evaluate(models, held, N_ITEMS, exclude=hist, proxy=excluded, n_boot=10, progress=False)
 
 
+def test_a_top_m_table_s_held_out_items_missing_users_and_long_lists_are_counted_in_the_notes():
+    """Nothing silent: a listed held-out item (dropped from the head), a user the table leaves out (empty head)
+    and a list longer than ``head`` (cut) are each counted; the heads are what the notes say."""
+    held, hist, models = _population(M=30, seed=9)
+    users = list(held)
+    rows = []
+    for k, u in enumerate(users[:-3]):                          # the last 3 users are left out
+        free = [i for i in range(N_ITEMS) if i != held[u] and i not in set(hist[u])]
+        lst = free[:8] if k >= 5 else [held[u]] + free[:4]      # 5 users list their held-out item first
+        rows += [(u, i) for i in (lst + free[8:12] if k == 6 else lst)]     # one list of 12 items: cut to 8
+    res = evaluate(models, held, N_ITEMS, exclude=hist, n=10, proxy=pd.DataFrame(rows, columns=["user", "item"]),
+                   head=8, tail_n=4, n_boot=0, progress=False)
+    text = " | ".join(res.notes)
+    assert "lists the held-out item of 5 of 30 users" in text, text
+    assert "3 of 30 users are not in the top-m table" in text, text
+    assert "lists more than head = 8 items (or than their candidates) for 1 of 30 users" in text, text
+    heads = res.ranks.drop_duplicates("user").set_index("user")["head"]
+    assert (heads[users[:5]] == 4).all() and (heads[users[-3:]] == 0).all() and (heads[users[5:-3]] == 8).all()
+
+
 def test_the_study_evaluates_the_costly_models_only_and_counts_their_pairs():
     """studies.evaluation_study(proxy=): the proxy model is not evaluated, the costly models' pairs are
     counted by the study's wrapper and equal the cost reported, and the planner's columns are NaN."""
