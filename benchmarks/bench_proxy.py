@@ -54,26 +54,14 @@ def frontier(label, draws, heads, tail_n, tail_max_factor, target):
     ranks, N, info = global_ranks_from_data(ratings, models, rng=0, keep_models=True)
     print(f"{label}: N = {N:,}, {info['M']:,} users, models fitted and ranked in full in "
           f"{time.perf_counter() - t0:.0f} s", flush=True)
-    only = ({m: ranks[m] for m in costly}, N, info)
-    rows = []
     t0 = time.perf_counter()
-    u = studies.evaluation_study(population=only, draws=draws, n=100, target_ratio=target, full_boot=100_000)
-    rows.append(u.assign(design=f"uniform ladder (target {target})", proxy="-", head=0, tail_n=0))
-    print(f"  uniform: {time.perf_counter() - t0:.0f} s", flush=True)
-    for proxy in PROXIES:
-        pop = ({m: ranks[m] for m in costly + [proxy]}, N, info)
-        for h in heads:
-            t0 = time.perf_counter()
-            s = studies.evaluation_study(population=pop, draws=draws, n=100, full_boot=100_000, proxy=proxy,
-                                         head=h, tail_n=tail_n, tail_n_max=tail_max_factor * tail_n)
-            rows.append(s.assign(design=f"head {h} + tail {tail_n}..{tail_max_factor * tail_n}", head=h,
-                                 tail_n=tail_n))
-            print(f"  {proxy}, head {h}: {time.perf_counter() - t0:.0f} s", flush=True)
-    t = pd.concat(rows, ignore_index=True).assign(dataset=label)
-    summary = (t.groupby(["dataset", "model", "design", "proxy", "metric"], sort=False)
-                .agg(draws=("draw", "nunique"), cost_share=("cost_share", "mean"), ratio=("ratio", "mean"),
-                     ratio_max=("ratio", "max"), coverage=("covered", "mean"), rel_error=("rel_error", "mean"))
-                .reset_index())
+    t, summary = studies.proxy_frontier((ranks, N, info), costly, PROXIES, heads=heads, tail_n=tail_n,
+                                        tail_n_max=tail_max_factor * tail_n, draws=draws, n=100,
+                                        target_ratio=target, full_boot=100_000)
+    print(f"  uniform ladder and {len(PROXIES) * len(heads)} stratified designs: {time.perf_counter() - t0:.0f} s",
+          flush=True)
+    t = t.assign(dataset=label)
+    summary = summary.assign(dataset=label)
     return t, summary
 
 

@@ -34,6 +34,7 @@ SLOW = [
     ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[12", 17.9),
     ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[03", 12.7),
     ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[09", 10.5),
+    ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[14", 7.4),
     ("tests/test_notebooks_user_data.py::test_notebook_runs_on_an_untimed_file_with_string", 9.8),
     ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[08", 9.1),
     ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[13", 8.9),

@@ -31,7 +31,7 @@ import numpy as np
 
 from ._laws import LOG_FACTORIAL_MAX, _log_factorials, log_comb
 
-__all__ = ["check_strata", "strata_kernel"]
+__all__ = ["check_strata", "strata_kernel", "strata_ladder_law", "tail_ladder_sizes"]
 
 #: Entries per block of :func:`strata_kernel` (its int64 and float temporaries stay near 32 MB).
 _BLOCK = 1 << 20
@@ -190,3 +190,80 @@ def strata_kernel(R, n_items, heads, above, tail_sizes, ranks, *, log=False):
         L = np.where(ok, L, -np.inf)
         out[:, a:b] = L if log else np.exp(L)
     return out
+
+
+def tail_ladder_sizes(tails, tail_n, tail_n_max):
+    """The tail ladder's sample sizes s_1 < s_2 < ... for a user with ``tails`` tail negatives: s_1 =
+    min(tail_n, T), then doubled, capped at min(tail_n_max, T) (:class:`sampling_lib.stratarun.StrataRun`).
+
+    Examples
+    --------
+    >>> tail_ladder_sizes(100, 5, 40), tail_ladder_sizes(30, 5, 40), tail_ladder_sizes(3, 5, 40)
+    ([5, 10, 20, 40], [5, 10, 20, 30], [3])
+    """
+    T, s = int(tails), min(int(tail_n), int(tails))
+    top = min(int(tail_n_max), T)
+    sizes = [s]
+    while 0 < s < top:
+        s = min(2 * s, top)
+        sizes.append(s)
+    return sizes
+
+
+def strata_ladder_law(R, n_items, head, above, tail_n, tail_n_max):
+    """P(final tail cell (s, r) | R) of the ladder within the tail, for one user's (N, m, x).
+
+    The tail ladder (:class:`sampling_lib.stratarun.StrataRun`, TORS24 Algorithm 1 within the tail) draws
+    s_1 tail negatives, and while none of them ranks above the held-out item (r = 1) doubles its
+    sample, up to min(``tail_n_max``, T); the samples are nested prefixes of one uniform order of the
+    tail. The final cell (s_j, r) has
+
+        P(s_j, r | R) = P(r | R; s_j) g_j(r),   g_1 = 1,   g_j(r) = C(s_j - r + 1, s_{j-1}) / C(s_j, s_{j-1}),
+
+    for r >= 2, or r = 1 at the last size only: the s_{j-1}-prefix of the s_j-sample must hold none of its
+    r - 1 items above, and given the s_j-sample that event has the probability g_j(r), whatever R (the
+    sample is uniform, and the positions of its items above within it do not depend on R). So the
+    design's likelihood in R is the stratified kernel at the final cell alone (ignorability, as for the
+    uniform ladder: TORS24 Sec 6), which is what :func:`sampling_lib.estimators.strata_estimate` uses.
+
+    Parameters
+    ----------
+    R : array_like of int >= 1
+        Global ranks (rows).
+    n_items, head, above : int
+        N (the held-out item included), the head's m negatives and x of them above the held-out item.
+    tail_n, tail_n_max : int
+        The first tail sample and the largest.
+
+    Returns
+    -------
+    sizes, ranks : ndarray of int64, shape (C,)
+        The final cells (s, r).
+    P : ndarray, shape (len(R), C)
+        Their probabilities; each row sums to 1 for R in x + 1..x + T + 1 (0 elsewhere).
+
+    Examples
+    --------
+    >>> s, r, P = strata_ladder_law([3, 8], 40, 10, 1, 4, 16)
+    >>> sorted(set(s.tolist())), bool(np.allclose(P.sum(axis=1), 1.0))
+    ([4, 8, 16], True)
+    """
+    T = int(n_items) - 1 - int(head)
+    sizes = tail_ladder_sizes(T, tail_n, tail_n_max)
+    cells_s, cells_r, g = [], [], []
+    for j, s in enumerate(sizes):
+        last = j == len(sizes) - 1
+        r = np.arange(1 if last else 2, s + 2)
+        if j == 0:
+            gj = np.ones(r.size)
+        else:
+            p = sizes[j - 1]           # C(s - r + 1, p) / C(s, p) in log space (0 where s - r + 1 < p)
+            with np.errstate(invalid="ignore"):
+                lg = log_comb(s - r + 1.0, float(p)) - log_comb(float(s), float(p))
+            gj = np.exp(lg)
+        cells_s.append(np.full(r.size, s, np.int64))
+        cells_r.append(r.astype(np.int64))
+        g.append(gj)
+    s_all, r_all, g_all = np.concatenate(cells_s), np.concatenate(cells_r), np.concatenate(g)
+    K = strata_kernel(R, int(n_items), int(head), int(above), s_all, r_all)
+    return s_all, r_all, K * g_all[None, :]

@@ -84,6 +84,7 @@ from .tail import (TAIL_POINTS, CALIBRATIONS, standardized_scores, pooled_surviv
 from .sampled_hit_ratio import (simulate_shr, shr_moments, shr_tail_frequencies, expected_shr_gaps)
 from .evaluation import EVALUATION_MODELS, PairCounter, evaluation_study, evaluation_summary
 from .cascade import cascade_study, cascade_tables
+from .strata import pool_rare_cells, proxy_frontier, strata_ladder_simulation
 from .mapping_functions import (beta_map_accuracy, beta_map_steps, beta_map_differences,
                                 beta_map_monotonicity, max_position_difference)
 from .rank_distribution import (mle_mse_identifiable, mle_consistency, RANK_DISTRIBUTION_ESTIMATORS,
@@ -209,5 +210,8 @@ __all__ = [
     "evaluation_study",
     "evaluation_summary",
     "cascade_study",
+    "strata_ladder_simulation",
+    "pool_rare_cells",
+    "proxy_frontier",
     "cascade_tables",
 ]

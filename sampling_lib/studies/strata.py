@@ -1,0 +1,179 @@
+"""The stratified design's tail law, checked stage by stage through :func:`sampling_lib.evaluate` itself.
+
+:func:`strata_ladder_simulation` builds users whose global rank R and head count x are set by
+construction, runs the stratified evaluation on them (the proxy's head, then the ladder within the
+tail, with the library's seeded nested orders, :mod:`sampling_lib.stratarun`), and counts each final tail
+cell (s, r) beside its probability under :func:`sampling_lib.kernels.strata_ladder_law` (notebook 14).
+:func:`proxy_frontier` sets stratified designs beside the planned uniform ladder on the same draws
+(notebook 14, ``benchmarks/bench_proxy.py``).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_int
+
+__all__ = ["strata_ladder_simulation", "pool_rare_cells", "proxy_frontier"]
+
+
+def strata_ladder_simulation(n_items, head, above, R, *, tail_n, tail_n_max, users, seed=0,
+                             held_out_position="last"):
+    """Final tail cells of ``users`` simulated users per global rank in ``R``, by
+    ``evaluate(score, ..., proxy=)``, with their probabilities under the ladder's law.
+
+    Every user has the same ``n_items`` candidates (no history): its held-out item is the last catalogue
+    item (or the first, ``held_out_position``), the proxy ranks the items in catalogue order, so the head
+    is the first m negatives (``head`` = m) and the tail the next T = N - 1 - m. The costly score puts the first ``above`` head items and the first
+    R - 1 - x tail items above the held-out item (R between x + 1 and x + T + 1), everything else below;
+    the tail's draws come from the evaluation's own seeded per-user orders, so which tail items are above
+    does not matter, and the users are independent replicates. The metric's cut-off is above x, so every
+    user gets a tail sample.
+
+    Parameters
+    ----------
+    n_items, head, above : int
+        N, m and x.
+    R : sequence of int
+        The global ranks simulated (each by ``users`` users).
+    tail_n, tail_n_max : int
+        As :func:`sampling_lib.evaluate` with ``proxy``.
+    users : int
+        Users per rank.
+    seed : int
+        The evaluation's seed.
+    held_out_position : {"last", "first"}
+        Where the proxy ranks the held-out item: last, or first (then the head is items 1..m). The head is
+        defined on the negatives, so the law does not depend on it (notebook 14 checks that).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (R, possible final cell): ``R, tail_size, tail_rank, count`` (simulated users),
+        ``users``, ``probability`` (the law), ``expected`` (users x probability) and ``se``
+        (the binomial standard error of the count, sqrt(users p (1 - p))).
+
+    Examples
+    --------
+    >>> t = strata_ladder_simulation(30, 4, 1, [3, 10], tail_n=2, tail_n_max=8, users=200, seed=1)
+    >>> t.groupby("R")["count"].sum().tolist()
+    [200, 200]
+    """
+    from ..evaluation import evaluate
+    from ..kernels import strata_ladder_law
+
+    N = check_int(n_items, "n_items", low=3)
+    m = check_int(head, "head", low=0, high=N - 2)
+    x = check_int(above, "above", low=0, high=m)
+    users = check_int(users, "users", low=1)
+    T = N - 1 - m
+    Rs = [check_int(r, "R", low=x + 1, high=x + T + 1) for r in R]
+    M = users * len(Rs)
+    if held_out_position not in ("last", "first"):
+        raise ValueError(f"held_out_position must be 'last' or 'first'; got {held_out_position!r}")
+    R_u = np.repeat(np.asarray(Rs, dtype=np.int64), users)
+    G_u = R_u - 1 - x                                 # tail items above, per user
+    held = N - 1 if held_out_position == "last" else 0
+    shift = 0 if held_out_position == "last" else 1   # the negatives' places in the proxy's order
+
+    def score(u, items):
+        u, k = np.asarray(u), np.asarray(items) - shift
+        up = np.where(k < m, k < x, (k - m) < G_u[u])
+        return np.where(np.asarray(items) == held, 0.0, np.where(up, 1.0, -1.0))
+
+    proxy = -np.arange(N, dtype=float)                # item 0 first
+    res = evaluate(score, pd.Series(np.full(M, held)), N, n=2, proxy=proxy, head=m, tail_n=tail_n, tail_n_max=tail_n_max,
+                   metrics=[f"recall@{x + 1}"], n_boot=0, seed=seed, progress=False)
+    ranks = res.ranks
+    if not ((ranks["head"] == m).all() and (ranks["head_above"] == x).all()):
+        raise AssertionError("the simulated heads are not the constructed ones")      # pragma: no cover
+    got = pd.DataFrame({"R": R_u, "tail_size": ranks["tail_size"].to_numpy(),
+                        "tail_rank": ranks["tail_rank"].to_numpy()})
+    counts = got.value_counts().rename("count").reset_index()
+    s, r, P = strata_ladder_law(Rs, N, m, x, tail_n, tail_n_max)
+    law = pd.DataFrame({"R": np.repeat(Rs, s.size), "tail_size": np.tile(s, len(Rs)), "tail_rank": np.tile(r, len(Rs)),
+                        "probability": P.ravel()})
+    out = law.merge(counts, on=["R", "tail_size", "tail_rank"], how="outer")
+    out["count"] = out["count"].fillna(0).astype(np.int64)
+    out["probability"] = out["probability"].fillna(0.0).clip(0.0, 1.0)     # 1 + 6e-14 from the logs: 1
+    out["users"] = users
+    out["expected"] = users * out["probability"]
+    out["se"] = np.sqrt(users * out["probability"] * (1.0 - out["probability"]))
+    return out.sort_values(["R", "tail_size", "tail_rank"], ignore_index=True)
+
+
+def proxy_frontier(population, costly, proxies, *, heads, tail_n, tail_n_max, draws=3, n=100,
+                   metrics=("recall@10", "ndcg@10"), target_ratio=1.3, n_boot=1000, full_boot=100_000, seed=0):
+    """Stratified designs beside the planned uniform ladder, on the same draws (:func:`evaluation_study`).
+
+    Parameters
+    ----------
+    population : tuple
+        ``global_ranks_from_data(..., keep_models=True)``'s result holding the ``costly`` and ``proxies``
+        models.
+    costly, proxies : sequence of str
+        The models evaluated, and those used as proxy rankers (never evaluated, their scoring not counted).
+    heads : sequence of int
+        Head sizes tried with every proxy; ``tail_n`` / ``tail_n_max`` the tail ladder's first and largest
+        sample.
+    draws, n, metrics, target_ratio, n_boot, full_boot, seed
+        As :func:`evaluation_study` (the uniform ladder plans for ``target_ratio`` from a first stage of
+        ``n``).
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        :func:`evaluation_study`'s rows with ``design``, ``proxy``, ``head``.
+    summary : pandas.DataFrame
+        Per (dataset, model, design, proxy, metric): draws, mean cost share, mean and largest realized
+        precision ratio, coverage, mean relative error.
+    """
+    from .evaluation import evaluation_study
+
+    ranks, N, info = population
+    missing = [m for m in list(costly) + list(proxies) if m not in ranks]
+    if missing:
+        raise ValueError(f"population holds the models {list(ranks)}; missing {missing}")
+    common = dict(draws=draws, n=n, metrics=metrics, n_boot=n_boot, full_boot=full_boot, seed=seed)
+    only = ({m: ranks[m] for m in costly}, N, info)
+    rows = [evaluation_study(population=only, target_ratio=target_ratio, **common).assign(
+        design=f"uniform ladder (target {target_ratio})", proxy="-", head=0)]
+    for proxy in proxies:
+        pop = ({m: ranks[m] for m in list(costly) + [proxy]}, N, info)
+        for h in heads:
+            s = evaluation_study(population=pop, proxy=proxy, head=h, tail_n=tail_n, tail_n_max=tail_n_max, **common)
+            rows.append(s.assign(design=f"head {h} + tail {tail_n}..{tail_n_max}", head=h))
+    table = pd.concat(rows, ignore_index=True)
+    summary = (table.groupby(["dataset", "model", "design", "proxy", "metric"], sort=False)
+               .agg(draws=("draw", "nunique"), cost_share=("cost_share", "mean"), ratio=("ratio", "mean"),
+                    ratio_max=("ratio", "max"), coverage=("covered", "mean"), rel_error=("rel_error", "mean"))
+               .reset_index())
+    return table, summary
+
+
+def pool_rare_cells(table, min_expected=5.0):
+    """The cells of :func:`strata_ladder_simulation` to z-check: each cell expected at least ``min_expected``
+    users on its own, the others pooled per rank (their counts and probabilities summed).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``R, cells, count, expected, se`` (``cells``: how many cells the row holds; se the binomial
+        standard error of the count).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"R": [2, 2, 2], "count": [90, 6, 4], "probability": [0.92, 0.04, 0.04], "users": 100})
+    >>> pool_rare_cells(t.assign(expected=t.probability * 100))[["cells", "count", "expected"]].round(6).values.tolist()
+    [[1.0, 90.0, 92.0], [2.0, 10.0, 8.0]]
+    """
+    big = table["expected"] >= min_expected
+    own = table[big].assign(cells=1)[["R", "cells", "count", "probability", "users"]]
+    rest = (table[~big].groupby("R", as_index=False)
+            .agg(cells=("count", "size"), count=("count", "sum"), probability=("probability", "sum"),
+                 users=("users", "first")))
+    out = pd.concat([own, rest], ignore_index=True)
+    p = out["probability"].clip(0.0, 1.0)
+    out["expected"] = out["users"] * p
+    out["se"] = np.sqrt(out["users"] * p * (1.0 - p))
+    return out[["R", "cells", "count", "expected", "se"]]
