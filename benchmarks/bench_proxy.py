@@ -45,20 +45,20 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 PROXIES = ("popularity", "itemknn")
 
 
-def frontier(label, draws, heads, tail_n, tail_max_factor, target):
+def frontier(label, draws, heads, tail_n, tail_max_factor, target, proxies=PROXIES):
     spec = PANEL_DATASETS[label]
     ratings = spec.ratings(SHARED)
     costly = ["als-64"] + (["ease-200"] if ratings.n_items <= DENSE_ITEMS_MAX else [])
-    models = {m: PANEL_MODELS[m] for m in costly + list(PROXIES)}
+    models = {m: PANEL_MODELS[m] for m in costly + [p for p in proxies if p != studies.RANDOM_PROXY]}
     t0 = time.perf_counter()
     ranks, N, info = global_ranks_from_data(ratings, models, rng=0, keep_models=True)
     print(f"{label}: N = {N:,}, {info['M']:,} users, models fitted and ranked in full in "
           f"{time.perf_counter() - t0:.0f} s", flush=True)
     t0 = time.perf_counter()
-    t, summary = studies.proxy_frontier((ranks, N, info), costly, PROXIES, heads=heads, tail_n=tail_n,
+    t, summary = studies.proxy_frontier((ranks, N, info), costly, proxies, heads=heads, tail_n=tail_n,
                                         tail_n_max=tail_max_factor * tail_n, draws=draws, n=100,
                                         target_ratio=target, full_boot=100_000)
-    print(f"  uniform ladder and {len(PROXIES) * len(heads)} stratified designs: {time.perf_counter() - t0:.0f} s",
+    print(f"  uniform ladder and {len(proxies) * len(heads)} stratified designs: {time.perf_counter() - t0:.0f} s",
           flush=True)
     t = t.assign(dataset=label)
     summary = summary.assign(dataset=label)
@@ -90,6 +90,9 @@ def main():
     ap.add_argument("--tail-n", type=int, default=100)
     ap.add_argument("--tail-max-factor", type=int, default=16)
     ap.add_argument("--target", type=float, default=1.3)
+    ap.add_argument("--proxies", default=",".join(PROXIES),
+                    help=f"proxy rankers (comma-separated; default {','.join(PROXIES)}); 'random': a useless proxy, "
+                         "uniform random scores per item")
     ap.add_argument("--out", default="benchmarks/results")
     args = ap.parse_args()
     out = Path(args.out)
@@ -105,7 +108,8 @@ def main():
             print(f"skipped {label}: no ../shared/data")
             continue
         if "frontier" in args.parts.split(","):
-            t, s = frontier(label, args.draws, heads, args.tail_n, args.tail_max_factor, args.target)
+            t, s = frontier(label, args.draws, heads, args.tail_n, args.tail_max_factor, args.target,
+                            proxies=args.proxies.split(","))
             tables.append(t)
             sums.append(s)
             print(s.round(3).to_string(index=False), flush=True)

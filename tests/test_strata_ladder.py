@@ -82,5 +82,8 @@ def test_the_frontier_sets_each_stratified_design_beside_the_ladder_on_the_same_
     assert list(summary.design) == ["uniform ladder (target 1.3)", "head 10 + tail 5..40", "head 30 + tail 5..40"]
     assert table.groupby("design").truth.nunique().eq(1).all() and table.truth.nunique() == 1   # same users
     assert (table.pairs_counted == table.pairs_reported).all() and (table.repeats == 0).all()
+    rand, _ = proxy_frontier(pop, ["itemknn"], ["random"], heads=[10], tail_n=5, tail_n_max=40, draws=1, n=20,
+                             metrics=["recall@10"], n_boot=40, full_boot=500)
+    assert set(rand.proxy) == {"-", "random"} and (rand.pairs_counted == rand.pairs_reported).all()
     with pytest.raises(ValueError, match="missing"):
         proxy_frontier(pop, ["ease-200"], ["popularity"], heads=[10], tail_n=5, tail_n_max=40)

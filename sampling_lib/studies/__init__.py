@@ -82,7 +82,7 @@ from .aaai23 import (AAAI23_ESTIMATORS, AAAI23_MODELS, AAAI23_DATASETS, aaai23_r
 from .tail import (TAIL_POINTS, CALIBRATIONS, standardized_scores, pooled_survival, tail_eb_estimate, score_draws,
                    tail_panel)
 from .sampled_hit_ratio import (simulate_shr, shr_moments, shr_tail_frequencies, expected_shr_gaps)
-from .evaluation import EVALUATION_MODELS, PairCounter, evaluation_study, evaluation_summary
+from .evaluation import EVALUATION_MODELS, RANDOM_PROXY, PairCounter, evaluation_study, evaluation_summary
 from .cascade import cascade_study, cascade_tables
 from .strata import pool_rare_cells, proxy_frontier, strata_ladder_simulation
 from .mapping_functions import (beta_map_accuracy, beta_map_steps, beta_map_differences,
@@ -206,6 +206,7 @@ __all__ = [
     "design_summary",
     "shared_design_on_scores",
     "EVALUATION_MODELS",
+    "RANDOM_PROXY",
     "PairCounter",
     "evaluation_study",
     "evaluation_summary",

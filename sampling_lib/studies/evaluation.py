@@ -29,6 +29,10 @@ __all__ = ["EVALUATION_MODELS", "PairCounter", "evaluation_study", "evaluation_s
 EVALUATION_MODELS = {m: PANEL_MODELS[m] for m in ("ease-200", "als-64", "itemknn")}
 
 
+#: The ``proxy`` of :func:`evaluation_study` that ranks the catalogue at random (a proxy no better than chance).
+RANDOM_PROXY = "random"
+
+
 class PairCounter:
     """A scorer wrapped to count what it is asked: calls, pairs, and pairs asked more than once.
 
@@ -95,7 +99,8 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
         ``data``, ``models``, ``data_rng``, ``max_dense_items`` and ``synthetic`` are not used).
     proxy : str, optional
         A stratified evaluation (``evaluate(..., proxy=)``): the label of one of the fitted models, used as
-        the proxy ranker (a per-item vector for ``popularity``, its pair scorer otherwise) and not evaluated;
+        the proxy ranker (a per-item vector for ``popularity``, its pair scorer otherwise) and not evaluated,
+        or :data:`RANDOM_PROXY` ("random": a useless proxy, uniform random scores per item from ``data_rng``);
         the other models are the costly ones, and only their scored pairs count as cost. ``head``,
         ``tail_n`` and ``tail_n_max`` as :func:`sampling_lib.evaluate`. The planner's columns
         (``predicted_share``, ``first_predicted_share``, ``hand_first_plan_share``) are then NaN.
@@ -138,9 +143,13 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
     held = dict(enumerate(split.test_items.astype(np.int64)))
     N_u = info["n_candidates"]
     strata = {}
-    if proxy is not None:
+    if proxy == RANDOM_PROXY:           # a useless proxy: i.i.d. uniform scores per item, seeded by data_rng
+        scores = np.random.default_rng(np.random.SeedSequence([int(data_rng), 0x70726F78])).random(N)
+        strata = dict(proxy=scores, head=head, tail_n=tail_n, tail_n_max=tail_n_max)
+    elif proxy is not None:
         if proxy not in ranks:
-            raise ValueError(f"proxy must name one of the fitted models {sorted(ranks)}; got {proxy!r}")
+            raise ValueError(f"proxy must name one of the fitted models {sorted(ranks)} or {RANDOM_PROXY!r}; got "
+                             f"{proxy!r}")
         if len(ranks) < 2:
             raise ValueError("proxy needs at least one other model to evaluate")
         fitted = info["fitted"][proxy]

@@ -112,7 +112,8 @@ def proxy_frontier(population, costly, proxies, *, heads, tail_n, tail_n_max, dr
         ``global_ranks_from_data(..., keep_models=True)``'s result holding the ``costly`` and ``proxies``
         models.
     costly, proxies : sequence of str
-        The models evaluated, and those used as proxy rankers (never evaluated, their scoring not counted).
+        The models evaluated, and those used as proxy rankers (never evaluated, their scoring not counted);
+        ``"random"`` is a useless proxy (uniform random scores per item).
     heads : sequence of int
         Head sizes tried with every proxy; ``tail_n`` / ``tail_n_max`` the tail ladder's first and largest
         sample.
@@ -130,8 +131,10 @@ def proxy_frontier(population, costly, proxies, *, heads, tail_n, tail_n_max, dr
     """
     from .evaluation import evaluation_study
 
+    from .evaluation import RANDOM_PROXY
+
     ranks, N, info = population
-    missing = [m for m in list(costly) + list(proxies) if m not in ranks]
+    missing = [m for m in list(costly) + [p for p in proxies if p != RANDOM_PROXY] if m not in ranks]
     if missing:
         raise ValueError(f"population holds the models {list(ranks)}; missing {missing}")
     common = dict(draws=draws, n=n, metrics=metrics, n_boot=n_boot, full_boot=full_boot, seed=seed)
@@ -139,7 +142,7 @@ def proxy_frontier(population, costly, proxies, *, heads, tail_n, tail_n_max, dr
     rows = [evaluation_study(population=only, target_ratio=target_ratio, **common).assign(
         design=f"uniform ladder (target {target_ratio})", proxy="-", head=0)]
     for proxy in proxies:
-        pop = ({m: ranks[m] for m in list(costly) + [proxy]}, N, info)
+        pop = ({m: ranks[m] for m in list(costly) + ([] if proxy == RANDOM_PROXY else [proxy])}, N, info)
         for h in heads:
             s = evaluation_study(population=pop, proxy=proxy, head=h, tail_n=tail_n, tail_n_max=tail_n_max, **common)
             rows.append(s.assign(design=f"head {h} + tail {tail_n}..{tail_n_max}", head=h))
