@@ -226,8 +226,10 @@ def cascade_estimate(table, n_items, *, metrics=("recall@10", "ndcg@10"), n_boot
     Raises
     ------
     ValueError
-        When some users with tail items left have a tail sample and others none: which protocol the file
-        follows is then unclear (give the tail's rows, or drop them all for the bounds).
+        When some users with tail items left and fewer than k_max (the metrics' largest K) head items above
+        have a tail sample and others none: which protocol the file follows is then unclear (give the
+        tail's rows, or drop them all for the bounds). Users with k_max or more head items above need no
+        tail (every metric is 0 for them), as in ``evaluate(..., proxy=)``'s own design.
 
     Examples
     --------
@@ -242,14 +244,18 @@ def cascade_estimate(table, n_items, *, metrics=("recall@10", "ndcg@10"), n_boot
     cells = cascade_cells(table, n_items, ties=ties)
     parsed = parse_metrics(metrics)
     n_boot = check_int(n_boot, "n_boot", low=0)
+    k_max = max(K for _, _, K in parsed)
     out = []
     for model, c in cells.groupby("model", sort=False):
-        left = c["n_items"] - 1 - c["head"] > 0
+        # users whose metrics the head does not settle (x < k_max) and with tail items left: with x >= k_max
+        # every metric is 0 whatever the tail, so a stratified design samples no tail for them
+        left = (c["n_items"] - 1 - c["head"] > 0) & (c["head_above"] < k_max)
         sampled = (c["tail_size"] > 0) & left
         if sampled.any() and not sampled[left].all():
             raise ValueError(f"model {show_value(model)}: {int((~sampled & left).sum()):,} of {int(left.sum()):,} "
-                             "users with tail items left have no tail sample and the others have one: give "
-                             "every user's random negatives (stratum 'tail'), or none for the head-only bounds")
+                             f"users with tail items left and fewer than {k_max} head items above have no tail "
+                             "sample and the others have one: give every user's random negatives (stratum "
+                             "'tail'), or none for the head-only bounds")
         if sampled.any() or not left.any():
             out.append(strata_estimate(c["n_items"], c["head"], c["head_above"], c["tail_size"], c["tail_rank"],
                                        metrics=metrics, n_boot=n_boot, rng=rng,

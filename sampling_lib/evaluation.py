@@ -467,27 +467,46 @@ class EvaluationResult:
         estimate stage-1.csv ... --input-format negatives --held-out held_out.csv --scores SCORES.csv
         --n-items-file n_items.csv --scheme hypergeometric --seed SEED`` prints this table.
 
+        A stratified evaluation (``proxy=``) is not a sequence of uniform stages, so its stage files would
+        be misread as one: it writes ``candidates.csv`` instead (``user, item, label, stratum``: each
+        user's held-out item, label 1; its proxy head, stratum "head"; every tail item drawn, stratum
+        "tail"). Scored again (a ``score`` column added), that file is a cascade's scores table:
+        ``sampling-lib estimate SCORED.csv --n-items-file n_items.csv --seed SEED`` prints this table
+        (the tail ladder's final cell is all its likelihood needs: notebook 14).
+
         Returns the folder's path.
         """
         from .io import STAGE_FORMATS, id_text, write_stage_negatives
 
         if file_format not in STAGE_FORMATS:
             raise ValueError(f"file_format must be one of {STAGE_FORMATS}; got {show_value(file_format)}")
+        run = self.negatives._run
+        stratified = hasattr(run, "head_items")
+        if stratified and file_format != "negatives":
+            raise ValueError(f"file_format={file_format!r} does not apply to a stratified evaluation (proxy=): it is "
+                             "saved as one candidates table (candidates.csv, a cascade's layout), not as stage files")
         folder = Path(folder)
         if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
             raise ValueError(f"folder {str(folder)!r} exists and is not empty: give a new or empty folder (nothing "
                              "is overwritten)")
         folder.mkdir(parents=True, exist_ok=True)
-        run = self.negatives._run
         users = run.inputs["users"].to_numpy()
         ids = run.inputs["ids"]
         held = run.inputs["held"] if ids is None else ids.to_numpy()[run.inputs["held"]]
         pd.DataFrame({"user": users, "item": held}).to_csv(folder / "held_out.csv", index=False)
         pd.DataFrame({"user": users, "n_items": run.inputs["n_items"]}).to_csv(folder / "n_items.csv", index=False)
-        ext = {"negatives": "csv", "ncf": "test.negative", "elliot": "tsv"}[file_format]
-        hold = pd.Series(id_text(held), index=id_text(users))
-        for j, neg in enumerate(self.negatives):
-            write_stage_negatives(neg, folder / f"stage-{j + 1}.{ext}", file_format, held_out=hold)
+        if stratified:
+            parts = [pd.DataFrame({"user": users, "item": held, "label": 1, "stratum": "head"})]
+            parts += [neg.assign(label=0, stratum="head" if j == 0 else "tail") for j, neg in enumerate(self.negatives)]
+            order = pd.Series(np.arange(users.size), index=users)
+            cand = pd.concat(parts, ignore_index=True)
+            cand = cand.iloc[np.lexsort((-cand["label"].to_numpy(), order[cand["user"]].to_numpy()))]
+            cand.to_csv(folder / "candidates.csv", index=False)
+        else:
+            ext = {"negatives": "csv", "ncf": "test.negative", "elliot": "tsv"}[file_format]
+            hold = pd.Series(id_text(held), index=id_text(users))
+            for j, neg in enumerate(self.negatives):
+                write_stage_negatives(neg, folder / f"stage-{j + 1}.{ext}", file_format, held_out=hold)
         self.ranks.to_csv(folder / "ranks.csv", index=False)
         self.table.to_csv(folder / "estimate.csv", index=False)
         self.design.to_csv(folder / "design.csv", index=False)

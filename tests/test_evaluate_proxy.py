@@ -218,3 +218,36 @@ def test_the_study_evaluates_the_costly_models_only_and_counts_their_pairs():
     with pytest.raises(ValueError, match="proxy must name one of the fitted models"):
         studies.evaluation_study(None, {"pop": ("popularity", {})}, proxy="knn", draws=1,
                                  synthetic={"n_users": 50, "n_items": 60})
+
+
+def test_a_saved_stratified_evaluation_is_a_cascade_table_that_the_cli_corrects_to_the_same_table(tmp_path, capsys):
+    """save() of a proxy= evaluation writes candidates.csv (not stage files a reader would take for uniform
+    stages); scored again, `sampling-lib estimate` reads it as a cascade's table and prints the same table."""
+    import io
+
+    from sampling_lib.cli import main
+
+    held, hist, models = _population(M=80, seed=10)
+    m = next(iter(models))
+    res = evaluate({m: models[m]}, held, N_ITEMS, exclude=hist, n=20, proxy=_proxy_vector(models), head=HEAD,
+                   tail_n=TAIL_N, seed=3, n_boot=60, progress=False)
+    folder = res.save(tmp_path / "saved")
+    assert not list(folder.glob("stage-*")) and (folder / "candidates.csv").exists()
+    c = pd.read_csv(folder / "candidates.csv")
+    assert (c.groupby("user").label.sum() == 1).all()
+    counts = c[c.label == 0].groupby(["user", "stratum"]).size().unstack(fill_value=0)
+    cells = res.ranks.set_index("user")
+    assert (counts["head"].reindex(cells.index, fill_value=0) == cells["head"]).all()
+    assert (counts["tail"].reindex(cells.index, fill_value=0) == cells["tail_size"]).all()
+    c["score"] = models[m](c.user.to_numpy(), c.item.to_numpy())
+    c.to_csv(tmp_path / "scored.csv", index=False)
+    capsys.readouterr()
+    rc = main(["estimate", str(tmp_path / "scored.csv"), "--n-items-file", str(folder / "n_items.csv"), "--seed", "3",
+               "--n-boot", "60", "--format", "csv", "--quiet"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    got = pd.read_csv(io.StringIO(out.out))
+    for col in ("estimate", "ci_low", "ci_high", "naive"):
+        np.testing.assert_allclose(got[col], res.table[col], rtol=1e-12, err_msg=col)
+    with pytest.raises(ValueError, match="does not apply to a stratified evaluation"):
+        res.save(tmp_path / "ncf", file_format="ncf")
