@@ -42,7 +42,7 @@ from .kernels import check_strata
 from .metrics import metric_matrix, parse_metrics
 from .ranking import TIE_RULES
 
-__all__ = ["cascade_cells", "cascade_estimate", "head_only_bounds", "CASCADE_COLUMNS"]
+__all__ = ["cascade_cells", "cascade_estimate", "cascade_requests", "head_only_bounds", "CASCADE_COLUMNS"]
 
 #: The columns of :func:`cascade_cells`.
 CASCADE_COLUMNS = ("model", "user", "n_items", "head", "head_above", "tail_size", "tail_rank")
@@ -289,3 +289,60 @@ def _bounds_table(model, c, parsed, n_boot, rng, confidence_level):
         "sensitivity_low": np.nan, "sensitivity_high": np.nan, "bound_low": lo.mean(axis=0),
         "bound_high": hi.mean(axis=0), "below_resolution": True, "clipped": False, "full_halfwidth": np.nan,
         "precision_ratio": np.nan}, columns=list(ESTIMATE_COLUMNS))
+
+
+def cascade_requests(held_out, n_items, exclude=None, *, proxy, head, tail_n, seed=0):
+    """The candidates a "proxy top-m + r random" evaluation scores, to score outside Python and correct with
+    :func:`cascade_estimate` (or ``sampling-lib estimate``).
+
+    Each user's head is the proxy's top ``head`` negatives, and its tail sample ``tail_n`` negatives drawn
+    uniformly without replacement from the rest of its candidates: exactly the first two stages of
+    ``evaluate(..., proxy=, head=, tail_n=)`` (the same heads, tie rule and seeded orders), except that every
+    user gets its tail sample (which users the head settles is not known before scoring) and there is no
+    ladder.
+
+    Parameters
+    ----------
+    held_out, n_items, exclude
+        As :func:`sampling_lib.evaluate` (N_u = ``n_items`` less the user's excluded items other than its
+        held-out one).
+    proxy, head, tail_n
+        As :func:`sampling_lib.evaluate` with ``proxy``.
+    seed : int
+        The tail's seeded orders.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``user, item, label, stratum`` in the users' order: the held-out item (label 1, stratum "head"),
+        the head (label 0, "head"), the tail sample (label 0, "tail"). Add the costly model's ``score``
+        (and a ``model`` column for several models) and it is :func:`cascade_estimate`'s table.
+
+    Examples
+    --------
+    >>> req = cascade_requests({"a": 0, "b": 5}, 50, proxy=-np.arange(50.0), head=3, tail_n=4)
+    >>> req.groupby(["user", "stratum"]).size().tolist(), req[req.stratum == "head"].item.tolist()[:4]
+    ([4, 4, 4, 4], [0, 1, 2, 3])
+    """
+    from .stratarun import StrataRun
+
+    tail_n = check_int(tail_n, "tail_n", low=0)
+    config = dict(n=2, metrics=["recall@1"], target_ratio=None, max_cost=None, seed=seed, ties="pessimistic",
+                  assurance=0.9, growth=2.0, head=head, tail_n=max(tail_n, 1), tail_n_max=max(tail_n, 1))
+    run = StrataRun(held_out, n_items, exclude, config=config, proxy=proxy)
+    M = run.M
+    users = np.arange(M)
+    s = np.minimum(tail_n, run.tails)
+    places = run.tail_order.positions(users, np.zeros(M, np.int64), s)
+    tail_u = np.repeat(users, s)
+    tail_items = run.tail_candidates.items(places, tail_u)
+    head_u = np.repeat(users, run.heads)
+    u = np.concatenate([users, head_u, tail_u])
+    it = np.concatenate([run.inputs["held"], run.head_items, tail_items])
+    label = np.r_[np.ones(M, np.int64), np.zeros(head_u.size + tail_u.size, np.int64)]
+    stratum = np.r_[np.full(M + head_u.size, "head", dtype=object), np.full(tail_u.size, "tail", dtype=object)]
+    o = np.lexsort((np.r_[np.zeros(M), np.ones(head_u.size), np.full(tail_u.size, 2.0)], u))
+    ids = run.inputs["ids"]
+    user_ids = run.inputs["users"].to_numpy()
+    return pd.DataFrame({"user": user_ids[u[o]], "item": it[o] if ids is None else ids.to_numpy()[it[o]],
+                         "label": label[o], "stratum": stratum[o]})

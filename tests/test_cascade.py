@@ -139,3 +139,34 @@ def test_cascade_tables_take_the_retriever_s_top_m_and_uniform_tail_draws_from_t
         rest = np.flatnonzero(counts[u] > 0)
         assert rest.size == N - int(train[u].sum()) - 1 - m
         assert stats.chisquare(counts[u, rest]).pvalue > 1e-4
+
+
+def test_requests_are_evaluate_s_first_two_stages_and_a_full_tail_gives_full_ranking():
+    from sampling_lib import evaluate
+    from sampling_lib.cascade import cascade_requests
+
+    rng = np.random.default_rng(11)
+    M, N = 60, 90
+    W = rng.normal(size=(M, N))
+    hist = {u: rng.choice(N, 5, replace=False) for u in range(M)}
+    held = {u: int(rng.choice(np.setdiff1d(np.arange(N), hist[u]))) for u in range(M)}
+    W[np.arange(M), list(held.values())] += 1.5
+    proxy = W.mean(axis=0) + rng.normal(size=N)
+    score = lambda u, i: W[np.asarray(u), np.asarray(i)]          # noqa: E731
+    req = cascade_requests(held, N, hist, proxy=proxy, head=8, tail_n=6, seed=2)
+    res = evaluate(score, held, N, exclude=hist, proxy=proxy, head=8, tail_n=6, tail_n_max=6, seed=2, n_boot=0,
+                   progress=False)
+    neg = res.negatives
+    pairs = lambda f: set(zip(f.user.tolist(), f.item.tolist()))   # noqa: E731
+    assert pairs(req[(req.stratum == "head") & (req.label == 0)]) == pairs(neg[0])
+    tailed = set(res.ranks.user[res.ranks.tail_size > 0])
+    got_tail = req[req.stratum == "tail"]
+    assert pairs(got_tail[got_tail.user.isin(tailed)]) == pairs(neg[1])
+    assert (req.groupby("user").label.sum() == 1).all() and not req.duplicated(["user", "item"]).any()
+    assert not any(i in set(hist[u]) for u, i in zip(req.user, req.item))
+    # every tail item scored: the correction is full ranking's metric
+    full = cascade_requests(held, N, hist, proxy=proxy, head=8, tail_n=N, seed=2)
+    full["score"] = score(full.user.to_numpy(), full.item.to_numpy())
+    est = cascade_estimate(full, N - 5, metrics=["recall@10"], n_boot=0)
+    R = np.array([1 + (W[u, np.setdiff1d(np.arange(N), hist[u])] > W[u, held[u]]).sum() for u in range(M)])
+    assert est.estimate[0] == pytest.approx(metric_values("recall@10", N)[R - 1].mean(), abs=1e-9)
