@@ -104,3 +104,67 @@ def test_two_n_items_for_one_user_are_refused(files, capsys, tmp_path):
     bad.to_csv(tmp_path / "bad.csv", index=False)
     rc, out, err = cli(capsys, "estimate", tmp_path / "bad.csv", "--n-boot", 0, "--quiet")
     assert rc != 0 and "has two different n_items values" in err, err
+
+
+@pytest.fixture(scope="module")
+def request_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("requests")
+    g = np.random.default_rng(0)
+    N, M = 120, 90
+    W = g.normal(size=(M, N))
+    hist = [g.choice(N, 6, replace=False) for _ in range(M)]
+    held = [int(g.choice(np.setdiff1d(np.arange(N), h))) for h in hist]
+    W[np.arange(M), held] += 2
+    pd.DataFrame({"user": [f"u{u}" for u in range(M)], "item": held}).to_csv(d / "users.csv", index=False)
+    pd.DataFrame([(f"u{u}", i) for u in range(M) for i in hist[u]],
+                 columns=["user", "item"]).to_csv(d / "train.csv", index=False)
+    proxy = W.mean(0) + g.normal(size=N)
+    pd.DataFrame({"item": np.arange(N), "score": proxy}).to_csv(d / "proxy.csv", index=False)
+    return d, W, hist, held, proxy
+
+
+def test_negatives_with_a_proxy_writes_cascade_requests_that_estimate_corrects(request_files, capsys):
+    from sampling_lib.cascade import cascade_requests
+
+    d, W, hist, held, proxy = request_files
+    rc, out, err = cli(capsys, "negatives", "-N", 120, "--users", d / "users.csv", "--exclude", d / "train.csv",
+                       "--proxy", d / "proxy.csv", "--head", 10, "--tail-n", 9, "--seed", 5, "-o", d / "req.csv")
+    assert rc == 0, err
+    req = pd.read_csv(d / "req.csv")
+    users = [f"u{u}" for u in range(len(held))]
+    want = cascade_requests(pd.Series(held, index=users), 120,
+                            pd.DataFrame([(f"u{u}", i) for u, h in enumerate(hist) for i in h],
+                                         columns=["user", "item"]),
+                            proxy=proxy, head=10, tail_n=9, seed=5)
+    assert req.astype(str).values.tolist() == want.astype(str).values.tolist()
+    req["score"] = W[req.user.str[1:].astype(int).to_numpy(), req.item.to_numpy()]
+    req.to_csv(d / "scored.csv", index=False)
+    rc, out, err = cli(capsys, "estimate", d / "scored.csv", "-N", 114, "--n-boot", 0, "--format", "csv", "--quiet")
+    assert rc == 0, err
+    got = pd.read_csv(__import__("io").StringIO(out))
+    np.testing.assert_allclose(got.estimate, cascade_estimate(req, 114, n_boot=0).estimate, rtol=1e-12)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (("--head", 10), "missing --tail-n"),
+    (("--head", 10, "--tail-n", 5, "-n", 20), "--sample-size does not apply with --proxy"),
+    (("--head", 10, "--tail-n", 5, "--stage", 2), "--stage does not apply with --proxy"),
+    (("--head", 10, "--tail-n", 5, "--n-max", 80), "--n-max applies to a later stage"),
+])
+def test_negatives_with_a_proxy_refuses_what_does_not_apply(request_files, capsys, extra, message):
+    d = request_files[0]
+    rc, out, err = cli(capsys, "negatives", "-N", 120, "--users", d / "users.csv", "--proxy", d / "proxy.csv",
+                       "--seed", 0, *extra)
+    assert rc != 0 and err.count("\n") == 1 and message in err, err
+
+
+def test_a_proxy_file_of_another_layout_or_catalogue_is_refused(request_files, capsys, tmp_path):
+    d = request_files[0]
+    pd.DataFrame({"item": [0, 1], "weight": [1, 2]}).to_csv(tmp_path / "bad.csv", index=False)
+    rc, out, err = cli(capsys, "negatives", "-N", 120, "--users", d / "users.csv", "--proxy", tmp_path / "bad.csv",
+                       "--head", 5, "--tail-n", 5, "--seed", 0)
+    assert rc != 0 and "a proxy is item, score" in err, err
+    pd.DataFrame({"item": np.arange(119), "score": 1.0}).to_csv(tmp_path / "short.csv", index=False)
+    rc, out, err = cli(capsys, "negatives", "-N", 120, "--users", d / "users.csv", "--proxy", tmp_path / "short.csv",
+                       "--head", 5, "--tail-n", 5, "--seed", 0)
+    assert rc != 0 and "scores every catalogue item once (120)" in err, err

@@ -9,7 +9,7 @@ import pandas as pd
 
 from ._common import CLIError, check_output
 from ._inputs import read_weights
-from ._stages import catalogue, check_stage_one, cmd_stage, item_positions
+from ._stages import STAGE_OPTIONS, catalogue, check_stage_one, cmd_stage, item_positions
 
 __all__ = ["cmd_negatives"]
 
@@ -19,6 +19,8 @@ def cmd_negatives(args):
     from ..sampling import sample_negatives
 
     check_output(args)
+    if args.proxy is not None or args.head is not None or args.tail_n is not None:
+        return _cmd_requests(args)
     if args.stage >= 2:
         return cmd_stage(args)
     check_stage_one(args)
@@ -93,3 +95,74 @@ def _report_exclusions(users, excl, path):
                       f"{eu[np.flatnonzero(miss)[0]]!r}): they exclude nothing (ids compared as text)",
                       UserWarning, stacklevel=2)
 
+
+
+def _cmd_requests(args):
+    """--proxy: the candidates of a proxy's head and a uniform tail (sampling_lib.cascade.cascade_requests)."""
+    from .._validation import check_columns
+    from ..cascade import cascade_requests
+    from ..io import id_text, read_table
+
+    missing = [o for o, v in (("--proxy", args.proxy), ("--head", args.head), ("--tail-n", args.tail_n),
+                              ("--users", args.users)) if v is None]
+    if missing:
+        raise CLIError(f"a proxy's head and tail needs --proxy, --head, --tail-n and --users; missing {', '.join(missing)}")
+    unused = [o for o, v in (("--sample-size", args.sample_size), ("--replace", args.replace),
+                             ("--item-weights", args.item_weights), ("--weight-exponent", args.weight_exponent),
+                             ("--input-format", args.input_format)) if v is not None]
+    unused += ["--stage"] if args.stage != 1 else []
+    if unused:
+        raise CLIError(f"{unused[0]} does not apply with --proxy: each user gets its held-out item, the proxy's top "
+                       "--head negatives and --tail-n distinct uniform negatives from the rest (a CSV user, item, "
+                       "label, stratum)")
+    later = [o for o in STAGE_OPTIONS if getattr(args, o, None) is not None]
+    if later:
+        raise CLIError(f"--{later[0].replace('_', '-')} applies to a later stage of a uniform design, not with --proxy")
+    users = read_table(args.users, "users")
+    check_columns(users, ["user", "item"], f"the users file {args.users} (user and held-out item)")
+    N, ids = catalogue(args)
+
+    def items_of(col, where):        # catalogue ids as text (--items), else positions 0..N-1 (-N)
+        if ids is not None:
+            return id_text(col)
+        v = pd.to_numeric(col, errors="coerce")
+        if v.isna().any() or (v != v.round()).any():
+            raise CLIError(f"{where}: with -N the items are 0..N-1; got {col[v.isna() | (v != v.round())].iloc[0]!r} "
+                           "(give --items ITEMS.csv for other ids)")
+        return v.to_numpy(np.int64)
+
+    held = pd.Series(items_of(users["item"], args.users), index=id_text(users["user"]))
+    if held.index.duplicated().any():
+        raise CLIError(f"{args.users} lists user {held.index[held.index.duplicated()][0]!r} twice: one held-out item "
+                       "per user")
+    exclude = None
+    if args.exclude is not None:
+        excl = read_table(args.exclude, "exclude")
+        check_columns(excl, ["user", "item"], f"the exclude file {args.exclude}")
+        exclude = pd.DataFrame({"user": id_text(excl["user"]), "item": items_of(excl["item"], args.exclude)})
+    table = read_table(args.proxy, "proxy")
+    cols = set(map(str, table.columns))
+    if cols == {"item", "score"}:
+        key = items_of(table["item"], args.proxy)
+        cat = ids if ids is not None else pd.Index(np.arange(N))
+        pos = cat.get_indexer(pd.Index(key))
+        if (pos < 0).any():
+            raise CLIError(f"{args.proxy}: item {key[int(np.flatnonzero(pos < 0)[0])]!r} is not in the catalogue")
+        if pd.Index(pos).duplicated().any() or len(pos) != N:
+            raise CLIError(f"{args.proxy}: an item, score table scores every catalogue item once ({N:,}); it lists "
+                           f"{len(pos):,} rows for {pd.Index(pos).nunique():,} items")
+        proxy = np.empty(N)
+        proxy[pos] = pd.to_numeric(table["score"], errors="coerce").to_numpy(dtype=float)
+    elif {"user", "item"} <= cols and cols <= {"user", "item", "rank"}:
+        proxy = table.assign(user=id_text(table["user"]), item=items_of(table["item"], args.proxy))
+        if "rank" in cols:
+            proxy["rank"] = pd.to_numeric(proxy["rank"], errors="raise")
+    else:
+        raise CLIError(f"{args.proxy}: a proxy is item, score (one score per catalogue item) or a top-m table "
+                       f"user, item[, rank]; got the columns {sorted(cols)}")
+    n_items = N if ids is None else np.asarray(ids)
+    out = cascade_requests(held, n_items, exclude, proxy=proxy, head=args.head, tail_n=args.tail_n, seed=args.seed)
+    out.to_csv(args.output or sys.stdout, index=False)
+    if args.output:
+        print(f"{len(out):,} candidates of {held.size:,} users written to {args.output}: add the costly model's "
+              "score column, then sampling-lib estimate FILE --n-items-file N_ITEMS.csv (or -N)", file=sys.stderr)

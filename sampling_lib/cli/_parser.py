@@ -149,7 +149,10 @@ EXAMPLES = {
   # the doubling ladder from the stage-1 scores, NCF files: stage 2, then stage 3 from the merged scores
   sampling-lib negatives --stage 2 --previous s1.test.negative --input-format ncf --scores scores1.csv --n-max 800 -N 3706 --seed 0 -o s2.test.negative
   sampling-lib negatives --stage 3 --previous s1.test.negative s2.test.negative --input-format ncf --scores scores1.csv --scores scores2.csv --n-max 800 -N 3706 --seed 0 -o s3.test.negative
-  # then: sampling-lib estimate s1.test.negative s2.test.negative ... --input-format ncf --scores ... -N 3706 --scheme hypergeometric""",
+  # then: sampling-lib estimate s1.test.negative s2.test.negative ... --input-format ncf --scores ... -N 3706 --scheme hypergeometric
+  # a proxy's top 100 and 50 uniform negatives from the rest (popularity.csv: item,score), scored, then corrected
+  sampling-lib negatives -N 3706 --users users.csv --exclude train.csv --proxy popularity.csv --head 100 --tail-n 50 --seed 0 -o requests.csv
+  sampling-lib estimate requests_scored.csv --n-items-file n_items.csv""",
     "ranks": """examples:
   # the ranks of two stages' NCF files scored by one or two runs of the framework
   sampling-lib ranks s1.test.negative s2.test.negative --input-format ncf --scores scores1.csv --scores scores2.csv -o ranks.csv
@@ -402,6 +405,16 @@ def build_parser():
                         "popularity estimators need it). A later stage draws as stage 1 did")
     p.add_argument("--output", "-o", default=None)
     _add_weights(p)
+    c = p.add_argument_group("a proxy's head and a uniform tail (a stratified design of one tail stage; README "
+                             "'Correcting a published cascade')")
+    c.add_argument("--proxy", default=None, metavar="PROXY.csv",
+                   help="a cheap ranker: item, score (one per catalogue item) or a retriever's top-m table user, "
+                        "item[, rank]; writes user, item, label, stratum (the held-out item, the proxy's top "
+                        "--head negatives, --tail-n uniform negatives from the rest) to score, then correct "
+                        "with sampling-lib estimate")
+    c.add_argument("--head", type=int_in(0), default=None, metavar="m", help="with --proxy: head negatives per user")
+    c.add_argument("--tail-n", type=int_in(0), default=None, metavar="r",
+                   help="with --proxy: uniform tail negatives per user")
     g = p.add_argument_group("later stages (a nested design, README 'Resolving a metric below resolution'; "
                              "sampling-lib plan prints the command)")
     g.add_argument("--stage", type=int_in(1), default=1, metavar="K",
