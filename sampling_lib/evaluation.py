@@ -229,8 +229,10 @@ def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "n
         A cheap proxy ranker for a **stratified** design (:mod:`sampling_lib.stratarun`): one proxy score
         per catalogue item (e.g. popularity counts), a callable ``proxy(users, items) -> scores`` scored on
         every candidate of each user, or a retriever's top-m table ``user, item[, rank]``
-        (:mod:`sampling_lib.proxy`). Each user's proxy top ``head`` candidates are scored by ``score`` (the
-        head items above the held-out item are then known exactly), then, for the users whose metrics the
+        (:mod:`sampling_lib.proxy`); or a dict keyed like ``score``, one proxy per model (each model is then
+        evaluated on its own heads and tails, so no pair is shared: :attr:`EvaluationResult.parts`). Each
+        user's proxy top ``head`` candidates are scored by ``score`` (the head items above the held-out
+        item are then known exactly), then, for the users whose metrics the
         head does not settle, ``tail_n`` of the other candidates drawn uniformly, doubled while no sampled
         tail item ranks above, up to ``tail_n_max``. The estimate is the default estimator on the
         stratified cells (:func:`sampling_lib.estimators.strata_estimate`). No planner chooses ``head`` and
@@ -270,6 +272,16 @@ def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "n
     from .correct import estimate
 
     scorers = _scorers(score)
+    if isinstance(proxy, dict):
+        if set(proxy) != set(scorers):
+            raise ValueError(f"proxy as a dict gives one proxy per model of score, keyed like it ({sorted(scorers)}); "
+                             f"got the keys {sorted(map(str, proxy))}")
+        parts = {m: evaluate({m: f}, held_out, n_items, exclude=exclude, n=n, metrics=metrics, target_ratio=target_ratio,
+                             max_cost=max_cost, seed=seed, ties=ties, batch_size=batch_size, progress=progress,
+                             confidence_level=confidence_level, n_boot=n_boot, assurance=assurance, growth=growth,
+                             workdir=workdir, proxy=proxy[m], head=head, tail_n=tail_n, tail_n_max=tail_n_max)
+                 for m, f in scorers.items()}
+        return _merged(parts)
     batch = DEFAULT_BATCH_SIZE if batch_size is None else check_int(batch_size, "batch_size", low=1)
     n_boot = check_int(n_boot, "n_boot", low=0)
     config = dict(n=n, metrics=[metrics] if isinstance(metrics, str) else list(metrics), target_ratio=target_ratio,
@@ -324,6 +336,20 @@ def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "n
     return EvaluationResult(table=table, cost=_cost_table(run), design=_design_table(run), ranks=ranks,
                             negatives=StageNegatives(run), plans=list(run.plans), notes=_notes(run, table),
                             config=dict(run.config, confidence_level=confidence_level, n_boot=n_boot))
+
+
+def _merged(parts):
+    """One EvaluationResult of the models' own stratified evaluations (one proxy per model)."""
+    first = next(iter(parts.values()))
+    with_model = lambda f, m: f.assign(model=m)[["model"] + [c for c in f.columns if c != "model"]]   # noqa: E731
+    return EvaluationResult(
+        table=pd.concat([p.table for p in parts.values()], ignore_index=True),
+        cost=pd.concat([with_model(p.cost, m) for m, p in parts.items()], ignore_index=True),
+        design=pd.concat([with_model(p.design, m) for m, p in parts.items()], ignore_index=True),
+        ranks=pd.concat([p.ranks for p in parts.values()], ignore_index=True),
+        negatives={m: p.negatives for m, p in parts.items()}, plans=[],
+        notes=[f"model {m!r}: {x}" for m, p in parts.items() for x in p.notes],
+        config=dict(first.config, proxy="one per model"), parts=parts)
 
 
 def _predicted_total(run):
@@ -446,6 +472,10 @@ class EvaluationResult:
         Every plan's candidate table.
     notes : list of str
         What the run says beside the table (a budget that bounded the design, unused ids).
+    parts : dict or None
+        With one proxy per model (``proxy={model: proxy}``): each model's own evaluation (its own heads
+        and tails); then ``cost`` and ``design`` have a ``model`` column, ``negatives`` is a dict
+        {model: StageNegatives} and ``save`` writes one folder per model.
     """
 
     table: pd.DataFrame
@@ -456,6 +486,7 @@ class EvaluationResult:
     plans: list = field(repr=False)
     notes: list
     config: dict = field(repr=False)
+    parts: dict = field(default=None, repr=False)
 
     def save(self, folder, file_format="negatives"):
         """Write the evaluation into a new (or empty) ``folder``, nothing overwritten.
@@ -480,6 +511,14 @@ class EvaluationResult:
 
         if file_format not in STAGE_FORMATS:
             raise ValueError(f"file_format must be one of {STAGE_FORMATS}; got {show_value(file_format)}")
+        if self.parts is not None:            # one proxy per model: one folder per model
+            folder = Path(folder)
+            if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+                raise ValueError(f"folder {str(folder)!r} exists and is not empty: give a new or empty folder "
+                                 "(nothing is overwritten)")
+            for m, part in self.parts.items():
+                part.save(folder / m, file_format)
+            return folder
         run = self.negatives._run
         stratified = hasattr(run, "head_items")
         if stratified and file_format != "negatives":
@@ -530,6 +569,8 @@ class EvaluationResult:
         """The table, the cost and the design as text (what ``print(result)`` shows)."""
         from ._display import estimate_view
 
+        if self.parts is not None:
+            return "\n\n".join(f"== model {m!r} (its own proxy)\n{part.summary()}" for m, part in self.parts.items())
         c = self.cost.iloc[0]
         t = self.table
         r = self.ranks

@@ -251,3 +251,27 @@ def test_a_saved_stratified_evaluation_is_a_cascade_table_that_the_cli_corrects_
         np.testing.assert_allclose(got[col], res.table[col], rtol=1e-12, err_msg=col)
     with pytest.raises(ValueError, match="does not apply to a stratified evaluation"):
         res.save(tmp_path / "ncf", file_format="ncf")
+
+
+def test_one_proxy_per_model_evaluates_each_model_as_alone(tmp_path):
+    """proxy={model: proxy}: each model's rows are those of evaluating it alone with its proxy (same seed), its
+    pairs its own; cost and design say which model; save writes one folder per model; bad keys are named."""
+    held, hist, models = _population(M=60, seed=12)
+    names = list(models)[:2]
+    rng = np.random.default_rng(3)
+    proxies = {m: rng.normal(size=N_ITEMS) for m in names}
+    kw = dict(exclude=hist, n=20, head=HEAD, tail_n=TAIL_N, seed=4, n_boot=40, progress=False)
+    both = evaluate({m: models[m] for m in names}, held, N_ITEMS, proxy=proxies, **kw)
+    for m in names:
+        alone = evaluate({m: models[m]}, held, N_ITEMS, proxy=proxies[m], **kw)
+        pd.testing.assert_frame_equal(both.table[both.table.model == m].reset_index(drop=True), alone.table)
+        pd.testing.assert_frame_equal(both.ranks[both.ranks.model == m].reset_index(drop=True), alone.ranks)
+        assert int(both.cost.set_index("model").loc[m, "pairs_per_model"]) == int(alone.cost.pairs_per_model[0])
+        pd.testing.assert_frame_equal(both.negatives[m].to_frame(), alone.negatives.to_frame())
+    assert list(both.cost.model) == names and set(both.design.model) == set(names)
+    assert all(f"== model {m!r}" in str(both) for m in names)
+    folder = both.save(tmp_path / "saved")
+    assert sorted(p.name for p in folder.iterdir()) == sorted(names)
+    assert all((folder / m / "candidates.csv").exists() for m in names)
+    with pytest.raises(ValueError, match="one proxy per model of score, keyed like it"):
+        evaluate({m: models[m] for m in names}, held, N_ITEMS, proxy={names[0]: proxies[names[0]]}, **kw)
