@@ -104,3 +104,22 @@ def test_full_ranking_halfwidth_is_the_user_bootstrap_drawn_through_the_metric_v
     assert full_ranking_halfwidth(R, "ndcg@10", n_boot=1001, confidence_level=0.9, rng=0).shape == (1,)
     with pytest.raises(ValueError, match="n_boot"):
         full_ranking_halfwidth(R, "ndcg@10", n_boot=1)
+
+
+def test_plan_frontier_sets_the_planner_s_choice_beside_the_reference_designs():
+    from sampling_lib.rankdist import draw_global_ranks, synthetic_models
+    from sampling_lib.studies import plan_frontier
+
+    R = draw_global_ranks(synthetic_models(2000)["beta_a0.35"], 500, rng=2)
+    Nu = np.full(R.size, 2000)
+    Nu[:50] = 1500                                           # per-user N: the median and the smallest
+    R[:50] = np.minimum(R[:50], 1500)
+    front, plans, setup = plan_frontier({"a": (R, Nu)}, n=40, metrics=["recall@10"], repeats=1, n_boot=100, rng=3)
+    assert setup["a"] == (20, 2000, 1500)
+    assert front.groupby("design").size().eq(1).all() and front.chosen.sum() == 1
+    chosen = front[front.chosen].iloc[0]
+    assert chosen.design == plans["a"].best.describe()
+    assert chosen["predicted ratio"] == pytest.approx(float(plans["a"].table.set_index("design").loc[
+        chosen.design].ratio))
+    one = front.set_index("design")["cost share"]
+    assert one["single n = 20"] < one["ladder 20 -> 80 (double while at rank 1)"]

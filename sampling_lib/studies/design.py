@@ -19,6 +19,7 @@ __all__ = [
     "full_ranking_halfwidth",
     "design_study",
     "design_summary",
+    "plan_frontier",
     "shared_design_on_scores",
 ]
 
@@ -221,6 +222,73 @@ def design_summary(study, by=("design", "metric")):
                  halfwidth=("halfwidth", "mean"), rel_error=("rel_error", "mean"),
                  cost_share=("cost_share", "mean"), **extra)
             .reset_index())
+
+
+def plan_frontier(populations, *, n, metrics=("recall@10", "ndcg@10"), target_ratio=1.3, assurance=0.9,
+                  repeats=4, n_boot=300, rng=None):
+    """The planner's choice beside three reference designs, each simulated on the same users (notebook 12).
+
+    For each population: a pilot of n_p = min(``n``, max(2, N/100)) items per user (N the median N_u),
+    :func:`sampling_lib.design.plan` on it for ``target_ratio`` (sets capped at the smallest N_u), then
+    :func:`design_study` of the chosen design, of one stage of n_p, of a ladder n_p -> 4 n_p and of a
+    threshold design adding 8 n_p for the users at rank 1, all from the same ``rng`` in that order.
+
+    Parameters
+    ----------
+    populations : mapping label -> (global_ranks, N or N_u array)
+    n, metrics, target_ratio, assurance
+        The pilot's largest size, and as :func:`sampling_lib.design.plan`.
+    repeats, n_boot
+        As :func:`design_study` (``n_boot`` at least 100 there).
+    rng : None, int or numpy.random.Generator
+        One Generator for every draw (a Generator is used as it is).
+
+    Returns
+    -------
+    front : pandas.DataFrame
+        One row per (population, design, metric): ``population, N/n, design, chosen, metric, cost share,
+        realized ratio, predicted ratio, reported ratio, realized half-width, predicted half-width,
+        coverage, rel. error``.
+    plans : dict label -> PlanResult
+    setup : dict label -> (n_p, median N_u, smallest N_u)
+
+    Examples
+    --------
+    >>> from sampling_lib.rankdist import draw_global_ranks, synthetic_models
+    >>> R = draw_global_ranks(synthetic_models(1000)["beta_a0.35"], 300, rng=0)
+    >>> front, plans, setup = plan_frontier({"p": (R, 1000)}, n=20, metrics=["recall@10"], repeats=1, n_boot=50,
+    ...                                     rng=1)
+    >>> setup["p"], bool(front.chosen.any())
+    ((10, 1000, 1000), True)
+    """
+    from ..design import plan
+    from ..sampling import Design, sample_ranks
+
+    g = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    rows, plans, setup = [], {}, {}
+    for label, (R, NN) in populations.items():
+        Nmed, Nmin = (int(np.median(NN)), int(np.min(NN))) if np.ndim(NN) else (int(NN), int(NN))
+        n_pilot = min(int(n), max(2, Nmed // 100))
+        setup[label] = (n_pilot, Nmed, Nmin)
+        pilot = sample_ranks(R, NN, n_pilot, rng=g)
+        res = plan(pilot, Nmed, n_pilot, M=R.size, metrics=metrics, target_ratio=target_ratio, max_size=Nmin,
+                   assurance=assurance)
+        plans[label] = res
+        shown = [res.best] if res.best is not None else []
+        shown += [Design("single", n_pilot), Design("ladder", n_pilot, n_max=min(Nmin, 4 * n_pilot)),
+                  Design("threshold", n_pilot, threshold=1, n2=min(Nmin - n_pilot, 8 * n_pilot))]
+        for d in dict.fromkeys(shown):
+            st = design_study(R, NN, d, metrics=metrics, repeats=repeats, n_boot=max(100, n_boot), rng=g)
+            sm = design_summary(st)
+            p = res.table[res.table.design == d.describe()].set_index("metric")
+            for _, row in sm.iterrows():
+                rows.append({"population": label, "N/n": round(Nmed / n_pilot), "design": d.describe(),
+                             "chosen": d == res.best, "metric": row.metric, "cost share": row.cost_share,
+                             "realized ratio": row.ratio, "predicted ratio": p.ratio.get(row.metric, np.nan),
+                             "reported ratio": row.estimated_ratio, "realized half-width": row.halfwidth,
+                             "predicted half-width": p.halfwidth.get(row.metric, np.nan),
+                             "coverage": row.coverage, "rel. error": row.rel_error})
+    return pd.DataFrame(rows), plans, setup
 
 
 def shared_design_on_scores(scores, train, test_items, design, *, rng=None, block=256):
