@@ -123,3 +123,22 @@ def test_plan_frontier_sets_the_planner_s_choice_beside_the_reference_designs():
         chosen.design].ratio))
     one = front.set_index("design")["cost share"]
     assert one["single n = 20"] < one["ladder 20 -> 80 (double while at rank 1)"]
+
+
+def test_design_law_check_passes_the_law_and_catches_a_wrong_one(monkeypatch):
+    import sampling_lib.design as design_pkg
+    from sampling_lib.sampling import Design
+    from sampling_lib.studies import design_law_check
+
+    d = Design("ladder", 10, n_max=80)
+    good = design_law_check(d, 600, [1, 5, 40, 300], "hypergeometric", 4000, rng=1)
+    assert good["max_z"] < 5 and good["factor_spread"] < 1e-6
+    real = design_pkg.design_law
+
+    def shifted(design, N, R, scheme="binomial"):          # 5% of the mass moved from each cell to the next
+        sizes, lo, hi, D = real(design, N, R, scheme)
+        return sizes, lo, hi, 0.95 * D + 0.05 * np.roll(D, 1, axis=1)
+
+    monkeypatch.setattr(design_pkg, "design_law", shifted)
+    bad = design_law_check(d, 600, [1, 5, 40, 300], "hypergeometric", 4000, rng=1)
+    assert bad["max_z"] > 10

@@ -20,6 +20,7 @@ __all__ = [
     "design_study",
     "design_summary",
     "plan_frontier",
+    "design_law_check",
     "shared_design_on_scores",
 ]
 
@@ -222,6 +223,58 @@ def design_summary(study, by=("design", "metric")):
                  halfwidth=("halfwidth", "mean"), rel_error=("rel_error", "mean"),
                  cost_share=("cost_share", "mean"), **extra)
             .reset_index())
+
+
+def design_law_check(design, N, ranks, scheme, users, *, rng=None, factor_ranks=400):
+    """A design's law (:func:`sampling_lib.design.design_law`) against simulation, and its factorisation.
+
+    (a) For each global rank R in ``ranks``, ``users`` users are run through the design stage by stage
+    (:func:`sampling_lib.sampling.sample_design`); each final cell's frequency is compared with its law, in
+    standard errors, over the cells expected to hold at least 10 users and to miss at least 10 (the normal
+    approximation of a count); a cell of probability 1 must hold every user. (b) On a grid of about
+    ``factor_ranks`` ranks, P(final cell | R) / P(r | R; N, n_final) must be free of R on the exact sampled
+    cells (one rank, final size below N): the ignorability of the design (TORS24 Algorithm 1).
+
+    Returns
+    -------
+    dict
+        ``cells`` (final cells of the design), ``max_z`` (the largest |z| of (a), inf when a certain cell
+        missed a user) and ``factor_spread`` (the largest relative spread of the ratio (b) around its median).
+
+    Examples
+    --------
+    >>> from sampling_lib.sampling import Design
+    >>> out = design_law_check(Design("ladder", 10, n_max=80), 500, [1, 20, 200], "binomial", 2000, rng=0)
+    >>> out["max_z"] < 5, out["factor_spread"] < 1e-6
+    (True, True)
+    """
+    from ..design import design_law
+    from ..kernels import kernel_entries
+    from ..sampling import sample_design
+
+    g = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    sizes, lo, hi, D = design_law(design, N, ranks, scheme)
+    z_all = []
+    for i, R in enumerate(ranks):
+        r, s = sample_design(np.full(users, R), N, design, scheme=scheme, rng=g)
+        freq = np.array([np.mean((s == sizes[c]) & (r >= lo[c]) & (r <= hi[c])) for c in range(sizes.size)])
+        ok = (D[i] * users >= 10) & ((1 - D[i]) * users >= 10)
+        se = np.sqrt(D[i] * (1 - D[i]) / users)
+        z = np.max(np.abs(freq[ok] - D[i, ok]) / se[ok]) if ok.any() else 0.0
+        sure = D[i] > 1 - 1e-12                     # a certain cell (e.g. R = 1: rank 1 at the top size)
+        z_all.append(z if np.all(freq[sure] == 1) else np.inf)
+        if abs(freq.sum() - 1) > 1e-12 or abs(D[i].sum() - 1) > 1e-9:
+            raise AssertionError(f"R = {R}: the cells' frequencies or probabilities do not sum to 1")  # pragma: no cover
+    Rg = np.arange(1, N + 1, max(1, N // factor_ranks))
+    sz, lo2, hi2, D2 = design_law(design, N, Rg, scheme)
+    spread = 0.0
+    for c in np.flatnonzero((lo2 == hi2) & (sz < N)):
+        K = kernel_entries(N, int(sz[c]), Rg, [int(lo2[c])], scheme)[:, 0]
+        use = (K > 1e-12) & (D2[:, c] > 1e-12)
+        if use.sum() > 1:
+            rat = D2[use, c] / K[use]
+            spread = max(spread, float(np.max(np.abs(rat / np.median(rat) - 1))))
+    return {"cells": int(sizes.size), "max_z": float(max(z_all)), "factor_spread": spread}
 
 
 def plan_frontier(populations, *, n, metrics=("recall@10", "ndcg@10"), target_ratio=1.3, assurance=0.9,
