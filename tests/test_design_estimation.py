@@ -142,3 +142,25 @@ def test_design_law_check_passes_the_law_and_catches_a_wrong_one(monkeypatch):
     monkeypatch.setattr(design_pkg, "design_law", shifted)
     bad = design_law_check(d, 600, [1, 5, 40, 300], "hypergeometric", 4000, rng=1)
     assert bad["max_z"] > 10
+
+
+def test_design_population_study_draws_fresh_users_per_draw_and_states_the_population_s_truth():
+    from sampling_lib.metrics import metric_values
+    from sampling_lib.rankdist import synthetic_models
+    from sampling_lib.sampling import Design
+    from sampling_lib.studies import design_population_study, design_study
+
+    pmf = synthetic_models(800)["beta_a0.35"]
+    t = design_population_study(pmf, 300, Design("single", 30), metrics=["recall@10", "ndcg@10"], repeats=3,
+                                n_boot=30, rng=5)
+    assert t.groupby("metric").draw.apply(list).tolist() == [[0, 1, 2]] * 2
+    for met in ("recall@10", "ndcg@10"):
+        assert t[t.metric == met].population_truth.iloc[0] == pytest.approx(float(pmf @ metric_values(met, 800)))
+    # the same Generator sequence as drawing the users and calling design_study by hand
+    from sampling_lib.rankdist import draw_global_ranks
+
+    g = np.random.default_rng(5)
+    R = draw_global_ranks(pmf, 300, rng=g)
+    first = design_study(R, 800, Design("single", 30), metrics=["recall@10", "ndcg@10"], repeats=1, n_boot=30, rng=g)
+    np.testing.assert_allclose(t[t.draw == 0].estimate.to_numpy(), first.estimate.to_numpy())
+    np.testing.assert_allclose(t[t.draw == 0].truth.to_numpy(), first.truth.to_numpy())

@@ -94,7 +94,7 @@ from .metric_estimators import (winner_counts, metric_curves, average_relative_e
 from .random_baseline import (ap_enumeration_check, ap_monte_carlo, ap_scenarios)
 from .real_data import (sampled_rank_as_global, expected_shr, score_sampling_summary)
 from .design import (log_rank_bandwidth, stretch_ranks, full_ranking_halfwidth, design_study, design_summary,
-                     design_law_check, plan_frontier, shared_design_on_scores)
+                     design_law_check, design_population_study, plan_frontier, shared_design_on_scores)
 
 __all__ = [
     # correction
@@ -206,6 +206,7 @@ __all__ = [
     "design_summary",
     "plan_frontier",
     "design_law_check",
+    "design_population_study",
     "shared_design_on_scores",
     "EVALUATION_MODELS",
     "RANDOM_PROXY",

@@ -21,6 +21,7 @@ __all__ = [
     "design_summary",
     "plan_frontier",
     "design_law_check",
+    "design_population_study",
     "shared_design_on_scores",
 ]
 
@@ -223,6 +224,41 @@ def design_summary(study, by=("design", "metric")):
                  halfwidth=("halfwidth", "mean"), rel_error=("rel_error", "mean"),
                  cost_share=("cost_share", "mean"), **extra)
             .reset_index())
+
+
+def design_population_study(pmf, M, design, *, metrics=("recall@10", "ndcg@10"), repeats=10, n_boot=300, rng=None):
+    """:func:`design_study` on ``repeats`` fresh populations: each draw samples M users' global ranks from
+    ``pmf`` (P(R), R = 1..N) and runs the design once on them, so the spread of the estimates is that of the
+    users and of the items together; ``population_truth`` is the metric under ``pmf`` itself.
+
+    Returns
+    -------
+    pandas.DataFrame
+        :func:`design_study`'s rows with ``draw`` numbered 0..repeats-1 and ``population_truth``.
+
+    Examples
+    --------
+    >>> from sampling_lib.rankdist import synthetic_models
+    >>> from sampling_lib.sampling import Design
+    >>> t = design_population_study(synthetic_models(500)["beta_a0.35"], 200, Design("single", 20),
+    ...                             metrics=["recall@10"], repeats=2, n_boot=30, rng=0)
+    >>> t.draw.tolist(), bool(t.population_truth.nunique() == 1)
+    ([0, 1], True)
+    """
+    from ..rankdist import draw_global_ranks
+
+    g = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    pmf = np.asarray(pmf, dtype=float)
+    N = pmf.size
+    parsed = parse_metrics(metrics)
+    draws = []
+    for k in range(check_int(repeats, "repeats", low=1)):
+        R = draw_global_ranks(pmf, M, rng=g)
+        draws.append(design_study(R, N, design, metrics=metrics, repeats=1, n_boot=n_boot, rng=g).assign(draw=k))
+    out = pd.concat(draws, ignore_index=True)
+    truth = {label: float(pmf @ metric_values(label, N)) for label, _, _ in parsed}
+    out["population_truth"] = out.metric.map(truth)
+    return out
 
 
 def design_law_check(design, N, ranks, scheme, users, *, rng=None, factor_ranks=400):
