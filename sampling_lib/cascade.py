@@ -322,15 +322,19 @@ def cascade_requests(held_out, n_items, exclude=None, *, proxy, head, tail_n, se
     Returns
     -------
     pandas.DataFrame
-        ``user, item, label, stratum`` in the users' order: the held-out item (label 1, stratum "head"),
-        the head (label 0, "head"), the tail sample (label 0, "tail"). Add the costly model's ``score``
-        (and a ``model`` column for several models) and it is :func:`cascade_estimate`'s table.
+        ``user, item, label, stratum, n_items`` in the users' order: the held-out item (label 1, stratum
+        "head"), the head (label 0, "head"), the tail sample (label 0, "tail"); ``n_items`` is the user's
+        N_u. Add the costly model's ``score`` (and a ``model`` column for several models) and it is a
+        cascade's scores table: ``sampling-lib estimate`` reads N_u from the column, and
+        :func:`cascade_estimate` takes ``table.groupby("user").n_items.first()`` as ``n_items``.
 
     Examples
     --------
     >>> req = cascade_requests({"a": 0, "b": 5}, 50, proxy=-np.arange(50.0), head=3, tail_n=4)
     >>> req.groupby(["user", "stratum"]).size().tolist(), req[req.stratum == "head"].item.tolist()[:4]
     ([4, 4, 4, 4], [0, 1, 2, 3])
+    >>> req.n_items.unique().tolist()
+    [50]
     """
     from .stratarun import StrataRun
 
@@ -357,4 +361,4 @@ def cascade_requests(held_out, n_items, exclude=None, *, proxy, head, tail_n, se
     ids = run.inputs["ids"]
     user_ids = run.inputs["users"].to_numpy()
     return pd.DataFrame({"user": user_ids[u[o]], "item": it[o] if ids is None else ids.to_numpy()[it[o]],
-                         "label": label[o], "stratum": stratum[o]})
+                         "label": label[o], "stratum": stratum[o], "n_items": run.inputs["n_items"][u[o]]})

@@ -139,10 +139,12 @@ def test_negatives_with_a_proxy_writes_cascade_requests_that_estimate_corrects(r
     assert req.astype(str).values.tolist() == want.astype(str).values.tolist()
     req["score"] = W[req.user.str[1:].astype(int).to_numpy(), req.item.to_numpy()]
     req.to_csv(d / "scored.csv", index=False)
-    rc, out, err = cli(capsys, "estimate", d / "scored.csv", "-N", 114, "--n-boot", 0, "--format", "csv", "--quiet")
+    assert (req.n_items == 114).all()                               # N_u = 120 - 6 history items
+    rc, out, err = cli(capsys, "estimate", d / "scored.csv", "--n-boot", 0, "--format", "csv", "--quiet")
     assert rc == 0, err
     got = pd.read_csv(__import__("io").StringIO(out))
-    np.testing.assert_allclose(got.estimate, cascade_estimate(req, 114, n_boot=0).estimate, rtol=1e-12)
+    want = cascade_estimate(req.drop(columns="n_items"), req.groupby("user").n_items.first(), n_boot=0)
+    np.testing.assert_allclose(got.estimate, want.estimate, rtol=1e-12)
 
 
 @pytest.mark.parametrize("extra, message", [

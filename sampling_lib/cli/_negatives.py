@@ -96,7 +96,6 @@ def _report_exclusions(users, excl, path):
                       UserWarning, stacklevel=2)
 
 
-
 def _cmd_requests(args):
     """--proxy: the candidates of a proxy's head and a uniform tail (sampling_lib.cascade.cascade_requests)."""
     from .._validation import check_columns
@@ -164,5 +163,5 @@ def _cmd_requests(args):
     out = cascade_requests(held, n_items, exclude, proxy=proxy, head=args.head, tail_n=args.tail_n, seed=args.seed)
     out.to_csv(args.output or sys.stdout, index=False)
     if args.output:
-        print(f"{len(out):,} candidates of {held.size:,} users written to {args.output}: add the costly model's "
-              "score column, then sampling-lib estimate FILE --n-items-file N_ITEMS.csv (or -N)", file=sys.stderr)
+        print(f"{len(out):,} candidates of {held.size:,} users written to {args.output} (n_items: each user's N_u): "
+              "add the costly model's score column, then sampling-lib estimate FILE", file=sys.stderr)

@@ -152,7 +152,7 @@ EXAMPLES = {
   # then: sampling-lib estimate s1.test.negative s2.test.negative ... --input-format ncf --scores ... -N 3706 --scheme hypergeometric
   # a proxy's top 100 and 50 uniform negatives from the rest (popularity.csv: item,score), scored, then corrected
   sampling-lib negatives -N 3706 --users users.csv --exclude train.csv --proxy popularity.csv --head 100 --tail-n 50 --seed 0 -o requests.csv
-  sampling-lib estimate requests_scored.csv --n-items-file n_items.csv""",
+  sampling-lib estimate requests_scored.csv""",
     "ranks": """examples:
   # the ranks of two stages' NCF files scored by one or two runs of the framework
   sampling-lib ranks s1.test.negative s2.test.negative --input-format ncf --scores scores1.csv --scores scores2.csv -o ranks.csv
