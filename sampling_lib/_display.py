@@ -172,9 +172,6 @@ def _header(table, n_items, sample_size, *, extra=(), seed=None):
     return ", ".join(parts)
 
 
-#: The method of a head-only cascade table (sampling_lib.cascade.BOUNDS_METHOD) and its bounds' column label.
-_HEAD_ONLY = "bounds (head only)"
-_HEAD_ONLY_BOUNDS = "bounds (tail unscored)"
 
 
 def resolution_note(metrics, w, *, widened, popularity=False, stratified=False):
@@ -338,6 +335,8 @@ def estimate_view(table, *, n_items=None, sample_size=None, seed=None):
     bounds = "bound_low" in table.columns and bool(table["bound_low"].notna().any())   # popularity tables
     popular = _is_popularity(table)
     stratified = "method" in table.columns and bool(table["method"].astype(str).str.endswith("(stratified)").any())
+    from .cascade import BOUNDS_LABEL as _HEAD_ONLY_BOUNDS, BOUNDS_METHOD as _HEAD_ONLY
+
     head_only = ("method" in table.columns and bool(table["method"].astype(str).eq(_HEAD_ONLY).any()))
     if bounds:
         columns.append(_HEAD_ONLY_BOUNDS if head_only else "bounds without logs")

@@ -48,8 +48,9 @@ __all__ = ["cascade_cells", "cascade_estimate", "cascade_requests", "head_only_b
 
 #: The columns of :func:`cascade_cells`.
 CASCADE_COLUMNS = ("model", "user", "n_items", "head", "head_above", "tail_size", "tail_rank")
-#: The ``method`` of a head-only table.
+#: The ``method`` of a head-only table, and how the views label its bounds (``_display``, ``plotting``).
 BOUNDS_METHOD = "bounds (head only)"
+BOUNDS_LABEL = "bounds (tail unscored)"
 
 
 def cascade_cells(table, n_items, *, ties="pessimistic"):

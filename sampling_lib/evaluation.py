@@ -511,11 +511,11 @@ class EvaluationResult:
 
         if file_format not in STAGE_FORMATS:
             raise ValueError(f"file_format must be one of {STAGE_FORMATS}; got {show_value(file_format)}")
+        folder = Path(folder)
+        if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+            raise ValueError(f"folder {str(folder)!r} exists and is not empty: give a new or empty folder (nothing "
+                             "is overwritten)")
         if self.parts is not None:            # one proxy per model: one folder per model
-            folder = Path(folder)
-            if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-                raise ValueError(f"folder {str(folder)!r} exists and is not empty: give a new or empty folder "
-                                 "(nothing is overwritten)")
             for m, part in self.parts.items():
                 part.save(folder / m, file_format)
             return folder
@@ -524,10 +524,6 @@ class EvaluationResult:
         if stratified and file_format != "negatives":
             raise ValueError(f"file_format={file_format!r} does not apply to a stratified evaluation (proxy=): it is "
                              "saved as one candidates table (candidates.csv, a cascade's layout), not as stage files")
-        folder = Path(folder)
-        if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-            raise ValueError(f"folder {str(folder)!r} exists and is not empty: give a new or empty folder (nothing "
-                             "is overwritten)")
         folder.mkdir(parents=True, exist_ok=True)
         users = run.inputs["users"].to_numpy()
         ids = run.inputs["ids"]

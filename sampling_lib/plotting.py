@@ -109,8 +109,10 @@ def plot_estimates(table, *, n_items=None, sample_size=None, title=None, panels_
     ci_label = f"corrected, {level:.0%} interval" if level is not None else "corrected, interval"
     any_below = False
     # a head-only cascade (sampling_lib.cascade): bounds of the tail left unscored, no estimate to extrapolate
-    head_only = "method" in table.columns and bool(table["method"].astype(str).eq("bounds (head only)").any())
-    bounds_label = "bounds (tail unscored)" if head_only else "bounds without logs"
+    from .cascade import BOUNDS_LABEL, BOUNDS_METHOD
+
+    head_only = "method" in table.columns and bool(table["method"].astype(str).eq(BOUNDS_METHOD).any())
+    bounds_label = BOUNDS_LABEL if head_only else "bounds without logs"
     for ax, metric in zip(axes, metrics):
         sub = table[table["metric"] == metric]
         if "model" in sub.columns:

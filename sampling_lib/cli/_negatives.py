@@ -100,7 +100,7 @@ def _cmd_requests(args):
     """--proxy: the candidates of a proxy's head and a uniform tail (sampling_lib.cascade.cascade_requests)."""
     from .._validation import check_columns
     from ..cascade import cascade_requests
-    from ..io import id_text, read_table
+    from ..io import id_text, read_table, row_location
 
     missing = [o for o, v in (("--proxy", args.proxy), ("--head", args.head), ("--tail-n", args.tail_n),
                               ("--users", args.users)) if v is None]
@@ -121,16 +121,10 @@ def _cmd_requests(args):
     check_columns(users, ["user", "item"], f"the users file {args.users} (user and held-out item)")
     N, ids = catalogue(args)
 
-    def items_of(col, where):        # catalogue ids as text (--items), else positions 0..N-1 (-N)
-        if ids is not None:
-            return id_text(col)
-        v = pd.to_numeric(col, errors="coerce")
-        if v.isna().any() or (v != v.round()).any():
-            raise CLIError(f"{where}: with -N the items are 0..N-1; got {col[v.isna() | (v != v.round())].iloc[0]!r} "
-                           "(give --items ITEMS.csv for other ids)")
-        return v.to_numpy(np.int64)
+    def positions(t, col, what, source):      # catalogue positions 0..N-1 of a file's item ids (file and line)
+        return item_positions(id_text(t[col]), what, N, lambda i: row_location(t, i), ids, args.items)
 
-    held = pd.Series(items_of(users["item"], args.users), index=id_text(users["user"]))
+    held = pd.Series(positions(users, "item", "held-out item", args.users), index=id_text(users["user"]))
     if held.index.duplicated().any():
         raise CLIError(f"{args.users} lists user {held.index[held.index.duplicated()][0]!r} twice: one held-out item "
                        "per user")
@@ -138,29 +132,27 @@ def _cmd_requests(args):
     if args.exclude is not None:
         excl = read_table(args.exclude, "exclude")
         check_columns(excl, ["user", "item"], f"the exclude file {args.exclude}")
-        exclude = pd.DataFrame({"user": id_text(excl["user"]), "item": items_of(excl["item"], args.exclude)})
+        exclude = pd.DataFrame({"user": id_text(excl["user"]),
+                                "item": positions(excl, "item", "excluded item", args.exclude)})
     table = read_table(args.proxy, "proxy")
     cols = set(map(str, table.columns))
     if cols == {"item", "score"}:
-        key = items_of(table["item"], args.proxy)
-        cat = ids if ids is not None else pd.Index(np.arange(N))
-        pos = cat.get_indexer(pd.Index(key))
-        if (pos < 0).any():
-            raise CLIError(f"{args.proxy}: item {key[int(np.flatnonzero(pos < 0)[0])]!r} is not in the catalogue")
+        pos = positions(table, "item", "item", args.proxy)
         if pd.Index(pos).duplicated().any() or len(pos) != N:
             raise CLIError(f"{args.proxy}: an item, score table scores every catalogue item once ({N:,}); it lists "
                            f"{len(pos):,} rows for {pd.Index(pos).nunique():,} items")
         proxy = np.empty(N)
         proxy[pos] = pd.to_numeric(table["score"], errors="coerce").to_numpy(dtype=float)
     elif {"user", "item"} <= cols and cols <= {"user", "item", "rank"}:
-        proxy = table.assign(user=id_text(table["user"]), item=items_of(table["item"], args.proxy))
+        proxy = table.assign(user=id_text(table["user"]), item=positions(table, "item", "item", args.proxy))
         if "rank" in cols:
             proxy["rank"] = pd.to_numeric(proxy["rank"], errors="raise")
     else:
         raise CLIError(f"{args.proxy}: a proxy is item, score (one score per catalogue item) or a top-m table "
                        f"user, item[, rank]; got the columns {sorted(cols)}")
-    n_items = N if ids is None else np.asarray(ids)
-    out = cascade_requests(held, n_items, exclude, proxy=proxy, head=args.head, tail_n=args.tail_n, seed=args.seed)
+    out = cascade_requests(held, N, exclude, proxy=proxy, head=args.head, tail_n=args.tail_n, seed=args.seed)
+    if ids is not None:                        # positions back to the catalogue's ids
+        out["item"] = np.asarray(ids)[out["item"].to_numpy()]
     out.to_csv(args.output or sys.stdout, index=False)
     if args.output:
         print(f"{len(out):,} candidates of {held.size:,} users written to {args.output} (n_items: each user's N_u): "

@@ -71,12 +71,7 @@ def _count_dist(kind, x, m, R, N, done, scheme):
         good, bad = np.maximum(R - 1.0, 0.0), np.maximum((N - R) - done, 0.0)
         # impossible states (fewer items left than drawn) have probability 0 upstream: any finite value
         m_eff = np.minimum(m, good + bad)
-        p = good / np.maximum(good + bad, 1.0)
-        mean, var = m_eff * p, m_eff * p * (1.0 - p)             # var: the binomial's, >= the hypergeometric's
-        lower = np.maximum(m_eff - bad, 0.0)[:, 0]               # where the support starts
-
-        def log_run(start, width, rows):
-            return _log_pmf_run(start, width, good[rows], bad[rows], m_eff[rows])
+        mean, var, lower, log_run = _hypergeom_parts(good, bad, m_eff)
 
         def log_pmf(xx):
             return log_hypergeom_pmf(xx, good, bad, m_eff)
@@ -137,14 +132,23 @@ def _windowed_cdf(x, mean, var, lower, log_run):
     return out
 
 
+def _hypergeom_parts(good, bad, m_eff):
+    """(mean, var, lower, log_run) of X ~ Hypergeometric(good + bad items, good of them, m_eff drawn) per row
+    (good / bad / m_eff (G, 1)) for :func:`_windowed_cdf`: var is the binomial's (>= the hypergeometric's),
+    lower (G,) where the support starts."""
+    p = good / np.maximum(good + bad, 1.0)
+
+    def log_run(start, width, rows):
+        return _log_pmf_run(start, width, good[rows], bad[rows], m_eff[rows])
+
+    return m_eff * p, m_eff * p * (1.0 - p), np.maximum(m_eff - bad, 0.0)[:, 0], log_run
+
+
 def _hypergeom_cdf(x, good, bad, m_eff):
     """P(X <= x), X ~ Hypergeometric(good + bad items, good of them, m_eff drawn), broadcast over the rows
     (good, bad, m_eff: (G, 1)) and the columns (x: (1, k)): :func:`_windowed_cdf`."""
     x, good, bad, m_eff = (np.asarray(a, dtype=float) for a in np.broadcast_arrays(x, good, bad, m_eff))
-    good, bad, m_eff = good[:, :1], bad[:, :1], m_eff[:, :1]
-    p = good / np.maximum(good + bad, 1.0)
-    return _windowed_cdf(x, m_eff * p, m_eff * p * (1.0 - p), np.maximum(m_eff - bad, 0.0)[:, 0],
-                         lambda start, width, rows: _log_pmf_run(start, width, good[rows], bad[rows], m_eff[rows]))
+    return _windowed_cdf(x, *_hypergeom_parts(good[:, :1], bad[:, :1], m_eff[:, :1]))
 
 
 def _binom_log_pmf_run(start, width, m, p):
