@@ -317,8 +317,9 @@ def cascade_requests(held_out, n_items, exclude=None, *, proxy, head, tail_n, se
     Warns
     -----
     UserWarning
-        What ``evaluate``'s notes would say about the heads: users whose top-m list held their held-out
-        item or who are not in it, lists cut to ``head``, proxy ties at the head's edge.
+        What ``evaluate``'s notes would say about the inputs and the heads: excluded users without a
+        held-out item, users whose top-m list held their held-out item or who are not in it, lists cut to
+        ``head``, proxy ties at the head's edge.
 
     Returns
     -------
@@ -343,9 +344,7 @@ def cascade_requests(held_out, n_items, exclude=None, *, proxy, head, tail_n, se
     config = dict(n=2, metrics=["recall@1"], target_ratio=None, max_cost=None, seed=seed, ties="pessimistic",
                   assurance=0.9, growth=2.0, head=head, tail_n=max(tail_n, 1), tail_n_max=max(tail_n, 1))
     run = StrataRun(held_out, n_items, exclude, config=config, proxy=proxy)
-    for note in run.head_notes + ([f"proxy: for {run.head_ties:,} users the head's last proxy score equals the best "
-                                   "one outside it; the tie went to the item first in the catalogue"]
-                                  if run.head_ties else []):
+    for note in run.input_notes():
         warnings.warn(note, UserWarning, stacklevel=2)
     M = run.M
     users = np.arange(M)

@@ -392,15 +392,7 @@ def _design_table(run):
 
 
 def _notes(run, table):
-    notes = []
-    if run.inputs["unused_exclude_users"]:
-        notes.append(f"exclude: {run.inputs['unused_exclude_users']:,} users without a held-out item were not used")
-    notes += getattr(run, "head_notes", [])
-    ties = getattr(run, "head_ties", 0)
-    if ties:
-        notes.append(f"proxy: for {ties:,} users the head's last proxy score equals the best one outside it; the "
-                     "tie went to the item first in the catalogue (the design stays valid: the head is "
-                     "fixed before any costly score is seen)")
+    notes = run.input_notes()
     unmet = [d for d in run.decisions if d.get("meets") is False]
     if unmet:
         d = unmet[-1]

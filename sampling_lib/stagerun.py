@@ -254,6 +254,11 @@ class StagedRun:
         self.pending = self._stage_one()
         self.done = False
 
+    def input_notes(self):
+        """What reading the inputs decided, for ``evaluate``'s notes: exclude users without a held-out item."""
+        unused = self.inputs["unused_exclude_users"]
+        return [f"exclude: {unused:,} users without a held-out item were not used"] if unused else []
+
     # -- the stages --------------------------------------------------------------
     @property
     def M(self):

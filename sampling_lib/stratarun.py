@@ -131,6 +131,16 @@ class StrataRun(StagedRun):
         self.tail_sizes = np.zeros(self.M, np.int64)
         self.pending = {"stage": 1, "kind": "head", "users": np.arange(self.M)}
 
+    def input_notes(self):
+        """:meth:`StagedRun.input_notes` and what the proxy's heads decided (a top-m table's notes, ties at
+        the head's edge)."""
+        notes = super().input_notes() + self.head_notes
+        if self.head_ties:
+            notes.append(f"proxy: for {self.head_ties:,} users the head's last proxy score equals the best one "
+                         "outside it; the tie went to the item first in the catalogue (the design stays valid: the "
+                         "head is fixed before any costly score is seen)")
+        return notes
+
     # -- stages ----------------------------------------------------------------
     def pending_pairs(self):
         p = self.pending

@@ -170,3 +170,15 @@ def test_requests_are_evaluate_s_first_two_stages_and_a_full_tail_gives_full_ran
     est = cascade_estimate(full, N - 5, metrics=["recall@10"], n_boot=0)
     R = np.array([1 + (W[u, np.setdiff1d(np.arange(N), hist[u])] > W[u, held[u]]).sum() for u in range(M)])
     assert est.estimate[0] == pytest.approx(metric_values("recall@10", N)[R - 1].mean(), abs=1e-9)
+
+
+def test_requests_say_what_evaluate_s_notes_say():
+    """cascade_requests warns the notes evaluate(proxy=) would give: excluded users without a held-out item
+    (an id matched nothing) and tied proxy scores at the head's edge."""
+    from sampling_lib.cascade import cascade_requests
+
+    with pytest.warns(UserWarning) as caught:
+        cascade_requests({0: 1, 1: 2}, 30, {0: [5], 7: [3]}, proxy=np.zeros(30), head=4, tail_n=3)
+    text = " | ".join(str(w.message) for w in caught)
+    assert "exclude: 1 users without a held-out item were not used" in text, text
+    assert "the tie went to the item first in the catalogue" in text, text
