@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ._validation import check_int, show_value
+from .kernels import next_tail_size
 from .metrics import parse_metrics
 from .nested import CandidateMap, NestedOrder
 from .proxy import head_sizes, heads_and_edge_ties, heads_from_callable, heads_from_table, tail_exclusions
@@ -200,7 +201,7 @@ class StrataRun(StagedRun):
                 tail_top |= (self.x[m] < self.k_max) & (self.above[m] == self.x[m])
             need = tail_top & (self.tail_sizes > 0) & (self.tail_sizes < np.minimum(self.config["tail_n_max"],
                                                                                      self.tails))
-            new = np.minimum(np.minimum(2 * self.tail_sizes, self.config["tail_n_max"]), self.tails)
+            new = next_tail_size(self.tail_sizes, self.config["tail_n_max"], self.tails)
         go = np.flatnonzero(need & (new > self.tail_sizes))
         if go.size:
             self.pending = {"stage": len(self.stages) + 1, "kind": "tail", "users": go,

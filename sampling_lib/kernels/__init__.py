@@ -50,7 +50,7 @@ from ._groups import (DEFAULT_N_ITEMS_TOL, KernelGroup, cell_kernel, kernel_grou
 from ._laws import (LOG_FACTORIAL_MAX, WINDOW_MIN_N, binomial, expected_shr_curve, hypergeom_entries, hypergeometric,
                     kernel, kernel_bin_masses, kernel_columns, kernel_entries, kernel_windows, log_hypergeom_pmf,
                     log_kernel_rows, sampled_rank_pmf, shr_cdf, shr_hoeffding_bound, shr_mean_var, window_pmf)
-from ._strata import check_strata, strata_kernel, strata_ladder_law, tail_ladder_sizes
+from ._strata import check_strata, next_tail_size, strata_kernel, strata_ladder_law, tail_ladder_sizes
 
 __all__ = [
     "binomial",
@@ -87,5 +87,6 @@ __all__ = [
     "check_strata",
     "strata_kernel",
     "strata_ladder_law",
+    "next_tail_size",
     "tail_ladder_sizes",
 ]

@@ -31,7 +31,7 @@ import numpy as np
 
 from ._laws import LOG_FACTORIAL_MAX, _log_factorials, log_comb
 
-__all__ = ["check_strata", "strata_kernel", "strata_ladder_law", "tail_ladder_sizes"]
+__all__ = ["check_strata", "next_tail_size", "strata_kernel", "strata_ladder_law", "tail_ladder_sizes"]
 
 #: Entries per block of :func:`strata_kernel` (its int64 and float temporaries stay near 32 MB).
 _BLOCK = 1 << 20
@@ -192,6 +192,11 @@ def strata_kernel(R, n_items, heads, above, tail_sizes, ranks, *, log=False):
     return out
 
 
+def next_tail_size(tail_sizes, tail_n_max, tails):
+    """The tail ladder's next sample: double, capped at ``tail_n_max`` and the T tail items (elementwise)."""
+    return np.minimum(np.minimum(2 * np.asarray(tail_sizes), tail_n_max), tails)
+
+
 def tail_ladder_sizes(tails, tail_n, tail_n_max):
     """The tail ladder's sample sizes s_1 < s_2 < ... for a user with ``tails`` tail negatives: s_1 =
     min(tail_n, T), then doubled, capped at min(tail_n_max, T) (:class:`sampling_lib.stratarun.StrataRun`).
@@ -205,7 +210,7 @@ def tail_ladder_sizes(tails, tail_n, tail_n_max):
     top = min(int(tail_n_max), T)
     sizes = [s]
     while 0 < s < top:
-        s = min(2 * s, top)
+        s = int(next_tail_size(s, tail_n_max, T))
         sizes.append(s)
     return sizes
 
