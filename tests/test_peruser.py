@@ -941,3 +941,64 @@ def test_kernel_entries_direct_hypergeometric_form_matches_the_row_form(N):
         big = ref > 1e-8
         np.testing.assert_allclose(got[big], ref[big], rtol=2e-8)
         assert np.abs(got - ref).max() < 1e-9
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_kernels_in_increasing_n_equal_the_direct_kernels(scheme):
+    # one-item steps (exact ratios of binomial coefficients), gaps up to KERNEL_STEP_MAX, a jump that
+    # rebuilds, and a chain longer than KERNEL_CHAIN_MAX (rebuilt on the way): every kernel against
+    # the directly built one, entry by entry (zeros where it has zeros)
+    from sampling_lib.kernels import kernels_ascending
+    from sampling_lib.kernels._laws import KERNEL_CHAIN_MAX, KERNEL_STEP_MAX, _dense
+
+    n = 12
+    Ns = np.r_[np.arange(30, 30 + KERNEL_CHAIN_MAX + 10), 110 + KERNEL_STEP_MAX, 500, 503, 12, 13]
+    seen = []
+    for N, K in kernels_ascending(Ns[::-1], n, scheme):
+        D = _dense(N, n, scheme)
+        assert K.shape == D.shape
+        np.testing.assert_array_equal(K == 0, D == 0)
+        np.testing.assert_allclose(K, D, rtol=1e-12, atol=0)
+        seen.append(N)
+    assert seen == sorted(set(Ns.tolist()))
+    with pytest.raises(ValueError, match="n"):
+        list(kernels_ascending([5, 10], 6, scheme))
+
+
+@pytest.mark.parametrize("name", ["bv", "mn"])
+def test_group_solutions_give_the_group_by_group_fit_and_are_shared_by_the_next_model(name):
+    # the data-free part Z = G^{-1} K[:H]^T of every group at once: the weights on ranks 1..H and every
+    # cell's sampled metric equal the group-by-group fits (the old path, still behind full()); a second
+    # model on the same groups reuses the solutions; a fixed non-uniform prior gives its own
+    from sampling_lib.estimators import _linear
+
+    Nu = np.repeat([40, 41, 43, 60, 75], [30, 20, 25, 40, 35])
+    g = np.random.default_rng(8)
+    F = np.stack([metric_values("recall@5", 75), metric_values("ndcg@10", 75)], axis=1)[:10]
+    fits = []
+    for k in range(2):
+        R = np.minimum(Nu, 1 + g.geometric(0.1 + 0.05 * k, Nu.size))
+        r = sample_ranks(R, Nu, 8, rng=g, scheme="hypergeometric")
+        st = rank_counts(r, 8, n_items=Nu)
+        est = get_estimator(name, scheme="hypergeometric")
+        fit = est.fit_counts(st, None, F)
+        full = np.asarray(fit.weights)
+        assert full.shape == (75,)
+        np.testing.assert_allclose(fit.weights.head(10), full[:10], rtol=1e-11, atol=1e-14)
+        M = int(st.counts.sum())
+        for c in range(st.ranks.size):
+            N, rc = int(st.n_items[c]), int(st.ranks[c])
+            for j in range(F.shape[1]):
+                Fj = np.r_[F[:, j], np.zeros(N - 10)]
+                x = (E.bv_sampled_metric(Fj, N, 8, scheme="hypergeometric") if name == "bv"
+                     else E.mn_sampled_metric(Fj, N, 8, None, M, scheme="hypergeometric"))
+                assert fit.X[c, j] == pytest.approx(x[rc - 1], rel=1e-11, abs=1e-14)
+        fits.append(fit)
+        if k == 0:
+            cached = dict(_linear._GROUP_CACHE)
+    assert len(cached) == 1 and list(_linear._GROUP_CACHE.values())[0] is list(cached.values())[0]
+    if name == "bv":
+        prior = g.dirichlet(np.ones(75))
+        fit = get_estimator("bv", prior=prior, scheme="hypergeometric").fit_counts(st, None, F)
+        np.testing.assert_allclose(fit.weights.head(10), np.asarray(fit.weights)[:10], rtol=1e-11, atol=1e-14)
+        assert not np.allclose(fit.weights.head(10), fits[-1].weights.head(10))

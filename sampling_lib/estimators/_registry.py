@@ -88,8 +88,8 @@ from ..exceptions import EstimatorOptionError
 from ..kernels import DEFAULT_GRID_TOL, DEFAULT_N_ITEMS_TOL, em_grid, n_items_bins
 from . import _logspline, _logspline_boot
 from ._bootstrap import FittedEstimator
-from ._linear import (bv, bv_sampled_metric, cls, cls_fit, cls_replicates, linear_on_grid, mn, mn_sampled_metric,
-                      sampled_pmf)
+from ._linear import (HeadWeights, bv, bv_sampled_metric, cls, cls_fit, cls_replicates, linear_group_solutions,
+                      linear_on_grid, mn, mn_sampled_metric, sampled_pmf)
 from ._mes import mes, mes_replicates
 from ._mle import adaptive_mle, mle, wmle, wmle_weights
 from . import _popularity
@@ -406,8 +406,9 @@ class Estimator:
         Same values as the two passes.
         """
         opts = self._group_users(dict(self.options), counts.M)
-        if self.spec.prior is not None:
-            opts["prior"] = prior
+        if self.spec.prior is None:
+            return self._per_group_solved(counts, n, F, opts)
+        opts["prior"] = prior
         x_opts = {k: v for k, v in self.options.items() if k not in ("prior", "M")}
         w = np.zeros(int(counts.n_items.max()))
         X = np.empty((counts.ranks.size, F.shape[1]))
@@ -423,6 +424,32 @@ class Estimator:
                            for j in range(F.shape[1])], axis=1)
             X[sel] = xb[counts.ranks[sel] - 1]
         return w, X
+
+    def _per_group_solved(self, counts, n, F, opts):
+        """:meth:`_per_group_linear` for a fixed prior (BV, MN): every group's data-free part
+        ``Z = G^{-1} K[:H]^T`` at once (:func:`linear_group_solutions`, shared with the next model
+        on the same groups), then each group's weights on ranks 1..H and its cells' sampled
+        metrics. The weights beyond H (no top-K metric here needs them) are computed on demand by
+        :meth:`_per_group`. Same values as the group-by-group fits, to rounding."""
+        groups = self._groups(counts.n_items, n)
+        H, m = F.shape
+        sols = linear_group_solutions(self.spec.linear_kind, [b for b, _ in groups], n, H, scheme=self.scheme,
+                                      gamma=opts.get("gamma", 0.01), M=opts.get("M"), prior=opts.get("prior"))
+        head = np.zeros(H)
+        X = np.empty((counts.ranks.size, m))
+        for Nb, sel in groups:
+            s, r, c = sols[Nb], counts.ranks[sel], counts.counts[sel]
+            Hb = s.head.size
+            users = int(c.sum())
+            if users:           # a group whose cells count no users gets its rows and no weights
+                pt = np.bincount(r - 1, weights=c, minlength=n) / users
+                head[:Hb] += users / counts.M * s.head * (s.Z.T @ pt)
+            X[sel] = (s.Z @ (s.head[:, None] * F[:Hb]))[r - 1]
+
+        def full():
+            ranks, _, items = counts.expand_cells()
+            return self._per_group(np.asarray(ranks), items, n, opts)
+        return HeadWeights(head, int(counts.n_items.max()), full), X
 
     def prior_of(self, sampled_ranks, N, n, *, cache=None):
         """The fitted prior (``spec.prior``) on these ranks, or None."""
