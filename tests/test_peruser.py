@@ -1002,3 +1002,72 @@ def test_group_solutions_give_the_group_by_group_fit_and_are_shared_by_the_next_
         fit = get_estimator("bv", prior=prior, scheme="hypergeometric").fit_counts(st, None, F)
         np.testing.assert_allclose(fit.weights.head(10), np.asarray(fit.weights)[:10], rtol=1e-11, atol=1e-14)
         assert not np.allclose(fit.weights.head(10), fits[-1].weights.head(10))
+
+
+def _em_surrogate_case(M=1200, seed=11):
+    """Per-user N_u over a range wide enough for the EM surrogate to pay (N_u 600..1,600, n = 40)."""
+    rng = np.random.default_rng(seed)
+    Nu = rng.integers(600, 1601, M)
+    R = np.minimum(Nu, 1 + np.floor(np.exp(rng.exponential(2.5, M))).astype(np.int64))
+    r = sample_ranks(R, Nu, 40, rng=seed, scheme="hypergeometric")
+    st = rank_counts(r, 40, n_items=Nu)
+    F = np.stack([metric_values("recall@10", 1600), metric_values("ndcg@10", 1600)], axis=1)[:10]
+    Cb = rng.multinomial(st.M, st.counts / st.M, 24).astype(float)
+    return st, F, Cb
+
+
+@pytest.mark.parametrize("name", ["mle", "wmle"])
+def test_em_surrogate_replicates_are_checked_against_exact_refits(name):
+    # the EM family's per-user-N replicates: exact estimate + the surrogate's change; the farthest
+    # EM_SURROGATE_CHECKS replicates are refitted exactly (their values are the exact refits) and the
+    # others lie within EM_SURROGATE_TOL bootstrap SDs of their exact refits when the check passes
+    from sampling_lib.estimators import _bootstrap as BT
+
+    st, F, Cb = _em_surrogate_case()
+    est = get_estimator(name, scheme="hypergeometric")
+    fit = est.fit_counts(st, None, F)
+    rep = fit.replicates(Cb)
+    sur = fit._em_sur
+    assert sur and sur.verdict is not None
+    exact = est.fit_counts(st, None, F)
+    exact._em_sur = False                       # the exact path, every replicate refitted
+    ref = exact.replicates(Cb)
+    sd = rep.std(axis=0, ddof=1)
+    err = np.abs(rep - ref) / sd
+    assert np.sum(np.all(err < 1e-9, axis=1)) >= BT.EM_SURROGATE_CHECKS
+    if sur.verdict:
+        assert np.all(err <= BT.EM_SURROGATE_TOL)
+        assert not np.allclose(rep, ref)        # the others are the surrogate's, not refits
+    else:
+        np.testing.assert_allclose(rep, ref, rtol=1e-12)
+    # the surrogate's own likelihood: a cell whose N_u is a node has that node's kernel column
+    node_cells = np.flatnonzero(np.isin(st.n_items, [st.n_items.min(), st.n_items.max()]))
+    for c in node_cells[:3]:
+        g = BT.em_grid(int(st.n_items.max()), 40, "hypergeometric", BT.EM_SURROGATE_GRID_TOL)[0]
+        ok = g.lo <= st.n_items[c]
+        col = np.asarray(sur.S[c].toarray()).ravel() @ sur.Kn.T
+        want = kernel_entries(int(st.n_items[c]), 40, np.minimum(g.rep[ok], st.n_items[c]), [int(st.ranks[c])],
+                              "hypergeometric").ravel()
+        # (kernel_entries' direct form for one rank: within 2e-8 relative of the rows above 1e-8)
+        np.testing.assert_allclose(col[ok], want, rtol=2e-8, atol=1e-12)
+        assert np.all(col[~ok] == 0)
+
+
+def test_em_surrogate_falls_back_to_exact_refits_when_the_check_fails(monkeypatch):
+    from sampling_lib.estimators import _bootstrap as BT
+
+    monkeypatch.setattr(BT, "EM_SURROGATE_TOL", 0.0)
+    st, F, Cb = _em_surrogate_case(seed=12)
+    est = get_estimator("mle", scheme="hypergeometric")
+    fit = est.fit_counts(st, None, F)
+    rep = np.vstack([fit.replicates(Cb[:12]), fit.replicates(Cb[12:])])     # two chunks
+    assert fit._em_sur.verdict is False
+    exact = est.fit_counts(st, None, F)
+    exact._em_sur = False
+    np.testing.assert_allclose(rep, exact.replicates(Cb), rtol=1e-12)
+    # where the surrogate would not pay (one N, few distinct N_u) the replicates are exact refits
+    st1 = rank_counts(np.repeat(st.ranks, st.counts), 40, n_items=np.repeat(np.where(st.n_items > 1100, 1600, 900),
+                                                                            st.counts))
+    fit1 = est.fit_counts(st1, None, F)
+    fit1.replicates(np.random.default_rng(0).multinomial(st1.M, st1.counts / st1.M, 6).astype(float))
+    assert fit1._em_sur is False
