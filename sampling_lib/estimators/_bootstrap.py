@@ -7,9 +7,10 @@ bootstrap count vectors (B, cells) (:func:`sampling_lib.counts.bootstrap_loop`)
 to estimates (B, m) by the estimator's strategy (``EstimatorSpec.bootstrap``):
 
 * ``"em"`` -- the estimator "max_iter EM steps from init" rerun on all
-  replicates at once (batched EM, on the compressed grid when it applies); with
-  a tolerance, each replicate is refitted warm-started from the full-sample
-  solution;
+  replicates at once (batched EM, on the compressed grid when it applies; with
+  many per-user N_u, the exact estimate plus a checked surrogate's change,
+  :class:`EMSurrogate`); with a tolerance, each replicate is refitted
+  warm-started from the full-sample solution;
 * ``"linear"`` -- BV / MN with a fixed prior are linear in the sampled-rank
   distribution: one matrix product; with a fitted prior refitted per replicate,
   the priors of all replicates are one batched EM (or batched MES) on the grid
@@ -30,7 +31,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-
 import scipy.sparse
 
 from ..kernels import DEFAULT_GRID_TOL, DEFAULT_N_ITEMS_TOL, em_grid, kernel_entries
@@ -236,7 +236,7 @@ class FittedEstimator:
                                     outer=self._outer)
 
     def _em_exact_replicates(self, Cb, wt, pi0, n_iter):
-        """"max_iter EM steps from init" on the exact cells, for every replicate (batched EM)."""
+        """The estimator ``max_iter`` EM steps from ``init`` on the exact cells, every replicate (batched EM)."""
         F = self.F
         out = np.empty((Cb.shape[0], F.shape[1]))
         ops = self._em_operators()
