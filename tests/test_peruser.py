@@ -1048,8 +1048,9 @@ def test_em_surrogate_replicates_are_checked_against_exact_refits(name):
         col = np.asarray(sur.S[c].toarray()).ravel() @ sur.Kn.T
         want = kernel_entries(int(st.n_items[c]), 40, np.minimum(g.rep[ok], st.n_items[c]), [int(st.ranks[c])],
                               "hypergeometric").ravel()
-        # (kernel_entries' direct form for one rank: within 2e-8 relative of the rows above 1e-8)
-        np.testing.assert_allclose(col[ok], want, rtol=2e-8, atol=1e-12)
+        # (the surrogate is single precision; kernel_entries' direct form for one rank is within 2e-8
+        # relative of the rows above 1e-8)
+        np.testing.assert_allclose(col[ok], want, rtol=1e-6, atol=1e-12)
         assert np.all(col[~ok] == 0)
 
 
@@ -1071,3 +1072,33 @@ def test_em_surrogate_falls_back_to_exact_refits_when_the_check_fails(monkeypatc
     fit1 = est.fit_counts(st1, None, F)
     fit1.replicates(np.random.default_rng(0).multinomial(st1.M, st1.counts / st1.M, 6).astype(float))
     assert fit1._em_sur is False
+
+
+def test_mes_pooled_kernel_from_stepped_kernels_equals_the_columns():
+    # the pooled kernel of MES (many N_b: whole kernels stepped in N) against the column-by-column build
+    from sampling_lib.estimators import _mes
+    from sampling_lib.kernels import kernel_columns
+
+    Nu, _, r = _population(M=300, n=8, lo=40, hi=90, seed=4)
+    Kbar, c = _mes._pooled_block(r, Nu, 8, "hypergeometric", 0.0)
+    cols = np.flatnonzero(np.bincount(r - 1, minlength=8) > 0) + 1
+    want = np.zeros_like(Kbar)
+    for b in np.unique(Nu):
+        frac = np.bincount(Nu[Nu == b], minlength=b + 1)[1:][::-1].cumsum()[::-1] / Nu.size
+        want[:b] += kernel_columns(int(b), 8, cols, "hypergeometric", cache=False) * frac[:, None]
+    np.testing.assert_allclose(Kbar, want, rtol=1e-7, atol=1e-15)
+    assert c.sum() == r.size
+
+
+def test_em_operators_of_the_same_cells_are_built_once():
+    from sampling_lib.estimators import _em
+
+    Nu, _, r = _population(M=200, n=8, seed=5)
+    st = rank_counts(r, 8, n_items=Nu)
+    a = _em.em_operators(st.n_items, st.sizes, st.ranks, "binomial")
+    b = _em.em_operators(st.n_items.copy(), st.sizes.copy(), st.ranks.copy(), "binomial")
+    assert a is b
+    assert _em.em_operators(st.n_items, st.sizes, st.ranks, "hypergeometric") is not a
+    op = a[0][0]
+    with pytest.raises(ValueError):
+        (op.K if hasattr(op, "K") else op)[0, 0] = 1.0

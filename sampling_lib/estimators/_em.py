@@ -50,6 +50,8 @@ References
 """
 from __future__ import annotations
 
+import hashlib
+
 import warnings
 from dataclasses import dataclass
 
@@ -125,6 +127,12 @@ def op_back(op, v, g):
     op.back(v, g)
 
 
+#: The last operators of :func:`em_operators` are kept for the next call on the same cells (a fit and
+#: its bootstrap) when they hold at most this many bytes.
+OPS_CACHE_BYTES = 256 << 20
+_OPS_CACHE = {}
+
+
 def em_operators(n_items, sizes, ranks, scheme="binomial", *, tol=0.0):
     """EM operators of a table of cells (N_u, n_u, r): a list of (operator, cell indices).
 
@@ -134,7 +142,31 @@ def em_operators(n_items, sizes, ranks, scheme="binomial", *, tol=0.0):
     :class:`TruncatedOp` that keeps every cell's own support 1..N_u. Many
     plain groups are concatenated into one zero-padded block when the padding
     at most doubles the memory (one matrix product instead of a Python loop).
+    The operators of the last call (read-only) are returned again for the same
+    cells, scheme and tolerance (a fit and then its bootstrap build the same
+    kernels), up to :data:`OPS_CACHE_BYTES`.
     """
+    arrays = [np.ascontiguousarray(a, dtype=np.int64) for a in (n_items, sizes, ranks)]
+    h = hashlib.blake2b(digest_size=16)
+    for a in arrays:
+        h.update(a.tobytes())
+        h.update(b"|")
+    key = (scheme, float(tol), h.digest())
+    if key in _OPS_CACHE:
+        return _OPS_CACHE[key]
+    ops = _build_operators(*arrays, scheme, tol)
+    _OPS_CACHE.clear()
+    size = sum(op.K.nbytes if isinstance(op, TruncatedOp) else op.nbytes for op, _ in ops)
+    if size <= OPS_CACHE_BYTES:
+        for op, idx in ops:
+            (op.K if isinstance(op, TruncatedOp) else op).setflags(write=False)
+            idx.setflags(write=False)
+        _OPS_CACHE[key] = ops
+    return ops
+
+
+def _build_operators(n_items, sizes, ranks, scheme, tol):
+    """The operators of :func:`em_operators`, built."""
     _check_kernel_memory(n_items, sizes, ranks, scheme, tol)
     groups = kernel_groups(n_items, sizes, ranks, scheme, tol=tol)
     plain = [g for g in groups if g.exact]

@@ -23,7 +23,8 @@ from scipy import linalg, special
 from .._validation import check_float, check_int, check_pmf, check_scheme
 from ..counts import check_sampled
 from ..exceptions import ConvergenceWarning
-from ..kernels import DEFAULT_GRID_TOL, DEFAULT_N_ITEMS_TOL, em_grid, kernel_columns, n_items_bins
+from ..kernels import (DEFAULT_GRID_TOL, DEFAULT_N_ITEMS_TOL, em_grid, kernel_columns, kernels_ascending,
+                       n_items_bins)
 from ._em import observed_block, rank_histogram
 from ._linalg import OUTER_MAX, batched_gram, grid_outer
 from ._results import MESResult
@@ -71,11 +72,16 @@ def _pooled_block(r, Nu, n, scheme, tol):
     reps = n_items_bins(Nu, n, tol, scheme)
     Kbar = np.zeros((int(Nu.max()), cols.size))
     ub = np.unique(reps)
-    for b in ub:
-        b = int(b)
+    if scheme == "hypergeometric" and ub.size > 2:
+        # many N_b: whole kernels stepped from one N_b to the next by exact ratios (5e-15 relative;
+        # 2,295 N_b of NCF's ml-1m range in about 6 s instead of 28 s column by column)
+        kernels = ((b, K[:, cols - 1]) for b, K in kernels_ascending(ub, n, scheme))
+    else:
+        kernels = ((int(b), kernel_columns(int(b), n, cols, scheme, cache=ub.size <= 2)) for b in ub)
+    for b, Kb in kernels:
         cnt = np.bincount(Nu[reps == b], minlength=b + 1)[1:]
         frac = cnt[::-1].cumsum()[::-1] / M            # share of users with N_u >= R, R = 1..b
-        Kbar[:b] += kernel_columns(b, n, cols, scheme, cache=ub.size <= 2) * frac[:, None]
+        Kbar[:b] += Kb * frac[:, None]
     return Kbar, c[cols - 1]
 
 
