@@ -1102,3 +1102,20 @@ def test_em_operators_of_the_same_cells_are_built_once():
     op = a[0][0]
     with pytest.raises(ValueError):
         (op.K if hasattr(op, "K") else op)[0, 0] = 1.0
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_em_on_column_bands_equals_the_per_user_brute_force(scheme):
+    # many groups of N_u concatenated into one block, stored as the bands of its columns (entries below
+    # BAND_TOL of a column's peak left out): several bands, less than the padded block, the same EM
+    from sampling_lib.estimators import _em
+
+    Nu, _, r = _population(M=1500, n=20, lo=300, hi=420, seed=9)
+    st = rank_counts(r, 20, n_items=Nu)
+    ops = _em.em_operators(st.n_items, st.sizes, st.ranks, scheme)
+    bands = [op for op, _ in ops if isinstance(op, _em.RowBlockOp)]
+    assert len(bands) > 1
+    assert sum(op.K.size for op in bands) < 420 * sum(op.K.shape[1] for op in bands)
+    assert sorted(np.concatenate([idx for _, idx in ops]).tolist()) == list(range(st.ranks.size))
+    pb, _ = _brute_em(r, Nu, 20, scheme)
+    np.testing.assert_allclose(E.mle(r, Nu, 20, scheme=scheme, n_items_tol=0), pb, atol=1e-13)

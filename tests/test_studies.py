@@ -361,3 +361,41 @@ def test_stretch_ranks_with_bandwidth_draws_log_ranks_from_the_kernel_density():
         0.9 * min(lr.std(ddof=1), (q[0] - q[1]) / 1.34) * 1000 ** -0.2)
     with pytest.raises(ValueError, match="bandwidth"):
         stretch_ranks(R, 1000, 10**6, bandwidth=-1.0)
+
+
+def test_popularity_estimator_table_equals_direct_fits():
+    # notebook 11's table of every popularity-sampled estimator: each column recomputed on its own from the
+    # returned logs (the fits, the naive metrics) and from the truth; the same seed gives the same table
+    from sampling_lib import estimators as PE
+    from sampling_lib import popularity as pop
+    from sampling_lib.experiments import global_ranks_from_data
+    from sampling_lib.metrics import metric_values
+
+    ranks, N, info = global_ranks_from_data(None, models=["popularity", "itemknn"],
+                                            synthetic={"n_users": 150, "n_items": 120}, rng=4)
+    split, fitted = info["split"], info["fitted"]
+    models = list(ranks)
+    inter = np.concatenate([split.train.indices, split.test_items])
+    weights = {a: pop.popularity_weights(inter, a, n_items=N).to_numpy() for a in (0.0, 1.0)}
+    truth = {(a, m): pop.popularity_truth(fitted[m], split.train, split.test_items, weights[a])
+             for a in weights for m in models}
+    curves = {(1.0, m): pop.exact_rank_mass_curve(fitted[m], split.train, split.test_items, weights[1.0])
+              for m in models}
+    kw = dict(models=models, alphas=[1.0], n_values=[15], metrics=["recall@10", "ndcg@10"], curves=curves)
+    table, traces, logs = studies.popularity_estimator_table(fitted, split.train, split.test_items, weights, truth,
+                                                             rng=np.random.default_rng(2), **kw)
+    assert len(table) == len(models) * 2 and set(logs) == {(1.0, 15, m) for m in models}
+    assert len(traces) == 3 * len(models)          # uniform-pretend, pop_mle and the exact curve run EM
+    for _, row in table.iterrows():
+        log = logs[(row["alpha"], row["n"], row["model"])]
+        F = metric_values(row["metric"], log.N)
+        assert row["truth"] == pytest.approx(metric_values(row["metric"], N)[truth[(1.0, row["model"])].ranks - 1].mean())
+        assert row["naive (popularity-sampled)"] == pytest.approx(metric_values(row["metric"], 15)[log.x].mean())
+        assert row["pop_mle"] == pytest.approx(PE.popularity_fit(log, "pop_mle").pmf @ F, rel=1e-12)
+        assert row["pop_mle (exact curve)"] == pytest.approx(
+            PE.popularity_fit(log, "pop_mle", curve=curves[(1.0, row["model"])]).pmf @ F, rel=1e-12)
+        lo, hi = PE.popularity_bounds(log)
+        assert (row["bound low"], row["bound high"]) == pytest.approx((lo @ F, hi @ F), rel=1e-12)
+    again, _, _ = studies.popularity_estimator_table(fitted, split.train, split.test_items, weights, truth,
+                                                     rng=np.random.default_rng(2), **kw)
+    pd.testing.assert_frame_equal(table, again)

@@ -112,6 +112,57 @@ class TruncatedOp:
             g[a:b, : self.rows] += np.einsum("brk,rk->br", S, self.K)
 
 
+class RowBlockOp:
+    """Kernel columns whose entries outside rows start..start + K.shape[0] - 1 are negligible.
+
+    ``q(pi) = pi[:, start:stop] @ K`` and ``back`` adds ``v @ K^T`` to those rows only: the
+    columns' bands (:func:`_row_blocks`), so an E-step reads the band, not the zero-padded block.
+    """
+
+    def __init__(self, K, start):
+        self.K = K
+        self.start = int(start)
+        self.stop = self.start + K.shape[0]
+
+    def q(self, pi):
+        """P(cell | pi) for a batch of distributions (B, >= stop): (B, cells)."""
+        return pi[:, self.start:self.stop] @ self.K
+
+    def back(self, v, g):
+        """g[:, start:stop] += v @ K^T."""
+        g[:, self.start:self.stop] += v @ self.K.T
+
+
+#: Entries below this fraction of their column's largest are left out of :class:`RowBlockOp` bands.
+#: A cell's probability then moves by at most this fraction of its column's peak (hypergeometric and
+#: binomial columns fall off faster than geometrically, so the band is barely wider than at 1e-17).
+BAND_TOL = 1e-30
+#: Columns per band block of :func:`_row_blocks` (at least; the last block takes the rest).
+_BAND_COLS = 128
+
+
+def _row_blocks(K, cells):
+    """The columns of a zero-padded block K (rows, cols) as :class:`RowBlockOp` bands.
+
+    Each column's band is its rows with entries >= :data:`BAND_TOL` times the column's largest;
+    columns sorted by the band's first row are cut into blocks of :data:`_BAND_COLS`, each stored on
+    the union of its columns' bands. On NCF's MovieLens-1M range (4,677 cells, 3,686 rows) the bands
+    hold 43% of the block, so an E-step reads about half as much.
+    """
+    big = K >= BAND_TOL * K.max(axis=0, keepdims=True)
+    first = np.argmax(big, axis=0)
+    last = K.shape[0] - np.argmax(big[::-1], axis=0)
+    order = np.argsort(first, kind="stable")
+    out = []
+    for a in range(0, order.size, _BAND_COLS):
+        j = order[a:a + _BAND_COLS] if order.size - a >= 2 * _BAND_COLS else order[a:]
+        r0, r1 = int(first[j].min()), int(last[j].max())
+        out.append((RowBlockOp(np.ascontiguousarray(K[r0:r1, j]), r0), cells[j]))
+        if j.size > _BAND_COLS:
+            break
+    return out
+
+
 def op_q(op, pi):
     """P(cell | pi) of an operator's cells for distributions ``pi`` (B, N): (B, k)."""
     if isinstance(op, np.ndarray):
@@ -141,7 +192,8 @@ def em_operators(n_items, sizes, ranks, scheme="binomial", *, tol=0.0):
     kernel columns with N_b rows (rows beyond are 0); a binned group is a
     :class:`TruncatedOp` that keeps every cell's own support 1..N_u. Many
     plain groups are concatenated into one zero-padded block when the padding
-    at most doubles the memory (one matrix product instead of a Python loop).
+    at most doubles the memory (one matrix product instead of a Python loop),
+    stored as the bands of its columns (:class:`RowBlockOp`, a few dozen products).
     The operators of the last call (read-only) are returned again for the same
     cells, scheme and tolerance (a fit and then its bootstrap build the same
     kernels), up to :data:`OPS_CACHE_BYTES`.
@@ -156,10 +208,10 @@ def em_operators(n_items, sizes, ranks, scheme="binomial", *, tol=0.0):
         return _OPS_CACHE[key]
     ops = _build_operators(*arrays, scheme, tol)
     _OPS_CACHE.clear()
-    size = sum(op.K.nbytes if isinstance(op, TruncatedOp) else op.nbytes for op, _ in ops)
+    size = sum(op.K.nbytes if hasattr(op, "K") else op.nbytes for op, _ in ops)
     if size <= OPS_CACHE_BYTES:
         for op, idx in ops:
-            (op.K if isinstance(op, TruncatedOp) else op).setflags(write=False)
+            (op.K if hasattr(op, "K") else op).setflags(write=False)
             idx.setflags(write=False)
         _OPS_CACHE[key] = ops
     return ops
@@ -181,7 +233,7 @@ def _build_operators(n_items, sizes, ranks, scheme, tol):
             for g in plain:
                 K[: g.n_items, j : j + g.cells.size] = g.K[:, g.col]
                 j += g.cells.size
-            return [(K, np.concatenate([g.cells for g in plain]))] + ops
+            return _row_blocks(K, np.concatenate([g.cells for g in plain])) + ops
     return [(g.K[:, g.col] if not np.array_equal(g.col, np.arange(g.col.size)) else g.K, g.cells)
             for g in plain] + ops
 

@@ -42,14 +42,15 @@ a small dict), so a notebook only calls it, checks it and plots it:
   distribution (:func:`rank_distribution_study`, :func:`mle_consistency`, ...;
   notebook 03), estimators over repeated samplings
   (:func:`metric_estimator_study`, :func:`winner_counts`, ...; notebooks 03-05),
-  AP@k under random rankings (:func:`ap_scenarios`, ...; notebook 07) and
+  AP@k under random rankings (:func:`ap_scenarios`, ...; notebook 07),
   sampled hit ratios from real scores (:func:`score_sampling_summary`, ...;
-  notebook 08).
+  notebook 08) and popularity-sampled negatives (:func:`popularity_estimator_table`;
+  notebook 11).
 
 The functions live in topic modules of this package (``correction``,
 ``users``, ``panel``, ``panel_data``, ``tuning``, ``aaai23``, ``tail``, ``sampled_hit_ratio``, ``mapping_functions``,
 ``rank_distribution``, ``metric_estimators``, ``random_baseline``,
-``real_data``, ``design``, ``evaluation``, ``cascade``); every public name is listed below and
+``real_data``, ``design``, ``evaluation``, ``cascade``, ``popularity``); every public name is listed below and
 importable from here.
 Randomness only through ``rng`` (a seed or a numpy Generator).
 
@@ -84,6 +85,7 @@ from .tail import (TAIL_POINTS, CALIBRATIONS, standardized_scores, pooled_surviv
 from .sampled_hit_ratio import (simulate_shr, shr_moments, shr_tail_frequencies, expected_shr_gaps)
 from .evaluation import EVALUATION_MODELS, RANDOM_PROXY, PairCounter, evaluation_study, evaluation_summary
 from .cascade import cascade_study, cascade_tables
+from .popularity import POPULARITY_FITS, popularity_estimator_table
 from .strata import pool_rare_cells, proxy_frontier, strata_ladder_simulation
 from .mapping_functions import (beta_map_accuracy, beta_map_steps, beta_map_differences,
                                 beta_map_monotonicity, max_position_difference)
@@ -97,6 +99,9 @@ from .design import (log_rank_bandwidth, stretch_ranks, full_ranking_halfwidth, 
                      design_law_check, design_population_study, plan_frontier, shared_design_on_scores)
 
 __all__ = [
+    # popularity
+    "POPULARITY_FITS",
+    "popularity_estimator_table",
     # correction
     "simulate_coverage",
     "simulate_accuracy",
