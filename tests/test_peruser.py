@@ -1004,7 +1004,7 @@ def test_group_solutions_give_the_group_by_group_fit_and_are_shared_by_the_next_
         assert not np.allclose(fit.weights.head(10), fits[-1].weights.head(10))
 
 
-def _em_surrogate_case(M=1200, seed=11):
+def _em_surrogate_case(M=700, seed=11):
     """Per-user N_u over a range wide enough for the EM surrogate to pay (N_u 600..1,600, n = 40)."""
     rng = np.random.default_rng(seed)
     Nu = rng.integers(600, 1601, M)
