@@ -87,3 +87,39 @@ def test_the_frontier_sets_each_stratified_design_beside_the_ladder_on_the_same_
     assert set(rand.proxy) == {"-", "random"} and (rand.pairs_counted == rand.pairs_reported).all()
     with pytest.raises(ValueError, match="missing"):
         proxy_frontier(pop, ["ease-200"], ["popularity"], heads=[10], tail_n=5, tail_n_max=40)
+
+
+def test_simulated_tail_cells_follow_the_head_and_ladder_laws():
+    # nested hypergeometric draws of studies.strata_tail_cells against the exact joint law
+    # P(x | R) P(s, r | R, x): the head's x hypergeometric, then kernels.strata_ladder_law
+    from scipy import stats
+
+    from sampling_lib.kernels import strata_ladder_law
+    from sampling_lib.studies import strata_tail_cells
+
+    N, m, R, users = 60, 10, 9, 20_000
+    x, s, r = strata_tail_cells(np.full(users, R), N, m, tail_n=4, tail_n_max=32, rng=np.random.default_rng(3))
+    z = []
+    for xv in range(0, min(m, R - 1) + 1):
+        px = stats.hypergeom.pmf(xv, N - 1, R - 1, m)
+        sizes, ranks, P = strata_ladder_law([R], N, m, xv, 4, 32)
+        for sj, rj, p in zip(sizes, ranks, P[0]):
+            e = users * px * p
+            if e < 5:
+                continue
+            c = np.sum((x == xv) & (s == sj) & (r == rj))
+            z.append((c - e) / np.sqrt(e * (1 - px * p)))
+    assert len(z) > 10 and np.max(np.abs(z)) < 5
+
+
+def test_strata_consistency_errors_vanish_where_the_tail_is_scored_in_full():
+    from sampling_lib.rankdist import synthetic_models
+    from sampling_lib.studies import strata_consistency
+
+    pmf = synthetic_models(120)["beta_a0.35"]
+    full = strata_consistency(pmf, 15, [80], tail_n=104, tail_n_max=104, replicates=2)
+    np.testing.assert_allclose(full["error"], 0, atol=1e-9)
+    np.testing.assert_allclose(full["cost"], 120)
+    part = strata_consistency(pmf, 15, [80, 160], tail_n=8, tail_n_max=32, replicates=2, seed=1)
+    np.testing.assert_allclose(part["error"], part["estimate"] - part["truth"])
+    assert set(part["M"]) == {80, 160} and (part["cost"] < 120).all()

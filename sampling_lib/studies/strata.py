@@ -14,7 +14,8 @@ import pandas as pd
 
 from .._validation import check_int
 
-__all__ = ["strata_ladder_simulation", "pool_rare_cells", "proxy_frontier"]
+__all__ = ["strata_ladder_simulation", "pool_rare_cells", "proxy_frontier", "strata_tail_cells",
+           "strata_consistency"]
 
 
 def strata_ladder_simulation(n_items, head, above, R, *, tail_n, tail_n_max, users, seed=0,
@@ -180,3 +181,112 @@ def pool_rare_cells(table, min_expected=5.0):
     out["expected"] = out["users"] * p
     out["se"] = np.sqrt(out["users"] * p * (1.0 - p))
     return out[["R", "cells", "count", "expected", "se"]]
+
+
+def strata_tail_cells(R, n_items, head, *, tail_n, tail_n_max, rng):
+    """Stratified cells of users with global ranks R under a random head and the tail ladder, simulated.
+
+    Each user's head is m = ``head`` of its N - 1 negatives drawn at random (a proxy that knows nothing), so
+    x_u ~ Hypergeometric(R_u - 1 above, N - R_u below, m); its tail of T = N - 1 - m negatives holds
+    R_u - 1 - x_u above the held-out item. The tail ladder (:class:`sampling_lib.stratarun.StrataRun`'s
+    rule) draws s_1 = ``tail_n`` of them without replacement, and while none ranks above, draws more up
+    to twice the sample, until ``tail_n_max`` (or T): nested hypergeometric draws, independent of
+    :func:`sampling_lib.kernels.strata_ladder_law`, which notebook 14 checks against the evaluation itself.
+
+    Parameters
+    ----------
+    R : array_like of int in 1..N
+    n_items, head : int
+        N (the held-out item included) and m.
+    tail_n, tail_n_max : int
+        The tail ladder's first sample and its largest.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    above, tail_sizes, ranks : ndarray of int64
+        x_u, s_u and the sampled tail rank r_u = 1 + (sampled tail items above), the arguments of
+        :func:`sampling_lib.estimators.strata_estimate` with N_u = N and m_u = m.
+
+    Examples
+    --------
+    >>> x, s, r = strata_tail_cells([1, 2, 400], 400, 10, tail_n=5, tail_n_max=40, rng=np.random.default_rng(0))
+    >>> s.tolist(), r.tolist()          # rank 1: nothing above, so the ladder reaches its top
+    ([40, 40, 5], [1, 1, 6])
+    """
+    R = np.asarray(R, dtype=np.int64)
+    N, m = check_int(n_items, "n_items", low=2), check_int(head, "head", low=0, high=n_items - 1)
+    T = N - 1 - m
+    x = rng.hypergeometric(R - 1, N - R, m) if m else np.zeros(R.size, dtype=np.int64)
+    good = R - 1 - x
+    top = min(check_int(tail_n_max, "tail_n_max", low=1), T)
+    s = np.full(R.size, min(check_int(tail_n, "tail_n", low=1), T), dtype=np.int64)
+    above = rng.hypergeometric(good, T - good, s)
+    while True:
+        go = np.flatnonzero((above == 0) & (s < top))
+        if go.size == 0:
+            return x.astype(np.int64), s, 1 + above.astype(np.int64)
+        new = np.minimum(2 * s[go], top)
+        above[go] += rng.hypergeometric(good[go], T - good[go] - s[go], new - s[go])
+        s[go] = new
+
+
+def strata_consistency(pmf, head, sizes, *, tail_n, tail_n_max, replicates, metrics=("recall@10", "ndcg@10"),
+                       seed=0):
+    """The stratified estimator's error against the users' own truth, at several numbers of users.
+
+    For each M in ``sizes`` and each replicate: M global ranks drawn from ``pmf``
+    (:func:`sampling_lib.rankdist.draw_global_ranks`), their cells under a random head and the tail ladder
+    (:func:`strata_tail_cells`), and :func:`sampling_lib.estimators.strata_estimate` (no bootstrap)
+    against the mean of F(R_u) over the same users. A consistent estimator's error falls like
+    1 / sqrt(M); a bias that does not vanish keeps it (notebook 14's claim).
+
+    Parameters
+    ----------
+    pmf : array_like, shape (N,)
+        The rank distribution P(R), R = 1..N (every user has the N candidates).
+    head : int
+        Head negatives m.
+    sizes : sequence of int
+        Numbers of users M.
+    tail_n, tail_n_max : int
+    replicates : int
+    metrics : sequence of str
+    seed : int
+        Replicate k at size M draws from ``default_rng([seed, M, k])``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (M, replicate, metric): ``estimate``, ``truth``, ``error`` and ``cost``, the mean
+        number of items the costly model scored per user (1 + m + s_u).
+
+    Examples
+    --------
+    >>> from sampling_lib.rankdist import synthetic_models
+    >>> t = strata_consistency(synthetic_models(500)["beta_a0.35"], 20, [200], tail_n=20, tail_n_max=160,
+    ...                        replicates=2, metrics=["recall@10"])
+    >>> t.columns.tolist(), len(t)
+    (['M', 'replicate', 'metric', 'estimate', 'truth', 'error', 'cost'], 2)
+    """
+    from ..estimators import strata_estimate
+    from ..metrics import metric_values
+    from ..rankdist import draw_global_ranks
+
+    pmf = np.asarray(pmf, dtype=float)
+    N = pmf.size
+    metrics = list(metrics)
+    F = {met: metric_values(met, N) for met in metrics}
+    rows = []
+    for M in sizes:
+        M = check_int(M, "sizes", low=1)
+        for k in range(check_int(replicates, "replicates", low=1)):
+            rng = np.random.default_rng([seed, M, k])
+            R = draw_global_ranks(pmf, M, rng=rng)
+            x, s, r = strata_tail_cells(R, N, head, tail_n=tail_n, tail_n_max=tail_n_max, rng=rng)
+            est = strata_estimate(np.full(M, N), np.full(M, head), x, s, r, metrics=metrics, n_boot=0)
+            for met, e in zip(est["metric"], est["estimate"]):
+                t = float(F[met][R - 1].mean())
+                rows.append({"M": M, "replicate": k, "metric": met, "estimate": float(e), "truth": t,
+                             "error": float(e) - t, "cost": 1 + head + float(s.mean())})
+    return pd.DataFrame(rows)
