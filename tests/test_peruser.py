@@ -1110,7 +1110,7 @@ def test_em_on_column_bands_equals_the_per_user_brute_force(scheme):
     # BAND_TOL of a column's peak left out): several bands, less than the padded block, the same EM
     from sampling_lib.estimators import _em
 
-    Nu, _, r = _population(M=1500, n=20, lo=300, hi=420, seed=9)
+    Nu, _, r = _population(M=700, n=20, lo=300, hi=420, seed=9)
     st = rank_counts(r, 20, n_items=Nu)
     ops = _em.em_operators(st.n_items, st.sizes, st.ranks, scheme)
     bands = [op for op, _ in ops if isinstance(op, _em.RowBlockOp)]
