@@ -1119,3 +1119,17 @@ def test_em_on_column_bands_equals_the_per_user_brute_force(scheme):
     assert sorted(np.concatenate([idx for _, idx in ops]).tolist()) == list(range(st.ranks.size))
     pb, _ = _brute_em(r, Nu, 20, scheme)
     np.testing.assert_allclose(E.mle(r, Nu, 20, scheme=scheme, n_items_tol=0), pb, atol=1e-13)
+
+
+def test_em_surrogate_is_never_used_unchecked():
+    # a first chunk too small to check (at most EM_SURROGATE_CHECKS replicates) is refitted exactly
+    from sampling_lib.estimators import _bootstrap as BT
+
+    st, F, Cb = _em_surrogate_case(seed=13)
+    est = get_estimator("mle", scheme="hypergeometric")
+    fit = est.fit_counts(st, None, F)
+    small = fit.replicates(Cb[:BT.EM_SURROGATE_CHECKS])
+    assert fit._em_sur and fit._em_sur.verdict is None
+    exact = est.fit_counts(st, None, F)
+    exact._em_sur = False
+    np.testing.assert_allclose(small, exact.replicates(Cb[:BT.EM_SURROGATE_CHECKS]), rtol=1e-12)

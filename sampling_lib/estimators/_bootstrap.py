@@ -282,8 +282,8 @@ class EMSurrogate:
     """Bootstrap replicates of the EM family (MLE, WMLE, adaptive MLE) on per-user N_u, by a surrogate.
 
     The estimator "``max_iter`` EM steps from ``init``" (AAAI21 eq 21, TORS24 eq 34) on per-user
-    item counts runs every replicate over one kernel column per cell (N_u, n_u, r): on NCF's
-    MovieLens-1M file (2,295 distinct N_u, 4,677 cells at N = 3,706) 0.24 s a replicate, four
+    item counts runs every replicate over one kernel column per cell (N_u, n_u, r): on a stand-in of
+    NCF's MovieLens-1M file (2,295 distinct N_u, 4,677 cells at N = 3,706) 0.24 s a replicate, four
     minutes per model for 1,000. The surrogate runs the same protocol on a cheaper likelihood:
 
     * kernels only at nodes N_j spaced :data:`EM_SURROGATE_WIDTH` apart in log N, each cell's
@@ -296,7 +296,8 @@ class EMSurrogate:
 
     A replicate is then T_b = T + (Ts_b - Ts): the exact estimate plus the surrogate's change on
     the same counts. The point estimate stays exact; only the spread of the replicates comes from
-    the surrogate. It is checked once per fit, in the first chunk: the
+    the surrogate. It is checked once per fit, in the first chunk (a first chunk of at most
+    :data:`EM_SURROGATE_CHECKS` replicates is refitted exactly): the
     :data:`EM_SURROGATE_CHECKS` replicates farthest from the estimate are refitted exactly and
     replace their values; if any differs by more than :data:`EM_SURROGATE_TOL` bootstrap standard
     deviations, every replicate is refitted exactly. On the ml-1m stand-in the replicates were
@@ -384,10 +385,10 @@ class EMSurrogate:
 
     def replicates(self, Cb, estimate, exact):
         """T + (Ts_b - Ts) for the count vectors Cb, checked against ``exact`` refits once."""
+        if self.verdict is False or (self.verdict is None and Cb.shape[0] <= EM_SURROGATE_CHECKS):
+            return exact(Cb)          # failed, or too few replicates to check: exact refits
         if self.base is None:
             self.base = self.estimates(self.counts0)[0]
-        if self.verdict is False:
-            return exact(Cb)
         out = estimate + (self.estimates(Cb) - self.base)
         if self.verdict is None and Cb.shape[0] > EM_SURROGATE_CHECKS:
             sd = np.maximum(out.std(axis=0, ddof=1), 1e-300)

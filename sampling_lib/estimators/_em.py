@@ -51,7 +51,6 @@ References
 from __future__ import annotations
 
 import hashlib
-
 import warnings
 from dataclasses import dataclass
 
@@ -146,8 +145,8 @@ def _row_blocks(K, cells):
 
     Each column's band is its rows with entries >= :data:`BAND_TOL` times the column's largest;
     columns sorted by the band's first row are cut into blocks of :data:`_BAND_COLS`, each stored on
-    the union of its columns' bands. On NCF's MovieLens-1M range (4,677 cells, 3,686 rows) the bands
-    hold 43% of the block, so an E-step reads about half as much.
+    the union of its columns' bands. On a stand-in of NCF's MovieLens-1M file (4,677 cells, 3,686 rows)
+    the bands hold 43% of the block, so an E-step reads about half as much.
     """
     big = K >= BAND_TOL * K.max(axis=0, keepdims=True)
     first = np.argmax(big, axis=0)
