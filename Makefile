@@ -8,7 +8,7 @@ LOCK   := requirements-lock.txt
 # The runs below write Python's bytecode cache (__pycache__, ignored by git) even where the environment sets
 # PYTHONDONTWRITEBYTECODE: every notebook kernel, CLI subprocess and test worker of a run imports the library,
 # and without the cache each compiled it again, and pytest rewrote the tests' asserts again in each worker
-# (a seventh of make test's CPU time). The venv's packages are compiled when they are installed.
+# (a seventh of make test's CPU time). The venv's packages are compiled the same way, when first imported.
 PYC    := env -u PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup reports test test-slow smoke bench clean lock test-latest strip git-filter
@@ -28,15 +28,16 @@ setup: $(STAMP)
 # Exact versions come from the lock (hash-checked), then the project itself without dependencies:
 # the environment that produced reports/ (recorded in reports/environment.json and index.html).
 # uv (from the package registry, into the venv as a tool, as `make lock` does) installs the same hash-checked
-# lock, compiled, in a quarter of pip's time (23 s against 89 s on 2 cores, part of a fresh clone's make test); where uv
-# cannot be installed, pip does it.
+# lock in a fraction of pip's time (89 s with pip on 2 cores); where uv cannot be installed, pip does it.
+# Not compiled at install (uv's --compile-bytecode took 23 s of a fresh clone's make test to compile every
+# module of every package): the targets below write the bytecode of the modules they import, once.
 UV_VERSION := 0.13.9
 $(STAMP): pyproject.toml $(LOCK)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	@if $(BIN)/python -m pip install --quiet uv==$(UV_VERSION); then \
 		echo "$(BIN)/uv pip install --require-hashes -r $(LOCK)" && \
-		$(BIN)/uv pip install --python $(BIN)/python --compile-bytecode --require-hashes -r $(LOCK) && \
+		$(BIN)/uv pip install --python $(BIN)/python --require-hashes -r $(LOCK) && \
 		$(BIN)/uv pip install --python $(BIN)/python --no-deps -e . ; \
 	else \
 		echo "uv not installable: pip installs the lock" && \
