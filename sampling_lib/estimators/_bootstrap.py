@@ -34,7 +34,7 @@ import numpy as np
 import scipy.sparse
 
 from ..kernels import DEFAULT_GRID_TOL, DEFAULT_N_ITEMS_TOL, em_grid, kernel_entries
-from ._em import em_fixed_iterations, em_operators
+from ._em import em_fixed_iterations, em_operators, op_array
 from ._linalg import OUTER_MAX, grid_outer
 from ._linear import linear_on_grid_batch
 from ._mes import mes_replicate_atoms
@@ -342,7 +342,7 @@ class EMSurrogate:
         nmax = int(sizes[-1])
         col = lambda j: (j * sizes.size + si) * nmax + st.ranks - 1  # noqa: E731  (node, size, rank)
         c = st.ranks.size
-        exact_work = sum(op.K.size if hasattr(op, "K") else op.size for op, _ in fitted._em_operators())
+        exact_work = sum(op_array(op).size for op, _ in fitted._em_operators())
         used = np.unique(np.r_[col(lo), col(lo + 1)])
         if exact_work < EM_SURROGATE_GAIN * (g.lo.size * used.size + 8 * c):
             return None

@@ -162,6 +162,11 @@ def _row_blocks(K, cells):
     return out
 
 
+def op_array(op):
+    """The kernel array an operator holds (a plain block is its own array)."""
+    return op if isinstance(op, np.ndarray) else op.K
+
+
 def op_q(op, pi):
     """P(cell | pi) of an operator's cells for distributions ``pi`` (B, N): (B, k)."""
     if isinstance(op, np.ndarray):
@@ -207,10 +212,9 @@ def em_operators(n_items, sizes, ranks, scheme="binomial", *, tol=0.0):
         return _OPS_CACHE[key]
     ops = _build_operators(*arrays, scheme, tol)
     _OPS_CACHE.clear()
-    size = sum(op.K.nbytes if hasattr(op, "K") else op.nbytes for op, _ in ops)
-    if size <= OPS_CACHE_BYTES:
+    if sum(op_array(op).nbytes for op, _ in ops) <= OPS_CACHE_BYTES:
         for op, idx in ops:
-            (op.K if hasattr(op, "K") else op).setflags(write=False)
+            op_array(op).setflags(write=False)
             idx.setflags(write=False)
         _OPS_CACHE[key] = ops
     return ops

@@ -76,6 +76,7 @@ __all__ = [
     "linear_on_grid_batch",
     "GroupSolution",
     "HeadWeights",
+    "group_prior",
     "linear_group_solutions",
 ]
 
@@ -224,21 +225,32 @@ def _remembered_gram(kind, N, n, scheme, p, extra, build):
     return G
 
 
-def _bv_gram(N, n, scheme, K, p, gamma):
-    def build():
-        c = K.T @ p
-        G = (1.0 - gamma) * _weighted_gram(K, p, _row_support(N, n, scheme))
+def _linear_gram(kind, K, KDK, extra, KtK=None):
+    """The n x n matrix G of BV (TORS24 eqs 9-10) or MN (eq 42) from K^T D K (and MN's K^T K).
+
+    BV: G = (1 - gamma) K^T D K + gamma diag(K^T D 1), with K^T D 1 the prior's column sums
+    ``K.T @ p`` (passed as ``extra=(gamma, c)``); MN: G = K^T D K - K^T K / M + diag(K^T 1) / M.
+    """
+    if kind == "bv":
+        gamma, c = extra
+        G = (1.0 - gamma) * KDK
         G[np.diag_indices_from(G)] += gamma * c
         return G
+    G = KDK - KtK / extra
+    G[np.diag_indices_from(G)] += K.sum(axis=0) / extra
+    return G
+
+
+def _bv_gram(N, n, scheme, K, p, gamma):
+    def build():
+        return _linear_gram("bv", K, _weighted_gram(K, p, _row_support(N, n, scheme)), (gamma, K.T @ p))
     return _remembered_gram("bv", N, n, scheme, p, gamma, build)
 
 
 def _mn_gram(N, n, scheme, K, p, M):
     def build():
-        KtK, colsum = _plain_gram(N, n, scheme)
-        G = _weighted_gram(K, p, _row_support(N, n, scheme)) - KtK / M
-        G[np.diag_indices_from(G)] += colsum / M
-        return G
+        return _linear_gram("mn", K, _weighted_gram(K, p, _row_support(N, n, scheme)), M,
+                            KtK=_plain_gram(N, n, scheme)[0])
     return _remembered_gram("mn", N, n, scheme, p, M, build)
 
 
@@ -323,6 +335,21 @@ class HeadWeights:
         return f"HeadWeights(N={self.N}, head={self._head.size})"
 
 
+def group_prior(prior, N):
+    """A prior over ranks 1..max N_u restricted to a group's ranks 1..N and renormalised.
+
+    Examples
+    --------
+    >>> group_prior([0.5, 0.25, 0.25], 2).tolist()
+    [0.6666666666666666, 0.3333333333333333]
+    """
+    p = np.asarray(prior, dtype=float)[:N]
+    total = p.sum()
+    if not total > 0:
+        raise ValueError(f"prior has no mass on ranks 1..{N}, the candidates of a group of users with N_u <= {N}")
+    return p / total
+
+
 #: Largest total size of the group solutions kept for the next call (the same evaluation's next
 #: model shares its users' N_u and so every group's Z).
 GROUP_CACHE_BYTES = 256 << 20
@@ -387,25 +414,13 @@ def linear_group_solutions(kind, n_items, n, H, *, scheme="binomial", gamma=0.01
         prior = np.asarray(prior, dtype=float)
     out = {}
     for N, K in kernels_ascending(Ns, n, scheme):
-        if prior is None:
-            p = np.full(N, 1.0 / N)
-        else:
-            p = prior[:N]
-            total = p.sum()
-            if not total > 0:
-                raise ValueError(f"prior has no mass on ranks 1..{N}, the candidates of a group of users "
-                                 f"with N_u = {N}")
-            p = p / total
+        p = np.full(N, 1.0 / N) if prior is None else group_prior(prior, N)
         # dense Gram products (BLAS on the whole kernel: 3x faster here than the row windows of
         # _weighted_gram for one-off kernels, and exact where the windows skip entries < 1e-17)
         KtK = K.T @ K
-        G = KtK * p[0] if prior is None else (K * np.sqrt(p)[:, None]).T @ (K * np.sqrt(p)[:, None])
-        if kind == "bv":
-            G *= 1.0 - extra
-            G[np.diag_indices_from(G)] += extra * (K.T @ p)
-        else:
-            G -= KtK / extra
-            G[np.diag_indices_from(G)] += K.sum(axis=0) / extra
+        Ks = None if prior is None else K * np.sqrt(p)[:, None]
+        KDK = KtK * p[0] if prior is None else Ks.T @ Ks
+        G = _linear_gram(kind, K, KDK, (extra, K.T @ p) if kind == "bv" else extra, KtK=KtK)
         Hb = min(H, N)
         out[N] = GroupSolution(N, _solve_sym(G, np.ascontiguousarray(K[:Hb].T), kind), p[:Hb].copy())
     if key is not None:

@@ -88,8 +88,8 @@ from ..exceptions import EstimatorOptionError
 from ..kernels import DEFAULT_GRID_TOL, DEFAULT_N_ITEMS_TOL, em_grid, n_items_bins
 from . import _logspline, _logspline_boot
 from ._bootstrap import FittedEstimator
-from ._linear import (HeadWeights, bv, bv_sampled_metric, cls, cls_fit, cls_replicates, linear_group_solutions,
-                      linear_on_grid, mn, mn_sampled_metric, sampled_pmf)
+from ._linear import (HeadWeights, bv, bv_sampled_metric, cls, cls_fit, cls_replicates, group_prior,
+                      linear_group_solutions, linear_on_grid, mn, mn_sampled_metric, sampled_pmf)
 from ._mes import mes, mes_replicates
 from ._mle import adaptive_mle, mle, wmle, wmle_weights
 from . import _popularity
@@ -355,14 +355,7 @@ class Estimator:
 
     def _group_prior(self, prior, Nb):
         """A prior over 1..max N_u restricted to a group's ranks 1..N_b (renormalised)."""
-        if prior is None:
-            return None
-        p = np.asarray(prior, dtype=float)[:Nb]
-        total = p.sum()
-        if not total > 0:
-            raise ValueError(f"prior has no mass on ranks 1..{Nb}, the candidates of a group of "
-                             f"users with N_u <= {Nb}")
-        return p / total
+        return None if prior is None else group_prior(prior, Nb)
 
     def _group_users(self, opts, M):
         """Options of a group's fit: MN's ``M`` (when not given) is the evaluation's M users, not the group's.

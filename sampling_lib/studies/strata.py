@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_int
+from ..kernels import next_tail_size
 
 __all__ = ["strata_ladder_simulation", "pool_rare_cells", "proxy_frontier", "strata_tail_cells",
            "strata_consistency"]
@@ -226,7 +227,7 @@ def strata_tail_cells(R, n_items, head, *, tail_n, tail_n_max, rng):
         go = np.flatnonzero((above == 0) & (s < top))
         if go.size == 0:
             return x.astype(np.int64), s, 1 + above.astype(np.int64)
-        new = np.minimum(2 * s[go], top)
+        new = next_tail_size(s[go], top, T)
         above[go] += rng.hypergeometric(good[go], T - good[go] - s[go], new - s[go])
         s[go] = new
 
