@@ -225,6 +225,8 @@ def test_version_and_help_examples(capsys):
         assert rc == 0 and "examples:\n  " in out and f"sampling-lib {command} ranks.csv" in out
 
 
+# slow (3 s, a subprocess): .ci/run runs `python -m sampling_lib` from the installed wheel
+@pytest.mark.slow
 def test_python_dash_m_sampling_lib_is_the_cli(files, capsys):
     """``python -m sampling_lib estimate ...`` (was: "invalid choice ... choose from 'run'")."""
     d, *_ = files

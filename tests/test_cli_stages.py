@@ -402,6 +402,9 @@ def test_merged_ranks_of_stage_files_carry_the_first_stage_and_plan_pairs_the_mo
                    rf"bad.csv, line {k + 2} has first_rank {bad.loc[k, 'rank'] + 1} and rank {bad.loc[k, 'rank']}")
 
 
+# slow (7 s): the whole ladder workflow from printed commands; test_the_whole_workflow_of_two_stages keeps
+# the quick path through the same commands
+@pytest.mark.slow
 def test_the_commands_plan_prints_run_as_printed(run, tmp_path):
     """A ladder chosen far below resolution: plan prints the stage-2 command and the re-planning commands
     (ranks of the first rungs' stage files, plan on the merged ranks). With the placeholders filled in,

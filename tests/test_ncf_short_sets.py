@@ -49,6 +49,8 @@ def _run(args, capsys):
     return code, out.out, out.err
 
 
+# slow (5 s): the re-planning workflow on NCF's short sets; the module's other tests keep the reader and plan
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_plan_stages_and_replan_take_short_first_stages(ncf, capsys, monkeypatch):
     d, score = ncf

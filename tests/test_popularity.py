@@ -396,6 +396,8 @@ def _scores_table(d, last, neg, rng):
     return pd.DataFrame(rows)
 
 
+# slow (4 s): test_estimate_and_compare_popularity keeps the API path, the CLI reader tests the file path
+@pytest.mark.slow
 def test_cli_and_api_popularity_end_to_end(pop_files):
     from sampling_lib.cli import main
     from sampling_lib.correct import compare, estimate

@@ -73,6 +73,9 @@ def test_blas_is_pinned_to_one_thread_inside_estimate_compare_and_the_cli(tmp_pa
     assert got["after"] == got["before"], got                  # restored when the call returns
 
 
+# slow (3 s, a subprocess): test_blas_is_pinned_to_one_thread_inside_estimate_compare_and_the_cli keeps the
+# same spy on the default; test_user_thread_setting_reads_every_variable the rule
+@pytest.mark.slow
 def test_the_users_thread_setting_wins(tmp_path):
     got = _spy(tmp_path, OPENBLAS_NUM_THREADS="2")
     assert got["before"] == 2, got
