@@ -1,4 +1,4 @@
-"""Tests of the linear metric estimators BV, CLS and MN (sampling_lib.estimators._linear)."""
+"""Tests of the linear metric estimators BV, CLS and MN (sampling_lib.estimators._linear, ._cls)."""
 import itertools
 
 import numpy as np
@@ -7,12 +7,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize
 
+from sampling_lib.estimators._cls import cls
 from sampling_lib.estimators._linear import (
     bv,
     bv_from_pmf,
     bv_rank_pmf,
     bv_sampled_metric,
-    cls,
     exact_mse,
     mn,
     mn_from_pmf,

@@ -27,9 +27,10 @@ registry imports the families; no module imports the registry but the package.
 """
 from ._bootstrap import FittedEstimator, weights_head
 from ._em import em_core_batch, mixture_em
-from ._linear import (CLSFit, MSEBound, bv, bv_from_pmf, bv_rank_pmf, bv_sampled_metric, cls, cls_fit,
-                      exact_mse, linear_on_grid, linear_on_grid_batch, mn, mn_from_pmf, mn_sampled_metric,
-                      mn_sampled_metric_lstsq, mse_bound, multinomial_linear_var, sampled_pmf)
+from ._cls import CLSFit, cls, cls_fit
+from ._linear import (MSEBound, bv, bv_from_pmf, bv_rank_pmf, bv_sampled_metric, exact_mse, linear_on_grid,
+                      linear_on_grid_batch, mn, mn_from_pmf, mn_sampled_metric, mn_sampled_metric_lstsq, mse_bound,
+                      multinomial_linear_var, sampled_pmf)
 from ._logspline import (DEFAULT_KNOT_SPACING, DEFAULT_PENALTY, GRID_N_MAX, SENSITIVITY_FACTOR, GridWeights,
                          LogsplineResult, logspline, logspline_cells_fit, logspline_fit, logspline_sensitivity,
                          penalty_matrix, prior_masses, sensitivity_penalties, spline_grid)

@@ -1,6 +1,6 @@
-"""Linear metric estimators: BV, CLS and the multinomial estimator MN.
+"""Linear metric estimators: BV and the multinomial estimator MN (CLS: :mod:`._cls`).
 
-All three follow Krichene and Rendle's idea (TORS24 eq 6, AAAI21 eq 8): find a
+BV, MN and CLS all follow Krichene and Rendle's idea (TORS24 eq 6, AAAI21 eq 8): find a
 *sampled metric* x = (F^(1), ..., F^(n)) on sampled ranks so that
 
     T^ = (1/M) sum_u x[r_u] = sum_r P~(r) x_r  ~  T = sum_R P(R) F(R),
@@ -44,15 +44,14 @@ from __future__ import annotations
 
 import hashlib
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 import scipy.linalg
-from scipy.optimize import nnls
 
 from .._validation import check_float, check_int, check_N_n, check_pmf, check_ranks, check_scheme
-from ..kernels import em_grid, kernel, kernels_ascending
+from ..kernels import kernel, kernels_ascending
 from ._linalg import batched_gram
 
 __all__ = [
@@ -60,9 +59,6 @@ __all__ = [
     "bv_from_pmf",
     "bv_rank_pmf",
     "bv_sampled_metric",
-    "cls",
-    "cls_fit",
-    "CLSFit",
     "mn",
     "mn_from_pmf",
     "mn_sampled_metric",
@@ -853,174 +849,3 @@ def linear_on_grid_batch(kind, P_tilde, priors, Kg, size, Fcell, *, gamma=0.01, 
         out[a:b] = (p * (y @ Kg.T)) @ Fcell
     return out
 
-
-# ----------------------------------------------------------------------------
-# CLS
-# ----------------------------------------------------------------------------
-def cls(sampled_ranks, N, n, prior=None, *, max_rank=None, scheme="binomial", grid_tol=None):
-    """Krichene-Rendle constrained least squares (CLS), TORS24 eq 7, in P(R) form.
-
-    For a metric F, CLS picks the sampled metric x that minimizes the bias
-
-        sum_R P(R) (E[x_r | R] - F(R))^2     subject to x_1 >= x_2 >= ... >= x_n
-
-    (the monotonicity constraint; x_n itself is unconstrained). Unlike BV and
-    MN this x is not linear in F, so no single weight vector reproduces CLS
-    for every metric. **Decision**: like TORS24 eq 28 does for BV, we return
-    the CLS estimate of the rank distribution,
-
-        w_R = Recall^_CLS@R - Recall^_CLS@(R-1),
-
-    where Recall^_CLS@R solves the constrained problem for F = 1{. <= R}
-    (a monotone metric, so the constraint is natural). Then ``w @ F`` is a
-    metric-independent CLS estimate, and it reproduces the per-metric CLS
-    exactly for Recall@K. Entries of ``w`` may be negative.
-
-    Each problem is a non-negative least-squares problem in the increments
-    z_j = x_j - x_{j+1} solved by ``scipy.optimize.nnls`` after one QR
-    factorization of sqrt(D) times the (N, n) matrix of P(r <= j | R)
-    (Householder QR for accuracy: the CDF columns are nearly collinear). Cost:
-    O(N n^2) for the QR plus max_rank small NNLS; memory: a few (N, n) arrays
-    (N = 10^6, n = 100: ~13 s and ~5 GB peak including the kernel).
-
-    Parameters
-    ----------
-    sampled_ranks : array_like of int in 1..n
-    N, n : int
-    prior : array_like of length N, optional
-        P(R) in the objective; default uniform (Krichene and Rendle).
-    max_rank : int, optional, keyword-only
-        Solve only for R <= max_rank (default N). The remaining estimated mass
-        1 - Recall^_CLS@max_rank is spread over R > max_rank in proportion to
-        the prior (uniformly if the prior has no mass there), so ``w @ F`` is
-        exact CLS for every metric with F(R) = 0 for R > max_rank (top-K
-        metrics with K <= max_rank) at the cost of max_rank small problems.
-    scheme : {"binomial", "hypergeometric"}, keyword-only
-    grid_tol : float or None, keyword-only
-        Solve on the compressed kernel (see :func:`cls_fit`); None is exact.
-
-    Returns
-    -------
-    w : ndarray, shape (N,), sums to 1.
-
-    References
-    ----------
-    TORS24 eq 7; AAAI21 Sec "The Sampled Metric Approach"; Krichene and Rendle
-    (KDD 2020).
-
-    Examples
-    --------
-    >>> w = cls([1, 1, 2, 5, 9], N=200, n=10, max_rank=20)
-    >>> w.shape, round(float(w.sum()), 10)
-    ((200,), 1.0)
-    """
-    return cls_fit(sampled_ranks, N, n, prior, max_rank=max_rank, scheme=scheme,
-                   grid_tol=grid_tol).weights
-
-
-@dataclass(frozen=True)
-class CLSFit:
-    """CLS in P(R) form with what its bootstrap needs (:func:`cls_fit`).
-
-    Attributes
-    ----------
-    weights : ndarray, shape (N,)
-    Z : ndarray, shape (max_rank, n + 1)
-        NNLS solutions z_R: Recall^_CLS@R = coef(P~) @ z_R with
-        coef(P~) = (cumsum(P~), -sum(P~)) -- the constraints and the objective
-        do not involve P~, so z_R does not: CLS with a fixed prior is linear
-        in the sampled-rank distribution.
-    tail : ndarray, shape (N - max_rank,)
-        Shares of the mass beyond max_rank (the prior's, normalized).
-    grid_size : int
-        Rows of the least-squares problem (N, or the compressed grid's bins).
-    """
-
-    weights: np.ndarray
-    Z: np.ndarray
-    tail: np.ndarray
-    grid_size: int
-
-    def recall(self, P_tilde):
-        """Recall^_CLS@R, R = 1..max_rank, for sampled-rank distributions (..., n)."""
-        c = np.cumsum(np.asarray(P_tilde, dtype=float), axis=-1)
-        coef = np.concatenate([c, -c[..., -1:]], axis=-1)
-        return coef @ self.Z.T
-
-    def estimates(self, P_tilde, F):
-        """``w(P~) @ F`` for a batch of sampled-rank distributions (B, n): shape (B, m)."""
-        rec = self.recall(P_tilde)
-        Rmax = self.Z.shape[0]
-        est = np.diff(rec, axis=-1, prepend=0.0) @ F[:Rmax]
-        if self.tail.size:
-            est += (1.0 - rec[..., -1:]) * (self.tail @ F[Rmax:])[None, :]
-        return est
-
-
-def cls_fit(sampled_ranks, N, n, prior=None, *, max_rank=None, scheme="binomial", grid_tol=None):
-    """:func:`cls` with its NNLS solutions (:class:`CLSFit`): batched bootstrap replicates.
-
-    Every z_R solves a problem that does not involve the data (the data
-    enter only through coef(P~) @ z_R), so a bootstrap replicate is one
-    matrix product (:meth:`CLSFit.estimates`), the exact CLS of the
-    replicate.
-
-    With ``grid_tol`` (and max_rank <= the grid's exact head, 256), the
-    least-squares rows are the grid's bins: the objective
-    sum_R P(R) (E[x_r | R] - F(R))^2 on the compressed kernel K'
-    (:func:`sampling_lib.kernels.rank_grid`) has equal rows, equal F (0
-    beyond max_rank) and summed weights P(bin) inside a bin, so it is
-    exactly the (G, n) problem with weights p_j: O(G n^2) instead of O(N n^2).
-    """
-    N, n = check_N_n(N, n)
-    scheme = check_scheme(scheme)
-    p = _prior(prior, N)
-    pt = sampled_pmf(sampled_ranks, n)
-    Rmax = N if max_rank is None else check_int(max_rank, "max_rank", low=1, high=N)
-    grid = em_grid(N, n, scheme, grid_tol) if Rmax < N else None
-    if grid is not None and np.all(grid[0].size[:Rmax] == 1):
-        g, Kg = grid
-        rows_p, Krows = g.bin_sums(p), Kg
-    else:
-        rows_p, Krows = p, kernel(N, n, scheme)
-    sp = np.sqrt(rows_p)
-    cdf = np.cumsum(Krows, axis=1)                   # P(r <= j | R), x = L z
-    Q, Rq = np.linalg.qr(sp[:, None] * cdf)          # (rows, n), (n, n)
-    # Q^T f_R for f_R = sqrt(p) 1{. <= R}: cumulative sums of rows of sqrt(p) Q
-    # (the first Rmax rows are single ranks on the grid too)
-    d = np.cumsum(Q[:Rmax] * sp[:Rmax, None], axis=0)  # row R-1 -> Q^T f_R
-    # last increment z_n = x_n is free: split it into two nonnegative columns
-    A = np.hstack([Rq, -Rq[:, -1:]])
-    Z = np.zeros((Rmax, n + 1))
-    for R in range(Rmax):
-        if R == N - 1:
-            Z[R, -2] = 1.0                            # F = 1: x = 1 exactly (coef[-2] = 1)
-            continue
-        Z[R], _ = nnls(A, d[R], maxiter=50 * (n + 1))
-    tail = np.zeros(0)
-    if Rmax < N:
-        tail = p[Rmax:]
-        tail = tail / tail.sum() if tail.sum() > 0 else np.full(N - Rmax, 1.0 / (N - Rmax))
-    fit = CLSFit(weights=np.zeros(0), Z=Z, tail=tail, grid_size=int(Krows.shape[0]))
-    recall = fit.recall(pt)
-    w = np.zeros(N)
-    w[:Rmax] = np.diff(recall, prepend=0.0)
-    if Rmax < N:
-        w[Rmax:] = (1.0 - recall[-1]) * tail
-    return replace(fit, weights=w)
-
-
-def cls_replicates(fitted, Cb):
-    """CLS bootstrap replicates (B, m): linear in the sampled-rank distribution (:class:`CLSFit`).
-
-    None for per-user N (fitted per group of N_u): the registry then refits
-    every replicate.
-    """
-    if fitted.state is None:
-        return None
-    st = fitted.counts
-    n = int(st.size_values[0])
-    Pt = np.zeros((Cb.shape[0], n))
-    Pt[:, st.ranks - 1] = Cb
-    Pt /= Pt.sum(axis=1, keepdims=True)
-    return fitted.state.estimates(Pt, fitted.F_full)

@@ -88,8 +88,9 @@ from ..exceptions import EstimatorOptionError
 from ..kernels import DEFAULT_GRID_TOL, DEFAULT_N_ITEMS_TOL, em_grid, n_items_bins
 from . import _logspline, _logspline_boot
 from ._bootstrap import FittedEstimator
-from ._linear import (HeadWeights, bv, bv_sampled_metric, cls, cls_fit, cls_replicates, group_prior,
-                      linear_group_solutions, linear_on_grid, mn, mn_sampled_metric, sampled_pmf)
+from ._cls import cls, cls_fit, cls_replicates
+from ._linear import (HeadWeights, bv, bv_sampled_metric, group_prior, linear_group_solutions, linear_on_grid, mn,
+                      mn_sampled_metric, sampled_pmf)
 from ._mes import mes, mes_replicates
 from ._mle import adaptive_mle, mle, wmle, wmle_weights
 from . import _popularity
