@@ -13,7 +13,6 @@ project, e.g. ``notebooks/01_sampling_theorem.ipynb`` and
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import re
 import shutil
@@ -108,41 +107,6 @@ class NotebookJob(NamedTuple):
     output_label: object = None
 
 
-@functools.lru_cache(maxsize=1)
-def _engine_name():
-    """papermill's nbclient engine, registered under a name of the runner's, writing the notebook once.
-
-    papermill's execution manager writes the whole notebook before and after every cell (a serialization
-    and a schema validation each: 15 ms for a smoke run's notebook, over half a second a notebook); the
-    runner reads the executed notebook only when the run has ended, so it is written then
-    (``notebook_complete``, which papermill calls whether the run succeeded, failed or was interrupted).
-    """
-    from papermill.engines import NBClientEngine, NotebookExecutionManager, papermill_engines
-
-    class WrittenAtEnd(NotebookExecutionManager):
-        def save(self, **kwargs):
-            if self.end_time is not None:          # set by notebook_complete just before its save
-                super().save(**kwargs)
-
-    class Engine(NBClientEngine):
-        @classmethod
-        def execute_notebook(cls, nb, kernel_name, output_path=None, progress_bar=True, log_output=False,
-                             autosave_cell_every=30, **kwargs):
-            # papermill's Engine.execute_notebook with the manager above
-            nb_man = WrittenAtEnd(nb, output_path=output_path, progress_bar=progress_bar, log_output=log_output,
-                                  autosave_cell_every=autosave_cell_every)
-            nb_man.notebook_start()
-            try:
-                cls.execute_managed_notebook(nb_man, kernel_name, log_output=log_output, **kwargs)
-            finally:
-                nb_man.cleanup_pbar()
-                nb_man.notebook_complete()
-            return nb_man.nb
-
-    papermill_engines.register("sampling-lab", Engine)
-    return "sampling-lab"
-
-
 def execute_notebook(src, dst, parameters=None, cwd=None, html=True, timeout=None, *, kernel_dir=None,
                      output_label=None):
     """Execute one notebook with papermill into ``dst`` and render ``dst`` as HTML.
@@ -199,7 +163,6 @@ def execute_notebook(src, dst, parameters=None, cwd=None, html=True, timeout=Non
             shutdown_kernel="immediate",
             kernel_manager_class=RunnerKernelManager,
             config=config,
-            engine_name=_engine_name(),
         )
         ok = True
     except Exception as exc:  # papermill wraps the cell error
