@@ -10,6 +10,7 @@ the batched bootstrap refits against refits from scratch; the grouping rule agai
 """
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -477,3 +478,39 @@ def test_bad_options_name_the_argument():
         strata_pooling_check(*a, k_max=5, n_sim=0)
     with pytest.raises(ValueError, match="R must hold global ranks >= 1"):
         kernels.strata_kernel([0, 1], *a)
+
+
+def _lastfm_like():
+    """Cells shaped like Last.fm's ALS with an item-KNN head of 100 and a tail ladder 400 -> 1,600 (1,884
+    users): most users settled by the head or at tail rank 1 at the ladder's top, 12 with a tail item
+    above, one or three per head count."""
+    spec = [(11, 0, 1, 1403), (0, 1600, 1, 109), (1, 1600, 1, 85), (2, 1600, 1, 40), (3, 1600, 1, 38),
+            (4, 1600, 1, 27), (5, 1600, 1, 34), (6, 1600, 1, 34), (7, 1600, 1, 27), (8, 1600, 1, 29),
+            (9, 1600, 1, 19), (10, 0, 1, 27), (8, 1600, 2, 3), (9, 1600, 2, 1), (6, 800, 2, 1), (9, 800, 2, 1),
+            (5, 800, 2, 1), (6, 1600, 2, 1), (5, 1600, 2, 1), (2, 1600, 2, 1), (7, 800, 2, 1), (4, 400, 2, 1)]
+    x, s, r = (np.repeat([c[k] for c in spec], [c[3] for c in spec]) for k in range(3))
+    return 17583 + np.arange(x.size) % 49, np.full(x.size, 100), x, s, r
+
+
+def test_a_group_resampled_without_a_tail_item_above_takes_the_limit_prior():
+    """A replicate in which a group's users all sit at tail rank 1 (the resample left out its one user with a
+    tail item above) has no penalized maximum: under all prior mass at tail rank 1 every user's likelihood is
+    largest, and a linear trend of the coefficients (the penalty does not see it) approaches that without end.
+    Newton hit its iteration limit on a third of such replicates (a ConvergenceWarning). The replicate's prior
+    is now that limit: no warning, and its estimate is the closed form, each user at global rank 1 + x_u."""
+    from sampling_lib.exceptions import ConvergenceWarning
+    from sampling_lib.metrics import metric_values
+
+    cells = _lastfm_like()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        t = strata_estimate(*cells, metrics=["recall@10", "ndcg@10"], n_boot=64, rng=0)
+    assert (t.ci_low < t.estimate).all() and (t.estimate < t.ci_high).all()
+    fit = logspline_strata_fit(*cells, k_max=10)
+    parsed, F = fit.metric_matrix(["recall@10", "ndcg@10"])
+    limit = np.where(fit.ranks == 1, fit.counts, 0)[None]          # every group without its users at r = 2
+    assert 0 < limit.sum() < fit.users
+    rep = LS._replicates(fit, limit, F, LS._hessians(fit))
+    inside = fit.above < 10                                            # users the head settles count 0
+    closed = [limit[0][inside] @ metric_values(m, 12)[fit.above[inside]] / fit.users for m in ("recall@10", "ndcg@10")]
+    np.testing.assert_allclose(rep[0], closed, rtol=1e-12)
