@@ -497,7 +497,8 @@ def test_a_group_resampled_without_a_tail_item_above_takes_the_limit_prior():
     tail item above) has no penalized maximum: under all prior mass at tail rank 1 every user's likelihood is
     largest, and a linear trend of the coefficients (the penalty does not see it) approaches that without end.
     Newton hit its iteration limit on a third of such replicates (a ConvergenceWarning). The replicate's prior
-    is now that limit: no warning, and its estimate is the closed form, each user at global rank 1 + x_u."""
+    is now that limit: no warning, and its estimate is the closed form, each user at global rank 1 + x_u; so is
+    the point fit of a group whose users are all at tail rank 1."""
     from sampling_lib.exceptions import ConvergenceWarning
     from sampling_lib.metrics import metric_values
 
@@ -514,3 +515,12 @@ def test_a_group_resampled_without_a_tail_item_above_takes_the_limit_prior():
     inside = fit.above < 10                                            # users the head settles count 0
     closed = [limit[0][inside] @ metric_values(m, 12)[fit.above[inside]] / fit.users for m in ("recall@10", "ndcg@10")]
     np.testing.assert_allclose(rep[0], closed, rtol=1e-12)
+    # the same for the point fit of data at the limit (every user at tail rank 1): the closed form, no warning
+    at = cells[4] == 1
+    x = cells[2][at]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = strata_estimate(*(a[at] for a in cells), metrics=["recall@10", "ndcg@10"], n_boot=64, rng=0)
+    closed = [metric_values(m, 12)[x[x < 10]].sum() / x.size for m in ("recall@10", "ndcg@10")]
+    np.testing.assert_allclose(t.estimate, closed, rtol=1e-12)
+    assert (t.ci_low <= t.estimate).all() and (t.estimate <= t.ci_high).all()

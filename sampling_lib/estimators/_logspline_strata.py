@@ -55,10 +55,11 @@ from ..inference import percentile_interval, z_critical
 from ..kernels import check_strata, strata_kernel
 from ..metrics import METRICS, metric_matrix, parse_metrics
 from ._logspline import (DEFAULT_KNOT_SPACING, DEFAULT_PENALTY, EXACT_RANKS, _fit_from, fit_counts_weight,
-                         hessian_cells, penalty_matrix, prior_masses, sensitivity_penalties, spline_grid)
+                         hessian_cells, penalty_matrix, posterior_cells, prior_masses, sensitivity_penalties,
+                         spline_grid)
 from ._logspline_cells import grid_size_n
 from ._logspline_boot import bootstrap_core
-from ._logspline_weights import LogsplineResult
+from ._logspline_weights import GridWeights, LogsplineResult
 
 __all__ = ["DEFAULT_MIN_GROUP_USERS", "STRATA_METHOD", "COORDINATES", "StrataGroup", "StrataFit", "PoolingCheck",
            "strata_groups", "logspline_strata_fit", "strata_estimate", "strata_pooling_check"]
@@ -372,11 +373,44 @@ def _fit_groups(counts, K, grid, above, ranges, penalty, knot_spacing, coordinat
         low = int(above[cells].min()) + 1 if coordinate == "rank" else 1
         gg = _support_grid(grid, low)
         b0 = None if beta0 is None else beta0[j]
-        fit = _fit_from(counts[cells], np.ascontiguousarray(K[:, cells]), gg, P, penalty, knot_spacing,
-                        info=hessian_cells, beta0=b0)
+        Kc = np.ascontiguousarray(K[:, cells])
+        if _at_the_limit(counts[cells][None], Kc)[0]:
+            fit = _limit_fit(counts[cells], Kc, gg, penalty, knot_spacing)
+        else:
+            fit = _fit_from(counts[cells], Kc, gg, P, penalty, knot_spacing, info=hessian_cells, beta0=b0)
         out.append(StrataGroup(above_low=int(lo), above_high=int(hi), support_low=low,
                                users=float(counts[cells].sum()), cells=cells, fit=fit, grid=gg))
     return tuple(out)
+
+
+def _at_the_limit(c, K):
+    """Rows of counts c (B, cells) whose penalized log-spline fit on kernel K (G, cells) has no maximum: every
+    user in a cell whose likelihood column peaks at the grid's first point alone (in the tail coordinate, all
+    at tail rank 1: no sampled tail item above). Every term of the log-likelihood is then largest under all
+    prior mass at that point, and a linear trend of the spline coefficients, which the second-difference
+    penalty does not see, approaches it without end: the supremum is that point mass (:func:`_limit_fit`)."""
+    peak = K[0] > K[1:].max(axis=0, initial=0.0)
+    return (c.sum(axis=1) > 0) & ~(c[:, ~peak] > 0).any(axis=1)
+
+
+def _limit_fit(c, K, grid, penalty, knot_spacing):
+    """The fit of counts :func:`_at_the_limit`: all prior mass at the grid's first point, the supremum of the
+    penalized likelihood (Newton would run into its iteration limit, or stop where the gain per step fell
+    below its tolerance, with part of the mass elsewhere). Its coefficients are a linear trend steep enough
+    that the other masses are 0 in double precision (penalty 0), so the result works as any other fit's."""
+    c = np.asarray(c, dtype=float)
+    df = grid.B.shape[1]
+    ramp = (df - 1) / 2.0 - np.arange(df)
+    for steep in (1e2, 1e3, 1e4, 1e5):
+        beta = steep * ramp
+        g = prior_masses(beta, grid)
+        if g[0] == 1.0:
+            break
+    q = g @ K
+    ll = float(np.sum(c[c > 0] * np.log(q[c > 0])))
+    return LogsplineResult(beta=beta, loglik=ll, n_iter=0, converged=True, penalty=penalty, knot_spacing=knot_spacing,
+                           grid_size=int(grid.lo.size), weights_grid=GridWeights(posterior_cells(c, K, g, q), beta, grid),
+                           prior_grid=GridWeights(g, beta, grid))
 
 
 #: What the groups' priors live on (:func:`logspline_strata_fit`; the first is the default).
@@ -520,14 +554,10 @@ def _replicates(fit, Cb, F, hessians):
         if not ok.any():
             continue
         K = fit.K[:, gr.cells]
-        # a replicate whose users all sit in cells whose likelihood peaks at the grid's first point alone (all
-        # at tail rank 1: no sampled tail item above, the resample having left out the group's few users with
-        # one) has no penalized maximum: every term of its log-likelihood is largest under all prior mass at
-        # that point, and a linear trend in the coefficients, which the penalty does not see, approaches it
-        # without end (Newton hit its iteration limit on 93 of 256 replicates of Last.fm's item-KNN head 100,
-        # its estimates already equal to the limit's to 6 digits). Such a replicate's prior is the limit.
-        peak = K[0] > K[1:].max(axis=0, initial=0.0)                     # cells whose column peaks at row 0
-        limit = ~(cb[ok][:, ~peak] > 0).any(axis=1)
+        # a replicate at the limit (the resample left out the group's few users with a tail item above) takes
+        # the limit's prior: Newton hit its iteration limit on 93 of 256 replicates of Last.fm's item-KNN head
+        # 100, its estimates equal to the limit's to 6 digits
+        limit = _at_the_limit(cb[ok], K)
         g = np.zeros((int(ok.sum()), K.shape[0]))
         g[limit, 0] = 1.0
         if not limit.all():
