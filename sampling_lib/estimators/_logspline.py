@@ -211,11 +211,6 @@ def hessian(beta, c, K, grid, P):
     return (V * np.maximum(w, floor)) @ V.T
 
 
-#: Largest change of one spline coefficient per Newton step (:func:`newton`): the log-density moves by at
-#: most that much (times the largest B-spline value, <= 1) at any rank in one step.
-NEWTON_MAX_STEP = 10.0
-
-
 def newton(c, K, grid, P, beta0, max_iter=200, tol=1e-8, info=None):
     """Newton / Fisher scoring; ``info`` is the curvature (default the expected information
     :func:`fisher`, which needs every sampled rank of one (N, n) as a column of K; cells of
@@ -233,12 +228,6 @@ def newton(c, K, grid, P, beta0, max_iter=200, tol=1e-8, info=None):
             break
         H = info(beta, c, K, grid, P)
         step = solve_psd(H, grad)
-        big = np.max(np.abs(step))
-        if big > NEWTON_MAX_STEP:
-            # a first step of 250-430 per coefficient (2,000 users, all but one at sampled rank 1) jumped to all
-            # prior mass at R = 1, where the information is singular and the next step ascends: the line search
-            # then stopped Newton after 2 iterations. A step is at most NEWTON_MAX_STEP per coefficient.
-            step = step * (NEWTON_MAX_STEP / big)
         t = 1.0
         while True:
             nb = beta - t * step
