@@ -553,18 +553,19 @@ def _replicates(fit, Cb, F, hessians):
         ok = cb.sum(axis=1) > 0
         if not ok.any():
             continue
+        cb = cb[ok]
         K = fit.K[:, gr.cells]
         # a replicate at the limit (the resample left out the group's few users with a tail item above) takes
         # the limit's prior: Newton hit its iteration limit on 93 of 256 replicates of Last.fm's item-KNN head
         # 100, its estimates equal to the limit's to 6 digits
-        limit = _at_the_limit(cb[ok], K)
-        g = np.zeros((int(ok.sum()), K.shape[0]))
+        limit = _at_the_limit(cb, K)
+        g = np.zeros((cb.shape[0], K.shape[0]))
         g[limit, 0] = 1.0
         if not limit.all():
-            _, beta = bootstrap_core(cb[ok][~limit], K, gr.grid, P, gr.fit.beta, None, 50, 1e-6, info=hessian_cells,
+            _, beta = bootstrap_core(cb[~limit], K, gr.grid, P, gr.fit.beta, None, 50, 1e-6, info=hessian_cells,
                                      H=Hs)
             g[~limit] = prior_masses(beta, gr.grid)                       # (b, G)
-        ratio = np.divide(cb[ok], g @ K, out=np.zeros_like(cb[ok]), where=cb[ok] > 0)
+        ratio = np.divide(cb, g @ K, out=np.zeros_like(cb), where=cb > 0)
         Ag = (K[:H].T[:, :, None] * A[gr.cells]).reshape(gr.cells.size, -1)   # (cells, H m)
         out[ok] += np.einsum("bh,bhm->bm", g[:, :H], (ratio @ Ag).reshape(-1, H, F.shape[1])) / M
     return out
