@@ -14,6 +14,8 @@ import pytest
 from sampling_lib import estimate
 from sampling_lib import popularity as pop
 from sampling_lib._display import COLUMN_NOTES
+from sampling_lib.estimators import logspline_fit
+from sampling_lib.exceptions import ConvergenceWarning
 from sampling_lib.exceptions import MemoryLimitError
 
 
@@ -25,6 +27,74 @@ def test_default_is_stable_on_degenerate_counts_at_huge_M():
                     n_boot=0).estimate[0] for c in (10**6, 10**10, 10**12)]
     assert est[0] > 0.3
     np.testing.assert_allclose(est[1:], est[0], rtol=0.01)
+
+
+@pytest.mark.parametrize("rank_one", [10**5, 10**9, 10**15])
+def test_default_fits_nearly_every_user_at_rank_1(rank_one):
+    # 10^5..10^15 users at sampled rank 1 and 231 over ranks 2-100 (N = 3706, n = 100): the first Newton step
+    # put all prior mass at R = 1, the other users' probability underflowed, c / q overflowed and the next
+    # step stopped with "Eigenvalues did not converge"
+    from sampling_lib.estimators._logspline import _fit_from, _setup_counts, fit_counts_weight, gradient, objective
+
+    others = np.random.default_rng(45).integers(2, 101, 231)
+    counts = pd.DataFrame({"rank": np.r_[1, np.unique(others)],
+                           "count": np.r_[rank_one, np.unique(others, return_counts=True)[1]]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        if rank_one > 10**7:
+            # the prior is fitted with the users weighted as at most FIT_USERS_MAX: beyond, the 231 weigh little,
+            # the fit leaves most of them at probabilities below 1e-100, and the default says so
+            warnings.filterwarnings("ignore", "log-spline fit: no smooth prior reproduces", ConvergenceWarning)
+        t = estimate(counts, 3706, 100, ["recall@10", "ndcg@10"], n_boot=50, rng=0)
+        # the fit is an optimum: its gradient vanishes (relative to the users it weighs)
+        c = np.zeros(100)
+        c[counts["rank"] - 1] = counts["count"]
+        _, _, c, grid, K, P, _, _ = _setup_counts(c, 3706, 100, "binomial", 70.0, 0.4, 256)
+        fit = _fit_from(c, K, grid, P, 70.0, 0.4)
+    assert np.all(np.isfinite(t[["estimate", "ci_low", "ci_high"]].to_numpy()))
+    assert np.all((t.ci_low <= t.estimate) & (t.estimate <= t.ci_high) & (t.ci_high <= 1) & (t.ci_low > 0.99))
+    w = fit_counts_weight(c)
+    f, g, q = objective(fit.beta, w, K, grid, P)
+    assert fit.converged and np.isfinite(f)
+    assert np.abs(gradient(fit.beta, w, K, grid, P, g, q)).max() <= 1e-5 * w.sum()
+
+
+def test_default_goes_on_with_the_observed_hessian_where_fisher_scoring_stalls():
+    # 1,999 users at sampled rank 1 and one at rank 2: Fisher scoring's first step put all prior mass at
+    # R = 1, where the expected information is singular, and the fit stopped there (f = 8,497, a
+    # ConvergenceWarning, recall@10 exactly 1). The optimum, found by an independent optimizer (scipy's
+    # BFGS on the same objective from the flat prior), is at f = 8.63.
+    from scipy.optimize import minimize
+
+    from sampling_lib.estimators._logspline import _setup, gradient, objective
+
+    r = np.r_[np.ones(1999, dtype=int), 2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fit = logspline_fit(r, 3706, 100)
+        t = estimate(r, 3706, 100, "recall@10", n_boot=50, rng=0)
+    _, _, c, grid, K, P, _, _ = _setup(r, 3706, 100, "binomial", 70.0, 0.4, 256)
+
+    def fun(b):
+        f, g, q = objective(b, c, K, grid, P)
+        return f, gradient(b, c, K, grid, P, g, q)
+
+    ref = minimize(fun, np.zeros(fit.beta.size), jac=True, method="BFGS", options={"gtol": 1e-8, "maxiter": 5000})
+    assert fit.converged and fun(fit.beta)[0] == pytest.approx(ref.fun, rel=1e-7, abs=1e-7)
+    g_fit = objective(fit.beta, c, K, grid, P)[1]
+    g_ref = objective(ref.x, c, K, grid, P)[1]
+    assert g_fit[0] == pytest.approx(g_ref[0], abs=1e-5)          # the prior mass at R = 1
+    assert 0.999 < t.estimate[0] < 1.0                            # not exactly 1: one user is below rank 1
+
+
+def test_default_warns_where_no_smooth_prior_reproduces_the_ranks():
+    # 1,999 users at the last sampled rank and one at rank 1: every smooth prior that serves the 1,999 makes
+    # the one a near-impossible event; recall@10 came out 0 with an interval up to 1e-236 and no word
+    r = np.r_[np.full(1999, 100), 1]
+    with pytest.warns(ConvergenceWarning, match="no smooth prior reproduces these sampled ranks.*method='mle'"):
+        estimate(r, 3706, 100, "recall@10", n_boot=20, rng=0)
+    m = estimate(r, 3706, 100, "recall@10", n_boot=200, rng=0, method="mle")
+    assert m.estimate[0] == pytest.approx(1 / 2000, rel=0.2) and m.ci_high[0] > 1e-4
 
 
 def test_fit_counts_weight_caps_users_and_keeps_small_counts():

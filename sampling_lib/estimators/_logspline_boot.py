@@ -21,7 +21,7 @@ from scipy import sparse
 
 from ..counts import BOOT_CHUNK_ENTRIES, coarse_means, coarse_share
 from ..exceptions import ConvergenceWarning
-from ._logspline import (DEFAULT_KNOT_SPACING, DEFAULT_PENALTY, EXACT_RANKS, _backtrack, fit_counts_weight, gradient,
+from ._logspline import (DEFAULT_KNOT_SPACING, DEFAULT_PENALTY, EXACT_RANKS, Q_MIN, _backtrack, fit_counts_weight, gradient,
                          grid_and_kernel, hessian, hessian_cells, newton, objective, penalty_matrix, posterior_cells,
                          prior_masses, quasi_newton, solve_psd, uses_cells)
 from ._logspline_cells import cells_setup_surrogate
@@ -120,7 +120,8 @@ def _fisher_batched(idx, beta, f, g, q, c, K, grid, P, tol, max_iter=50):
         grad = gradient(beta[act], ca, K, grid, P, ga, qa)
         Bbar = ga @ grid.B                                        # (b, df)
         Jq = np.matmul(K.T, ga[:, :, None] * grid.B) - qa[:, :, None] * Bbar[:, None, :]
-        inv_q = np.divide(1.0, qa, out=np.zeros_like(qa), where=qa > 0)
+        # cells rarer than Q_MIN add about q to the information (J is O(q) there): left out, as 1 / q overflows
+        inv_q = np.divide(1.0, qa, out=np.zeros_like(qa), where=qa >= Q_MIN)
         H = np.matmul(np.swapaxes(Jq, 1, 2), (ca.sum(axis=1, keepdims=True) * inv_q)[:, :, None] * Jq) + P
         step = solve_psd(H, grad)
         dec = np.einsum("ij,ij->i", grad, step)
