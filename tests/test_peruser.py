@@ -1019,8 +1019,9 @@ def _em_surrogate_case(M=700, seed=11):
 @pytest.mark.parametrize("name", ["mle", "wmle"])
 def test_em_surrogate_replicates_are_checked_against_exact_refits(name):
     # the EM family's per-user-N replicates: exact estimate + the surrogate's change; the farthest
-    # EM_SURROGATE_CHECKS replicates are refitted exactly (their values are the exact refits) and the
-    # others lie within EM_SURROGATE_TOL bootstrap SDs of their exact refits when the check passes
+    # EM_SURROGATE_CHECKS replicates are refitted on the exact cells in single precision (their values
+    # are those refits, within 1e-4 bootstrap SDs of double precision's) and the others lie within
+    # EM_SURROGATE_TOL bootstrap SDs of their exact refits when the check passes
     from sampling_lib.estimators import _bootstrap as BT
 
     st, F, Cb = _em_surrogate_case()
@@ -1034,7 +1035,7 @@ def test_em_surrogate_replicates_are_checked_against_exact_refits(name):
     ref = exact.replicates(Cb)
     sd = rep.std(axis=0, ddof=1)
     err = np.abs(rep - ref) / sd
-    assert np.sum(np.all(err < 1e-9, axis=1)) >= BT.EM_SURROGATE_CHECKS
+    assert np.sum(np.all(err < 1e-4, axis=1)) >= BT.EM_SURROGATE_CHECKS
     if sur.verdict:
         assert np.all(err <= BT.EM_SURROGATE_TOL)
         assert not np.allclose(rep, ref)        # the others are the surrogate's, not refits

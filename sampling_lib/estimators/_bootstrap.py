@@ -34,7 +34,7 @@ import numpy as np
 import scipy.sparse
 
 from ..kernels import DEFAULT_GRID_TOL, DEFAULT_N_ITEMS_TOL, em_grid, kernel_entries
-from ._em import em_fixed_iterations, em_operators, op_array
+from ._em import em_fixed_iterations, em_fixed_iterations_single, em_operators, op_array
 from ._linalg import OUTER_MAX, grid_outer
 from ._linear import linear_on_grid_batch
 from ._mes import mes_replicate_atoms
@@ -163,7 +163,7 @@ class FittedEstimator:
             grid = self._grid(opts)
             if grid is not None:
                 return _grid_em_replicates(grid, st, Cb, wt, init, n_iter, self.F_full)
-            exact = lambda C: self._em_exact_replicates(C, wt, pi0, n_iter)  # noqa: E731
+            exact = lambda C, single=False: self._em_exact_replicates(C, wt, pi0, n_iter, single)  # noqa: E731
             if self._em_sur is None:
                 self._em_sur = EMSurrogate.build(self, wt, init, n_iter) or False
             if self._em_sur:
@@ -235,8 +235,9 @@ class FittedEstimator:
         return linear_on_grid_batch("mn", Pt, priors, Kg, g.size, Fcell, M=Mb if M is None else M,
                                     outer=self._outer)
 
-    def _em_exact_replicates(self, Cb, wt, pi0, n_iter):
-        """The estimator ``max_iter`` EM steps from ``init`` on the exact cells, every replicate (batched EM)."""
+    def _em_exact_replicates(self, Cb, wt, pi0, n_iter, single=False):
+        """The estimator ``max_iter`` EM steps from ``init`` on the exact cells, every replicate (batched EM);
+        ``single``: in single precision where the operators allow it (:func:`em_fixed_iterations_single`)."""
         F = self.F
         out = np.empty((Cb.shape[0], F.shape[1]))
         ops = self._em_operators()
@@ -244,7 +245,10 @@ class FittedEstimator:
         for a in range(0, Cb.shape[0], step):
             Wb = Cb[a:a + step] * wt
             blocks = [(op, Wb[:, idx]) for op, idx in ops]
-            out[a:a + step] = em_fixed_iterations(blocks, pi0, n_iter)[:, :F.shape[0]] @ F
+            pmf = em_fixed_iterations_single(blocks, pi0, n_iter) if single else None
+            if pmf is None:
+                pmf = em_fixed_iterations(blocks, pi0, n_iter)
+            out[a:a + step] = pmf[:, :F.shape[0]] @ F
         return out
 
     def _em_operators(self):
@@ -299,9 +303,10 @@ class EMSurrogate:
     the same counts. The point estimate stays exact; only the spread of the replicates comes from
     the surrogate. It is checked once per fit, in the first chunk (a first chunk of at most
     :data:`EM_SURROGATE_CHECKS` replicates is refitted exactly): the
-    :data:`EM_SURROGATE_CHECKS` replicates farthest from the estimate are refitted exactly and
-    replace their values; if any differs by more than :data:`EM_SURROGATE_TOL` bootstrap standard
-    deviations, every replicate is refitted exactly. On the ml-1m stand-in the replicates were
+    :data:`EM_SURROGATE_CHECKS` replicates farthest from the estimate are refitted on the exact cells
+    (in single precision, :func:`em_fixed_iterations_single`: about 1e-6 of a fit's masses, half the
+    bytes read) and replace their values; if any differs by more than :data:`EM_SURROGATE_TOL`
+    bootstrap standard deviations, every replicate is refitted exactly (double precision). On the ml-1m stand-in the replicates were
     within 0.02-0.07 standard deviations of exact refits and their spread within 1%
     (``benchmarks/bench_peruser.py`` case 5); piecewise-constant bins of N_u needed a width of
     0.03 (over 1,300 cells) for the same accuracy.
@@ -388,7 +393,8 @@ class EMSurrogate:
         return PT.T.astype(np.float64) @ self.Fc
 
     def replicates(self, Cb, estimate, exact):
-        """T + (Ts_b - Ts) for the count vectors Cb, checked against ``exact`` refits once."""
+        """T + (Ts_b - Ts) for the count vectors Cb, checked against ``exact`` refits once
+        (``exact(C, single=False)``; the check's refits in single precision)."""
         if self.verdict is False or (self.verdict is None and Cb.shape[0] <= EM_SURROGATE_CHECKS):
             return exact(Cb)          # failed, or too few replicates to check: exact refits
         if self.base is None:
@@ -398,7 +404,7 @@ class EMSurrogate:
             sd = np.maximum(out.std(axis=0, ddof=1), 1e-300)
             far = np.max(np.abs(out - estimate) / sd, axis=1)
             pick = np.argsort(far)[-EM_SURROGATE_CHECKS:]
-            ref = exact(Cb[pick])
+            ref = exact(Cb[pick], single=True)       # in single precision: 1e-6 of a fit against a 0.084 SD test
             self.error = np.max(np.abs(ref - out[pick]) / sd, axis=0)
             self.verdict = bool(np.all(self.error <= EM_SURROGATE_TOL))
             if not self.verdict:
