@@ -1122,6 +1122,28 @@ def test_em_on_column_bands_equals_the_per_user_brute_force(scheme):
     np.testing.assert_allclose(E.mle(r, Nu, 20, scheme=scheme, n_items_tol=0), pb, atol=1e-13)
 
 
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_single_precision_em_follows_the_double_precision_em(scheme):
+    # the surrogate's check refits in float32 on the same banded operators: the same 100 EM steps to
+    # about 1e-6 of the masses; an operator it cannot copy (a binned group) sends it back to float64
+    from sampling_lib.estimators import _em
+
+    Nu, _, r = _population(M=700, n=20, lo=300, hi=420, seed=9)
+    st = rank_counts(r, 20, n_items=Nu)
+    ops = _em.em_operators(st.n_items, st.sizes, st.ranks, scheme)
+    W = np.random.default_rng(2).multinomial(st.M, st.counts / st.M, 3).astype(float)
+    blocks = [(op, W[:, idx]) for op, idx in ops]
+    p0 = np.full(420, 1 / 420)
+    double = _em.em_fixed_iterations(blocks, p0, 100)
+    single = _em.em_fixed_iterations_single(blocks, p0, 100)
+    assert single.dtype == float and single.shape == double.shape
+    np.testing.assert_allclose(single, double, rtol=1e-4, atol=1e-6 * double.max())
+    assert not np.allclose(single, double, rtol=1e-12, atol=0)       # it did run in single precision
+    binned = _em.em_operators(st.n_items, st.sizes, st.ranks, scheme, tol=0.5)
+    assert any(isinstance(op, _em.TruncatedOp) for op, _ in binned)
+    assert _em.em_fixed_iterations_single([(op, W[:, idx]) for op, idx in binned], p0, 5) is None
+
+
 def test_em_surrogate_is_never_used_unchecked():
     # a first chunk too small to check (at most EM_SURROGATE_CHECKS replicates) is refitted exactly
     from sampling_lib.estimators import _bootstrap as BT
