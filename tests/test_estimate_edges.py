@@ -97,6 +97,22 @@ def test_default_warns_where_no_smooth_prior_reproduces_the_ranks():
     assert m.estimate[0] == pytest.approx(1 / 2000, rel=0.2) and m.ci_high[0] > 1e-4
 
 
+@pytest.mark.parametrize("scheme", ["binomial", "hypergeometric"])
+def test_default_with_per_user_n_fits_every_user_at_the_last_sampled_rank(scheme):
+    # what a constant scorer gives under pessimistic ties, with per-user N_u: the warm start (one N =
+    # max N_u, pooled ranks) put the prior beyond the other users' N_u, where their cells are impossible,
+    # and the fit stopped with "Eigenvalues did not converge" after a division by zero
+    g = np.random.default_rng(11)
+    Nu = g.integers(2224, 3707, 5000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = estimate(np.full(5000, 100), Nu, 100, ["recall@10", "ndcg@10"], n_boot=50, rng=0, scheme=scheme)
+        one = estimate(np.r_[1, np.full(4999, 100)], Nu, 100, "recall@10", n_boot=50, rng=0, scheme=scheme)
+    ends = t[["estimate", "ci_low", "ci_high"]].to_numpy()
+    assert np.all((ends >= 0) & (ends < 1e-12)), ends          # every user below all 99 negatives
+    assert 0.0 <= one.estimate[0] <= one.ci_high[0] and 1 / 5000 <= one.ci_high[0] < 0.01
+
+
 def test_fit_counts_weight_caps_users_and_keeps_small_counts():
     from sampling_lib.estimators._logspline import FIT_USERS_MAX, fit_counts_weight
 

@@ -235,6 +235,12 @@ def newton(c, K, grid, P, beta0, max_iter=200, tol=1e-8, info=None):
     info = fisher if info is None else info
     beta = beta0.copy()
     f, g, q = objective(beta, c, K, grid, P)
+    if not np.isfinite(f) and np.any(beta):
+        # a start under which an observed cell is impossible (a warm start fitted to other cells: with one N
+        # = max N_u, every user at the last sampled rank put the prior beyond the other users' N_u) starts
+        # from the flat prior instead
+        beta = np.zeros_like(beta)
+        f, g, q = objective(beta, c, K, grid, P)
     it = 0
     converged = False
     for it in range(1, max_iter + 1):
