@@ -43,7 +43,7 @@ def test_default_fits_nearly_every_user_at_rank_1(rank_one):
         warnings.simplefilter("error")
         if rank_one > 10**7:
             # the prior is fitted with the users weighted as at most FIT_USERS_MAX: beyond, the 231 weigh little,
-            # the fit leaves most of them at probabilities below 1e-100, and the default says so
+            # the fit leaves most of them at probabilities below 1e-50, and the default says so
             warnings.filterwarnings("ignore", "log-spline fit: no smooth prior reproduces", ConvergenceWarning)
         t = estimate(counts, 3706, 100, ["recall@10", "ndcg@10"], n_boot=50, rng=0)
         # the fit is an optimum: its gradient vanishes (relative to the users it weighs)
@@ -111,6 +111,25 @@ def test_default_with_per_user_n_fits_every_user_at_the_last_sampled_rank(scheme
     ends = t[["estimate", "ci_low", "ci_high"]].to_numpy()
     assert np.all((ends >= 0) & (ends < 1e-12)), ends          # every user below all 99 negatives
     assert 0.0 <= one.estimate[0] <= one.ci_high[0] and 1 / 5000 <= one.ci_high[0] < 0.01
+
+
+def test_default_on_merged_ladder_ranks_nearly_all_at_the_last_sampled_rank():
+    # one N, sets of 100 or 200 items, every user at the last rank of its set but 5: at a probability floor
+    # of 1e-200 the observed Hessian's c / q^2 overflowed ("Eigenvalues did not converge"); the floor is
+    # 1e-100. The data sit near the recession direction (all prior mass at R = N), so the fit may stop
+    # with a ConvergenceWarning; it must not fail, nor give a non-finite number
+    from sampling_lib.exceptions import ConvergenceWarning
+
+    g = np.random.default_rng(11)
+    sizes = g.choice([100, 200], 5000)
+    r = sizes.copy()
+    r[:5] = g.integers(1, 100, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        t = estimate(r, 3706, None, ["recall@10", "ndcg@10"], sample_sizes=sizes, n_boot=30, rng=0)
+    ends = t[["estimate", "ci_low", "ci_high"]].to_numpy()
+    assert np.all(np.isfinite(ends) & (ends >= 0) & (ends <= 5 / 5000 + 1e-12)), ends
 
 
 def test_fit_counts_weight_caps_users_and_keeps_small_counts():

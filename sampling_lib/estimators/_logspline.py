@@ -157,8 +157,10 @@ def prior_masses(beta, grid):
 #: (:func:`objective` is +inf there). Without it, a Newton step on data with nearly every user at one
 #: end of the ranks (10^5 users at sampled rank 1 and 231 elsewhere) jumped to a prior whose q_r of
 #: the other users underflowed to ~1e-310, where c / q overflowed and the next step's eigenvalues
-#: did not converge. A cell that rare costs over 460 nats a user, so no optimum lies there.
-Q_MIN = 1e-200
+#: did not converge. 1e-100, not less: the observed Hessian divides by q_r^2 (:func:`hessian_cells`;
+#: at 1e-200 that underflowed on merged ladder ranks). A cell that rare costs 230 nats a user, so no
+#: optimum of data a smooth prior reproduces lies there (:func:`_warn_unreproduced`).
+Q_MIN = 1e-100
 _LOG_Q_MIN = float(np.log(Q_MIN))
 
 
@@ -270,7 +272,9 @@ def newton(c, K, grid, P, beta0, max_iter=200, tol=1e-8, info=None):
                 # at f = 8,497 where the optimum is 8.63). Newton goes on with the observed Hessian.
                 info = hessian
                 continue
-            converged = np.max(np.abs(grad)) <= 1e-5 * max(1.0, c.sum())
+            # stopped: converged where the gradient is small, or where the fit presses observed users against
+            # Q_MIN (the optimum lies on that bound, and _fit_from warns that the prior does not reproduce them)
+            converged = np.max(np.abs(grad)) <= 1e-5 * max(1.0, c.sum()) or _unreproduced(c, q).size > 0
             break
         beta, f, g, q = nb, nf, ng, nq
         if t < _STALL_T and float(grad @ step) <= _DECREMENT_TOL:
@@ -283,7 +287,8 @@ def newton(c, K, grid, P, beta0, max_iter=200, tol=1e-8, info=None):
         # along weakly identified directions): converged if the Newton decrement is below the
         # bootstrap's tolerance 1e-6, i.e. within about 5e-7 of the optimum in log-likelihood
         grad = gradient(beta, c, K, grid, P, g, q)
-        converged = float(grad @ solve_psd(info(beta, c, K, grid, P), grad)) <= _DECREMENT_TOL
+        converged = (float(grad @ solve_psd(info(beta, c, K, grid, P), grad)) <= _DECREMENT_TOL
+                     or _unreproduced(c, q).size > 0)
     return beta, f, g, q, it, converged
 
 
@@ -512,7 +517,12 @@ def fit_counts_weight(c):
 
 #: A fit that gives an observed cell a probability below this does not reproduce the data (the optimum
 #: presses against :data:`Q_MIN`): :func:`_warn_unreproduced` says so.
-Q_UNREPRODUCED = 1e-100
+Q_UNREPRODUCED = 1e-50
+
+
+def _unreproduced(c, q):
+    """Observed cells (c > 0) of one fit whose probability q is below :data:`Q_UNREPRODUCED`."""
+    return np.flatnonzero((np.asarray(c) > 0) & (np.asarray(q) < Q_UNREPRODUCED))
 
 
 def _warn_unreproduced(c, q):
@@ -521,7 +531,7 @@ def _warn_unreproduced(c, q):
     1,999 users at the last sampled rank and one at rank 1: every smooth prior that serves the 1,999 gives
     the one a probability near :data:`Q_MIN`, and recall@10 came out 0 with an interval up to 1e-236,
     where the naive value is 5e-4 and ``method="mle"`` gives 5e-4 in [0, 0.0015]."""
-    rare = np.flatnonzero((c > 0) & (q < Q_UNREPRODUCED))
+    rare = _unreproduced(c, q)
     if rare.size:
         users = float(c[rare].sum())
         warnings.warn(f"log-spline fit: no smooth prior reproduces these sampled ranks: the fit gives "
