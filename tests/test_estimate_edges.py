@@ -132,6 +132,24 @@ def test_default_on_merged_ladder_ranks_nearly_all_at_the_last_sampled_rank():
     assert np.all(np.isfinite(ends) & (ends >= 0) & (ends <= 5 / 5000 + 1e-12)), ends
 
 
+@pytest.mark.parametrize("scheme", ["binomial", "hypergeometric"])
+@pytest.mark.parametrize("table", ["both ends", "rank 1 and five others"])
+def test_default_never_fails_on_users_at_one_end(table, scheme):
+    # from a fuzz of degenerate counts tables (10^4 users, N = 3706, n = 100): these stopped with
+    # "Eigenvalues did not converge" before the probability floor; a warning may remain, a failure not
+    from sampling_lib.exceptions import ConvergenceWarning
+
+    rk, ct = ([1, 100], [10**4, 1]) if table == "both ends" else ([1, 7, 23, 40, 77, 99], [10**4, 1, 1, 1, 1, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        t = estimate(pd.DataFrame({"rank": rk, "count": ct}), 3706, 100, ["recall@10", "ndcg@10"], n_boot=20,
+                     rng=0, scheme=scheme)
+    ends = t[["ci_low", "estimate", "ci_high"]].to_numpy()
+    assert np.all(np.isfinite(ends) & (ends >= 0) & (ends <= 1)), ends
+    assert np.all(np.diff(ends, axis=1) >= 0), ends
+
+
 def test_fit_counts_weight_caps_users_and_keeps_small_counts():
     from sampling_lib.estimators._logspline import FIT_USERS_MAX, fit_counts_weight
 
