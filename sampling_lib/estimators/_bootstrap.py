@@ -306,8 +306,9 @@ class EMSurrogate:
     :data:`EM_SURROGATE_CHECKS` replicates farthest from the estimate are refitted on the exact cells
     (in single precision, :func:`em_fixed_iterations_single`: about 1e-6 of a fit's masses, half the
     bytes read) and replace their values; if any differs by more than :data:`EM_SURROGATE_TOL`
-    bootstrap standard deviations, every replicate is refitted exactly (double precision). On the ml-1m stand-in the replicates were
-    within 0.02-0.07 standard deviations of exact refits and their spread within 1%
+    bootstrap standard deviations, every replicate is refitted exactly (double precision). On the
+    ml-1m stand-in the replicates were within 0.02-0.07 standard deviations of exact refits and
+    their spread within 1%
     (``benchmarks/bench_peruser.py`` case 5); piecewise-constant bins of N_u needed a width of
     0.03 (over 1,300 cells) for the same accuracy.
     """

@@ -279,7 +279,7 @@ def newton(c, K, grid, P, beta0, max_iter=200, tol=1e-8, info=None):
         beta, f, g, q = nb, nf, ng, nq
         if t < _STALL_T and float(grad @ step) <= _DECREMENT_TOL:
             # at the optimum up to rounding: the gradient stays above its tolerance, and only steps shortened
-            # ten times or more still pass the line search (on 30 users, 200 iterations of 30 halvings each)
+            # ten times or more still pass the line search (on 40 users, 200 iterations of ~30 halvings each)
             converged = True
             break
     else:
