@@ -34,7 +34,7 @@ import numpy as np
 import scipy.sparse
 
 from ..kernels import DEFAULT_GRID_TOL, DEFAULT_N_ITEMS_TOL, em_grid, kernel_entries
-from ._em import em_fixed_iterations, em_fixed_iterations_single, em_operators, op_array
+from ._em import TINY32, em_fixed_iterations, em_fixed_iterations_single, em_operators, op_array
 from ._linalg import OUTER_MAX, grid_outer
 from ._linear import linear_on_grid_batch
 from ._mes import mes_replicate_atoms
@@ -277,7 +277,6 @@ EM_SURROGATE_GRID_TOL = 0.3
 EM_SURROGATE_TOL = 0.084
 #: Replicates refitted exactly to check the surrogate (the farthest from the estimate).
 EM_SURROGATE_CHECKS = 4
-_TINY32 = np.float32(np.finfo(np.float32).tiny)
 #: The surrogate is used when an exact replicate costs at least this many times a surrogate one.
 EM_SURROGATE_GAIN = 8
 
@@ -387,7 +386,7 @@ class EMSurrogate:
             q = self.S @ (self.KnT @ PT)
             # a replicate's cells it does not observe have WT = 0, hence v = 0 (q floored at the smallest
             # normal float only where it is below it): a masked divide (where=) took 60% of the E-step
-            np.maximum(q, _TINY32, out=q)
+            np.maximum(q, TINY32, out=q)
             np.divide(WT, q, out=vT)
             PT *= self.Kn @ (self.ST @ vT)
             PT /= M

@@ -503,6 +503,10 @@ def em_fixed_iterations(blocks, init, n_iter):
     return em_rows(blocks, init.size, init, tol=None, max_iter=n_iter, trace=False).pmf
 
 
+#: The smallest normal float32: single-precision E-steps floor q there before dividing the weights by it.
+TINY32 = np.float32(np.finfo(np.float32).tiny)
+
+
 def em_fixed_iterations_single(blocks, init, n_iter):
     """:func:`em_fixed_iterations` in single precision, or None where an operator is not a plain block
     or :class:`RowBlockOp` (those are copied to float32 here).
@@ -521,14 +525,12 @@ def em_fixed_iterations_single(blocks, init, n_iter):
             return None
     init = np.asarray(init, dtype=np.float32)
     pi = np.tile(init, (blocks[0][1].shape[0], 1))
-    tiny = np.finfo(np.float32).tiny
     for _ in range(n_iter):
         g = np.zeros_like(pi)
         for op, C in ops:
             # cells a row does not observe have weight 0, hence 0 (q floored at the smallest normal float)
-            op_back(op, C / np.maximum(op_q(op, pi), tiny), g)
-        pi *= g
-        pi /= pi.sum(axis=1, keepdims=True)
+            op_back(op, C / np.maximum(op_q(op, pi), TINY32), g)
+        pi = _em_update(pi, g)
     return pi.astype(float)
 
 

@@ -548,10 +548,16 @@ def _fit_from(c, K, grid, P, penalty, knot_spacing, info=None, beta0=None):
         warnings.warn(f"log-spline fit: Newton did not converge in {it} iterations; the estimate is kept "
                       "(LogsplineResult.converged is False)", ConvergenceWarning, stacklevel=3)
     _warn_unreproduced(c, q)
+    return fit_result(c, K, grid, beta, g, q, it, conv, penalty, knot_spacing)
+
+
+def fit_result(c, K, grid, beta, g, q, n_iter, converged, penalty, knot_spacing):
+    """The :class:`LogsplineResult` of coefficients ``beta`` (prior masses g, cell probabilities q = g K) on
+    counts c: log-likelihood and posterior-mean weights; weights and prior stay on the grid (expanded to
+    length N only when asked for)."""
     cell_w = posterior_cells(c, K, g, q)
     ll = float(np.sum(c[c > 0] * np.log(q[c > 0])))
-    # weights and prior stay on the grid (expanded to length N only when asked for)
-    return LogsplineResult(beta=beta, loglik=ll, n_iter=int(it), converged=bool(conv),
+    return LogsplineResult(beta=beta, loglik=ll, n_iter=int(n_iter), converged=bool(converged),
                            penalty=penalty, knot_spacing=knot_spacing, grid_size=int(grid.lo.size),
                            weights_grid=GridWeights(cell_w, beta, grid),
                            prior_grid=GridWeights(g, beta, grid))

@@ -55,11 +55,11 @@ from ..inference import percentile_interval, z_critical
 from ..kernels import check_strata, strata_kernel
 from ..metrics import METRICS, metric_matrix, parse_metrics
 from ._logspline import (DEFAULT_KNOT_SPACING, DEFAULT_PENALTY, EXACT_RANKS, _fit_from, fit_counts_weight,
-                         hessian_cells, penalty_matrix, posterior_cells, prior_masses, sensitivity_penalties,
+                         fit_result, hessian_cells, penalty_matrix, prior_masses, sensitivity_penalties,
                          spline_grid)
 from ._logspline_cells import grid_size_n
 from ._logspline_boot import bootstrap_core
-from ._logspline_weights import GridWeights, LogsplineResult
+from ._logspline_weights import LogsplineResult
 
 __all__ = ["DEFAULT_MIN_GROUP_USERS", "STRATA_METHOD", "COORDINATES", "StrataGroup", "StrataFit", "PoolingCheck",
            "strata_groups", "logspline_strata_fit", "strata_estimate", "strata_pooling_check"]
@@ -406,11 +406,7 @@ def _limit_fit(c, K, grid, penalty, knot_spacing):
         g = prior_masses(beta, grid)
         if g[0] == 1.0:
             break
-    q = g @ K
-    ll = float(np.sum(c[c > 0] * np.log(q[c > 0])))
-    return LogsplineResult(beta=beta, loglik=ll, n_iter=0, converged=True, penalty=penalty, knot_spacing=knot_spacing,
-                           grid_size=int(grid.lo.size), weights_grid=GridWeights(posterior_cells(c, K, g, q), beta, grid),
-                           prior_grid=GridWeights(g, beta, grid))
+    return fit_result(c, K, grid, beta, g, g @ K, 0, True, penalty, knot_spacing)
 
 
 #: What the groups' priors live on (:func:`logspline_strata_fit`; the first is the default).
