@@ -29,19 +29,25 @@ setup: $(STAMP)
 # the environment that produced reports/ (recorded in reports/environment.json and index.html).
 # uv (from the package registry, into the venv as a tool, as `make lock` does) installs the same hash-checked
 # lock in a fraction of pip's time (89 s with pip on 2 cores); where uv cannot be installed, pip does it.
-# The venv's own pip installs uv (upgrading pip first took 3.6 s of every fresh setup); pip is upgraded only
-# for the fallback.
+# The venv is made without pip (`venv` installing its bundled pip took 8 s of every fresh setup): the Python's
+# own pip installs uv into it (`pip --python`), and uv then installs pip (pinned) into it, for the user.
+# Where the Python has no pip, the venv's bundled pip (ensurepip) does both steps.
 # Not compiled at install (uv's --compile-bytecode took 23 s of a fresh clone's make test to compile every
 # module of every package): the targets below write the bytecode of the modules they import, once.
 UV_VERSION := 0.13.9
+PIP_VERSION := 26.3
 $(STAMP): pyproject.toml $(LOCK)
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@if $(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION); then \
+	@test -x $(BIN)/python || $(PYTHON) -m venv --without-pip $(VENV)
+	@if $(PYTHON) -m pip --python $(BIN)/python install --quiet --disable-pip-version-check uv==$(UV_VERSION) \
+			2>/dev/null || { $(BIN)/python -m ensurepip --default-pip >/dev/null && \
+			$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION); }; then \
 		echo "$(BIN)/uv pip install --require-hashes -r $(LOCK)" && \
 		$(BIN)/uv pip install --python $(BIN)/python --require-hashes -r $(LOCK) && \
+		$(BIN)/uv pip install --python $(BIN)/python --quiet pip==$(PIP_VERSION) && \
 		$(BIN)/uv pip install --python $(BIN)/python --no-deps -e . ; \
 	else \
 		echo "uv not installable: pip installs the lock" && \
+		{ $(BIN)/python -m pip --version >/dev/null 2>&1 || $(BIN)/python -m ensurepip --default-pip >/dev/null; } && \
 		$(BIN)/python -m pip install --quiet --upgrade pip && \
 		$(BIN)/python -m pip install --require-hashes -r $(LOCK) && \
 		$(BIN)/python -m pip install --no-deps -e . ; \

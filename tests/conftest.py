@@ -35,6 +35,17 @@ def ml100k_path():
     return ML100K
 
 
+@pytest.fixture(scope="session")
+def notebook_kernel():
+    """One notebook kernel per test process, figures on matplotlib's Agg backend, for the notebooks' smoke runs
+    (``execute_notebook(..., kernel=notebook_kernel)``: the namespace is cleared before each notebook). A fresh
+    kernel costs about 4 s before the first cell; ``make reports`` gives each notebook its own."""
+    from sampling_lib.reporting.notebook import shared_kernel
+
+    with shared_kernel(env={**os.environ, "MPLBACKEND": "agg"}) as km:
+        yield km
+
+
 def pytest_addoption(parser):
     parser.addoption("--runslow", action="store_true", default=False,
                      help="also run the tests marked slow (make test-slow): assertions kept out of the quick suite")

@@ -35,10 +35,9 @@ def _smoke():
 
 
 @pytest.mark.notebooks
-def test_default_folder_absent_gives_a_loud_synthetic_panel(tmp_path, monkeypatch):
+def test_default_folder_absent_gives_a_loud_synthetic_panel(tmp_path, notebook_kernel):
     # the notebook as a fresh clone sees it: its default folder does not exist (the same notebook with the
     # default renamed everywhere it is written, i.e. the parameter and the notebook's test of "the default")
-    monkeypatch.setenv("MPLBACKEND", "agg")
     nb = nbformat.read(str(NB10), as_version=4)
     assert sum(c.source.count(DEFAULT) for c in nb.cells) == 2, (
         "the default shared_data is written in the parameters cell and in the data cell's test of the default")
@@ -47,7 +46,7 @@ def test_default_folder_absent_gives_a_loud_synthetic_panel(tmp_path, monkeypatc
     src = tmp_path / NB10.name
     nbformat.write(nb, str(src))
     dst = tmp_path / "out.ipynb"
-    run = execute_notebook(src, dst, _smoke(), html=False)
+    run = execute_notebook(src, dst, _smoke(), html=False, kernel=notebook_kernel)
     failed = [c["claim_id"] for c in run.claims if not c["passed"]]
     assert run.ok, f"{run.error}; failed claims: {failed}"     # also notebook 10's quick smoke run
     assert run.claims, "no claims recorded"

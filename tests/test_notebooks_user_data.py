@@ -87,14 +87,13 @@ QUICK_DATA_NOTEBOOKS = ()
 @pytest.mark.notebooks
 @pytest.mark.parametrize("path", [p if p.name[:2] in QUICK_DATA_NOTEBOOKS else pytest.param(p, marks=pytest.mark.slow)
                                   for p in DATA_NOTEBOOKS], ids=[p.stem for p in DATA_NOTEBOOKS])
-def test_notebook_runs_on_an_untimed_file_with_string_ids(path, user_file, tmp_path, monkeypatch):
-    # The figures are built but not rasterized (matplotlib's Agg backend in the kernel, no inline PNGs):
-    # this test is about the data path; every notebook's figures are drawn in full by its smoke run
-    # (tests/test_notebooks.py) and by `make reports`. Saves a quarter of these runs' time (issue 18).
-    monkeypatch.setenv("MPLBACKEND", "agg")
+def test_notebook_runs_on_an_untimed_file_with_string_ids(path, user_file, tmp_path, notebook_kernel):
+    # The figures are built but not rasterized (matplotlib's Agg backend in the shared kernel, no inline PNGs):
+    # this test is about the data path; every notebook's figures are drawn in full by `make reports`. Saves
+    # a quarter of these runs' time.
     params = dict(smoke_parameters(path), data_path=str(user_file))
     dst = tmp_path / path.name
-    run = execute_notebook(path, dst, params, html=False)
+    run = execute_notebook(path, dst, params, html=False, kernel=notebook_kernel)
     failed = [c["claim_id"] for c in run.claims if not c["passed"] and c.get("kind", "claim") == "claim"]
     assert run.ok, f"{path.name} on {user_file.name}: {run.error}; failed claims: {failed}"
     assert run.claims, "no claims recorded"

@@ -30,7 +30,7 @@ from .rendering import render_html
 
 __all__ = [
     "NotebookRun", "NotebookJob", "list_notebooks", "smoke_parameters", "execute_notebook",
-    "execute_job", "is_notebook_name", "project_relative",
+    "execute_job", "is_notebook_name", "project_relative", "shared_kernel",
 ]
 
 _NAME = re.compile(r"[0-9]{2}_[A-Za-z0-9_.-]*")
@@ -107,8 +107,78 @@ class NotebookJob(NamedTuple):
     output_label: object = None
 
 
+@contextlib.contextmanager
+def shared_kernel(env=None):
+    """A notebook kernel for several runs of :func:`execute_notebook` (``kernel=``), shut down on exit.
+
+    Made for the test suite's smoke runs: a fresh kernel costs about 4 s before a notebook's
+    first cell (its start and the imports of numpy, scipy, pandas, matplotlib and the library),
+    paid once per process instead of once per notebook. Each run clears the kernel's namespace
+    first (``%reset -f``, every figure closed), so a name one notebook defines is not seen by
+    the next; modules stay imported, with their caches. ``make reports`` (``sampling-lib run``)
+    gives every notebook a fresh kernel.
+
+    Parameters
+    ----------
+    env : mapping, optional
+        The kernel's environment (default: this process's).
+
+    Yields
+    ------
+    RunnerKernelManager
+        Started over IPC in a private folder (removed on exit), as the runner's kernels.
+    """
+    from jupyter_core.utils import run_sync
+    from traitlets.config import Config
+
+    from .kernel import RunnerKernelManager
+
+    kdir = Path(tempfile.mkdtemp(prefix="sampling-lab-kernels-"))
+    km = RunnerKernelManager(kernel_name="python3", config=Config(
+        {"KernelManager": {"transport": "ipc", "connection_file": str(kdir / "kernel-shared.json")}}))
+    km.sampling_lab_env = dict(os.environ if env is None else env)
+    try:
+        yield km
+    finally:
+        try:
+            if km.has_kernel:
+                run_sync(km.shutdown_kernel)(now=True)
+        finally:
+            shutil.rmtree(kdir, ignore_errors=True)
+
+
+#: what a run in a :func:`shared_kernel` executes first: the namespace cleared, figures closed, the cwd set
+_RESET = """%reset -f
+import os as _os, sys as _sys
+if "matplotlib.pyplot" in _sys.modules:
+    _sys.modules["matplotlib.pyplot"].close("all")
+_os.chdir({cwd!r})
+del _os, _sys
+"""
+
+
+def _reset_shared(km, cwd):
+    """Start the :func:`shared_kernel` (again, if it died) or clear its namespace; then chdir to ``cwd``."""
+    from jupyter_core.utils import run_sync
+
+    if not km.has_kernel or not run_sync(km.is_alive)():
+        if km.has_kernel:
+            run_sync(km.cleanup_resources)()
+        run_sync(km.start_kernel)(cwd=cwd, env=km.sampling_lab_env)
+    kc = km.blocking_client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+        reply = kc.execute_interactive(_RESET.format(cwd=cwd), timeout=60, store_history=False,
+                                       output_hook=lambda msg: None)
+        if reply["content"]["status"] != "ok":
+            raise RuntimeError(f"the shared kernel could not be reset: {reply['content'].get('evalue', '')}")
+    finally:
+        kc.stop_channels()
+
+
 def execute_notebook(src, dst, parameters=None, cwd=None, html=True, timeout=None, *, kernel_dir=None,
-                     output_label=None):
+                     output_label=None, kernel=None):
     """Execute one notebook with papermill into ``dst`` and render ``dst`` as HTML.
 
     Parameters
@@ -129,6 +199,9 @@ def execute_notebook(src, dst, parameters=None, cwd=None, html=True, timeout=Non
     output_label : str, optional
         What the executed notebook records as papermill's ``output_path``
         (default: ``dst`` relative to the project).
+    kernel : RunnerKernelManager, optional
+        Run in this kernel of :func:`shared_kernel` (its namespace cleared first) instead of a
+        fresh one; ``kernel_dir`` does not apply.
 
     Returns
     -------
@@ -143,13 +216,21 @@ def execute_notebook(src, dst, parameters=None, cwd=None, html=True, timeout=Non
     from .kernel import RunnerKernelManager
 
     src, dst = Path(src), Path(dst)
-    own_dir = kernel_dir is None
-    kdir = Path(tempfile.mkdtemp(prefix="sampling-lab-kernels-")) if own_dir else Path(kernel_dir)
-    config = Config({"KernelManager": {"transport": "ipc",
-                                       "connection_file": str(kdir / f"kernel-{uuid.uuid4().hex[:12]}.json")}})
+    if kernel is not None and kernel_dir is not None:
+        raise ValueError("kernel_dir does not apply to a shared kernel (kernel=); give one of them")
+    own_dir = kernel_dir is None and kernel is None
+    kdir = Path(tempfile.mkdtemp(prefix="sampling-lab-kernels-")) if own_dir else kernel_dir and Path(kernel_dir)
+    if kernel is None:
+        config = Config({"KernelManager": {"transport": "ipc",
+                                           "connection_file": str(kdir / f"kernel-{uuid.uuid4().hex[:12]}.json")}})
+        how = {"shutdown_kernel": "immediate", "kernel_manager_class": RunnerKernelManager, "config": config}
+    else:
+        how = {"km": kernel}
     t0 = time.perf_counter()
     err = ""
     try:
+        if kernel is not None:
+            _reset_shared(kernel, str(cwd or src.parent))
         pm.execute_notebook(
             str(src),
             str(dst),
@@ -160,9 +241,7 @@ def execute_notebook(src, dst, parameters=None, cwd=None, html=True, timeout=Non
             log_output=False,
             execution_timeout=timeout,
             request_save_on_cell_execute=False,   # written at the end (and on error), not after each cell
-            shutdown_kernel="immediate",
-            kernel_manager_class=RunnerKernelManager,
-            config=config,
+            **how,
         )
         ok = True
     except Exception as exc:  # papermill wraps the cell error
