@@ -161,20 +161,26 @@ def _reset_shared(km, cwd):
     """Start the :func:`shared_kernel` (again, if it died) or clear its namespace; then chdir to ``cwd``."""
     from jupyter_core.utils import run_sync
 
-    if not km.has_kernel or not run_sync(km.is_alive)():
-        if km.has_kernel:
-            run_sync(km.cleanup_resources)()
-        run_sync(km.start_kernel)(cwd=cwd, env=km.sampling_lab_env)
-    kc = km.blocking_client()
-    kc.start_channels()
-    try:
-        kc.wait_for_ready(timeout=60)
-        reply = kc.execute_interactive(_RESET.format(cwd=cwd), timeout=60, store_history=False,
-                                       output_hook=lambda msg: None)
+    for attempt in range(2):
+        if attempt or not km.has_kernel or not run_sync(km.is_alive)():
+            if km.has_kernel:
+                run_sync(km.shutdown_kernel)(now=True, restart=True)   # keeps its zmq context
+            run_sync(km.start_kernel)(cwd=cwd, env=km.sampling_lab_env)
+        kc = km.blocking_client()
+        kc.start_channels()
+        try:
+            kc.wait_for_ready(timeout=60)
+            reply = kc.execute_interactive(_RESET.format(cwd=cwd), timeout=60, store_history=False,
+                                           output_hook=lambda msg: None)
+        except RuntimeError:       # "Kernel died before replying": not reaped yet when is_alive asked
+            if attempt:
+                raise
+            continue
+        finally:
+            kc.stop_channels()
         if reply["content"]["status"] != "ok":
             raise RuntimeError(f"the shared kernel could not be reset: {reply['content'].get('evalue', '')}")
-    finally:
-        kc.stop_channels()
+        return
 
 
 def execute_notebook(src, dst, parameters=None, cwd=None, html=True, timeout=None, *, kernel_dir=None,
