@@ -55,7 +55,7 @@ def _subset(kind, C, G, rng):
     return rng.choice(C, G, replace=False)
 
 
-@pytest.mark.parametrize("C", [40, 300, 5000, 100_000])
+@pytest.mark.parametrize("C", [40, 300, 5000, pytest.param(100_000, marks=pytest.mark.slow)])   # 100,000: 4 s
 @pytest.mark.parametrize("kind", ["contiguous low", "contiguous high", "strided", "random"])
 def test_prefix_counts_of_a_fixed_subset_follow_the_hypergeometric_law(C, kind):
     # 4,000 users' orders; X = items of the subset among the first s places; chi-square against the exact

@@ -277,8 +277,9 @@ def test_signal_just_after_the_report_is_installed_says_so(tmp_path, nbdir, caps
 # --------------------------------------------------------------------------- no runner path touches the user's files
 
 
-def test_no_runner_path_removes_or_renames_what_it_did_not_create(tmp_path, nbdir2, capsys, monkeypatch):
-    nbdir = nbdir2
+def _user_files(tmp_path):
+    """A folder of the user's files around the output folder, and ``check(label)``: nothing of theirs changed,
+    nothing left beside it but the runner's own paths."""
     root = tmp_path
     (root / "notes.txt").write_text("mine\n")
     (root / "reports.old").mkdir()
@@ -291,17 +292,39 @@ def test_no_runner_path_removes_or_renames_what_it_did_not_create(tmp_path, nbdi
     (root / "link-to-data").symlink_to(root / "data")
     runner_paths = ("reports", ".reports-failed", ".reports.lock")
     user = _snapshot(root, skip=runner_paths + ("nbs",))   # nbs/: the test's notebooks, rewritten below
-    out = root / "reports"
 
     def check(label):
         assert _snapshot(root, skip=runner_paths + ("nbs",)) == user, label
         extra = {p.name for p in root.iterdir()} - set(user) - set(runner_paths) - {"nbs"}
         assert extra == set(), f"{label}: left {extra}"
 
+    return root / "reports", check
+
+
+def test_no_runner_path_removes_or_renames_what_it_did_not_create(tmp_path, nbdir2, capsys):
+    nbdir = nbdir2
+    out, check = _user_files(tmp_path)
     # success, into a new folder, with two workers
     rc, text, err = _run(["--smoke", "--notebooks", str(nbdir), "--out", str(out), "--jobs", "2"], capsys)
     assert rc == 0, err
     check("success")
+    # a failed notebook: the run is kept in .reports-failed
+    _nb(nbdir / "02_second.ipynb", passes=False)
+    rc, text, err = _run(["--smoke", "--notebooks", str(nbdir), "--out", str(out)], capsys)
+    assert rc == 1 and (tmp_path / ".reports-failed" / "02_second.ipynb").exists(), err
+    check("failure")
+    # (--only and a report that cannot be put in place: the slow test below; interrupted runs:
+    # tests/test_runner_signals.py checks the same around its runners)
+
+
+@pytest.mark.slow
+def test_no_runner_path_removes_or_renames_what_it_did_not_create_with_only_or_a_failed_install(
+        tmp_path, nbdir2, capsys, monkeypatch):
+    nbdir = nbdir2
+    root = tmp_path
+    out, check = _user_files(tmp_path)
+    rc, text, err = _run(["--smoke", "--notebooks", str(nbdir), "--out", str(out)], capsys)
+    assert rc == 0, err
     # --only: the other notebook's files are kept, nothing else changes
     first = (out / "01_first.html").read_bytes()
     rc, text, err = _run(["--notebooks", str(nbdir), "--out", str(out), "--only", "02"], capsys)
@@ -322,7 +345,6 @@ def test_no_runner_path_removes_or_renames_what_it_did_not_create(tmp_path, nbdi
     rc, text, err = _run(["--smoke", "--notebooks", str(nbdir), "--out", str(out), "--only", "02"], capsys)
     assert rc == 1, err
     check("install failed")
-    # (interrupted runs: tests/test_runner_signals.py checks the same around its runners)
 
 
 @pytest.mark.slow
