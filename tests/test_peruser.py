@@ -325,7 +325,7 @@ def test_sample_ranks_rank_among_own_candidates():
 # ----------------------------------------------------------------------------
 # counts tables: the sufficient statistic gives identical tables (issue 18)
 # ----------------------------------------------------------------------------
-@pytest.mark.parametrize("method", ["mle", "logspline", "mes", "bv"])
+@pytest.mark.parametrize("method", ["mle", "logspline", pytest.param("mes", marks=pytest.mark.slow), "bv"])
 def test_counts_and_raw_ranks_give_identical_estimates_and_intervals(method):
     Nu, _, r = _population(M=400, n=20, lo=300, hi=340, seed=11)
     N = Nu if method != "bv" else 340

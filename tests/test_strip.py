@@ -57,6 +57,7 @@ def test_make_strip_restores_the_committed_notebook(tmp_path):
     assert saved.read_text() == NB.read_text()      # ids, tags, smoke parameters kept; outputs gone
 
 
+@pytest.mark.slow          # a development tool's route (git's clean filter), 4 s: make test-slow
 @needs_tools
 def test_the_git_filter_stages_notebooks_stripped(tmp_path):
     repo = tmp_path / "repo"
