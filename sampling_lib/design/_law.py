@@ -19,8 +19,7 @@ import numpy as np
 from scipy import special, stats
 
 from .._validation import check_scheme
-from ..kernels import LOG_FACTORIAL_MAX, log_hypergeom_pmf
-from ..kernels._laws import _log_factorials
+from ..kernels import LOG_FACTORIAL_MAX, log_factorials, log_hypergeom_pmf
 from ..sampling import size_ladder
 
 __all__ = ["design_law", "resolution_width"]
@@ -188,13 +187,13 @@ def _binom_log_pmf_run(start, width, m, p):
 def _log_pmf_run(start, width, good, bad, m):
     """log P(X = start + j), j = 0..width-1, X ~ Hypergeometric(good + bad, good, m), per row (start (k,),
     good / bad / m (k, 1)): log C(good, x) C(bad, m - x) / C(good + bad, m) from the table of log k!
-    (:func:`sampling_lib.kernels._laws._log_factorials`): four look-ups per term and one constant per row
+    (:func:`sampling_lib.kernels.log_factorials`): four look-ups per term and one constant per row
     (a logarithm per term and a running sum before; three log-Beta functions per term before that). ``start``
     lies at or above the support's lower end; beyond its upper end min(good, m) the terms are -inf."""
     total = good + bad
     if float(np.max(total, initial=0.0)) > LOG_FACTORIAL_MAX:
         return _log_pmf_run_by_ratios(start, width, good, bad, m)
-    lf = _log_factorials(int(np.max(total, initial=0.0)))
+    lf = log_factorials(int(np.max(total, initial=0.0)))
     g, b, mm = (np.asarray(a, dtype=np.int64) for a in (good, bad, m))
     x = start.astype(np.int64)[:, None] + np.arange(width)[None, :]
     gx, mx, bx = g - x, mm - x, b - mm + x                 # the support: all four >= 0

@@ -27,6 +27,7 @@ __all__ = [
     "window_pmf",
     "LOG_FACTORIAL_MAX",
     "WINDOW_MIN_N",
+    "log_factorials",
     "sampled_rank_pmf",
     "expected_shr_curve",
     "shr_cdf",
@@ -390,9 +391,28 @@ LOG_FACTORIAL_MAX = 10**6
 _LOG_FACTORIALS = [np.zeros(1)]
 
 
-def _log_factorials(N):
-    """log k! for k = 0..(at least) N, read-only: the largest table asked for so far is kept (one
-    table serves every N below it: per-user N_u)."""
+def log_factorials(N):
+    """The table of log k!, k = 0..(at least) N, read-only.
+
+    The largest table asked for so far is kept: one table serves every N below it (per-user N_u, the
+    planner's many count laws). Look-ups in it give log C(a, b) = lf[a] - lf[b] - lf[a - b] without a
+    special function per entry (up to :data:`LOG_FACTORIAL_MAX`; beyond, callers use log-Gamma).
+
+    Parameters
+    ----------
+    N : int >= 0
+
+    Returns
+    -------
+    numpy.ndarray
+        lf with lf[k] = log k! (``scipy.special.gammaln(k + 1)``) for k <= N; it may be longer.
+
+    Examples
+    --------
+    >>> lf = log_factorials(10)
+    >>> bool(abs(lf[10] - lf[3] - lf[7] - np.log(120)) < 1e-12)    # log C(10, 3)
+    True
+    """
     lf = _LOG_FACTORIALS[0]
     if lf.size <= N:
         lf = special.gammaln(np.arange(max(N, 2 * lf.size) + 1, dtype=float) + 1.0)
@@ -405,7 +425,7 @@ def hypergeom_entries(N, n, R, x, *, out=None):
     """P(X = x | R), X ~ Hypergeometric(N - 1, R - 1, n - 1), for rows R and columns x (0-based).
 
     The probability C(G, x) C(B, d - x) / C(N - 1, d), G = R - 1, B = N - R, d = n - 1, from a
-    table of log k! (:func:`_log_factorials`): the terms of the row (log G! + log B!), of the
+    table of log k! (:func:`log_factorials`): the terms of the row (log G! + log B!), of the
     column (-log x! - log (d - x)!) and the constant are summed once, leaving two table
     look-ups, log (G - x)! and log (B - d + x)!, and one exponential per entry, in blocks whose
     temporaries stay in cache; 0 off the support (x > G or d - x > B). The nine terms of log P,
@@ -438,7 +458,7 @@ def hypergeom_entries(N, n, R, x, *, out=None):
         raise ValueError(f"N must be at most LOG_FACTORIAL_MAX={LOG_FACTORIAL_MAX}; got {N}")
     R = np.asarray(R, dtype=np.int64).ravel()
     x = np.asarray(x, dtype=np.int64).ravel()
-    lf = _log_factorials(N)
+    lf = log_factorials(N)
     d = n - 1
     G, Bd = R - 1, N - R - d
     row = lf[G] + lf[N - R] - (lf[N - 1] - lf[d] - lf[N - 1 - d])
@@ -474,9 +494,9 @@ def hypergeom_entries(N, n, R, x, *, out=None):
 
 
 def _log_factorials_inf(N):
-    """[+inf, log 0!, log 1!, ..., log N!] (at least), read-only: :func:`_log_factorials` shifted by one
+    """[+inf, log 0!, log 1!, ..., log N!] (at least), read-only: :func:`log_factorials` shifted by one
     behind an entry +inf for the counts off the support."""
-    lf = _log_factorials(N)
+    lf = log_factorials(N)
     if _LOG_FACTORIALS_INF[0].size != lf.size + 1:
         _LOG_FACTORIALS_INF[0] = np.r_[np.inf, lf]
         _LOG_FACTORIALS_INF[0].setflags(write=False)
@@ -586,7 +606,7 @@ def kernel_windows(N, n, R, scheme="binomial", *, whole=False):
 def window_pmf(N, n, R, first, width, scheme="binomial"):
     """P(X = first_i + j | R_i), j = 0..width-1 (0 off the support), X = r - 1, shape (len(R), width).
 
-    From the table of log k! (:func:`_log_factorials`): the hypergeometric term C(G, x) C(B, d - x)
+    From the table of log k! (:func:`log_factorials`): the hypergeometric term C(G, x) C(B, d - x)
     / C(N - 1, d) (as :func:`hypergeom_entries`; N <= :data:`LOG_FACTORIAL_MAX`) or the binomial
     C(d, x) p^x (1 - p)^(d - x) (table up to n - 1), d = n - 1, G = R - 1, B = N - R.
     """
@@ -594,7 +614,7 @@ def window_pmf(N, n, R, first, width, scheme="binomial"):
     d = n - 1
     x = np.asarray(first, dtype=np.int64)[:, None] + np.arange(width)[None, :]
     if scheme == "binomial":
-        lf = _log_factorials(d)
+        lf = log_factorials(d)
         off = (x < 0) | (x > d)
         xc = np.clip(x, 0, d)
         p = (R - 1) / (N - 1.0)
@@ -606,7 +626,7 @@ def window_pmf(N, n, R, first, width, scheme="binomial"):
         raise ValueError(f"N must be at most LOG_FACTORIAL_MAX={LOG_FACTORIAL_MAX}; got {N}")
     # the table shifted by one behind +inf (as hypergeom_entries): a count off the support (x < 0,
     # x > G or d - x > B) makes one index <= 0, its term +inf and its probability exp(-inf) = 0
-    lf, lfi = _log_factorials(N), _log_factorials_inf(N)
+    lf, lfi = log_factorials(N), _log_factorials_inf(N)
     G, B = R - 1, N - R
     row = lf[G] + lf[B] - (lf[N - 1] - lf[d] - lf[N - 1 - d])
     x = x.astype(np.int32) + 1

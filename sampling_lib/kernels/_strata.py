@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._laws import LOG_FACTORIAL_MAX, _log_factorials, log_comb
+from ._laws import LOG_FACTORIAL_MAX, log_factorials, log_comb
 
 __all__ = ["check_strata", "next_tail_size", "strata_kernel", "strata_ladder_law", "tail_ladder_sizes"]
 
@@ -171,7 +171,7 @@ def strata_kernel(R, n_items, heads, above, tail_sizes, ranks, *, log=False):
         return out
     Tmax = int(T.max())
     table = Tmax <= LOG_FACTORIAL_MAX
-    lf = _log_factorials(max(Tmax, 1)) if table else None
+    lf = log_factorials(max(Tmax, 1)) if table else None
     # per-cell constant: log C(T, s) and the parts of log C(G, k) C(T - G, s - k) free of G
     if table:
         const = -(lf[T] - lf[s] - lf[T - s]) - lf[k] - lf[s - k]

@@ -225,8 +225,8 @@ def execute_notebook(src, dst, parameters=None, cwd=None, html=True, timeout=Non
     if kernel is not None and kernel_dir is not None:
         raise ValueError("kernel_dir does not apply to a shared kernel (kernel=); give one of them")
     own_dir = kernel_dir is None and kernel is None
-    kdir = Path(tempfile.mkdtemp(prefix="sampling-lab-kernels-")) if own_dir else kernel_dir and Path(kernel_dir)
     if kernel is None:
+        kdir = Path(tempfile.mkdtemp(prefix="sampling-lab-kernels-")) if own_dir else Path(kernel_dir)
         config = Config({"KernelManager": {"transport": "ipc",
                                            "connection_file": str(kdir / f"kernel-{uuid.uuid4().hex[:12]}.json")}})
         how = {"shutdown_kernel": "immediate", "kernel_manager_class": RunnerKernelManager, "config": config}
