@@ -30,7 +30,7 @@ from xdist.scheduler import LoadScopeScheduling
 
 #: (node id prefix, estimated seconds per matching test); the first matching prefix wins.
 SLOW = [
-    ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[12_designing_a_samp", 16.5),
+    ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[12_designing_a_samp", 12.5),
     ("tests/test_runner_safety.py::test_no_runner_path_removes_or_renames_what_it_did_not_c", 11.6),
     ("tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[01_sampling_theorem", 7.7),
     ("tests/test_shared_kernel.py::test_each_run_starts_empty_in_its_own_folder_and_a_dead_", 6.0),
