@@ -39,6 +39,7 @@ planner was never developed on.
 
 Needs ../shared/data (the synthetic part runs without it from a generated population). Usage:
     .venv/bin/python benchmarks/bench_design.py [--quick] [--draws 10] [--out DIR] [--parts goals,speed]
+    .venv/bin/python benchmarks/bench_design.py --parts plan      # plan's own time, against its reference terms
 """
 from __future__ import annotations
 
@@ -267,6 +268,58 @@ def speed_part(out, repeats=2):
           f"truth {np.mean(R <= 10):.4f}")
 
 
+def _reference_binom_run(start, width, m, p):
+    """The binomial running terms as plan computed them before (the first term in full, then the logarithm of
+    the ratio of successive terms per term, summed): the reference of :func:`plan_part`."""
+    from scipy import special
+
+    s = start[:, None]
+    x = s + np.arange(width - 1)[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        step = np.log(np.maximum(m - x, 0.0) / (x + 1.0)) + (np.log(p) - np.log1p(-p))
+        log_comb = special.gammaln(m + 1.0) - special.gammaln(s + 1.0) - special.gammaln(np.maximum(m - s, 0.0) + 1.0)
+        first = np.where(s <= m, log_comb + special.xlogy(s, p) + special.xlog1py(m - s, -p), -np.inf)
+        out = np.empty((start.size, width))
+        out[:, :1] = first
+        if width > 1:
+            out[:, 1:] = first + np.cumsum(step, axis=1)
+    return np.nan_to_num(out, nan=-np.inf)
+
+
+def plan_part(repeats=3):
+    """``plan`` on a pilot (2,000 users, n = 20, a Beta(0.35) population; N = 3,000 and 20,000, both schemes):
+    the library's count-law terms (a table of log C(m, x) or of log k!) against the reference terms (a
+    logarithm per term and a running sum), side by side in one process, best of ``repeats``; the two
+    tables must agree to 1e-8 relative."""
+    from sampling_lib.design import _law, plan
+    from sampling_lib.rankdist import draw_global_ranks, synthetic_models
+    from sampling_lib.sampling import sample_ranks
+
+    routes = {"library": (_law._binom_log_pmf_run, _law._log_pmf_run),
+              "reference": (_reference_binom_run, _law._log_pmf_run_by_ratios)}
+    for N in (3000, 20000):
+        R = draw_global_ranks(synthetic_models(N)["beta_a0.35"], 2000, rng=1)
+        for scheme in ("binomial", "hypergeometric"):
+            pilot = sample_ranks(R, N, 20, rng=3, scheme=scheme)
+            times, tables = {}, {}
+            try:
+                for _ in range(repeats):
+                    for name, (b, h) in routes.items():
+                        _law._binom_log_pmf_run, _law._log_pmf_run = b, h
+                        t0 = time.perf_counter()
+                        res = plan(pilot, N, 20, metrics=list(METRICS), target_ratio=1.5, scheme=scheme)
+                        times.setdefault(name, []).append(time.perf_counter() - t0)
+                        tables[name] = res.table.select_dtypes("number").to_numpy(float)
+            finally:
+                _law._binom_log_pmf_run, _law._log_pmf_run = routes["library"]
+            a, b = tables["library"], tables["reference"]
+            diff = float(np.nanmax(np.abs(a - b) / np.maximum(np.abs(b), 1e-300)))
+            lib, ref = min(times["library"]), min(times["reference"])
+            print(f"plan, N = {N:,}, {scheme}: {lib:.2f} s against {ref:.2f} s for the reference terms "
+                  f"({ref / lib:.2f}x); tables within {diff:.1e} relative")
+            assert diff <= 1e-8, diff
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
@@ -304,6 +357,8 @@ def main():
                    args.growth, tuple(args.metrics))
     if "speed" in parts:
         speed_part(Path(args.out))
+    if "plan" in parts:
+        plan_part()
 
 
 if __name__ == "__main__":
