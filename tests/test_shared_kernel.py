@@ -22,8 +22,12 @@ def test_each_run_starts_empty_in_its_own_folder_and_a_dead_kernel_is_replaced(t
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir(), b.mkdir()
     pid_file = "import os\nopen('here.txt', 'w').write(str(os.getpid()))"
-    first = _nb(a / "01_defines.ipynb", "z = 41\n" + pid_file)
-    second = _nb(b / "02_uses.ipynb", pid_file + "\nprint(z)")
+    # the first notebook also changes what a namespace reset would not: warning filters, numpy's error handling
+    first = _nb(a / "01_defines.ipynb", "z = 41\nimport warnings, numpy\nwarnings.simplefilter('error')\n"
+                "numpy.seterr(all='raise')\n" + pid_file)
+    second = _nb(b / "02_uses.ipynb", pid_file + "\nimport warnings, numpy\n"
+                 "assert not any(f[0] == 'error' and f[2] is Warning for f in warnings.filters)\n"
+                 "assert numpy.geterr()['divide'] == 'warn'\nprint(z)")
     with shared_kernel() as km:
         run = execute_notebook(first, tmp_path / "o1.ipynb", {"x": 2}, html=False, kernel=km)
         assert NO_LEDGER in run.error, run.error

@@ -147,13 +147,21 @@ def shared_kernel(env=None):
             shutil.rmtree(kdir, ignore_errors=True)
 
 
-#: what a run in a :func:`shared_kernel` executes first: the namespace cleared, figures closed, the cwd set
+#: what a run in a :func:`shared_kernel` executes first: the namespace cleared, the warning filters as at the
+#: kernel's first run, numpy's floating-point error handling and matplotlib's settings at their defaults,
+#: figures closed, the cwd set
 _RESET = """%reset -f
-import os as _os, sys as _sys
+import os as _os, sys as _sys, warnings as _warnings
+_first = _sys.__dict__.setdefault("_sampling_lab_shared_kernel", {{"filters": list(_warnings.filters)}})
+_warnings.filters[:] = _first["filters"]
+_warnings._filters_mutated()
+if "numpy" in _sys.modules:
+    _sys.modules["numpy"].seterr(divide="warn", over="warn", under="ignore", invalid="warn")
 if "matplotlib.pyplot" in _sys.modules:
     _sys.modules["matplotlib.pyplot"].close("all")
+    _sys.modules["matplotlib"].rc_file_defaults()
 _os.chdir({cwd!r})
-del _os, _sys
+del _os, _sys, _warnings, _first
 """
 
 
