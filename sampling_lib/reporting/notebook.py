@@ -136,8 +136,8 @@ def shared_kernel(env=None):
     kdir = Path(tempfile.mkdtemp(prefix="sampling-lab-kernels-"))
     km = RunnerKernelManager(kernel_name="python3", config=Config(
         {"KernelManager": {"transport": "ipc", "connection_file": str(kdir / "kernel-shared.json")}}))
-    km.sampling_lab_env = dict(os.environ if env is None else env)
     try:
+        run_sync(km.start_kernel)(env=dict(os.environ if env is None else env))   # restarts reuse these arguments
         yield km
     finally:
         try:
@@ -166,14 +166,12 @@ del _os, _sys, _warnings, _first
 
 
 def _reset_shared(km, cwd):
-    """Start the :func:`shared_kernel` (again, if it died) or clear its namespace; then chdir to ``cwd``."""
+    """Clear the :func:`shared_kernel`'s namespace (restarting it first if it died); then chdir to ``cwd``."""
     from jupyter_core.utils import run_sync
 
     for attempt in range(2):
-        if attempt or not km.has_kernel or not run_sync(km.is_alive)():
-            if km.has_kernel:
-                run_sync(km.shutdown_kernel)(now=True, restart=True)   # keeps its zmq context
-            run_sync(km.start_kernel)(cwd=cwd, env=km.sampling_lab_env)
+        if attempt or not run_sync(km.is_alive)():
+            run_sync(km.restart_kernel)(now=True)
         kc = km.blocking_client()
         kc.start_channels()
         try:
@@ -214,8 +212,8 @@ def execute_notebook(src, dst, parameters=None, cwd=None, html=True, timeout=Non
         What the executed notebook records as papermill's ``output_path``
         (default: ``dst`` relative to the project).
     kernel : RunnerKernelManager, optional
-        Run in this kernel of :func:`shared_kernel` (its namespace cleared first) instead of a
-        fresh one; ``kernel_dir`` does not apply.
+        Run in this kernel of :func:`shared_kernel` (its namespace cleared first, restarted if it
+        died) instead of a fresh one; ``kernel_dir`` does not apply.
 
     Returns
     -------
