@@ -40,6 +40,7 @@ planner was never developed on.
 Needs ../shared/data (the synthetic part runs without it from a generated population). Usage:
     .venv/bin/python benchmarks/bench_design.py [--quick] [--draws 10] [--out DIR] [--parts goals,speed]
     .venv/bin/python benchmarks/bench_design.py --parts plan      # plan's own time, against its reference terms
+    .venv/bin/python benchmarks/bench_design.py --parts windows   # the kernels' windows, against theirs
 """
 from __future__ import annotations
 
@@ -295,8 +296,14 @@ def plan_part(repeats=3):
     from sampling_lib.rankdist import draw_global_ranks, synthetic_models
     from sampling_lib.sampling import sample_ranks
 
-    routes = {"library": (_law._binom_log_pmf_run, _law._log_pmf_run),
-              "reference": (_reference_binom_run, _law._log_pmf_run_by_ratios)}
+    from sampling_lib.kernels import _laws
+
+    def by_ratios(start, width, good, bad, m):
+        good, bad, m, start = (np.reshape(a, (-1, 1)) for a in (good, bad, m, start))
+        return _laws._log_hypergeom_window_by_ratios(start, width, good, bad, m)
+
+    routes = {"library": (_law.log_binom_window, _law.log_hypergeom_window),
+              "reference": (_reference_binom_run, by_ratios)}
     for N in (3000, 20000):
         R = draw_global_ranks(synthetic_models(N)["beta_a0.35"], 2000, rng=1)
         for scheme in ("binomial", "hypergeometric"):
@@ -305,19 +312,83 @@ def plan_part(repeats=3):
             try:
                 for _ in range(repeats):
                     for name, (b, h) in routes.items():
-                        _law._binom_log_pmf_run, _law._log_pmf_run = b, h
+                        _law.log_binom_window, _law.log_hypergeom_window = b, h
                         t0 = time.perf_counter()
                         res = plan(pilot, N, 20, metrics=list(METRICS), target_ratio=1.5, scheme=scheme)
                         times.setdefault(name, []).append(time.perf_counter() - t0)
                         tables[name] = res.table.select_dtypes("number").to_numpy(float)
             finally:
-                _law._binom_log_pmf_run, _law._log_pmf_run = routes["library"]
+                _law.log_binom_window, _law.log_hypergeom_window = routes["library"]
             a, b = tables["library"], tables["reference"]
             diff = float(np.nanmax(np.abs(a - b) / np.maximum(np.abs(b), 1e-300)))
             lib, ref = min(times["library"]), min(times["reference"])
             print(f"plan, N = {N:,}, {scheme}: {lib:.2f} s against {ref:.2f} s for the reference terms "
                   f"({ref / lib:.2f}x); tables within {diff:.1e} relative")
             assert diff <= 1e-8, diff
+
+
+def _reference_window_pmf(N, n, R, first, width, scheme="binomial"):
+    """window_pmf as the kernels computed it before they shared the planner's terms (binomial: three
+    look-ups and two special functions per term; hypergeometric: the same four look-ups with one total and
+    one draw count for all rows): the reference of :func:`windows_part`."""
+    from scipy import special
+
+    from sampling_lib.kernels import _laws
+
+    R = np.asarray(R, dtype=np.int64)[:, None]
+    d = n - 1
+    x = np.asarray(first, dtype=np.int64)[:, None] + np.arange(width)[None, :]
+    if scheme == "binomial":
+        lf = _laws.log_factorials(d)
+        off = (x < 0) | (x > d)
+        xc = np.clip(x, 0, d)
+        p = (R - 1) / (N - 1.0)
+        P = np.exp(lf[d] - lf[xc] - lf[d - xc] + special.xlogy(xc, p) + special.xlog1py(d - xc, -p))
+        P[off] = 0.0
+        return P
+    lf, lfi = _laws.log_factorials(N), _laws._log_factorials_inf(N)
+    G, B = R - 1, N - R
+    row = lf[G] + lf[B] - (lf[N - 1] - lf[d] - lf[N - 1 - d])
+    x = x.astype(np.int32) + 1
+    lp = np.take(lfi, np.maximum(x, 0))
+    lp += np.take(lfi, np.maximum((d + 2) - x, 0))
+    lp += np.take(lfi, np.maximum((G + 2).astype(np.int32) - x, 0))
+    lp += np.take(lfi, np.maximum((B - d).astype(np.int32) + x, 0))
+    np.subtract(row, lp, out=lp)
+    return np.exp(lp, out=lp)
+
+
+def windows_part(repeats=5):
+    """The kernels' Bernstein windows (``window_pmf``, on the hot path of the rank grid's TV bounds and of
+    ``kernel_bin_masses``): the library's terms, shared with the planner, against the reference terms they
+    replaced, side by side in one process, best of ``repeats``; the grids' bounds must agree to 1e-12."""
+    from sampling_lib.kernels import _grid, _laws, kernel_bin_masses, rank_grid, rank_grid_tv
+
+    routes = {"library": _laws.window_pmf, "reference": _reference_window_pmf}
+    for N, n in ((100_000, 4096), (1_000_000, 20_000)):
+        for scheme in ("binomial", "hypergeometric"):
+            g = rank_grid(N, n, scheme=scheme)
+            R = np.unique(np.linspace(1, N, 2000).astype(np.int64))
+            lo = np.arange(1, n + 1, 37)
+            hi = np.minimum(lo + 36, n)
+            times, out = {}, {}
+            try:
+                for _ in range(repeats):
+                    for name, f in routes.items():
+                        _grid.window_pmf = _laws.window_pmf = f
+                        t0 = time.perf_counter()
+                        tv = rank_grid_tv(N, n, g.lo, g.hi, g.rep, scheme)
+                        masses = kernel_bin_masses(N, n, R, lo, hi, scheme)
+                        times.setdefault(name, []).append(time.perf_counter() - t0)
+                        out[name] = np.r_[tv, masses.ravel()]
+            finally:
+                _grid.window_pmf = _laws.window_pmf = routes["library"]
+            diff = float(np.max(np.abs(out["library"] - out["reference"])))
+            lib, ref = min(times["library"]), min(times["reference"])
+            print(f"windows, N = {N:,}, n = {n:,}, {scheme} ({g.lo.size} grid bins, {R.size} rows x {lo.size} "
+                  f"bins): {lib:.3f} s against {ref:.3f} s for the reference terms ({ref / lib:.2f}x); "
+                  f"within {diff:.1e}")
+            assert diff <= 1e-12, diff
 
 
 def main():
@@ -357,6 +428,8 @@ def main():
                    args.growth, tuple(args.metrics))
     if "speed" in parts:
         speed_part(Path(args.out))
+    if "windows" in parts:
+        windows_part()
     if "plan" in parts:
         plan_part()
 

@@ -12,14 +12,13 @@ The package's docstring (:mod:`sampling_lib.design`) lists every reference of th
 """
 from __future__ import annotations
 
-import functools
 from contextlib import contextmanager
 
 import numpy as np
 from scipy import special, stats
 
 from .._validation import check_scheme
-from ..kernels import LOG_FACTORIAL_MAX, log_factorials, log_hypergeom_pmf
+from ..kernels import log_binom_window, log_hypergeom_pmf, log_hypergeom_window
 from ..sampling import size_ladder
 
 __all__ = ["design_law", "resolution_width"]
@@ -64,7 +63,7 @@ def _count_dist(kind, x, m, R, N, done, scheme):
         lower = np.where(p >= 1.0, float(m), 0.0)[:, 0]          # p = 1: all m draws rank above
 
         def log_run(start, width, rows):
-            return _binom_log_pmf_run(start, width, m, p[rows])
+            return log_binom_window(start, width, m, p[rows])
 
         def log_pmf(xx):                                         # single columns: few entries
             return stats.binom.logpmf(xx, m, p)
@@ -140,7 +139,7 @@ def _hypergeom_parts(good, bad, m_eff):
     p = good / np.maximum(good + bad, 1.0)
 
     def log_run(start, width, rows):
-        return _log_pmf_run(start, width, good[rows], bad[rows], m_eff[rows])
+        return log_hypergeom_window(start, width, good[rows], bad[rows], m_eff[rows])
 
     return m_eff * p, m_eff * p * (1.0 - p), np.maximum(m_eff - bad, 0.0)[:, 0], log_run
 
@@ -150,72 +149,6 @@ def _hypergeom_cdf(x, good, bad, m_eff):
     (good, bad, m_eff: (G, 1)) and the columns (x: (1, k)): :func:`_windowed_cdf`."""
     x, good, bad, m_eff = (np.asarray(a, dtype=float) for a in np.broadcast_arrays(x, good, bad, m_eff))
     return _windowed_cdf(x, *_hypergeom_parts(good[:, :1], bad[:, :1], m_eff[:, :1]))
-
-
-@functools.lru_cache(maxsize=16)
-def _log_binom_coefficients(m):
-    """log C(m, x), x = 0..m (read-only; a plan asks for the same few m thousands of times)."""
-    x = np.arange(m + 1.0)
-    out = special.gammaln(m + 1.0) - special.gammaln(x + 1.0) - special.gammaln(m - x + 1.0)
-    out.flags.writeable = False
-    return out
-
-
-def _binom_log_pmf_run(start, width, m, p):
-    """log P(X = start + j), j = 0..width-1, X ~ Binomial(m, p), per row (start (k,), p (k, 1)):
-    log C(m, x) from one table over x = 0..m, plus x log p + (m - x) log(1 - p) (a gather and two products
-    per term; the logarithm per term it replaced took 15% of a plan). p = 0 gives the point mass at 0,
-    p = 1 the point mass at m; beyond 0..m the terms are -inf."""
-    m = int(m)
-    x = start[:, None] + np.arange(width, dtype=float)[None, :]
-    p = np.asarray(p, dtype=float)
-    edge = (p <= 0.0) | (p >= 1.0)
-    with np.errstate(divide="ignore"):
-        lp = np.where(p > 0.0, np.log(np.where(p > 0.0, p, 1.0)), 0.0)
-        lq = np.where(p < 1.0, np.log1p(-np.where(p < 1.0, p, 0.0)), 0.0)
-    out = _log_binom_coefficients(m)[np.clip(x, 0, m).astype(np.int64)]
-    out += x * lp
-    out += (m - x) * lq
-    out[(x < 0) | (x > m)] = -np.inf
-    rows = np.flatnonzero(edge[:, 0])
-    if rows.size:                                     # the point masses at 0 (p = 0) and m (p = 1)
-        at = np.where(p[rows] <= 0.0, 0.0, float(m))
-        out[rows] = np.where(x[rows] == at, 0.0, -np.inf)
-    return out
-
-
-def _log_pmf_run(start, width, good, bad, m):
-    """log P(X = start + j), j = 0..width-1, X ~ Hypergeometric(good + bad, good, m), per row (start (k,),
-    good / bad / m (k, 1)): log C(good, x) C(bad, m - x) / C(good + bad, m) from the table of log k!
-    (:func:`sampling_lib.kernels.log_factorials`): four look-ups per term and one constant per row
-    (a logarithm per term and a running sum before; three log-Beta functions per term before that). ``start``
-    lies at or above the support's lower end; beyond its upper end min(good, m) the terms are -inf."""
-    total = good + bad
-    if float(np.max(total, initial=0.0)) > LOG_FACTORIAL_MAX:
-        return _log_pmf_run_by_ratios(start, width, good, bad, m)
-    lf = log_factorials(int(np.max(total, initial=0.0)))
-    g, b, mm = (np.asarray(a, dtype=np.int64) for a in (good, bad, m))
-    x = start.astype(np.int64)[:, None] + np.arange(width)[None, :]
-    gx, mx, bx = g - x, mm - x, b - mm + x                 # the support: all four >= 0
-    out = lf[g] + lf[b] - lf[g + b] + lf[mm] + lf[g + b - mm] - np.take(lf, x, mode="clip")
-    for idx in (gx, mx, bx):
-        out -= np.take(lf, idx, mode="clip")              # clipped off the support, set to -inf below
-    out[(x < 0) | (gx < 0) | (mx < 0) | (bx < 0)] = -np.inf
-    return out
-
-
-def _log_pmf_run_by_ratios(start, width, good, bad, m):
-    """:func:`_log_pmf_run` beyond the table of log k!: one log C(., .) per row, then the ratio of successive
-    terms, P(X = x + 1) / P(X = x) = (good - x)(m - x) / ((x + 1)(bad - m + x + 1)), summed in log."""
-    x = start[:, None] + np.arange(width - 1)[None, :]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        step = np.log(np.maximum(good - x, 0.0) * np.maximum(m - x, 0.0) / ((x + 1.0) * (bad - m + x + 1.0)))
-    first = log_hypergeom_pmf(start[:, None], good, bad, m)
-    out = np.empty((start.size, width))
-    out[:, :1] = first
-    if width > 1:
-        out[:, 1:] = first + np.cumsum(step, axis=1)
-    return np.nan_to_num(out, nan=-np.inf)
 
 
 def _count_cdf(x, m, R, N, done, scheme):

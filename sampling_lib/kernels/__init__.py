@@ -49,8 +49,8 @@ from ._groups import (DEFAULT_N_ITEMS_TOL, KernelGroup, cell_kernel, kernel_grou
                       n_items_log_bins, n_items_tv_bound)
 from ._laws import (LOG_FACTORIAL_MAX, WINDOW_MIN_N, binomial, expected_shr_curve, hypergeom_entries, hypergeometric,
                     kernel, kernel_bin_masses, kernel_columns, kernel_entries, kernel_windows, kernels_ascending,
-                    log_factorials, log_hypergeom_pmf,
-                    log_kernel_rows, sampled_rank_pmf, shr_cdf, shr_hoeffding_bound, shr_mean_var, window_pmf)
+                    log_binom_window, log_factorials, log_hypergeom_pmf, log_hypergeom_window, log_kernel_rows,
+                    sampled_rank_pmf, shr_cdf, shr_hoeffding_bound, shr_mean_var, window_pmf)
 from ._strata import check_strata, next_tail_size, strata_kernel, strata_ladder_law, tail_ladder_sizes
 
 __all__ = [
@@ -64,6 +64,8 @@ __all__ = [
     "kernel_bin_masses",
     "kernel_windows",
     "window_pmf",
+    "log_binom_window",
+    "log_hypergeom_window",
     "LOG_FACTORIAL_MAX",
     "WINDOW_MIN_N",
     "log_factorials",

@@ -25,6 +25,8 @@ __all__ = [
     "kernel_bin_masses",
     "kernel_windows",
     "window_pmf",
+    "log_binom_window",
+    "log_hypergeom_window",
     "LOG_FACTORIAL_MAX",
     "WINDOW_MIN_N",
     "log_factorials",
@@ -606,36 +608,128 @@ def kernel_windows(N, n, R, scheme="binomial", *, whole=False):
 def window_pmf(N, n, R, first, width, scheme="binomial"):
     """P(X = first_i + j | R_i), j = 0..width-1 (0 off the support), X = r - 1, shape (len(R), width).
 
-    From the table of log k! (:func:`log_factorials`): the hypergeometric term C(G, x) C(B, d - x)
-    / C(N - 1, d) (as :func:`hypergeom_entries`; N <= :data:`LOG_FACTORIAL_MAX`) or the binomial
-    C(d, x) p^x (1 - p)^(d - x) (table up to n - 1), d = n - 1, G = R - 1, B = N - R.
+    X ~ Binomial(d, p) or Hypergeometric(N - 1 items, G = R - 1 above the held-out item, d drawn),
+    d = n - 1, p = G / (N - 1): the exponentials of :func:`log_binom_window` and
+    :func:`log_hypergeom_window` (the same terms the planner's count laws use).
     """
-    R = np.asarray(R, dtype=np.int64)[:, None]
+    R = np.asarray(R, dtype=np.int64)
     d = n - 1
-    x = np.asarray(first, dtype=np.int64)[:, None] + np.arange(width)[None, :]
     if scheme == "binomial":
-        lf = log_factorials(d)
-        off = (x < 0) | (x > d)
-        xc = np.clip(x, 0, d)
-        p = (R - 1) / (N - 1.0)
-        lp = lf[d] - lf[xc] - lf[d - xc] + special.xlogy(xc, p) + special.xlog1py(d - xc, -p)
-        P = np.exp(lp)
-        P[off] = 0.0
-        return P
-    if N > LOG_FACTORIAL_MAX:
-        raise ValueError(f"N must be at most LOG_FACTORIAL_MAX={LOG_FACTORIAL_MAX}; got {N}")
-    # the table shifted by one behind +inf (as hypergeom_entries): a count off the support (x < 0,
-    # x > G or d - x > B) makes one index <= 0, its term +inf and its probability exp(-inf) = 0
-    lf, lfi = log_factorials(N), _log_factorials_inf(N)
-    G, B = R - 1, N - R
-    row = lf[G] + lf[B] - (lf[N - 1] - lf[d] - lf[N - 1 - d])
-    x = x.astype(np.int32) + 1
-    lp = np.take(lfi, np.maximum(x, 0))
-    lp += np.take(lfi, np.maximum((d + 2) - x, 0))
-    lp += np.take(lfi, np.maximum((G + 2).astype(np.int32) - x, 0))
-    lp += np.take(lfi, np.maximum((B - d).astype(np.int32) + x, 0))
-    np.subtract(row, lp, out=lp)
-    return np.exp(lp, out=lp)
+        return np.exp(log_binom_window(first, width, d, (R - 1) / (N - 1.0)))
+    return np.exp(log_hypergeom_window(first, width, R - 1, N - R, np.full(R.shape, d)))
+
+
+@lru_cache(maxsize=16)
+def _log_binom_coefficients(m):
+    """log C(m, x), x = 0..m (read-only; a plan asks for the same few m thousands of times)."""
+    if m <= LOG_FACTORIAL_MAX:
+        lf = log_factorials(m)
+    else:                                     # not kept in the shared table
+        lf = special.gammaln(np.arange(m + 1.0) + 1.0)
+    out = lf[m] - lf[:m + 1] - lf[m::-1]
+    out.flags.writeable = False
+    return out
+
+
+def log_binom_window(start, width, m, p):
+    """log P(X = start_i + j), j = 0..width-1, X ~ Binomial(m, p_i), shape (len(p), width); -inf off 0..m.
+
+    log C(m, x) from one table per m (from :func:`log_factorials`), plus x log p + (m - x) log(1 - p): a
+    gather and two products per term, no special function per term. p = 0 gives the point mass at 0 and
+    p = 1 the point mass at m. Used by :func:`window_pmf` (the kernels' rows on their Bernstein windows)
+    and by the planner's count laws (:mod:`sampling_lib.design`).
+
+    Parameters
+    ----------
+    start : array_like of int, shape (k,)
+        Each row's first count (may lie off the support).
+    width : int >= 1
+    m : int >= 0
+        Draws.
+    p : array_like of float in [0, 1], shape (k,) or (k, 1)
+
+    Examples
+    --------
+    >>> from scipy import stats
+    >>> got = np.exp(log_binom_window([0, 3], 4, 9, [0.2, 0.7]))
+    >>> bool(np.allclose(got, stats.binom.pmf(np.array([[0, 1, 2, 3], [3, 4, 5, 6]]), 9, [[0.2], [0.7]])))
+    True
+    """
+    m = int(m)
+    p = np.asarray(p, dtype=float).reshape(-1, 1)
+    x = np.asarray(start, dtype=np.int64).reshape(-1, 1) + np.arange(width)[None, :]
+    with np.errstate(divide="ignore"):
+        lp = np.where(p > 0.0, np.log(np.where(p > 0.0, p, 1.0)), 0.0)
+        lq = np.where(p < 1.0, np.log1p(-np.where(p < 1.0, p, 0.0)), 0.0)
+    out = _log_binom_coefficients(m)[np.clip(x, 0, m)]
+    out += x * lp
+    out += (m - x) * lq
+    out[(x < 0) | (x > m)] = -np.inf
+    rows = np.flatnonzero((p[:, 0] <= 0.0) | (p[:, 0] >= 1.0))
+    if rows.size:                                     # the point masses at 0 (p = 0) and m (p = 1)
+        at = np.where(p[rows] <= 0.0, 0, m)
+        out[rows] = np.where(x[rows] == at, 0.0, -np.inf)
+    return out
+
+
+def log_hypergeom_window(start, width, good, bad, m):
+    """log P(X = start_i + j), j = 0..width-1, X ~ Hypergeometric(good_i + bad_i items, good_i of them, m_i
+    drawn), shape (len(good), width); -inf off the support.
+
+    log C(good, x) C(bad, m - x) / C(good + bad, m) from the table of log k! (:func:`log_factorials`)
+    shifted by one behind +inf: four look-ups per term and one constant per row, and a count off the
+    support makes one index <= 0, its term -inf and its probability 0 (no mask). ``start`` and ``width``
+    may reach anywhere beyond the support. Beyond
+    :data:`LOG_FACTORIAL_MAX` items (``start`` then at or above the support's lower end): one log-pmf per
+    row (:func:`log_hypergeom_pmf`), then the ratio of successive terms, P(X = x + 1) / P(X = x) = (good - x)(m - x) / ((x + 1)(bad - m + x + 1)), summed in
+    log. Used by :func:`window_pmf` and by the planner's count laws (:mod:`sampling_lib.design`, whose
+    rows have their own totals and draws).
+
+    Parameters
+    ----------
+    start : array_like of int, shape (k,)
+        Each row's first count (may lie off the support).
+    width : int >= 1
+    good, bad, m : array_like of int >= 0, shape (k,) or (k, 1)
+        Per row; m <= good + bad.
+
+    Examples
+    --------
+    >>> from scipy import stats
+    >>> got = np.exp(log_hypergeom_window([0, 2], 3, [5, 20], [30, 10], [4, 6]))
+    >>> bool(np.allclose(got, stats.hypergeom.pmf(np.array([[0, 1, 2], [2, 3, 4]]), [[35], [30]], [[5], [20]],
+    ...                                           [[4], [6]])))
+    True
+    """
+    good, bad, m = (np.asarray(a, dtype=np.int64).reshape(-1, 1) for a in (good, bad, m))
+    start = np.asarray(start, dtype=np.int64).reshape(-1, 1)
+    total = good + bad
+    top = int(np.max(total, initial=0))
+    if top > LOG_FACTORIAL_MAX:
+        return _log_hypergeom_window_by_ratios(start, width, good, bad, m)
+    lf, lfi = log_factorials(top), _log_factorials_inf(top)
+    row = lf[good] + lf[bad] - lf[total] + lf[m] + lf[total - m]
+    # indices clipped to the table: one below 0 gives +inf; one past its end (> good + bad) only where
+    # another is below 0 (the four counts pair up to m, good and bad), so its term is +inf all the same
+    x1 = (start + np.arange(width)[None, :] + 1).astype(np.int32)             # x + 1
+    lp = np.take(lfi, x1, mode="clip")                                         # log x!
+    lp += np.take(lfi, (m + 2).astype(np.int32) - x1, mode="clip")            # log (m - x)!
+    lp += np.take(lfi, (good + 2).astype(np.int32) - x1, mode="clip")         # log (good - x)!
+    lp += np.take(lfi, (bad - m).astype(np.int32) + x1, mode="clip")          # log (bad - m + x)!
+    return np.subtract(row, lp, out=lp)
+
+
+def _log_hypergeom_window_by_ratios(start, width, good, bad, m):
+    good, bad, m, start = (a.astype(float) for a in (good, bad, m, start))
+    x = start + np.arange(width - 1)[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        step = np.log(np.maximum(good - x, 0.0) * np.maximum(m - x, 0.0) / ((x + 1.0) * (bad - m + x + 1.0)))
+    first = log_hypergeom_pmf(start, good, bad, m)
+    out = np.empty((start.shape[0], width))
+    out[:, :1] = first
+    if width > 1:
+        out[:, 1:] = first + np.cumsum(step, axis=1)
+    return np.nan_to_num(out, nan=-np.inf)
 
 
 def _bin_sums(P, first, a, z):
