@@ -222,3 +222,31 @@ def test_newton_iteration_limit_is_judged_by_the_newton_decrement(monkeypatch):
     with pytest.warns(ConvergenceWarning, match="did not converge"):
         fit = L.logspline_fit(r, N, n)
     assert not fit.converged
+
+
+@pytest.mark.parametrize("end", ["first", "last"])
+def test_data_at_a_grid_end_take_the_limit_in_the_fit_and_in_each_replicate(end):
+    # every user at sampled rank 1 (or all at the last, n): the penalized likelihood has no maximum, its
+    # supremum is all prior mass at the grid's first (last) point; the point fit and every replicate at that
+    # limit take it exactly (no Newton run, no warning), replicates off it are fitted as before
+    N, n = 2000, 100
+    at = 1 if end == "first" else n
+    r = np.full(400, at)
+    F = np.stack([metric_values("recall@10", N), metric_values("ndcg@10", N)], axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        fit = L.logspline_fit(r, N, n)
+        prior = fit.prior
+        assert fit.converged and fit.n_iter == 0
+        assert (prior[0] if end == "first" else prior[-1]) > 0 and prior.max() > 0
+        expect = np.array([1.0, 1.0]) if end == "first" else np.zeros(2)
+        np.testing.assert_allclose(fit.weights @ F, expect, atol=1e-300)
+        # replicates: two at the limit, one with a user off it (refitted, strictly inside)
+        cb = np.zeros((3, n))
+        cb[:2, at - 1] = 400
+        cb[2, at - 1], cb[2, 49] = 399, 1
+        eb, beta = LB.logspline_bootstrap(cb, N, n, fit.beta, F=F)
+    np.testing.assert_allclose(eb[:2], np.stack([expect, expect]), atol=1e-300)
+    assert np.abs(beta[2]).max() < np.abs(beta[0]).max() / 10        # a fit, not the limit's steep trend
+    if end == "first":                                                  # (at the last, both metrics ~0 anyway)
+        assert np.all((eb[2] > 0) & (eb[2] < 1))

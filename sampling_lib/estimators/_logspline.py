@@ -540,8 +540,43 @@ def _warn_unreproduced(c, q):
                       "method='mle'", ConvergenceWarning, stacklevel=4)
 
 
+def limit_ends(c, K):
+    """Per row of counts c (B, cells): the grid end (0 or G - 1) where the penalized fit on kernel K (G, cells)
+    has no maximum, else -1. Every user then sits in a cell whose likelihood column peaks at that end alone
+    (all at sampled rank 1, or all at the last one; in the stratified tail coordinate, no tail item above):
+    each log-likelihood term is largest under all prior mass there, and a linear trend of the coefficients,
+    which the penalty (second differences and the mean) does not see, approaches it without end. The
+    supremum is that point mass (:func:`limit_beta`)."""
+    c = np.atleast_2d(c)
+    out = np.full(c.shape[0], -1)
+    some = c.sum(axis=1) > 0
+    for end, others in ((0, K[1:]), (K.shape[0] - 1, K[:-1])):
+        peak = K[end] > others.max(axis=0, initial=0.0)
+        out[some & ~(c[:, ~peak] > 0).any(axis=1)] = end
+    return out
+
+
+def limit_beta(grid, end):
+    """Coefficients of all prior mass at grid cell ``end`` (0 or the last; :func:`limit_ends`): a linear trend
+    steep enough that the other masses are 0 in double precision, at no penalty."""
+    df = grid.B.shape[1]
+    ramp = (df - 1) / 2.0 - np.arange(df)
+    for steep in (1e2, 1e3, 1e4, 1e5):
+        beta = steep * (ramp if end == 0 else -ramp)
+        if prior_masses(beta, grid)[end] == 1.0:
+            break
+    return beta
+
+
 def _fit_from(c, K, grid, P, penalty, knot_spacing, info=None, beta0=None):
-    """Newton fit, posterior-mean weights and the result, from counts c and kernel K (G, len(c))."""
+    """Newton fit, posterior-mean weights and the result, from counts c and kernel K (G, len(c)); at a limit
+    (:func:`limit_ends`) the limit itself (Newton would run into its iteration limit, or stop where the gain
+    per step fell below its tolerance with part of the mass elsewhere)."""
+    end = limit_ends(c, K)[0]
+    if end >= 0:
+        beta = limit_beta(grid, end)
+        g = prior_masses(beta, grid)
+        return fit_result(c, K, grid, beta, g, g @ K, 0, True, penalty, knot_spacing)
     beta0 = np.zeros(grid.B.shape[1]) if beta0 is None else beta0
     beta, f, g, q, it, conv = newton(fit_counts_weight(c), K, grid, P, beta0, info=info)
     if not conv:

@@ -55,7 +55,7 @@ from ..inference import percentile_interval, z_critical
 from ..kernels import check_strata, strata_kernel
 from ..metrics import METRICS, metric_matrix, parse_metrics
 from ._logspline import (DEFAULT_KNOT_SPACING, DEFAULT_PENALTY, EXACT_RANKS, _fit_from, fit_counts_weight,
-                         fit_result, hessian_cells, penalty_matrix, prior_masses, sensitivity_penalties,
+                         hessian_cells, penalty_matrix, prior_masses, sensitivity_penalties,
                          spline_grid)
 from ._logspline_cells import grid_size_n
 from ._logspline_boot import bootstrap_core
@@ -374,39 +374,11 @@ def _fit_groups(counts, K, grid, above, ranges, penalty, knot_spacing, coordinat
         gg = _support_grid(grid, low)
         b0 = None if beta0 is None else beta0[j]
         Kc = np.ascontiguousarray(K[:, cells])
-        if _at_the_limit(counts[cells][None], Kc)[0]:
-            fit = _limit_fit(counts[cells], Kc, gg, penalty, knot_spacing)
-        else:
-            fit = _fit_from(counts[cells], Kc, gg, P, penalty, knot_spacing, info=hessian_cells, beta0=b0)
+        # a group whose users all sit at tail rank 1 takes the limit: all prior mass at the grid's first point
+        fit = _fit_from(counts[cells], Kc, gg, P, penalty, knot_spacing, info=hessian_cells, beta0=b0)
         out.append(StrataGroup(above_low=int(lo), above_high=int(hi), support_low=low,
                                users=float(counts[cells].sum()), cells=cells, fit=fit, grid=gg))
     return tuple(out)
-
-
-def _at_the_limit(c, K):
-    """Rows of counts c (B, cells) whose penalized log-spline fit on kernel K (G, cells) has no maximum: every
-    user in a cell whose likelihood column peaks at the grid's first point alone (in the tail coordinate, all
-    at tail rank 1: no sampled tail item above). Every term of the log-likelihood is then largest under all
-    prior mass at that point, and a linear trend of the spline coefficients, which the second-difference
-    penalty does not see, approaches it without end: the supremum is that point mass (:func:`_limit_fit`)."""
-    peak = K[0] > K[1:].max(axis=0, initial=0.0)
-    return (c.sum(axis=1) > 0) & ~(c[:, ~peak] > 0).any(axis=1)
-
-
-def _limit_fit(c, K, grid, penalty, knot_spacing):
-    """The fit of counts :func:`_at_the_limit`: all prior mass at the grid's first point, the supremum of the
-    penalized likelihood (Newton would run into its iteration limit, or stop where the gain per step fell
-    below its tolerance, with part of the mass elsewhere). Its coefficients are a linear trend steep enough
-    that the other masses are 0 in double precision (penalty 0), so the result works as any other fit's."""
-    c = np.asarray(c, dtype=float)
-    df = grid.B.shape[1]
-    ramp = (df - 1) / 2.0 - np.arange(df)
-    for steep in (1e2, 1e3, 1e4, 1e5):
-        beta = steep * ramp
-        g = prior_masses(beta, grid)
-        if g[0] == 1.0:
-            break
-    return fit_result(c, K, grid, beta, g, g @ K, 0, True, penalty, knot_spacing)
 
 
 #: What the groups' priors live on (:func:`logspline_strata_fit`; the first is the default).
@@ -551,16 +523,9 @@ def _replicates(fit, Cb, F, hessians):
             continue
         cb = cb[ok]
         K = fit.K[:, gr.cells]
-        # a replicate at the limit (the resample left out the group's few users with a tail item above) takes
-        # the limit's prior: Newton hit its iteration limit on 93 of 256 replicates of Last.fm's item-KNN head
-        # 100, its estimates equal to the limit's to 6 digits
-        limit = _at_the_limit(cb, K)
-        g = np.zeros((cb.shape[0], K.shape[0]))
-        g[limit, 0] = 1.0
-        if not limit.all():
-            _, beta = bootstrap_core(cb[~limit], K, gr.grid, P, gr.fit.beta, None, 50, 1e-6, info=hessian_cells,
-                                     H=Hs)
-            g[~limit] = prior_masses(beta, gr.grid)                       # (b, G)
+        # a replicate that left out the group's few users with a tail item above takes the limit (bootstrap_core)
+        _, beta = bootstrap_core(cb, K, gr.grid, P, gr.fit.beta, None, 50, 1e-6, info=hessian_cells, H=Hs)
+        g = prior_masses(beta, gr.grid)                                   # (b, G)
         ratio = np.divide(cb, g @ K, out=np.zeros_like(cb), where=cb > 0)
         Ag = (K[:H].T[:, :, None] * A[gr.cells]).reshape(gr.cells.size, -1)   # (cells, H m)
         out[ok] += np.einsum("bh,bhm->bm", g[:, :H], (ratio @ Ag).reshape(-1, H, F.shape[1])) / M
