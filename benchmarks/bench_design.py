@@ -41,6 +41,7 @@ Needs ../shared/data (the synthetic part runs without it from a generated popula
     .venv/bin/python benchmarks/bench_design.py [--quick] [--draws 10] [--out DIR] [--parts goals,speed]
     .venv/bin/python benchmarks/bench_design.py --parts plan      # plan's own time, against its reference terms
     .venv/bin/python benchmarks/bench_design.py --parts windows   # the kernels' windows, against theirs
+    .venv/bin/python benchmarks/bench_design.py --parts rows      # whole kernel rows, against theirs
 """
 from __future__ import annotations
 
@@ -391,6 +392,46 @@ def windows_part(repeats=5):
             assert diff <= 1e-12, diff
 
 
+def _reference_log_kernel_rows(N, n, R, scheme="hypergeometric"):
+    """log_kernel_rows' hypergeometric rows as computed before (four logarithms per ratio, scipy's
+    logsumexp per row): the reference of :func:`rows_part`."""
+    from scipy import special
+
+    R = np.asarray(R, dtype=float)[:, None]
+    x = np.arange(n, dtype=float)[None, :]
+    G, B, d = R - 1.0, N - R, n - 1.0
+    lo, hi = np.maximum(0.0, d - B), np.minimum(d, G)
+    inside = (x >= lo) & (x <= hi)
+    step = (x > lo) & inside
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.log(G - x + 1.0) + np.log(d - x + 1.0) - np.log(x) - np.log(B - d + x)
+    logw = np.where(inside, np.cumsum(np.where(step, ratio, 0.0), axis=1), -np.inf)
+    return logw - special.logsumexp(logw, axis=1, keepdims=True)
+
+
+def rows_part(repeats=5):
+    """Whole hypergeometric kernel rows (``kernels.log_kernel_rows``: the rank grid's TV bounds below
+    n = 1,024, the grid kernels, every per-group fit) against the reference above, side by side in one
+    process, best of ``repeats``, on 4,000 rows spread over 1..N; the probabilities must agree to 1e-11."""
+    from sampling_lib.kernels import log_kernel_rows
+
+    for N, n in ((3706, 100), (100_000, 100), (10**7, 1000)):
+        R = np.unique(np.linspace(1, N, 4000).astype(np.int64))
+        times, out = {}, {}
+        for _ in range(repeats):
+            for name, f in (("library", log_kernel_rows), ("reference", _reference_log_kernel_rows)):
+                t0 = time.perf_counter()
+                out[name] = f(N, n, R, "hypergeometric")
+                times.setdefault(name, []).append(time.perf_counter() - t0)
+        a, b = np.exp(out["library"]), np.exp(out["reference"])
+        big = b > 1e-200
+        diff = float(np.max(np.abs(a[big] - b[big]) / b[big]))
+        lib, ref = min(times["library"]), min(times["reference"])
+        print(f"rows, N = {N:,}, n = {n:,}, hypergeometric, {R.size:,} rows: {lib * 1e3:.1f} ms against "
+              f"{ref * 1e3:.1f} ms for the reference ({ref / lib:.2f}x); within {diff:.1e} relative")
+        assert diff <= 1e-11 and ((a > 0) == (b > 0)).all(), diff
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
@@ -430,6 +471,8 @@ def main():
         speed_part(Path(args.out))
     if "windows" in parts:
         windows_part()
+    if "rows" in parts:
+        rows_part()
     if "plan" in parts:
         plan_part()
 

@@ -118,11 +118,15 @@ def log_kernel_rows(N, n, R, scheme="binomial"):
     hi = np.minimum(d, G)
     inside = (x >= lo) & (x <= hi)
     step = (x > lo) & inside
+    # one logarithm per entry: the ratio's factors are integers below 2^53 (N <= 10^7), so it is rounded once
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.log(G - x + 1.0) + np.log(d - x + 1.0) - np.log(x) - np.log(B - d + x)
+        ratio = np.log(((G - x + 1.0) * (d - x + 1.0)) / (x * (B - d + x)))
     logw = np.cumsum(np.where(step, ratio, 0.0), axis=1)
-    logw = np.where(inside, logw, -np.inf)
-    return logw - special.logsumexp(logw, axis=1, keepdims=True)
+    logw[~inside] = -np.inf
+    # each row's log-sum-exp: its largest term is finite (0 at the support's lower end, or more)
+    top = logw.max(axis=1, keepdims=True)
+    logw -= top + np.log(np.exp(logw - top).sum(axis=1, keepdims=True))
+    return logw
 
 
 def _dense(N, n, scheme):
