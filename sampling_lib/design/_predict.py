@@ -27,11 +27,26 @@ __all__ = ["predict", "assurance_margin", "RATIO_PREDICTION_SD"]
 
 
 def _metric_cells(parsed, grid):
-    """Averages of F and F^2 over the grid cells (G, m) each (F = 0 beyond the largest K)."""
+    """Averages of F and F^2 over the grid cells (G, m) each (F = 0 beyond the largest K), read-only.
 
+    Kept per (grid, metrics): a plan predicts hundreds of designs on the same grid (the grids come from
+    ``spline_grid``'s cache, and each entry holds its grid, so an id is never reused while kept)."""
+    key = (id(grid), tuple(parsed))
+    hit = _METRIC_CELLS.get(key)
+    if hit is not None and hit[0] is grid:
+        return hit[1]
     H = min(grid.N, max(K for _, _, K in parsed))
     F = metric_matrix(parsed, H)
-    return cell_metric(F, grid), cell_metric(F * F, grid)
+    out = (cell_metric(F, grid), cell_metric(F * F, grid))
+    for a in out:
+        a.setflags(write=False)
+    if len(_METRIC_CELLS) >= 64:
+        _METRIC_CELLS.clear()
+    _METRIC_CELLS[key] = (grid, out)
+    return out
+
+
+_METRIC_CELLS = {}
 
 
 def predict(design, prior, metrics=("recall@10", "ndcg@10"), *, M, confidence_level=0.95, scheme="binomial",

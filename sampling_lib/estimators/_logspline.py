@@ -138,10 +138,14 @@ def kernel_on_grid(grid, N, n, scheme):
     return np.exp(log_kernel_rows(N, n, grid.mid, scheme))
 
 
+@lru_cache(maxsize=64)
 def penalty_matrix(df, lam):
+    """2 lam D'D + the ridge on the coefficients' mean (D: second differences), read-only."""
     D = np.diff(np.eye(df), 2, axis=0)
     one = np.ones((1, df)) / df
-    return 2.0 * lam * (D.T @ D) + 2.0 * _RIDGE * (one.T @ one)
+    P = 2.0 * lam * (D.T @ D) + 2.0 * _RIDGE * (one.T @ one)
+    P.setflags(write=False)
+    return P
 
 
 def prior_masses(beta, grid):
