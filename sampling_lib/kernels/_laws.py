@@ -118,7 +118,8 @@ def log_kernel_rows(N, n, R, scheme="binomial"):
     hi = np.minimum(d, G)
     inside = (x >= lo) & (x <= hi)
     step = (x > lo) & inside
-    # one logarithm per entry: the ratio's factors are integers below 2^53 (N <= 10^7), so it is rounded once
+    # one logarithm per entry, of the ratio (three roundings of its exact integer factors below 2^53 up to
+    # N = 10^7: the same eps-level error per term as the four logarithms it replaced)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.log(((G - x + 1.0) * (d - x + 1.0)) / (x * (B - d + x)))
     logw = np.cumsum(np.where(step, ratio, 0.0), axis=1)
@@ -683,9 +684,9 @@ def log_hypergeom_window(start, width, good, bad, m):
     log C(good, x) C(bad, m - x) / C(good + bad, m) from the table of log k! (:func:`log_factorials`)
     shifted by one behind +inf: four look-ups per term and one constant per row, and a count off the
     support makes one index <= 0, its term -inf and its probability 0 (no mask). ``start`` and ``width``
-    may reach anywhere beyond the support. Beyond
-    :data:`LOG_FACTORIAL_MAX` items (``start`` then at or above the support's lower end): one log-pmf per
-    row (:func:`log_hypergeom_pmf`), then the ratio of successive terms, P(X = x + 1) / P(X = x) = (good - x)(m - x) / ((x + 1)(bad - m + x + 1)), summed in
+    may reach anywhere beyond the support. Beyond :data:`LOG_FACTORIAL_MAX` items (``start`` then at or
+    above the support's lower end): one log-pmf per row (:func:`log_hypergeom_pmf`), then the ratio of
+    successive terms, P(X = x + 1) / P(X = x) = (good - x)(m - x) / ((x + 1)(bad - m + x + 1)), summed in
     log. Used by :func:`window_pmf` and by the planner's count laws (:mod:`sampling_lib.design`, whose
     rows have their own totals and draws).
 
