@@ -67,3 +67,18 @@ def test_hypergeometric_terms_far_off_the_support_are_zero():
     x = start[:, None] + np.arange(width)[None, :]
     ref = stats.hypergeom.pmf(x, (good + bad)[:, None], good[:, None], m[:, None])
     _close(log_hypergeom_window(start, width, good, bad, m), ref)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: log_binom_window([0], 0, 5, [0.5]), "width"),
+    (lambda: log_binom_window([0], 3, -1, [0.5]), "m"),
+    (lambda: log_binom_window([0], 3, 5, [1.5]), "p must lie"),
+    (lambda: log_binom_window([0, 1], 3, 5, [0.5]), "start must hold"),
+    (lambda: log_hypergeom_window([0.5], 3, [4], [5], [3]), "start must hold"),
+    (lambda: log_hypergeom_window([0], 3, [4], [5], [10]), "m <= good \\+ bad"),
+    (lambda: log_hypergeom_window([0], 3, [-1], [5], [1]), ">= 0"),
+    (lambda: log_hypergeom_window([0], 3, [4, 4], [5], [1]), "one entry per row"),
+])
+def test_window_terms_refuse_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

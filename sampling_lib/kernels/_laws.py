@@ -660,9 +660,11 @@ def log_binom_window(start, width, m, p):
     >>> bool(np.allclose(got, stats.binom.pmf(np.array([[0, 1, 2, 3], [3, 4, 5, 6]]), 9, [[0.2], [0.7]])))
     True
     """
-    m = int(m)
+    m, width = check_int(m, "m", low=0), check_int(width, "width", low=1)
     p = np.asarray(p, dtype=float).reshape(-1, 1)
-    x = np.asarray(start, dtype=np.int64).reshape(-1, 1) + np.arange(width)[None, :]
+    if not np.all((p >= 0.0) & (p <= 1.0)):
+        raise ValueError("p must lie in [0, 1]")
+    x = _window_counts(start, width, p.shape[0])
     with np.errstate(divide="ignore"):
         lp = np.where(p > 0.0, np.log(np.where(p > 0.0, p, 1.0)), 0.0)
         lq = np.where(p < 1.0, np.log1p(-np.where(p < 1.0, p, 0.0)), 0.0)
@@ -706,8 +708,13 @@ def log_hypergeom_window(start, width, good, bad, m):
     ...                                           [[4], [6]])))
     True
     """
+    width = check_int(width, "width", low=1)
     good, bad, m = (np.asarray(a, dtype=np.int64).reshape(-1, 1) for a in (good, bad, m))
-    start = np.asarray(start, dtype=np.int64).reshape(-1, 1)
+    if not (good.shape == bad.shape == m.shape):
+        raise ValueError(f"good, bad and m must have one entry per row; got {good.size}, {bad.size} and {m.size}")
+    if np.any(good < 0) or np.any(bad < 0) or np.any(m < 0) or np.any(m > good + bad):
+        raise ValueError("good, bad and m must be >= 0 with m <= good + bad")
+    start = _window_counts(start, 1, good.shape[0])
     total = good + bad
     top = int(np.max(total, initial=0))
     if top > LOG_FACTORIAL_MAX:
@@ -722,6 +729,14 @@ def log_hypergeom_window(start, width, good, bad, m):
     lp += np.take(lfi, (good + 2).astype(np.int32) - x1, mode="clip")         # log (good - x)!
     lp += np.take(lfi, (bad - m).astype(np.int32) + x1, mode="clip")          # log (bad - m + x)!
     return np.subtract(row, lp, out=lp)
+
+
+def _window_counts(start, width, rows):
+    """The counts start_i + j, j = 0..width-1, (rows, width) int64; ``start`` must have one entry per row."""
+    start = np.asarray(start)
+    if start.size != rows or not np.all(np.isfinite(start)) or np.any(start != np.round(start)):
+        raise ValueError(f"start must hold one whole number per row ({rows} rows); got {start.size} entries")
+    return start.astype(np.int64).reshape(-1, 1) + np.arange(width)[None, :]
 
 
 def _log_hypergeom_window_by_ratios(start, width, good, bad, m):
