@@ -34,7 +34,8 @@ def test_default_fits_nearly_every_user_at_rank_1(rank_one):
     # 10^5..10^15 users at sampled rank 1 and 231 over ranks 2-100 (N = 3706, n = 100): the first Newton step
     # put all prior mass at R = 1, the other users' probability underflowed, c / q overflowed and the next
     # step stopped with "Eigenvalues did not converge"
-    from sampling_lib.estimators._logspline import _fit_from, _setup_counts, fit_counts_weight, gradient, objective
+    from sampling_lib.estimators._logspline import _fit_from, _setup_counts, fit_counts_weight
+    from sampling_lib.estimators._logspline_newton import gradient, objective
 
     others = np.random.default_rng(45).integers(2, 101, 231)
     counts = pd.DataFrame({"rank": np.r_[1, np.unique(others)],
@@ -66,7 +67,8 @@ def test_default_goes_on_with_the_observed_hessian_where_fisher_scoring_stalls()
     # BFGS on the same objective from the flat prior), is at f = 8.63.
     from scipy.optimize import minimize
 
-    from sampling_lib.estimators._logspline import _setup, gradient, objective
+    from sampling_lib.estimators._logspline import _setup
+    from sampling_lib.estimators._logspline_newton import gradient, objective
 
     r = np.r_[np.ones(1999, dtype=int), 2]
     with warnings.catch_warnings():

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from sampling_lib.estimators import _logspline as L
 from sampling_lib.estimators import _logspline_boot as LB
+from sampling_lib.estimators import _logspline_newton as LN
 from sampling_lib.exceptions import ConvergenceWarning
 from sampling_lib.kernels import kernel
 from sampling_lib.metrics import metric_values
@@ -152,10 +153,10 @@ def test_quasi_newton_alone_converges_every_replicate():
     _, _, _, grid, K, P, _, _ = L._setup_counts(c, N, n, "binomial", 7.0, L.DEFAULT_KNOT_SPACING, L.EXACT_RANKS)
     beta = np.broadcast_to(fit.beta, (30, fit.beta.size)).copy()
     f, g, q = L.objective(beta, cb, K, grid, P)
-    H = L.hessian(fit.beta, cb.mean(axis=0), K, grid, P)
+    H = LN.hessian(fit.beta, cb.mean(axis=0), K, grid, P)
     rest = LB.quasi_newton(np.arange(30), H, beta, f, g, q, cb, K, grid, P, 1e-6, 50)
     assert rest.size == 0
-    grad = L.gradient(beta, cb, K, grid, P, g, q)
+    grad = LN.gradient(beta, cb, K, grid, P, g, q)
     f0, _, _ = L.objective(np.broadcast_to(fit.beta, beta.shape), cb, K, grid, P)
     assert np.all(f <= f0) and np.max(np.abs(grad)) < 1e-2
 
@@ -195,8 +196,8 @@ def test_two_item_samples_bootstrap_without_singular_information():
     assert np.isfinite(t[["estimate", "ci_low", "ci_high"]].to_numpy()).all()
     assert (t.ci_low <= t.estimate).all() and (t.estimate <= t.ci_high).all()
     H = np.array([[1.0, 0.0], [0.0, 0.0]])
-    np.testing.assert_allclose(L.solve_psd(H, np.array([1.0, 0.0])), [1.0, 0.0])
-    np.testing.assert_allclose(L.solve_psd(np.stack([np.eye(2) * 2, H]), np.ones((2, 2)))[0], [0.5, 0.5])
+    np.testing.assert_allclose(LN.solve_psd(H, np.array([1.0, 0.0])), [1.0, 0.0])
+    np.testing.assert_allclose(LN.solve_psd(np.stack([np.eye(2) * 2, H]), np.ones((2, 2)))[0], [0.5, 0.5])
 
 
 def test_newton_iteration_limit_is_judged_by_the_newton_decrement(monkeypatch):
@@ -216,7 +217,7 @@ def test_newton_iteration_limit_is_judged_by_the_newton_decrement(monkeypatch):
     # taken once more (the decrement at the last point) and the fit is judged converged
     calls = []
     _, _, _, _, it, conv = L.newton(c, K, grid, P, beta, max_iter=1, tol=0.0,
-                                     info=lambda *a: calls.append(1) or L.fisher(*a))
+                                     info=lambda *a: calls.append(1) or LN.fisher(*a))
     assert it == 1 and conv and len(calls) == 2
     monkeypatch.setattr(L, "newton", functools.partial(L.newton, max_iter=1))
     with pytest.warns(ConvergenceWarning, match="did not converge"):

@@ -33,7 +33,8 @@ from ._linear import (MSEBound, bv, bv_from_pmf, bv_rank_pmf, bv_sampled_metric,
                       multinomial_linear_var, sampled_pmf)
 from ._logspline import (DEFAULT_KNOT_SPACING, DEFAULT_PENALTY, GRID_N_MAX, SENSITIVITY_FACTOR, GridWeights,
                          LogsplineResult, logspline, logspline_cells_fit, logspline_fit, logspline_sensitivity,
-                         penalty_matrix, prior_masses, sensitivity_penalties, spline_grid)
+                         sensitivity_penalties, spline_grid)
+from ._logspline_newton import penalty_matrix, prior_masses
 from ._logspline_strata import (DEFAULT_MIN_GROUP_USERS, STRATA_METHOD, PoolingCheck, StrataFit, StrataGroup,
                                 logspline_strata_fit, strata_estimate, strata_groups, strata_pooling_check)
 from ._logspline_boot import COARSE_DRAW_MAX_SHARE, cell_metric, logspline_bootstrap, logspline_cells_replicates, logspline_replicates

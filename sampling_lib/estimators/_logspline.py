@@ -64,10 +64,8 @@ from ..counts import cells, ranked_in_full
 from ..exceptions import ConvergenceWarning
 from ..kernels import log_kernel_rows, rank_grid
 from ._logspline_weights import SPLINE_DEGREE, GridWeights, LogsplineResult
-# the penalized likelihood and its solvers (also imported from here by the bootstrap, cells and strata modules)
-from ._logspline_newton import (Q_MIN, Q_UNREPRODUCED, _backtrack, _unreproduced, fisher, gradient,  # noqa: F401
-                                hessian, hessian_cells, limit_beta, limit_ends, newton, objective, penalty_matrix,
-                                prior_masses, quasi_newton, solve_psd)
+from ._logspline_newton import (Q_UNREPRODUCED, _unreproduced, hessian_cells, limit_beta, limit_ends, newton,
+                                objective, penalty_matrix, prior_masses, quasi_newton)
 
 __all__ = [
     "LogsplineResult",

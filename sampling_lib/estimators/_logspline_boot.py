@@ -21,9 +21,10 @@ from scipy import sparse
 
 from ..counts import BOOT_CHUNK_ENTRIES, coarse_means, coarse_share
 from ..exceptions import ConvergenceWarning
-from ._logspline import (DEFAULT_KNOT_SPACING, DEFAULT_PENALTY, EXACT_RANKS, Q_MIN, _backtrack, fit_counts_weight, gradient,
-                         grid_and_kernel, hessian, hessian_cells, limit_beta, limit_ends, newton, objective,
-                         penalty_matrix, posterior_cells, prior_masses, quasi_newton, solve_psd, uses_cells)
+from ._logspline import (DEFAULT_KNOT_SPACING, DEFAULT_PENALTY, EXACT_RANKS, fit_counts_weight, grid_and_kernel,
+                         posterior_cells, uses_cells)
+from ._logspline_newton import (Q_MIN, _backtrack, gradient, hessian, hessian_cells, limit_beta, limit_ends, newton,
+                                objective, penalty_matrix, prior_masses, quasi_newton, solve_psd)
 from ._logspline_cells import cells_setup_surrogate
 
 __all__ = ["logspline_bootstrap", "logspline_replicates", "logspline_cells_replicates", "coarse_draw_cells",

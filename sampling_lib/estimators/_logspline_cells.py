@@ -25,8 +25,8 @@ from scipy import sparse
 from .._validation import check_float, check_int, check_scheme
 from ..counts import ranked_in_full
 from ..kernels import cell_kernel, kernel_bin_masses, n_items_log_bins
-from ._logspline import (_BIN_ANGLE, _BIN_LOG_WIDTH, SplineGrid, gradient, penalty_matrix, quasi_newton,
-                         spline_grid)
+from ._logspline import _BIN_ANGLE, _BIN_LOG_WIDTH, SplineGrid, spline_grid
+from ._logspline_newton import gradient, penalty_matrix, quasi_newton
 
 
 def cells_setup(n_items, sizes, ranks, counts, scheme, penalty, knot_spacing, exact_ranks):

@@ -55,8 +55,8 @@ from ..inference import percentile_interval, z_critical
 from ..kernels import check_strata, strata_kernel
 from ..metrics import METRICS, metric_matrix, parse_metrics
 from ._logspline import (DEFAULT_KNOT_SPACING, DEFAULT_PENALTY, EXACT_RANKS, _fit_from, fit_counts_weight,
-                         hessian_cells, penalty_matrix, prior_masses, sensitivity_penalties,
-                         spline_grid)
+                         sensitivity_penalties, spline_grid)
+from ._logspline_newton import hessian_cells, penalty_matrix, prior_masses
 from ._logspline_cells import grid_size_n
 from ._logspline_boot import bootstrap_core
 from ._logspline_weights import LogsplineResult
