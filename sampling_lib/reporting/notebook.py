@@ -107,6 +107,18 @@ class NotebookJob(NamedTuple):
     output_label: object = None
 
 
+def _kernel_dir():
+    """A private folder (mkdtemp, mode 0700) for kernels' IPC sockets and connection files."""
+    return Path(tempfile.mkdtemp(prefix="sampling-lab-kernels-"))
+
+
+def _ipc_config(kdir, name):
+    """The kernel manager's configuration: IPC transport, its connection file ``kernel-<name>.json`` in ``kdir``."""
+    from traitlets.config import Config
+
+    return Config({"KernelManager": {"transport": "ipc", "connection_file": str(kdir / f"kernel-{name}.json")}})
+
+
 @contextlib.contextmanager
 def shared_kernel(env=None):
     """A notebook kernel for several runs of :func:`execute_notebook` (``kernel=``), shut down on exit.
@@ -129,13 +141,11 @@ def shared_kernel(env=None):
         Started over IPC in a private folder (removed on exit), as the runner's kernels.
     """
     from jupyter_core.utils import run_sync
-    from traitlets.config import Config
 
     from .kernel import RunnerKernelManager
 
-    kdir = Path(tempfile.mkdtemp(prefix="sampling-lab-kernels-"))
-    km = RunnerKernelManager(kernel_name="python3", config=Config(
-        {"KernelManager": {"transport": "ipc", "connection_file": str(kdir / "kernel-shared.json")}}))
+    kdir = _kernel_dir()
+    km = RunnerKernelManager(kernel_name="python3", config=_ipc_config(kdir, "shared"))
     try:
         run_sync(km.start_kernel)(env=dict(os.environ if env is None else env))   # restarts reuse these arguments
         yield km
@@ -223,7 +233,6 @@ def execute_notebook(src, dst, parameters=None, cwd=None, html=True, timeout=Non
     """
     import nbformat
     import papermill as pm
-    from traitlets.config import Config
 
     from .kernel import RunnerKernelManager
 
@@ -232,10 +241,9 @@ def execute_notebook(src, dst, parameters=None, cwd=None, html=True, timeout=Non
         raise ValueError("kernel_dir does not apply to a shared kernel (kernel=); give one of them")
     own_dir = kernel_dir is None and kernel is None
     if kernel is None:
-        kdir = Path(tempfile.mkdtemp(prefix="sampling-lab-kernels-")) if own_dir else Path(kernel_dir)
-        config = Config({"KernelManager": {"transport": "ipc",
-                                           "connection_file": str(kdir / f"kernel-{uuid.uuid4().hex[:12]}.json")}})
-        how = {"shutdown_kernel": "immediate", "kernel_manager_class": RunnerKernelManager, "config": config}
+        kdir = _kernel_dir() if own_dir else Path(kernel_dir)
+        how = {"shutdown_kernel": "immediate", "kernel_manager_class": RunnerKernelManager,
+               "config": _ipc_config(kdir, uuid.uuid4().hex[:12])}
     else:
         how = {"km": kernel}
     t0 = time.perf_counter()
