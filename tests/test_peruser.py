@@ -1157,3 +1157,32 @@ def test_em_surrogate_is_never_used_unchecked():
     exact = est.fit_counts(st, None, F)
     exact._em_sur = False
     np.testing.assert_allclose(small, exact.replicates(Cb[:BT.EM_SURROGATE_CHECKS]), rtol=1e-12)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_cls_per_user_n_replicates_are_the_refits_of_every_group(scheme):
+    # CLS has no per-user form: it is fitted per group of N_u and the groups averaged with their user
+    # shares. Its cells' linear form (one matrix product per replicate) against refitting every group on
+    # every replicate (the registry's refit path, group by group from the users' ranks), and the point
+    # weights against the groups' own cls() fits
+    from sampling_lib.estimators import cls
+    from sampling_lib.estimators._bootstrap import refit_replicates
+    from sampling_lib.estimators._cls import _CellsLinear
+
+    Nu = np.repeat([40, 47, 60], [50, 30, 70])
+    g = np.random.default_rng(11)
+    R = np.minimum(Nu, 1 + g.geometric(0.1, Nu.size))
+    r = sample_ranks(R, Nu, 8, rng=g, scheme=scheme)
+    st = rank_counts(r, 8, n_items=Nu)
+    F = np.stack([metric_values("recall@5", 60), metric_values("ndcg@5", 60)], axis=1)
+    est = E.build_estimators(["cls"], scheme=scheme, max_rank=5)["cls"]
+    fit = est.fit_counts(st, None, F)
+    assert isinstance(fit.state, _CellsLinear)
+    brute = sum(np.mean(Nu == N) * np.pad(cls(r[Nu == N], N, 8, max_rank=5, scheme=scheme), (0, 60 - N))
+                for N in (40, 47, 60))
+    np.testing.assert_allclose(fit.weights, brute, rtol=1e-12, atol=1e-15)
+    Cb = g.multinomial(st.M, st.counts / st.M, size=7).astype(float)
+    Cb[0, st.n_items == 47] = 0          # a replicate without one group's users
+    np.testing.assert_allclose(fit.replicates(Cb), refit_replicates(fit, Cb), rtol=1e-10, atol=1e-13)
+    # the point estimate is the cells' average
+    np.testing.assert_allclose(st.counts @ fit.state.X / st.M, fit.estimate, rtol=1e-12)

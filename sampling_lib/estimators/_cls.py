@@ -19,9 +19,10 @@ from scipy.optimize import nnls
 
 from .._validation import check_int, check_N_n, check_scheme
 from ..kernels import em_grid, kernel
-from ._linear import _prior, sampled_pmf
+from ._linear import _prior, group_prior, sampled_pmf
 
-__all__ = ["cls", "cls_fit", "CLSFit", "cls_replicates"]
+__all__ = ["cls", "cls_fit", "cls_solution", "cls_group_solutions", "cls_groups_fit", "CLSFit",
+           "cls_replicates"]
 
 
 def cls(sampled_ranks, N, n, prior=None, *, max_rank=None, scheme="binomial", grid_tol=None):
@@ -128,9 +129,28 @@ def cls_fit(sampled_ranks, N, n, prior=None, *, max_rank=None, scheme="binomial"
     """:func:`cls` with its NNLS solutions (:class:`CLSFit`): batched bootstrap replicates.
 
     Every z_R solves a problem that does not involve the data (the data
-    enter only through coef(P~) @ z_R), so a bootstrap replicate is one
-    matrix product (:meth:`CLSFit.estimates`), the exact CLS of the
-    replicate.
+    enter only through coef(P~) @ z_R; :func:`cls_solution`), so a bootstrap
+    replicate is one matrix product (:meth:`CLSFit.estimates`), the exact CLS
+    of the replicate.
+    """
+    N, n = check_N_n(N, n)
+    pt = sampled_pmf(sampled_ranks, n)
+    fit = cls_solution(N, n, prior, max_rank=max_rank, scheme=scheme, grid_tol=grid_tol)
+    return replace(fit, weights=_weights(fit, N, fit.recall(pt)))
+
+
+def _weights(fit, N, recall):
+    """The P(R)-form weights (length N) of a solution at its Recall^_CLS@R curve (TORS24 eq 28's device)."""
+    Rmax = fit.Z.shape[0]
+    w = np.zeros(N)
+    w[:Rmax] = np.diff(recall, prepend=0.0)
+    if Rmax < N:
+        w[Rmax:] = (1.0 - recall[-1]) * fit.tail
+    return w
+
+
+def cls_solution(N, n, prior=None, *, max_rank=None, scheme="binomial", grid_tol=None):
+    """The data-free part of CLS: the NNLS solutions z_R and the tail shares (:class:`CLSFit`, no weights).
 
     With ``grid_tol`` (and max_rank <= the grid's exact head, 256), the
     least-squares rows are the grid's bins: the objective
@@ -138,11 +158,20 @@ def cls_fit(sampled_ranks, N, n, prior=None, *, max_rank=None, scheme="binomial"
     (:func:`sampling_lib.kernels.rank_grid`) has equal rows, equal F (0
     beyond max_rank) and summed weights P(bin) inside a bin, so it is
     exactly the (G, n) problem with weights p_j: O(G n^2) instead of O(N n^2).
+
+    References
+    ----------
+    TORS24 eq 7; Krichene and Rendle (KDD 2020).
+
+    Examples
+    --------
+    >>> s = cls_solution(200, 10, max_rank=20)
+    >>> s.Z.shape, s.tail.shape, s.weights.size
+    ((20, 11), (180,), 0)
     """
     N, n = check_N_n(N, n)
     scheme = check_scheme(scheme)
     p = _prior(prior, N)
-    pt = sampled_pmf(sampled_ranks, n)
     Rmax = N if max_rank is None else check_int(max_rank, "max_rank", low=1, high=N)
     grid = em_grid(N, n, scheme, grid_tol) if Rmax < N else None
     if grid is not None and np.all(grid[0].size[:Rmax] == 1):
@@ -168,23 +197,122 @@ def cls_fit(sampled_ranks, N, n, prior=None, *, max_rank=None, scheme="binomial"
     if Rmax < N:
         tail = p[Rmax:]
         tail = tail / tail.sum() if tail.sum() > 0 else np.full(N - Rmax, 1.0 / (N - Rmax))
-    fit = CLSFit(weights=np.zeros(0), Z=Z, tail=tail, grid_size=int(Krows.shape[0]))
-    recall = fit.recall(pt)
-    w = np.zeros(N)
-    w[:Rmax] = np.diff(recall, prepend=0.0)
-    if Rmax < N:
-        w[Rmax:] = (1.0 - recall[-1]) * tail
-    return replace(fit, weights=w)
+    return CLSFit(weights=np.zeros(0), Z=Z, tail=tail, grid_size=int(Krows.shape[0]))
+
+
+#: The group solutions of the last per-user-N fit with the uniform prior (:func:`cls_group_solutions`): the
+#: next model of the same evaluation has the same users' N_u, so the same groups and solutions.
+_GROUP_CACHE = {}
+
+
+def cls_group_solutions(n_items, n, *, max_rank=None, scheme="binomial", grid_tol=None, prior=None):
+    """The data-free CLS solution (:func:`cls_solution`) of every distinct item count N_b in ``n_items``.
+
+    A dict N_b -> :class:`CLSFit`. ``prior`` (over ranks 1..max N_b) is restricted to each group's ranks
+    and renormalised; with the uniform prior (None) the solutions of the last call are reused when the
+    next asks for the same groups and settings (the next model of an evaluation).
+
+    Examples
+    --------
+    >>> sols = cls_group_solutions([150, 120, 150], 10, max_rank=5)
+    >>> sorted(sols), sols[120].tail.size
+    ([120, 150], 115)
+    """
+    Ns = np.unique(np.asarray(n_items, dtype=np.int64))
+    key = None
+    if prior is None:
+        key = (Ns.tobytes(), int(n), max_rank, scheme, grid_tol)
+        if key in _GROUP_CACHE:
+            return _GROUP_CACHE[key]
+    out = {int(Nb): cls_solution(int(Nb), n, None if prior is None else group_prior(prior, int(Nb)),
+                                 max_rank=max_rank, scheme=scheme, grid_tol=grid_tol) for Nb in Ns}
+    if key is not None:
+        _GROUP_CACHE.clear()
+        _GROUP_CACHE[key] = out
+    return out
+
+
+def cls_groups_fit(groups, ranks, counts, n, F, *, scheme="binomial", prior=None, max_rank=None, grid_tol=None):
+    """CLS with per-user item counts N_u, fitted per group of N_u, as a linear estimate.
+
+    A group's CLS is linear in its sampled-rank distribution P~_b (:class:`CLSFit`), and the groups are
+    averaged with their user shares M_b / M (:meth:`Estimator._per_group
+    <sampling_lib.estimators.Estimator>`), so the estimate is (1/M) sum over the cells (N_b, r) of the
+    cell's users times X[cell], with X[cell] the estimate of its group's solution at P~ = e_r. A
+    bootstrap replicate of the counts is then one matrix product, and equals refitting every group on
+    the replicate (to rounding; ``tests/test_cls.py``). The solutions do not involve the data, so an
+    evaluation's models share them (:func:`cls_group_solutions`).
+
+    Parameters
+    ----------
+    groups : list of (N_b, boolean selection over the cells)
+        The cells' groups of N_u (:meth:`Estimator._groups <sampling_lib.estimators.Estimator>`).
+    ranks, counts : ndarray of int
+        Each cell's sampled rank (1..n) and number of users.
+    n : int
+    F : ndarray, shape (H, m)
+        Metric values on ranks 1..H (0 beyond H).
+    scheme, prior, max_rank, grid_tol
+        As for :func:`cls`.
+
+    Returns
+    -------
+    w : ndarray, shape (max N_b,)
+        The P(R)-form weights: sum over groups of M_b / M times the group's weights.
+    X : ndarray, shape (cells, m)
+
+    References
+    ----------
+    TORS24 eqs 7, 28; Krichene and Rendle (KDD 2020).
+    """
+    sols = cls_group_solutions([Nb for Nb, _ in groups], n, max_rank=max_rank, scheme=scheme,
+                               grid_tol=grid_tol, prior=prior)
+    H, m = F.shape
+    M = counts.sum()
+    w = np.zeros(max(Nb for Nb, _ in groups))
+    X = np.zeros((ranks.size, m))
+    for Nb, sel in groups:
+        s = sols[Nb]
+        Rmax = s.Z.shape[0]
+        r, c = ranks[sel], counts[sel]
+        E = np.zeros((r.size, n))
+        E[np.arange(r.size), r - 1] = 1.0
+        rec = s.recall(E)                           # (cells, Rmax): each cell's Recall^_CLS@R curve
+        Fb = np.zeros((Nb, m))
+        Fb[:min(H, Nb)] = F[:Nb]
+        X[sel] = np.diff(rec, axis=1, prepend=0.0) @ Fb[:Rmax]
+        if Rmax < Nb:
+            X[sel] += (1.0 - rec[:, -1:]) * (s.tail @ Fb[Rmax:])[None, :]
+        if c.sum():
+            w[:Nb] += c.sum() / M * _weights(s, Nb, c @ rec / c.sum())
+    return w, X
+
+
+def cls_groups_state(groups, ranks, counts, n, F, **options):
+    """``(w, state)`` of :func:`cls_groups_fit` for the registry: the state is the cells' X."""
+    w, X = cls_groups_fit(groups, ranks, counts, n, F, **options)
+    return w, _CellsLinear(X)
+
+
+@dataclass(frozen=True)
+class _CellsLinear:
+    """A per-group fit's cell contributions X (cells, m): a replicate is (Cb / M_b) @ X."""
+
+    X: np.ndarray
 
 
 def cls_replicates(fitted, Cb):
     """CLS bootstrap replicates (B, m): linear in the sampled-rank distribution (:class:`CLSFit`).
 
-    None for per-user N (fitted per group of N_u): the registry then refits
-    every replicate.
+    With per-user N (fitted per group of N_u, :func:`cls_groups_fit`) a
+    replicate is the cells' linear contributions averaged under the
+    replicate's counts, the exact refit of every group.
     """
     if fitted.state is None:
         return None
+    if isinstance(fitted.state, _CellsLinear):
+        Cb = np.asarray(Cb, dtype=float)
+        return (Cb / Cb.sum(axis=1, keepdims=True)) @ fitted.state.X
     st = fitted.counts
     n = int(st.size_values[0])
     Pt = np.zeros((Cb.shape[0], n))

@@ -88,7 +88,7 @@ from ..exceptions import EstimatorOptionError
 from ..kernels import DEFAULT_GRID_TOL, DEFAULT_N_ITEMS_TOL, em_grid, n_items_bins
 from . import _logspline, _logspline_boot
 from ._bootstrap import FittedEstimator
-from ._cls import cls, cls_fit, cls_replicates
+from ._cls import cls, cls_fit, cls_groups_state, cls_replicates
 from ._linear import (HeadWeights, bv, bv_sampled_metric, group_prior, linear_group_solutions, linear_on_grid, mn,
                       mn_sampled_metric, sampled_pmf)
 from ._mes import mes, mes_replicates
@@ -197,6 +197,13 @@ class EstimatorSpec:
         ``bounds(data, **options) -> (lower, upper)`` weight vectors whose
         metrics bound the estimand without the estimator's assumptions (the
         popularity estimators' no-log bounds), or None.
+    fit_groups : callable, optional
+        ``"batched"`` only, for estimators without a per-user-N form:
+        ``fit_groups(groups, ranks, counts, n, F, *, scheme, **options) -> (w, state)``,
+        the fit per group of N_u (:meth:`Estimator._groups`) from the cells' ranks and user
+        counts, with a state from which ``replicates`` computes every replicate (CLS:
+        :func:`sampling_lib.estimators._cls.cls_groups_fit`). Without it, per-user N is
+        fitted by :meth:`Estimator._per_group` and every replicate is refitted.
     linear_kind : {"bv", "mn"}, optional
         ``"linear"`` only: which Gram matrix the batched replicates with a
         refitted prior solve (TORS24 eqs 9-10 or 42).
@@ -226,6 +233,7 @@ class EstimatorSpec:
     draw_cells: Callable | None = None
     cell_influence: Callable | None = None
     fit_cells: Callable | None = None
+    fit_groups: Callable | None = None
     linear_kind: str | None = None
     input: str = "ranks"
     bounds: Callable | None = None
@@ -555,6 +563,9 @@ class Estimator:
                     w = np.asarray(w, dtype=float)
             elif self.spec.bootstrap == "linear" and not isinstance(Nn, int) and not self.spec.varying_items:
                 w, X = self._per_group_linear(counts, nn, F, prior)
+            elif self.spec.fit_groups is not None and not isinstance(Nn, int):
+                w, state = self.spec.fit_groups(self._groups(counts.n_items, nn), counts.ranks, counts.counts, nn, F,
+                                                scheme=self.scheme, **self.options)
             else:
                 w = self(r, Nn, nn, prior=prior)
         band, alts = None, []
@@ -744,6 +755,10 @@ def _fit_cls_state(r, N, n, *, scheme, grid_tol=DEFAULT_GRID_TOL, prior=None, ma
 
 
 
+def _fit_cls_groups(groups, ranks, counts, n, F, *, scheme, grid_tol=DEFAULT_GRID_TOL, **o):
+    return cls_groups_state(groups, ranks, counts, n, F, scheme=scheme, grid_tol=grid_tol, **o)
+
+
 def _fit_bv(r, N, n, *, scheme, gamma=0.01, prior=None, grid_tol=None):
     grid = em_grid(N, n, scheme, grid_tol) if np.ndim(N) == 0 and prior is not None else None
     if grid is not None:
@@ -804,7 +819,7 @@ register(EstimatorSpec("mn_mes", _fit_mn_fitted, ("M",) + _GRID, "linear", prior
                        linear_kind="mn",
                        summary="MN with the MES as prior", references="TORS24 eq 42, Sec 8.1.5"))
 register(EstimatorSpec("cls", _fit_cls, ("prior", "max_rank") + _GRID, "batched", horizon_option="max_rank",
-                       fit_state=_fit_cls_state, replicates=cls_replicates,
+                       fit_state=_fit_cls_state, replicates=cls_replicates, fit_groups=_fit_cls_groups,
                        summary="Krichene-Rendle constrained least squares, P(R) form",
                        references="KR20; TORS24 eq 7"))
 register(EstimatorSpec("adaptive_mle", _fit_adaptive, _EM_OPTIONS + _GRID, "em", warm_start_option="init",
