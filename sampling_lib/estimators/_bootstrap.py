@@ -83,6 +83,8 @@ class FittedEstimator:
     _F_full: np.ndarray | None = field(default=None, repr=False)
     #: the EM family's per-user-N surrogate (:class:`EMSurrogate`), False when it does not apply
     _em_sur: object = field(default=None, repr=False)
+    #: the prior estimator fitted with the gradient as its metrics (the one-step bootstrap in the prior)
+    _prior_fit: object = field(default=None, repr=False)
 
     @property
     def F_full(self):
@@ -129,9 +131,14 @@ class FittedEstimator:
         hook = self.estimator.spec.cell_influence
         return None if hook is None else hook(self)
 
-    def replicates(self, Cb, coarse=False):
+    def replicates(self, Cb, coarse=False, *, spread=None):
         """Estimates (B, m) for bootstrap count vectors ``Cb`` (B, number of cells); ``coarse``:
-        ``Cb`` counts the coarse cells of :meth:`coarse_draws` (B, number of coarse cells)."""
+        ``Cb`` counts the coarse cells of :meth:`coarse_draws` (B, number of coarse cells).
+
+        ``spread``: for the EM family's per-user-N surrogate, a function of its replicates (B, m)
+        giving the standard deviations its check is judged against (:meth:`EMSurrogate.replicates`;
+        default: the replicates' own). The one-step bootstrap in a fitted prior passes the spread
+        of the replicates the prior's term enters."""
         est, st, N, F = self.estimator, self.counts, self.N, self.F
         spec, opts = est.spec, est.options
         Cb = np.asarray(Cb)
@@ -167,13 +174,37 @@ class FittedEstimator:
             if self._em_sur is None:
                 self._em_sur = EMSurrogate.build(self, wt, init, n_iter) or False
             if self._em_sur:
-                return self._em_sur.replicates(Cb, self.estimate, exact)
+                return self._em_sur.replicates(Cb, self.estimate, exact, spread)
             return exact(Cb)
         if spec.bootstrap == "linear" and spec.prior is not None:
             out = self._batched_prior_replicates(Cb)
             if out is not None:
                 return out
+            if self.state is not None:
+                return self._one_step_prior_replicates(Cb)
         return refit_replicates(self, Cb)
+
+    def _one_step_prior_replicates(self, Cb):
+        """BV / MN with a fitted prior and per-user N: the one-step bootstrap in the prior.
+
+        A replicate refits the prior (pi*) and then every group of N_u with it. To first order in
+        pi* - pi (the fitted prior), its estimate is the estimate with the fitted prior on the
+        replicate's counts, (Cb / M*) @ X (each group's linear form), plus gradient . (pi* - pi),
+        where ``state`` holds the gradient of the estimates in the prior
+        (:func:`sampling_lib.estimators._linear.linear_groups_prior_fit`). The second term is the
+        prior estimator's own bootstrap with the gradient as its "metrics" (its batched
+        replicates: for MLE the EM protocol rerun on all replicates at once), so no group is
+        refitted. The terms left out are of order 1/M, against the replicates' spread of order
+        1/sqrt(M); ``tests/test_peruser.py`` compares the replicates with exact refits.
+        """
+        if self._prior_fit is None:     # the prior estimator's fit (this fit's prior), with the gradient as metrics
+            self._prior_fit = FittedEstimator(self.estimator._prior, self.counts, self.N, self.state, self.prior,
+                                              None, None, True)
+        pf = self._prior_fit
+        Cb = np.asarray(Cb, dtype=float)
+        lin = (Cb / Cb.sum(axis=1, keepdims=True)) @ self.X
+        # the prior's term is judged (EM surrogate's check) against the spread of the replicates it enters
+        return lin + (pf.replicates(Cb, spread=lambda out: (lin + out).std(axis=0, ddof=1)) - pf.estimate)
 
     def _grid(self, opts):
         """(RankGrid, kernel rows) when ``opts`` asks for the compressed grid and it applies
@@ -392,16 +423,18 @@ class EMSurrogate:
             PT /= M
         return PT.T.astype(np.float64) @ self.Fc
 
-    def replicates(self, Cb, estimate, exact):
+    def replicates(self, Cb, estimate, exact, spread=None):
         """T + (Ts_b - Ts) for the count vectors Cb, checked against ``exact`` refits once
-        (``exact(C, single=False)``; the check's refits in single precision)."""
+        (``exact(C, single=False)``; the check's refits in single precision). ``spread(out)``
+        gives the standard deviations the check's errors are divided by (default: those of the
+        replicates ``out`` themselves)."""
         if self.verdict is False or (self.verdict is None and Cb.shape[0] <= EM_SURROGATE_CHECKS):
             return exact(Cb)          # failed, or too few replicates to check: exact refits
         if self.base is None:
             self.base = self.estimates(self.counts0)[0]
         out = estimate + (self.estimates(Cb) - self.base)
         if self.verdict is None and Cb.shape[0] > EM_SURROGATE_CHECKS:
-            sd = np.maximum(out.std(axis=0, ddof=1), 1e-300)
+            sd = np.maximum(out.std(axis=0, ddof=1) if spread is None else spread(out), 1e-300)
             far = np.max(np.abs(out - estimate) / sd, axis=1)
             pick = np.argsort(far)[-EM_SURROGATE_CHECKS:]
             ref = exact(Cb[pick], single=True)       # in single precision: 1e-6 of a fit against a 0.084 SD test

@@ -55,6 +55,8 @@ from ..kernels import kernel, kernels_ascending
 from ._linalg import batched_gram
 
 __all__ = [
+    "PriorGroupsFit",
+    "linear_groups_prior_fit",
     "bv",
     "bv_from_pmf",
     "bv_rank_pmf",
@@ -424,6 +426,118 @@ def linear_group_solutions(kind, n_items, n, H, *, scheme="binomial", gamma=0.01
         if sum(s.Z.nbytes + s.head.nbytes for s in out.values()) <= GROUP_CACHE_BYTES:
             _GROUP_CACHE[key] = out
     return out
+
+
+@dataclass(frozen=True)
+class PriorGroupsFit:
+    """BV or MN with a fitted prior, per group of N_u (:func:`linear_groups_prior_fit`).
+
+    Attributes
+    ----------
+    head : ndarray, shape (H,)
+        The weights of ranks 1..H (the groups' weights averaged with their user shares).
+    X : ndarray, shape (cells, m)
+        Each cell's sampled metrics under its group's restricted prior: the estimate is
+        (1/M) sum_cells count * X.
+    gradient : ndarray, shape (max N_b, m)
+        d estimate / d prior_R at the fitted prior (the prior as given, before each group
+        restricts and renormalises it).
+    """
+
+    head: np.ndarray
+    X: np.ndarray
+    gradient: np.ndarray
+
+
+def linear_groups_prior_fit(kind, groups, ranks, counts, n, F, prior, *, scheme="binomial", gamma=0.01, M=None):
+    """BV or MN with a fitted prior per group of N_u in one pass, with the estimates' gradient in the prior.
+
+    Group b (users with N_u = N_b, sampled-rank distribution P~_b, user share s_b) uses the prior
+    restricted to ranks 1..N_b, p = prior[:N_b] / S_b. Its sampled metric is x = G(p)^{-1} K^T (p * F)
+    (BV: TORS24 eqs 8-10, G = (1 - gamma) K^T D_p K + gamma diag(K^T p); MN: eq 42,
+    G = K^T D_p K - K^T K / M + diag(K^T 1) / M) and its estimate t_b = P~_b . x. Both G and
+    K^T (p * F) are linear in p, so with lam = G^{-1} P~_b (G symmetric)
+
+        d t_b / d p_R = lam . (F_R k_R - (d G / d p_R) x)
+                      = (K lam)_R F_R - (1 - gamma) (K lam)_R (K x)_R - gamma (K (lam * x))_R   (BV)
+                      = (K lam)_R F_R - (K lam)_R (K x)_R                                       (MN)
+
+    (k_R the kernel's row R), and the renormalisation gives d t_b / d prior_R = (g_R - p . g) / S_b
+    for R <= N_b. The gradient of the estimate sum_b s_b t_b is what the one-step bootstrap of
+    :class:`sampling_lib.estimators._bootstrap.FittedEstimator` needs: a replicate's estimate with a
+    refitted prior pi* is, to first order in pi* - prior, the estimate at the fitted prior on the
+    replicate's counts plus gradient . (pi* - prior). ``tests/test_peruser.py`` checks the gradient
+    against finite differences and the replicates against refits.
+
+    One pass over the groups' kernels (:func:`sampling_lib.kernels.kernels_ascending`): the Gram
+    matrix, one symmetric solve for [x_1..x_m, lam], and three kernel products.
+
+    Parameters
+    ----------
+    kind : {"bv", "mn"}
+    groups : list of (N_b, boolean selection over the cells)
+    ranks, counts : ndarray of int
+        Each cell's sampled rank (1..n) and number of users.
+    n : int
+    F : ndarray, shape (H, m)
+        Metric values on ranks 1..H (0 beyond H).
+    prior : array_like
+        P(R) on ranks 1..max N_b.
+    scheme : {"binomial", "hypergeometric"}
+    gamma : float, BV only
+    M : int, MN only
+        Users in MN's variance term (the evaluation's, in every group).
+
+    Returns
+    -------
+    PriorGroupsFit
+
+    References
+    ----------
+    TORS24 eqs 8-10, 42 and Sec 8.1.5 (the fitted priors).
+    """
+    if kind not in ("bv", "mn"):
+        raise ValueError(f"kind must be 'bv' or 'mn'; got {kind!r}")
+    extra = check_float(gamma, "gamma", 0.0, 1.0) if kind == "bv" else check_int(M, "M", low=1)
+    prior = np.asarray(prior, dtype=float)
+    H, m = F.shape
+    Mtot = counts.sum()
+    sel_of = dict(groups)
+    Nmax = max(sel_of)
+    head = np.zeros(min(H, Nmax))
+    X = np.zeros((ranks.size, m))
+    grad = np.zeros((Nmax, m))
+    for N, K in kernels_ascending(list(sel_of), n, scheme):
+        sel = sel_of[N]
+        S = prior[:N].sum()
+        p = group_prior(prior, N)
+        if kind == "bv":
+            Ks = K * np.sqrt(p)[:, None]
+            G = _linear_gram(kind, K, Ks.T @ Ks, (extra, K.T @ p))
+        else:               # K^T D K - K^T K / M + diag(K^T 1) / M in one product
+            G = (K * (p - 1.0 / extra)[:, None]).T @ K
+            G[np.diag_indices_from(G)] += K.sum(axis=0) / extra
+        Hb = min(H, N)
+        Fb = F[:Hb]
+        r, c = ranks[sel], counts[sel]
+        users = c.sum()
+        pt = np.bincount(r - 1, weights=c, minlength=n) / max(users, 1)
+        sol = _solve_sym(G, np.column_stack([K[:Hb].T @ (p[:Hb, None] * Fb), pt]), kind)
+        x, lam = sol[:, :m], sol[:, m]
+        X[sel] = x[r - 1]
+        if not users:       # a group whose cells count no users: its cells' rows, and no weight
+            continue
+        share = users / Mtot
+        Klam = K @ lam
+        head[:Hb] += share * p[:Hb] * Klam[:Hb]
+        Kx = K @ x
+        g = -Klam[:, None] * Kx
+        if kind == "bv":
+            g *= 1.0 - extra
+            g -= extra * (K @ (lam[:, None] * x))
+        g[:Hb] += Klam[:Hb, None] * Fb
+        grad[:N] += share * (g - p @ g) / S
+    return PriorGroupsFit(head, X, grad)
 
 
 # ----------------------------------------------------------------------------

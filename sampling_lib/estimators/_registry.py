@@ -89,7 +89,8 @@ from ..kernels import DEFAULT_GRID_TOL, DEFAULT_N_ITEMS_TOL, em_grid, n_items_bi
 from . import _logspline, _logspline_boot
 from ._bootstrap import FittedEstimator
 from ._cls import cls, cls_fit, cls_groups_state, cls_replicates
-from ._linear import (HeadWeights, bv, bv_sampled_metric, group_prior, linear_group_solutions, linear_on_grid, mn,
+from ._linear import (HeadWeights, bv, bv_sampled_metric, group_prior, linear_group_solutions,
+                      linear_groups_prior_fit, linear_on_grid, mn,
                       mn_sampled_metric, sampled_pmf)
 from ._mes import mes, mes_replicates
 from ._mle import adaptive_mle, mle, wmle, wmle_weights
@@ -405,27 +406,24 @@ class Estimator:
         :mod:`sampling_lib.estimators._linear`; two passes over thousands of
         groups evicted them in between). A group's users are its cells' ranks
         repeated by their counts, as :meth:`RankCounts.expand_cells` gives them.
-        Same values as the two passes.
+
+        Returns ``(w, X, gradient)``: with a fitted prior (BV_MLE, BV_MES, MN_MLE, MN_MES) the
+        groups are solved on their exact kernels in one pass that also gives the estimates'
+        gradient in the prior (:func:`linear_groups_prior_fit`; the one-step bootstrap of
+        :class:`FittedEstimator`); otherwise the gradient is None.
         """
         opts = self._group_users(dict(self.options), counts.M)
         if self.spec.prior is None:
-            return self._per_group_solved(counts, n, F, opts)
+            return (*self._per_group_solved(counts, n, F, opts), None)
         opts["prior"] = prior
-        x_opts = {k: v for k, v in self.options.items() if k not in ("prior", "M")}
-        w = np.zeros(int(counts.n_items.max()))
-        X = np.empty((counts.ranks.size, F.shape[1]))
-        for Nb, sel in self._groups(counts.n_items, n):
-            o, pb = self._group_options(opts, Nb)
-            users = int(counts.counts[sel].sum())
-            if users:           # a group whose cells count no users gets its rows and no fit
-                rb = np.repeat(counts.ranks[sel], counts.counts[sel])
-                w[:Nb] += users / counts.M * np.asarray(self.spec.fit(rb, Nb, n, scheme=self.scheme, **o),
-                                                         dtype=float)
-            xb = np.stack([self.spec.sampled_metric(_padded(F[:Nb, j], Nb), Nb, n, pb, M=opts.get("M", counts.M),
-                                                    scheme=self.scheme, **x_opts)
-                           for j in range(F.shape[1])], axis=1)
-            X[sel] = xb[counts.ranks[sel] - 1]
-        return w, X
+        groups = self._groups(counts.n_items, n)
+        fit = linear_groups_prior_fit(self.spec.linear_kind, groups, counts.ranks, counts.counts, n, F, prior,
+                                      scheme=self.scheme, gamma=opts.get("gamma", 0.01), M=opts.get("M"))
+
+        def full():     # the same exact kernels as the head (no rank grid), every rank
+            ranks, _, items = counts.expand_cells()
+            return self._per_group(np.asarray(ranks), items, n, {**opts, "grid_tol": None})
+        return HeadWeights(fit.head, int(counts.n_items.max()), full), fit.X, fit.gradient
 
     def _per_group_solved(self, counts, n, F, opts):
         """:meth:`_per_group_linear` for a fixed prior (BV, MN): every group's data-free part
@@ -562,7 +560,7 @@ class Estimator:
                 if not hasattr(w, "head"):
                     w = np.asarray(w, dtype=float)
             elif self.spec.bootstrap == "linear" and not isinstance(Nn, int) and not self.spec.varying_items:
-                w, X = self._per_group_linear(counts, nn, F, prior)
+                w, X, state = self._per_group_linear(counts, nn, F, prior)
             elif self.spec.fit_groups is not None and not isinstance(Nn, int):
                 w, state = self.spec.fit_groups(self._groups(counts.n_items, nn), counts.ranks, counts.counts, nn, F,
                                                 scheme=self.scheme, **self.options)
