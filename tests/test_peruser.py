@@ -1245,3 +1245,44 @@ def test_fitted_prior_per_user_n_one_step_replicates_are_near_the_refits(name):
     assert np.all(np.abs(one - exact) <= 0.1 * sd), (np.abs(one - exact) / sd).max(axis=0)
     # the point estimate: the cells' average, and each group's own exact BV / MN fit
     np.testing.assert_allclose(st.counts @ fit.X / st.M, fit.estimate, rtol=1e-12)
+
+
+def test_mes_first_order_is_the_finite_difference():
+    # the implicit-function derivative of the MES metrics in the target p and the kernel columns a,
+    # against central differences of the solver itself
+    from sampling_lib.estimators._mes import _mes_dual_newton, mes_first_order
+
+    g = np.random.default_rng(21)
+    N, k, lam = 80, 6, 0.002
+    a = g.random((N, k)) * np.linspace(1.0, 0.1, N)[:, None]
+    p = g.dirichlet(np.ones(k))
+    F = g.random((N, 2))
+    solve = lambda aa, pp: _mes_dual_newton(aa, pp, lam, 1e-15, 200)[0]  # noqa: E731
+    pi = solve(a, p)
+    beta, Z, S, u = mes_first_order(a, p, pi, lam, F)
+    for _ in range(3):
+        dp, da = g.normal(size=k), g.normal(size=(N, k)) * a
+        eps = 1e-6
+        fd = (F.T @ solve(a + eps * da, p + eps * dp) - F.T @ solve(a - eps * da, p - eps * dp)) / (2 * eps)
+        lin = dp @ beta - (2.0 * pi @ da @ Z + np.einsum("Rj,Rr,r->j", S, da, u)) / lam
+        np.testing.assert_allclose(lin, fd, rtol=1e-5, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["mes", "bv_mes"])
+def test_mes_per_user_n_one_step_replicates_are_near_the_refits(name):
+    # per-user N: the one-step replicates (the cells' first-order weights) against refitting MES (and for
+    # BV_MES every group) on each replicate; error of order 1/M against a spread of order 1/sqrt(M): at
+    # M = 2,000, within a tenth of the refits' standard deviation
+    from sampling_lib.estimators._bootstrap import refit_replicates
+
+    Nu = np.repeat([300, 340, 400], [600, 500, 900])
+    g = np.random.default_rng(22)
+    R = np.minimum(Nu, 1 + g.geometric(0.05, Nu.size))
+    r = sample_ranks(R, Nu, 20, rng=g, scheme="hypergeometric")
+    st = rank_counts(r, 20, n_items=Nu)
+    F = np.stack([metric_values("recall@10", 400), metric_values("ndcg@10", 400)], axis=1)[:10]
+    fit = E.build_estimators([name], scheme="hypergeometric")[name].fit_counts(st, None, F)
+    Cb = g.multinomial(st.M, st.counts / st.M, size=12).astype(float)
+    one, exact = fit.replicates(Cb), refit_replicates(fit, Cb)
+    sd = exact.std(axis=0)
+    assert np.all(np.abs(one - exact) <= 0.1 * sd), (np.abs(one - exact) / sd).max(axis=0)

@@ -71,18 +71,94 @@ def _pooled_block(r, Nu, n, scheme, tol):
     M = Nu.size
     reps = n_items_bins(Nu, n, tol, scheme)
     Kbar = np.zeros((int(Nu.max()), cols.size))
-    ub = np.unique(reps)
-    if scheme == "hypergeometric" and ub.size > 2:
-        # many N_b: whole kernels stepped from one N_b to the next by exact ratios (5e-15 relative;
-        # 2,295 N_b of NCF's ml-1m range in about 6 s instead of 28 s column by column)
-        kernels = ((b, K[:, cols - 1]) for b, K in kernels_ascending(ub, n, scheme))
-    else:
-        kernels = ((int(b), kernel_columns(int(b), n, cols, scheme, cache=ub.size <= 2)) for b in ub)
-    for b, Kb in kernels:
+    for b, Kb in _bin_kernels(np.unique(reps), n, cols, scheme):
         cnt = np.bincount(Nu[reps == b], minlength=b + 1)[1:]
         frac = cnt[::-1].cumsum()[::-1] / M            # share of users with N_u >= R, R = 1..b
         Kbar[:b] += Kb * frac[:, None]
     return Kbar, c[cols - 1]
+
+
+def _bin_kernels(ub, n, cols, scheme):
+    """Yield ``(N_b, P(cols | R; N_b, n))`` (N_b, k) for the bins' item counts ``ub``, increasing."""
+    if scheme == "hypergeometric" and ub.size > 2:
+        # many N_b: whole kernels stepped from one N_b to the next by exact ratios (5e-15 relative;
+        # 2,295 N_b of NCF's ml-1m range in about 6 s instead of 28 s column by column)
+        return ((b, K[:, cols - 1]) for b, K in kernels_ascending(ub, n, scheme))
+    return ((int(b), kernel_columns(int(b), n, cols, scheme, cache=ub.size <= 2)) for b in ub)
+
+
+def mes_first_order(a, p, pi, lam, F):
+    """The first-order change of the MES metrics F^T pi in the data (p, a): ``(beta, z, s, u)``.
+
+    The MES solution of E(pi) - lam H(pi), E = sum_r p_r (q_r - p_r)^2 with q = a^T pi (``a`` the
+    (pooled) kernel columns of the observed ranks, N x k), satisfies pi = softmax(-a u / lam) with
+    u = 2 p * (q - p) (TORS24 eq 36, AAAI21 eq 26). Differentiating this fixed point in u (implicit
+    functions; J = I + (2/lam) D_p a^T Sigma a, Sigma = diag(pi) - pi pi^T) gives, for metric j
+    with v = Sigma F_j, J^T w = a^T v, z = w * p and h = Sigma a z,
+
+        d(F_j^T pi) = beta_j . dp - (1/lam) [2 pi^T da z_j + s_j^T da u],
+        beta_j = -(2/lam) w * (q - 2 p),   s_j = v - (2/lam) h.
+
+    ``tests/test_peruser.py`` compares it with finite differences of the solver.
+
+    Parameters
+    ----------
+    a : ndarray, shape (N, k)
+    p : ndarray, shape (k,)
+        The observed sampled-rank distribution on the k columns.
+    pi : ndarray, shape (N,)
+        The MES solution for (a, p).
+    lam : float
+    F : ndarray, shape (N, m)
+
+    Returns
+    -------
+    beta : ndarray (k, m); z : ndarray (k, m); s : ndarray (N, m); u : ndarray (k,)
+
+    References
+    ----------
+    AAAI21 eqs 24-27; TORS24 eqs 35-36.
+    """
+    q = pi @ a
+    u = 2.0 * p * (q - p)
+    sa = a * np.sqrt(pi)[:, None]
+    C = sa.T @ sa - np.outer(q, q)                       # a^T Sigma a
+    J = np.eye(p.size) + (2.0 / lam) * p[:, None] * C
+    V = pi[:, None] * (F - pi @ F)                       # Sigma F
+    W = linalg.solve(J.T, a.T @ V)                       # (k, m)
+    Z = W * p[:, None]
+    AZ = a @ Z
+    Hs = pi[:, None] * (AZ - pi @ AZ)                    # Sigma a z
+    return -(2.0 / lam) * W * (q - 2.0 * p)[:, None], Z, V - (2.0 / lam) * Hs, u
+
+
+def mes_cell_influence(st, pi, F, n, lam, scheme, tol=DEFAULT_N_ITEMS_TOL):
+    """Each cell's first-order weight A (cells, m) in the per-user-N MES metrics F^T pi.
+
+    With per-user item counts the MES fits the pooled sampled-rank law: its kernel is the users'
+    average kernel (:func:`_pooled_block`) and its target the users' rank histogram, both averages
+    over the users, so a change of the cells' user shares (c / M -> c* / M*) moves them linearly.
+    By :func:`mes_first_order` the metrics then move by sum over cells (c* / M* - c / M) A[cell],
+    with A[cell] = beta[r] - (1/lam) sum_{R <= N_u} [2 pi_R (K_b z)_R + s_R (K_b u)_R] for the
+    cell's rank r, item count N_u and bin kernel K_b (one pass over the bins' kernels).
+    """
+    A = np.zeros((st.ranks.size, F.shape[1]))
+    live = st.counts > 0                # a cell of no users is never drawn: weight 0
+    ranks, counts, items = st.ranks[live], st.counts[live], st.n_items[live]
+    Nu = np.repeat(items, counts)
+    a, cb = _pooled_block(np.repeat(ranks, counts), Nu, n, scheme, tol)
+    cols = np.unique(ranks)             # the pooled block's columns: the observed ranks
+    beta, Z, S, u = mes_first_order(a, cb / cb.sum(), pi, lam, F)
+    Al = beta[np.searchsorted(cols, ranks)]
+    reps = n_items_bins(items, n, tol, scheme)          # as _pooled_block bins the users' N_u
+    UZ = np.column_stack([u, Z])
+    for b, Kb in _bin_kernels(np.unique(reps), n, cols, scheme):
+        KUZ = Kb @ UZ
+        e = np.cumsum(2.0 * pi[:b, None] * KUZ[:, 1:] + S[:b] * KUZ[:, :1], axis=0)
+        sel = reps == b
+        Al[sel] -= e[items[sel] - 1] / lam
+    A[live] = Al
+    return A
 
 
 def mes_objective(pmf, sampled_ranks, N, n, eta=None, *, form="tors", scheme="binomial"):
@@ -610,13 +686,17 @@ def mes_replicate_atoms(grid, N, n, scheme, st, Cb, w, opts, fitted=None):
 def mes_replicates(fitted, Cb):
     """MES bootstrap replicates (B, m): batched warm-started dual Newton (:func:`mes_replicate_atoms`).
 
-    None when the batched solver does not apply (the cvxpy solver, per-user
-    N, varying sample sizes): the registry then refits every replicate.
+    With per-user N (one sample size, the fast solver) the one-step bootstrap
+    (:func:`_one_step_replicates`). None when neither applies (the cvxpy
+    solver, varying sample sizes): the registry then refits every replicate.
     """
     est, st = fitted.estimator, fitted.counts
     opts = dict(est.options)
     opts.setdefault("grid_tol", DEFAULT_GRID_TOL)
     n = int(st.size_values[0]) if st.size_values.size == 1 else None
+    if (n is not None and st.n_items is not None and np.unique(st.n_items).size > 1
+            and opts.get("solver", "auto") in ("auto", "fast")):
+        return _one_step_replicates(fitted, np.asarray(Cb, dtype=float), n, opts)
     grid = em_grid(fitted.N, n, est.scheme, opts["grid_tol"]) if n is not None else None
     Cb = np.asarray(Cb, dtype=float)
     atoms = mes_replicate_atoms(grid, fitted.N, n, est.scheme, st, Cb, fitted.weights, opts, fitted)
@@ -624,3 +704,21 @@ def mes_replicates(fitted, Cb):
         return None
     Fc = grid[0].bin_average(fitted.F_full) if grid is not None else fitted.F_full
     return atoms @ Fc
+
+
+def _one_step_replicates(fitted, Cb, n, opts):
+    """Per-user-N MES replicates, one step: T + (Cb / M* - C / M) @ A (:func:`mes_cell_influence`).
+
+    A replicate refit moves the pooled kernel and the rank histogram by the change of the cells'
+    user shares; to first order its metrics move by the cells' weights A times that change. The
+    terms left out are of order 1/M against a spread of order 1/sqrt(M) (``tests/test_peruser.py``
+    compares with refits). A is computed once per fit (the bootstrap's chunks share it).
+    """
+    st = fitted.counts
+    if fitted._mes_cells is None:          # the cells' weights, kept across bootstrap chunks
+        _, lam = mes_lambda(opts.get("eta"), opts.get("form", "tors"), n)
+        fitted._mes_cells = mes_cell_influence(st, np.asarray(fitted.weights, dtype=float), fitted.F_full, n, lam,
+                                               fitted.estimator.scheme, opts.get("n_items_tol", DEFAULT_N_ITEMS_TOL))
+    A = fitted._mes_cells
+    base = (st.counts / st.counts.sum()) @ A
+    return fitted.estimate + (Cb / Cb.sum(axis=1, keepdims=True)) @ A - base
