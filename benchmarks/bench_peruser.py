@@ -25,6 +25,11 @@ Cases (side by side in one process, best of 3 where cheap):
    3 models, 6 metrics, 1,000 replicates: every registered method, per-user N against one N; the default
    on 2 models x 2,000 users, per-user N against one N.
 
+7. The replicates that case 5's per-user-N methods compute without refitting (the one-step bootstrap of
+   `mes` and of the fitted-prior BV / MN, the linear CLS) against exact refits on the same stand-in and the
+   same draws (model a, 3 draws): the largest |difference| per metric in units of the bootstrap standard
+   deviation (from 1,000 replicates), and the time of one exact refit.
+
 6. (est-speed goal 1) The default on merged multi-stage ranks: N = 10^5, a ladder 100 -> 19,200 sharing
    negatives, 3 models x 20,000 and x 10^5 users (thousands of (n, r) cells per model), 1,000 replicates;
    the corrected one-step replicates against exact refits.
@@ -77,7 +82,7 @@ def histories(M, rng):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer replicates and a smaller case 2")
-    ap.add_argument("--cases", default="1,2,3,4,5,6", help="which cases to run (comma-separated)")
+    ap.add_argument("--cases", default="1,2,3,4,5,6,7", help="which cases to run (comma-separated)")
     ap.add_argument("--methods", default=None, help="case 5: the methods to time (comma-separated; default all)")
     args = ap.parse_args()
     cases = set(args.cases.split(","))
@@ -96,6 +101,8 @@ def main():
         case5(args.quick, args.methods)
     if "6" in cases:
         case6(args.quick)
+    if "7" in cases:
+        case7(args.quick, args.methods)
 
 
 def case1(rng, n, quick):
@@ -316,6 +323,35 @@ def case5(quick, methods=None):
                                                    scheme="hypergeometric") for m in "ab"], 2)
     print(f"default, 2 models x 2,000 users: per-user N {runs['per-user N']:.2f} s, one N {runs['one N']:.2f} s, "
           f"ratio {runs['per-user N'] / runs['one N']:.2f} (goal: within 2x)")
+
+
+def case7(quick, methods=None):
+    """case 5's per-user methods without refits: their replicates against exact refits on the same draws."""
+    from sampling_lib import estimators as E
+    from sampling_lib.counts import rank_counts
+    from sampling_lib.estimators._bootstrap import refit_replicates
+    from sampling_lib.metrics import metric_values
+
+    Nu, _, rs = ml1m_case_data()
+    st = rank_counts(rs["a"], 100, n_items=Nu)
+    F = np.stack([metric_values(m, int(Nu.max()))[:20] for m in ML1M_METRICS], axis=1)
+    g = np.random.default_rng(7)
+    B = 100 if quick else 1000
+    Cb = g.multinomial(st.M, st.counts / st.M, size=B).astype(float)
+    print(f"== case 7: one-step / linear replicates against exact refits, ml-1m stand-in model a, "
+          f"{len(ML1M_METRICS)} metrics, SD from {B:,} replicates, 3 refitted draws ==")
+    names = ("mes", "bv_mle", "bv_mes", "mn_mle", "mn_mes", "cls") if methods is None else methods.split(",")
+    for name in names:
+        opts = {"max_rank": 20} if name == "cls" else {}
+        fit = E.build_estimators([name], scheme="hypergeometric", **opts)[name].fit_counts(st, None, F)
+        one = fit.replicates(Cb)
+        sd = one.std(axis=0, ddof=1)
+        t = time.perf_counter()
+        exact = refit_replicates(fit, Cb[:3])
+        dt = (time.perf_counter() - t) / 3
+        err = np.abs(one[:3] - exact).max(axis=0) / sd
+        print(f"{name}: max |replicate - refit| / SD per metric {np.array2string(err, precision=3)}; "
+              f"one exact refit {dt:.1f} s", flush=True)
 
 
 LADDER = np.array([100, 200, 400, 800, 1600, 3200, 6400, 12800, 19200])

@@ -1243,8 +1243,10 @@ def test_fitted_prior_per_user_n_one_step_replicates_are_near_the_refits(name):
     one, exact = fit.replicates(Cb), refit_replicates(fit, Cb)
     sd = exact.std(axis=0)
     assert np.all(np.abs(one - exact) <= 0.1 * sd), (np.abs(one - exact) / sd).max(axis=0)
-    # the point estimate: the cells' average, and each group's own exact BV / MN fit
+    # the point estimate is the cells' average; the weights beyond the metrics' ranks come from each
+    # group's own fit on its exact kernel, and agree with the one pass where both exist
     np.testing.assert_allclose(st.counts @ fit.X / st.M, fit.estimate, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(fit.weights)[:10], fit.weights.head(10), rtol=1e-9, atol=1e-15)
 
 
 def test_mes_first_order_is_the_finite_difference():
@@ -1269,9 +1271,10 @@ def test_mes_first_order_is_the_finite_difference():
 
 
 @pytest.mark.parametrize("name", ["mes", "bv_mes"])
-def test_mes_per_user_n_one_step_replicates_are_near_the_refits(name):
-    # per-user N: the one-step replicates (the cells' first-order weights) against refitting MES (and for
-    # BV_MES every group) on each replicate; error of order 1/M against a spread of order 1/sqrt(M): at
+def test_mes_per_user_n_replicates_are_near_the_refits(name):
+    # per-user N: MES replicates solved in their histogram on the fixed pooled kernel plus the kernel's
+    # first-order term (and for BV_MES the one-step in its prior) against refitting MES (and every group)
+    # on each replicate; the terms left out are of order 1/M against a spread of order 1/sqrt(M): at
     # M = 2,000, within a tenth of the refits' standard deviation
     from sampling_lib.estimators._bootstrap import refit_replicates
 
@@ -1286,3 +1289,29 @@ def test_mes_per_user_n_one_step_replicates_are_near_the_refits(name):
     one, exact = fit.replicates(Cb), refit_replicates(fit, Cb)
     sd = exact.std(axis=0)
     assert np.all(np.abs(one - exact) <= 0.1 * sd), (np.abs(one - exact) / sd).max(axis=0)
+
+
+def test_group_passes_on_two_threads_equal_one_pass(monkeypatch):
+    # from GROUP_THREADS_MIN groups of N_u the fitted-prior BV / MN pass and the CLS solutions run on two
+    # threads: the same fit as one pass over every group
+    from sampling_lib.estimators import _cls as C
+    from sampling_lib.estimators import _linear as LIN
+
+    Nu = np.arange(200, 200 + 70)
+    g = np.random.default_rng(23)
+    R = np.minimum(Nu, 1 + g.geometric(0.05, Nu.size))
+    r = sample_ranks(R, Nu, 10, rng=g, scheme="hypergeometric")
+    st = rank_counts(r, 10, n_items=Nu)
+    groups = [(int(N), st.n_items == N) for N in np.unique(st.n_items)]
+    F = np.stack([metric_values("recall@5", 270), metric_values("ndcg@5", 270)], axis=1)[:5]
+    prior = g.dirichlet(np.ones(270))
+    assert len(groups) >= LIN.GROUP_THREADS_MIN
+    two = LIN.linear_groups_prior_fit("bv", groups, st.ranks, st.counts, 10, F, prior, scheme="hypergeometric")
+    w2, X2 = C.cls_groups_fit(groups, st.ranks, st.counts, 10, F, max_rank=5, scheme="hypergeometric")
+    monkeypatch.setattr(LIN, "GROUP_THREADS_MIN", 10**9)
+    monkeypatch.setattr(C, "GROUP_THREADS_MIN", 10**9)
+    C._GROUP_CACHE.clear()
+    one = LIN.linear_groups_prior_fit("bv", groups, st.ranks, st.counts, 10, F, prior, scheme="hypergeometric")
+    w1, X1 = C.cls_groups_fit(groups, st.ranks, st.counts, 10, F, max_rank=5, scheme="hypergeometric")
+    for a, b in ((two.head, one.head), (two.X, one.X), (two.gradient, one.gradient), (w2, w1), (X2, X1)):
+        np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-14)

@@ -80,8 +80,8 @@ class FittedEstimator:
     _ops: list | None = field(default=None, repr=False)
     _outer: np.ndarray | None = field(default=None, repr=False)
     _mes_outer: np.ndarray | None = field(default=None, repr=False)
-    #: per-user-N MES: each cell's first-order weight in the metrics (:func:`sampling_lib.estimators._mes.mes_cell_influence`)
-    _mes_cells: np.ndarray | None = field(default=None, repr=False)
+    #: per-user-N MES: what its replicates share across chunks (:func:`sampling_lib.estimators._mes._pooled_replicates`)
+    _mes_cells: object = field(default=None, repr=False)
     _F_full: np.ndarray | None = field(default=None, repr=False)
     #: the EM family's per-user-N surrogate (:class:`EMSurrogate`), False when it does not apply
     _em_sur: object = field(default=None, repr=False)

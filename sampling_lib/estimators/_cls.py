@@ -12,6 +12,7 @@ References
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -19,7 +20,7 @@ from scipy.optimize import nnls
 
 from .._validation import check_int, check_N_n, check_scheme
 from ..kernels import em_grid, kernel
-from ._linear import _prior, group_prior, sampled_pmf
+from ._linear import GROUP_THREADS_MIN, _prior, group_prior, sampled_pmf
 
 __all__ = ["cls", "cls_fit", "cls_solution", "cls_group_solutions", "cls_groups_fit", "CLSFit",
            "cls_replicates"]
@@ -224,8 +225,15 @@ def cls_group_solutions(n_items, n, *, max_rank=None, scheme="binomial", grid_to
         key = (Ns.tobytes(), int(n), max_rank, scheme, grid_tol)
         if key in _GROUP_CACHE:
             return _GROUP_CACHE[key]
-    out = {int(Nb): cls_solution(int(Nb), n, None if prior is None else group_prior(prior, int(Nb)),
-                                 max_rank=max_rank, scheme=scheme, grid_tol=grid_tol) for Nb in Ns}
+    def solve(part):
+        return {int(Nb): cls_solution(int(Nb), n, None if prior is None else group_prior(prior, int(Nb)),
+                                      max_rank=max_rank, scheme=scheme, grid_tol=grid_tol) for Nb in part}
+    if Ns.size < GROUP_THREADS_MIN:
+        out = solve(Ns)
+    else:       # two threads, every other group each (the QR and the least squares release the GIL)
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="sampling-lib-groups") as pool:
+            halves = list(pool.map(solve, [Ns[0::2], Ns[1::2]]))
+        out = {Nb: halves[i % 2][Nb] for i, Nb in enumerate(Ns.tolist())}
     if key is not None:
         _GROUP_CACHE.clear()
         _GROUP_CACHE[key] = out

@@ -43,7 +43,7 @@ References
 from __future__ import annotations
 
 import hashlib
-import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -187,18 +187,18 @@ def _solve_sym(G, B, what):
     s = 1.0 / d
     Gs = G * s[:, None] * s[None, :]
     Bs = B * (s[:, None] if B.ndim == 2 else s)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", scipy.linalg.LinAlgWarning)
-            X = scipy.linalg.solve(Gs, Bs, assume_a="sym", check_finite=False)
-    except (np.linalg.LinAlgError, scipy.linalg.LinAlgWarning) as exc:
+    # LAPACK's symmetric solver and its reciprocal condition number, as scipy.linalg.solve(assume_a="sym")
+    # does, but without its warning: no warnings filter is touched, so groups may be solved on threads
+    udut, ipiv, X, info = scipy.linalg.lapack.dsysv(Gs, Bs if B.ndim == 2 else Bs[:, None])
+    rcond = scipy.linalg.lapack.dsycon(udut, ipiv, np.abs(Gs).sum(axis=0).max())[0] if info == 0 else 0.0
+    if info != 0 or not rcond >= np.finfo(float).eps:
         cond = np.linalg.cond(Gs)
         raise np.linalg.LinAlgError(
             f"{what}: the n x n system is singular or numerically singular "
             f"(condition number {cond:.3e} after diagonal scaling); use a prior with "
             "wider support, a larger gamma, a smaller n, or a different M"
-        ) from exc
-    return X * (s[:, None] if X.ndim == 2 else s)
+        )
+    return X * s[:, None] if B.ndim == 2 else X[:, 0] * s
 
 
 _LAST_GRAM = {}      # the last Gram matrix: a group's fit and its sampled metrics share it
@@ -501,13 +501,34 @@ def linear_groups_prior_fit(kind, groups, ranks, counts, n, F, prior, *, scheme=
     extra = check_float(gamma, "gamma", 0.0, 1.0) if kind == "bv" else check_int(M, "M", low=1)
     prior = np.asarray(prior, dtype=float)
     H, m = F.shape
-    Mtot = counts.sum()
     sel_of = dict(groups)
     Nmax = max(sel_of)
-    head = np.zeros(min(H, Nmax))
     X = np.zeros((ranks.size, m))
+    Ns = np.sort(np.fromiter(sel_of, dtype=np.int64))
+    # two halves of the groups (about equal work, the sum of N_b) on two threads: the products and
+    # solves run in BLAS / LAPACK, which release the GIL; each half steps its own kernels
+    cut = int(np.searchsorted(np.cumsum(Ns), Ns.sum() / 2)) + 1 if Ns.size >= GROUP_THREADS_MIN else Ns.size
+    parts = [Ns[:cut], Ns[cut:]] if cut < Ns.size else [Ns]
+    args = (kind, extra, sel_of, ranks, counts, n, F, prior, scheme, X, Nmax)
+    if len(parts) == 1:
+        outs = [_prior_groups_pass(parts[0], *args)]
+    else:
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="sampling-lib-groups") as pool:
+            outs = list(pool.map(lambda part: _prior_groups_pass(part, *args), parts))
+    return PriorGroupsFit(sum(o[0] for o in outs), X, sum(o[1] for o in outs))
+
+
+#: Groups of N_u from which :func:`linear_groups_prior_fit` splits its pass over two threads.
+GROUP_THREADS_MIN = 64
+
+
+def _prior_groups_pass(Ns, kind, extra, sel_of, ranks, counts, n, F, prior, scheme, X, Nmax):
+    """:func:`linear_groups_prior_fit` over the groups ``Ns``: (head, gradient), X filled in place."""
+    H, m = F.shape
+    Mtot = counts.sum()
+    head = np.zeros(min(H, Nmax))
     grad = np.zeros((Nmax, m))
-    for N, K in kernels_ascending(list(sel_of), n, scheme):
+    for N, K in kernels_ascending(Ns, n, scheme):
         sel = sel_of[N]
         S = prior[:N].sum()
         p = group_prior(prior, N)
@@ -537,7 +558,7 @@ def linear_groups_prior_fit(kind, groups, ranks, counts, n, F, prior, *, scheme=
             g -= extra * (K @ (lam[:, None] * x))
         g[:Hb] += Klam[:Hb, None] * Fb
         grad[:N] += share * (g - p @ g) / S
-    return PriorGroupsFit(head, X, grad)
+    return head, grad
 
 
 # ----------------------------------------------------------------------------
