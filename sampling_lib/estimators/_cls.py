@@ -20,7 +20,7 @@ from scipy.optimize import nnls
 
 from .._validation import check_int, check_N_n, check_scheme
 from ..kernels import em_grid, kernel
-from ._linear import GROUP_THREADS_MIN, _prior, group_prior, sampled_pmf
+from ._linear import GROUP_CACHE_BYTES, GROUP_THREADS_MIN, _prior, group_prior, sampled_pmf
 
 __all__ = ["cls", "cls_fit", "cls_solution", "cls_group_solutions", "cls_groups_fit", "CLSFit",
            "cls_replicates"]
@@ -202,7 +202,8 @@ def cls_solution(N, n, prior=None, *, max_rank=None, scheme="binomial", grid_tol
 
 
 #: The group solutions of the last per-user-N fit with the uniform prior (:func:`cls_group_solutions`): the
-#: next model of the same evaluation has the same users' N_u, so the same groups and solutions.
+#: next model of the same evaluation has the same users' N_u, so the same groups and solutions (kept up to
+#: :data:`sampling_lib.estimators._linear.GROUP_CACHE_BYTES`).
 _GROUP_CACHE = {}
 
 
@@ -225,6 +226,7 @@ def cls_group_solutions(n_items, n, *, max_rank=None, scheme="binomial", grid_to
         key = (Ns.tobytes(), int(n), max_rank, scheme, grid_tol)
         if key in _GROUP_CACHE:
             return _GROUP_CACHE[key]
+
     def solve(part):
         return {int(Nb): cls_solution(int(Nb), n, None if prior is None else group_prior(prior, int(Nb)),
                                       max_rank=max_rank, scheme=scheme, grid_tol=grid_tol) for Nb in part}
@@ -236,7 +238,8 @@ def cls_group_solutions(n_items, n, *, max_rank=None, scheme="binomial", grid_to
         out = {Nb: halves[i % 2][Nb] for i, Nb in enumerate(Ns.tolist())}
     if key is not None:
         _GROUP_CACHE.clear()
-        _GROUP_CACHE[key] = out
+        if sum(f.Z.nbytes + f.tail.nbytes for f in out.values()) <= GROUP_CACHE_BYTES:
+            _GROUP_CACHE[key] = out
     return out
 
 
@@ -248,7 +251,7 @@ def cls_groups_fit(groups, ranks, counts, n, F, *, scheme="binomial", prior=None
     <sampling_lib.estimators.Estimator>`), so the estimate is (1/M) sum over the cells (N_b, r) of the
     cell's users times X[cell], with X[cell] the estimate of its group's solution at P~ = e_r. A
     bootstrap replicate of the counts is then one matrix product, and equals refitting every group on
-    the replicate (to rounding; ``tests/test_cls.py``). The solutions do not involve the data, so an
+    the replicate (to rounding; ``tests/test_peruser.py``). The solutions do not involve the data, so an
     evaluation's models share them (:func:`cls_group_solutions`).
 
     Parameters
@@ -304,7 +307,7 @@ def cls_groups_state(groups, ranks, counts, n, F, **options):
 
 @dataclass(frozen=True)
 class _CellsLinear:
-    """A per-group fit's cell contributions X (cells, m): a replicate is (Cb / M_b) @ X."""
+    """A per-group fit's cell contributions X (cells, m): a replicate is (Cb / M*) @ X, M* its users."""
 
     X: np.ndarray
 

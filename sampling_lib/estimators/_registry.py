@@ -40,7 +40,8 @@ Compressed kernels (issue 18): ``mle``, ``wmle``, ``mes``, ``cls`` and the
 does not grow with N (what the bound implies for each estimate is in
 :func:`sampling_lib.estimators.mle_fit` and :func:`~sampling_lib.estimators.mes_fit`).
 ``grid_tol=0`` runs on the exact N x n kernel. Per-user N and varying sample
-sizes always use the exact kernels.
+sizes use the exact kernels, except CLS, which solves each group of N_u on that
+group's own grid.
 
 An estimator may also declare ``alternatives(options) -> [dict, ...]``:
 settings of its tuning that the data cannot tell apart (the log-spline
