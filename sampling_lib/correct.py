@@ -323,9 +323,16 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
     replicates at once as batched matrix products (a warm start would change
     the estimator). With ``options={"tol": ...}`` they are solved to
     convergence and each replicate is warm-started from the full-sample
-    solution. MES (fast dual Newton, about 5 steps) and CLS are refitted per
-    replicate. The default's replicates are refitted all at once by a
-    batched Newton iteration warm-started at the full-sample prior.
+    solution. MES (fast dual Newton, about 5 steps) is refitted on all
+    replicates at once, warm-started; CLS is linear in the sampled-rank
+    distribution. The default's replicates are refitted all at once by a
+    batched Newton iteration warm-started at the full-sample prior. With
+    per-user N_u (README, "Per-user candidate counts"): the EM family's
+    replicates come from a checked surrogate; CLS per group of N_u stays
+    exactly linear; MES replicates are exact in the rank histogram (on a
+    checked grid surrogate) and first order in the pooled kernel; BV / MN
+    with a fitted prior are first order in the prior (not checked per fit;
+    the compact view says so).
 
     **Choice of the default** ("logspline"). Measured on real rank
     distributions, and tuned by leave-one-dataset-out (

@@ -275,3 +275,21 @@ def test_below_resolution_notes_point_to_the_planner_and_an_existing_readme_sect
     assert named and all(h in headings for h in named)
     note = _display.resolution_note(["recall@10"], 37.4, widened=False, popularity=True)
     assert _display._RESOLVE_POPULARITY in note and _display._RESOLVE not in note and "logspline" not in note
+
+
+def test_the_view_says_when_replicates_are_first_order_in_a_fitted_prior():
+    # BV / MN with a fitted prior and per-user N: replicates first order in the prior, said in one note;
+    # not with one N (exact batched refits), not without replicates, not for the other methods
+    from sampling_lib.correct import estimate
+
+    rng = np.random.default_rng(4)
+    r, Nu = rng.integers(1, 11, 300), rng.integers(90, 121, 300)
+    first_order = "first order in the fitted prior"
+    t = estimate(r, Nu, 10, ["recall@5"], method="bv_mle", n_boot=20, rng=0)
+    assert first_order in _display.estimate_view(t)
+    assert first_order not in _display.estimate_view(estimate(r, 120, 10, ["recall@5"], method="bv_mle",
+                                                              n_boot=20, rng=0))
+    assert first_order not in _display.estimate_view(estimate(r, Nu, 10, ["recall@5"], method="bv_mle",
+                                                              n_boot=0, rng=0))
+    assert first_order not in _display.estimate_view(estimate(r, Nu, 10, ["recall@5"], method="mn", n_boot=20,
+                                                              rng=0))
