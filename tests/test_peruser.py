@@ -1315,3 +1315,44 @@ def test_group_passes_on_two_threads_equal_one_pass(monkeypatch):
     w1, X1 = C.cls_groups_fit(groups, st.ranks, st.counts, 10, F, max_rank=5, scheme="hypergeometric")
     for a, b in ((two.head, one.head), (two.X, one.X), (two.gradient, one.gradient), (w2, w1), (X2, X1)):
         np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-14)
+
+
+def test_mes_per_user_n_replicates_fall_back_to_the_exact_pooled_kernel(monkeypatch):
+    # when the grid surrogate's check fails, every replicate's histogram term is solved on the exact pooled
+    # kernel: the same replicates as the surrogate's to its tolerance, and the verdict is kept for the fit
+    from sampling_lib.estimators import _mes as MS
+
+    Nu = np.repeat([300, 340, 400], [200, 150, 250])
+    g = np.random.default_rng(24)
+    R = np.minimum(Nu, 1 + g.geometric(0.05, Nu.size))
+    r = sample_ranks(R, Nu, 20, rng=g, scheme="hypergeometric")
+    st = rank_counts(r, 20, n_items=Nu)
+    F = np.stack([metric_values("recall@10", 400), metric_values("ndcg@10", 400)], axis=1)[:10]
+    Cb = g.multinomial(st.M, st.counts / st.M, size=10).astype(float)
+    est = E.build_estimators(["mes"], scheme="hypergeometric")["mes"]
+    fit = est.fit_counts(st, None, F)
+    sur = fit.replicates(Cb)
+    assert fit._mes_cells.verdict is True
+    monkeypatch.setattr(MS, "MES_SURROGATE_TOL", -1.0)
+    fit = est.fit_counts(st, None, F)
+    exact = fit.replicates(Cb)
+    assert fit._mes_cells.verdict is False
+    sd = exact.std(axis=0)
+    assert np.all(np.abs(sur - exact) <= 0.084 * sd)
+    np.testing.assert_allclose(fit.replicates(Cb[:3]), exact[:3], rtol=1e-12)   # the next chunk: exact too
+
+
+def test_cls_per_user_n_with_a_given_prior_is_the_groups_refit():
+    # a prior (over 1..max N_u) restricted to each group's ranks: not cached, the same as refitting the groups
+    from sampling_lib.estimators._bootstrap import refit_replicates
+
+    Nu = np.repeat([40, 47, 60], [50, 30, 70])
+    g = np.random.default_rng(25)
+    R = np.minimum(Nu, 1 + g.geometric(0.1, Nu.size))
+    r = sample_ranks(R, Nu, 8, rng=g)
+    st = rank_counts(r, 8, n_items=Nu)
+    F = metric_values("recall@5", 60)[:5, None]
+    prior = g.dirichlet(np.ones(60))
+    fit = E.build_estimators(["cls"], max_rank=5, prior=prior)["cls"].fit_counts(st, None, F)
+    Cb = g.multinomial(st.M, st.counts / st.M, size=5).astype(float)
+    np.testing.assert_allclose(fit.replicates(Cb), refit_replicates(fit, Cb), rtol=1e-10, atol=1e-13)
