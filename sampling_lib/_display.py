@@ -368,11 +368,7 @@ def estimate_view(table, *, n_items=None, sample_size=None, seed=None):
     if clipped.any():
         text.append(_wrap(f"{_CLIPPED} clipped: the estimator's value fell outside the metric's range (the "
                           "linear estimators BV, MN and CLS can do that) and was set to the nearest end of it."))
-    one_step = _one_step_methods(table, n_items)
-    if one_step:
-        text.append(_wrap(f"note: with per-user N, the bootstrap replicates of {', '.join(one_step)} are first order "
-                          "in the fitted prior, not refits (on an NCF ml-1m-like file within 0.18 bootstrap "
-                          "standard deviations of refits; README, 'Per-user candidate counts')."))
+    text += _one_step_note(table, n_items)
     if bounds and head_only:
         text.append(_wrap(f"{_HEAD_ONLY_BOUNDS}: only the retriever's top m were scored, so each user's global rank "
                           "lies anywhere from 1 + x (x head items above the held-out one; every unscored item "
@@ -398,6 +394,16 @@ def estimate_view(table, *, n_items=None, sample_size=None, seed=None):
     text.append(_wrap("naive: the sampled metric read as a global one (what most papers report); estimate: "
                       "the corrected global metric. Every column: --wide, --format csv or --format json."))
     return "\n".join(text) + "\n"
+
+
+def _one_step_note(table, n_items):
+    """[note] when the table's per-user-N replicates are first order in a fitted prior, else []."""
+    one_step = _one_step_methods(table, n_items)
+    if not one_step:
+        return []
+    return [_wrap(f"note: with per-user N, the bootstrap replicates of {', '.join(one_step)} are first order in "
+                  "the fitted prior, not refits (on an NCF ml-1m-like file within 0.18 bootstrap standard "
+                  "deviations of refits; README, 'Per-user candidate counts').")]
 
 
 def _one_step_methods(table, n_items):
@@ -499,6 +505,7 @@ def compare_view(table, *, n_items=None, sample_size=None, seed=None):
                           + ("; ".join(why) if why else "they are at different levels")
                           + ". With --adjust bonferroni and --alpha equal to 1 - --confidence-level the decisions match the "
                           "intervals exactly."))
+    text += _one_step_note(table, n_items)
     if ci_level is not None and n_boot is not None:
         tail = (1 - ci_level) / 2 * float(n_boot)
         if tail < 10:

@@ -293,3 +293,8 @@ def test_the_view_says_when_replicates_are_first_order_in_a_fitted_prior():
                                                               n_boot=0, rng=0))
     assert first_order not in _display.estimate_view(estimate(r, Nu, 10, ["recall@5"], method="mn", n_boot=20,
                                                               rng=0))
+    from sampling_lib.correct import compare
+
+    ranks = {"a": r, "b": np.minimum(10, r + rng.integers(0, 2, r.size))}
+    c = compare(ranks, Nu, 10, ["recall@5"], method="mn_mle", n_boot=20, rng=0)
+    assert first_order in _display.compare_view(c, n_items=(int(Nu.min()), int(Nu.max())))
