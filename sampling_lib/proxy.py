@@ -43,7 +43,8 @@ from ._arrays import unique_ints
 from ._validation import check_int, show_value
 from .nested import candidate_items
 
-__all__ = ["heads_from_scores", "heads_from_callable", "heads_from_table", "head_sizes", "tail_exclusions"]
+__all__ = ["heads_from_scores", "heads_from_callable", "heads_from_table", "head_sizes", "tail_exclusions",
+           "head_enrichment"]
 
 
 def head_sizes(m, n_candidates):
@@ -230,3 +231,63 @@ def heads_and_edge_ties(scores, ptr, bad, m):
     edge = (ext_sizes > m) & (m > 0)                                       # a candidate beyond a non-empty head
     ties = int(np.sum(v[ext[ext_p[1:][edge] - 2]] == v[ext[ext_p[1:][edge] - 1]]))
     return head_ptr, ext[keep], ties
+
+
+def head_enrichment(head, x, tail_size, tail_hits, k_max):
+    """Does the proxy's head hold more of the items above the held-out one than a random set would?
+
+    For the users with x_u < ``k_max`` head items above the held-out item and a first tail sample
+    (the users a stratified evaluation gives a tail), S_u = x_u + y_u of the m_u + t_u scored candidates
+    beat the held-out item (head m_u, tail sample t_u, y_u of them in the tail). If the proxy's order
+    carried no information on which candidates beat it, the head would be a random m_u of the m_u + t_u
+    (the tail sample is uniform), so given S_u, x_u would be hypergeometric(m_u + t_u, S_u, m_u),
+    truncated to x_u < k_max (the users were chosen by it). The score statistic
+    z = sum (x_u - E0 x_u) / sqrt(sum Var0 x_u) is then about standard normal, whatever the users' global
+    ranks; a proxy that ranks the beating items first makes it large. ``ratio`` = sum x_u / sum E0 x_u is
+    the head's hits over those a random head would get. The null draws each user's head independently
+    (a per-user proxy that knows nothing). A global proxy (one score per item) gives every user nearly the
+    same head items, whose hits are then correlated across users: z overstates the evidence either way
+    (a random global proxy gave z = -3.9 and -2.3 on 300 users in ``tests/test_evaluate_proxy.py``), and
+    ``ratio`` is the better guide.
+
+    Parameters
+    ----------
+    head, x, tail_size, tail_hits : array_like of int, one entry per user
+        m_u, x_u, t_u (0: no tail sample; the user is left out) and y_u.
+    k_max : int
+        The largest cutoff of the metrics (users with x_u >= k_max get no tail).
+
+    Returns
+    -------
+    (z, ratio, users) : (float, float, int)
+        NaN z and ratio when no user carries information (S_u = 0 or every user's law is a point).
+
+    References
+    ----------
+    The conditional (permutation) test of a 2 x 2 table per user, summed as in Mantel and Haenszel
+    (JNCI 1959).
+
+    Examples
+    --------
+    >>> z, ratio, users = head_enrichment([5, 5], [0, 2], [5, 5], [2, 0], 10)
+    >>> round(z, 3), round(ratio, 3), users
+    (0.0, 1.0, 2)
+    """
+    from scipy import stats
+
+    m, x, t, y = (np.asarray(a, dtype=np.int64) for a in (head, x, tail_size, tail_hits))
+    k_max = check_int(k_max, "k_max", low=1)
+    use = (t > 0) & (x < k_max)
+    m, x, t, y = m[use], x[use], t[use], y[use]
+    S = x + y
+    grid = np.arange(k_max)[None, :]
+    pmf = stats.hypergeom.pmf(grid, (m + t)[:, None], S[:, None], m[:, None])
+    tot = pmf.sum(axis=1)
+    ok = tot > 0
+    pmf = pmf[ok] / tot[ok, None]
+    e = pmf @ np.arange(k_max)
+    v = pmf @ np.arange(k_max) ** 2 - e ** 2
+    if not v.sum() > 0:
+        return float("nan"), float("nan"), int(use.sum())
+    xo = x[ok]
+    return float((xo - e).sum() / np.sqrt(v.sum())), float(xo.sum() / e.sum()), int(use.sum())

@@ -32,7 +32,8 @@ from ._validation import check_int, show_value
 from .kernels import next_tail_size
 from .metrics import parse_metrics
 from .nested import CandidateMap, NestedOrder
-from .proxy import head_sizes, heads_and_edge_ties, heads_from_callable, heads_from_table, tail_exclusions
+from .proxy import (head_enrichment, head_sizes, heads_and_edge_ties, heads_from_callable, heads_from_table,
+                    tail_exclusions)
 from .stagerun import StagedRun, _batches, _sizes_text
 
 __all__ = ["StrataRun", "check_proxy_settings"]
@@ -130,6 +131,7 @@ class StrataRun(StagedRun):
         self.k_max = max(K for _, _, K in parse_metrics(self.config["metrics"]))
         self.x = {}                                           # model -> head items at or above the held-out
         self.tail_sizes = np.zeros(self.M, np.int64)
+        self.enrichment = {}                                  # model -> head_enrichment after the first tail
         self.pending = {"stage": 1, "kind": "head", "users": np.arange(self.M)}
 
     def input_notes(self):
@@ -196,6 +198,8 @@ class StrataRun(StagedRun):
                                 "pairs": int((p["stop"] - p["start"]).sum()), "sizes": _sizes_text(p["stop"]),
                                 "full": int((p["stop"] == self.tails[p["users"]]).sum()), "design": "the tail",
                                 "_users": p["users"], "_start": p["start"], "_stop": p["stop"]})
+            if len(self.stages) == 2:
+                self._judge_proxy()
             tail_top = np.zeros(self.M, bool)
             for m in self.models:
                 tail_top |= (self.x[m] < self.k_max) & (self.above[m] == self.x[m])
@@ -210,6 +214,24 @@ class StrataRun(StagedRun):
             self.pending = None
             self.done = True
             self._decide("done", f"the design is complete after stage {len(self.stages)}")
+
+    def _judge_proxy(self):
+        """After the first tail sample: does the head hold more of the items above the held-out one than a
+        random set of its size would (:func:`sampling_lib.proxy.head_enrichment`, per model)? Said as a
+        decision; where no model shows it (one-sided z < 1.645), also in the notes: a proxy no better than
+        random makes every user pay the head for nothing."""
+        out = {m: head_enrichment(self.heads, self.x[m], self.tail_sizes, self.above[m] - self.x[m], self.k_max)
+               for m in self.models}
+        self.enrichment = out
+        text = "; ".join(f"{m}: {r:.2f}x (z = {z:.1f}, {k:,} users)" if np.isfinite(z) else f"{m}: no information"
+                         for m, (z, r, k) in out.items())
+        self._decide("proxy", "the head's items above the held-out one, against a random head of its size: " + text)
+        if all(not z >= 1.645 for z, _, _ in out.values()):
+            self.head_notes.append(
+                "proxy: its head holds no more of the items ranked above the held-out one than a random set of "
+                f"its size would ({text}; one-sided z below 1.645). With a proxy no better than random the head "
+                "is paid for nothing: the uniform ladder (evaluate without proxy) costs less for the same "
+                "precision (README, 'Evaluate a model at full-ranking precision': when a proxy pays)")
 
     def estimate_table(self, *, n_boot, confidence_level):
         """The estimate table: the default on the stratified cells, per model (``strata_estimate``)."""
