@@ -971,7 +971,7 @@ def test_group_solutions_give_the_group_by_group_fit_and_are_shared_by_the_next_
     # the data-free part Z = G^{-1} K[:H]^T of every group at once: the weights on ranks 1..H and every
     # cell's sampled metric equal the group-by-group fits (the old path, still behind full()); a second
     # model on the same groups reuses the solutions; a fixed non-uniform prior gives its own
-    from sampling_lib.estimators import _linear
+    from sampling_lib.estimators import _linear_groups as _linear
 
     Nu = np.repeat([40, 41, 43, 60, 75], [30, 20, 25, 40, 35])
     g = np.random.default_rng(8)
@@ -1078,11 +1078,11 @@ def test_em_surrogate_falls_back_to_exact_refits_when_the_check_fails(monkeypatc
 
 def test_mes_pooled_kernel_from_stepped_kernels_equals_the_columns():
     # the pooled kernel of MES (many N_b: whole kernels stepped in N) against the column-by-column build
-    from sampling_lib.estimators import _mes
+    from sampling_lib.estimators import _mes_pooled
     from sampling_lib.kernels import kernel_columns
 
     Nu, _, r = _population(M=300, n=8, lo=40, hi=90, seed=4)
-    Kbar, c = _mes._pooled_block(r, Nu, 8, "hypergeometric", 0.0)
+    Kbar, c = _mes_pooled.pooled_block(r, Nu, 8, "hypergeometric", 0.0)
     cols = np.flatnonzero(np.bincount(r - 1, minlength=8) > 0) + 1
     want = np.zeros_like(Kbar)
     for b in np.unique(Nu):
@@ -1194,7 +1194,7 @@ def test_fitted_prior_groups_gradient_is_the_finite_difference(kind):
     # against central differences of the same one-pass fit; its X and weights against each group's
     # sampled metric and weights computed on their own (the exact kernel, from scratch)
     from sampling_lib.estimators import bv_sampled_metric, mn_sampled_metric
-    from sampling_lib.estimators._linear import linear_groups_prior_fit
+    from sampling_lib.estimators._linear_groups import linear_groups_prior_fit
 
     Nu = np.repeat([40, 47, 60], [50, 30, 70])
     g = np.random.default_rng(12)
@@ -1252,7 +1252,8 @@ def test_fitted_prior_per_user_n_one_step_replicates_are_near_the_refits(name):
 def test_mes_first_order_is_the_finite_difference():
     # the implicit-function derivative of the MES metrics in the target p and the kernel columns a,
     # against central differences of the solver itself
-    from sampling_lib.estimators._mes import _mes_dual_newton, mes_first_order
+    from sampling_lib.estimators._mes import _mes_dual_newton
+    from sampling_lib.estimators._mes_pooled import mes_first_order
 
     g = np.random.default_rng(21)
     N, k, lam = 80, 6, 0.002
@@ -1295,7 +1296,7 @@ def test_group_passes_on_two_threads_equal_one_pass(monkeypatch):
     # from GROUP_THREADS_MIN groups of N_u the fitted-prior BV / MN pass and the CLS solutions run on two
     # threads: the same fit as one pass over every group
     from sampling_lib.estimators import _cls as C
-    from sampling_lib.estimators import _linear as LIN
+    from sampling_lib.estimators import _linear_groups as LIN
 
     Nu = np.arange(200, 200 + 70)
     g = np.random.default_rng(23)
@@ -1320,7 +1321,7 @@ def test_group_passes_on_two_threads_equal_one_pass(monkeypatch):
 def test_mes_per_user_n_replicates_fall_back_to_the_exact_pooled_kernel(monkeypatch):
     # when the grid surrogate's check fails, every replicate's histogram term is solved on the exact pooled
     # kernel: the same replicates as the surrogate's to its tolerance, and the verdict is kept for the fit
-    from sampling_lib.estimators import _mes as MS
+    from sampling_lib.estimators import _mes_pooled as MS
 
     Nu = np.repeat([300, 340, 400], [200, 150, 250])
     g = np.random.default_rng(24)

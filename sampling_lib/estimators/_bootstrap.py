@@ -80,7 +80,7 @@ class FittedEstimator:
     _ops: list | None = field(default=None, repr=False)
     _outer: np.ndarray | None = field(default=None, repr=False)
     _mes_outer: np.ndarray | None = field(default=None, repr=False)
-    #: per-user-N MES: what its replicates share across chunks (:func:`sampling_lib.estimators._mes._pooled_replicates`)
+    #: per-user-N MES: what its replicates share across chunks (:func:`sampling_lib.estimators._mes_pooled.pooled_replicates`)
     _mes_cells: object = field(default=None, repr=False)
     _F_full: np.ndarray | None = field(default=None, repr=False)
     #: the EM family's per-user-N surrogate (:class:`EMSurrogate`), False when it does not apply
@@ -193,7 +193,7 @@ class FittedEstimator:
         pi* - pi (the fitted prior), its estimate is the estimate with the fitted prior on the
         replicate's counts, (Cb / M*) @ X (each group's linear form), plus gradient . (pi* - pi),
         where ``state`` holds the gradient of the estimates in the prior
-        (:func:`sampling_lib.estimators._linear.linear_groups_prior_fit`). The second term is the
+        (:func:`sampling_lib.estimators._linear_groups.linear_groups_prior_fit`). The second term is the
         prior estimator's own bootstrap with the gradient as its "metrics" (its batched
         replicates: for MLE the EM protocol rerun on all replicates at once), so no group is
         refitted. The terms left out are of order 1/M, against the replicates' spread of order

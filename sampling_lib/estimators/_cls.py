@@ -20,7 +20,8 @@ from scipy.optimize import nnls
 
 from .._validation import check_int, check_N_n, check_scheme
 from ..kernels import em_grid, kernel
-from ._linear import GROUP_CACHE_BYTES, GROUP_THREADS_MIN, _prior, group_prior, sampled_pmf
+from ._linear import _prior, sampled_pmf
+from ._linear_groups import GROUP_CACHE_BYTES, GROUP_THREADS_MIN, group_prior
 
 __all__ = ["cls", "cls_fit", "cls_solution", "cls_group_solutions", "cls_groups_fit", "CLSFit",
            "cls_replicates"]
@@ -203,7 +204,7 @@ def cls_solution(N, n, prior=None, *, max_rank=None, scheme="binomial", grid_tol
 
 #: The group solutions of the last per-user-N fit with the uniform prior (:func:`cls_group_solutions`): the
 #: next model of the same evaluation has the same users' N_u, so the same groups and solutions (kept up to
-#: :data:`sampling_lib.estimators._linear.GROUP_CACHE_BYTES`).
+#: :data:`sampling_lib.estimators._linear_groups.GROUP_CACHE_BYTES`).
 _GROUP_CACHE = {}
 
 

@@ -16,17 +16,14 @@ References
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse
 from scipy import linalg, special
 
 from .._validation import check_float, check_int, check_pmf, check_scheme
 from ..counts import check_sampled
 from ..exceptions import ConvergenceWarning
-from ..kernels import (DEFAULT_GRID_TOL, DEFAULT_N_ITEMS_TOL, em_grid, kernel_columns, kernels_ascending,
-                       n_items_bins, rank_grid)
+from ..kernels import DEFAULT_GRID_TOL, DEFAULT_N_ITEMS_TOL, em_grid, kernel_columns
 from ._em import observed_block, rank_histogram
 from ._linalg import OUTER_MAX, batched_gram, grid_outer
 from ._results import MESResult
@@ -58,145 +55,6 @@ def _mes_parts(pi, Kb, p, size=None):
     return E, H
 
 
-def _pooled_block(r, Nu, n, scheme, tol):
-    """(pooled kernel columns, counts) of per-user item counts N_u (MES).
-
-    Kbar(r | R) = (1/M) sum_u P(r | R; N_u, n) 1[R <= N_u]: the kernel of the
-    pooled sampled-rank distribution, q(r) = (1/M) sum_u sum_{R <= N_u} pi_R
-    P(r | R; N_u, n) = sum_R pi_R Kbar(r | R). Users of a bin of N_u
-    (:func:`sampling_lib.kernels.n_items_bins`) share the kernel values of
-    its N_b; each keeps its own support (the fraction of the bin's users
-    with N_u >= R multiplies row R).
-    """
-    c = rank_histogram(r, n)
-    cols = np.flatnonzero(c > 0) + 1
-    vals, cnt_u = np.unique(Nu, return_counts=True)
-    key = (vals.tobytes(), cnt_u.tobytes(), int(n), scheme, float(tol))
-    if _POOLED.get("key") == key:
-        return _POOLED["Kbar"][:, cols - 1], c[cols - 1]
-    full = int(Nu.max()) * n * 8 <= POOLED_CACHE_BYTES
-    kc = np.arange(1, n + 1) if full else cols       # every column when it is kept for the next model
-    M = Nu.size
-    reps = n_items_bins(Nu, n, tol, scheme)
-    Kbar = np.zeros((int(Nu.max()), kc.size))
-    for b, Kb in _bin_kernels(np.unique(reps), n, kc, scheme):
-        cnt = np.bincount(Nu[reps == b], minlength=b + 1)[1:]
-        frac = cnt[::-1].cumsum()[::-1] / M            # share of users with N_u >= R, R = 1..b
-        Kbar[:b] += Kb * frac[:, None]
-    if not full:
-        return Kbar, c[cols - 1]
-    Kbar.setflags(write=False)
-    _POOLED.clear()
-    _POOLED.update(key=key, Kbar=Kbar)
-    return Kbar[:, cols - 1], c[cols - 1]
-
-
-#: The pooled kernel over every sampled rank of the last per-user-N MES fit (:func:`_pooled_block`),
-#: kept while at most this size: an evaluation's next model, its bootstrap's cell weights and the MES
-#: prior of BV_MES / MN_MES pool the same users' N_u.
-POOLED_CACHE_BYTES = 64 << 20
-_POOLED = {}
-
-
-def _bin_kernels(ub, n, cols, scheme):
-    """Yield ``(N_b, P(cols | R; N_b, n))`` (N_b, k) for the bins' item counts ``ub``, increasing."""
-    if scheme == "hypergeometric" and ub.size > 2:
-        # many N_b: whole kernels stepped from one N_b to the next by exact ratios (5e-15 relative;
-        # 2,295 N_b of NCF's ml-1m range in about 6 s instead of 28 s column by column)
-        if cols.size == n:
-            return kernels_ascending(ub, n, scheme)
-        return ((b, K[:, cols - 1]) for b, K in kernels_ascending(ub, n, scheme))
-    return ((int(b), kernel_columns(int(b), n, cols, scheme, cache=ub.size <= 2)) for b in ub)
-
-
-def mes_first_order(a, p, pi, lam, F):
-    """The first-order change of the MES metrics F^T pi in the data (p, a): ``(beta, z, s, u)``.
-
-    The MES solution of E(pi) - lam H(pi), E = sum_r p_r (q_r - p_r)^2 with q = a^T pi (``a`` the
-    (pooled) kernel columns of the observed ranks, N x k), satisfies pi = softmax(-a u / lam) with
-    u = 2 p * (q - p) (TORS24 eq 36, AAAI21 eq 26). Differentiating this fixed point in u (implicit
-    functions; J = I + (2/lam) D_p a^T Sigma a, Sigma = diag(pi) - pi pi^T) gives, for metric j
-    with v = Sigma F_j, J^T w = a^T v, z = w * p and h = Sigma a z,
-
-        d(F_j^T pi) = beta_j . dp - (1/lam) [2 pi^T da z_j + s_j^T da u],
-        beta_j = -(2/lam) w * (q - 2 p),   s_j = v - (2/lam) h.
-
-    ``tests/test_peruser.py`` compares it with finite differences of the solver.
-
-    Parameters
-    ----------
-    a : ndarray, shape (N, k)
-    p : ndarray, shape (k,)
-        The observed sampled-rank distribution on the k columns.
-    pi : ndarray, shape (N,)
-        The MES solution for (a, p).
-    lam : float
-    F : ndarray, shape (N, m)
-
-    Returns
-    -------
-    beta : ndarray (k, m); z : ndarray (k, m); s : ndarray (N, m); u : ndarray (k,)
-
-    References
-    ----------
-    AAAI21 eqs 24-27; TORS24 eqs 35-36.
-    """
-    q = pi @ a
-    u = 2.0 * p * (q - p)
-    sa = a * np.sqrt(pi)[:, None]
-    C = sa.T @ sa - np.outer(q, q)                       # a^T Sigma a
-    J = np.eye(p.size) + (2.0 / lam) * p[:, None] * C
-    V = pi[:, None] * (F - pi @ F)                       # Sigma F
-    W = linalg.solve(J.T, a.T @ V)                       # (k, m)
-    Z = W * p[:, None]
-    AZ = a @ Z
-    Hs = pi[:, None] * (AZ - pi @ AZ)                    # Sigma a z
-    return -(2.0 / lam) * W * (q - 2.0 * p)[:, None], Z, V - (2.0 / lam) * Hs, u
-
-
-def mes_cell_influence(st, pi, F, n, lam, scheme, tol=DEFAULT_N_ITEMS_TOL):
-    """The per-user-N MES fit's pooled problem and each cell's first-order weights in its metrics F^T pi.
-
-    With per-user item counts the MES fits the pooled sampled-rank law: its kernel is the users'
-    average kernel (:func:`_pooled_block`) and its target the users' rank histogram, both averages
-    over the users, so a change of the cells' user shares (c / M -> c* / M*) moves them linearly.
-    By :func:`mes_first_order` the metrics then move by sum over cells (c* / M* - c / M) times
-    ``A_p[cell] + A_N[cell]``: the weight through the histogram, A_p = beta[r], and through the
-    pooled kernel, A_N = -(1/lam) sum_{R <= N_u} [2 pi_R (K_b z)_R + s_R (K_b u)_R] for the cell's
-    rank r, item count N_u and bin kernel K_b (one pass over the bins' kernels).
-
-    Returns
-    -------
-    a : ndarray (N, k)
-        The pooled kernel's columns (the observed ranks ``cols``).
-    p : ndarray (k,)
-        The pooled target.
-    cols : ndarray (k,)
-    A_p, A_N : ndarray (cells, m)
-        0 on cells of no users (never drawn).
-    """
-    A_p = np.zeros((st.ranks.size, F.shape[1]))
-    A_N = np.zeros_like(A_p)
-    live = st.counts > 0                # a cell of no users is never drawn: weight 0
-    ranks, counts, items = st.ranks[live], st.counts[live], st.n_items[live]
-    Nu = np.repeat(items, counts)
-    a, cb = _pooled_block(np.repeat(ranks, counts), Nu, n, scheme, tol)
-    cols = np.unique(ranks)             # the pooled block's columns: the observed ranks
-    p = cb / cb.sum()
-    beta, Z, S, u = mes_first_order(a, p, pi, lam, F)
-    A_p[live] = beta[np.searchsorted(cols, ranks)]
-    An = np.zeros((ranks.size, F.shape[1]))
-    reps = n_items_bins(items, n, tol, scheme)          # as _pooled_block bins the users' N_u
-    UZ = np.column_stack([u, Z])
-    for b, Kb in _bin_kernels(np.unique(reps), n, cols, scheme):
-        KUZ = Kb @ UZ
-        e = np.cumsum(2.0 * pi[:b, None] * KUZ[:, 1:] + S[:b] * KUZ[:, :1], axis=0)
-        sel = reps == b
-        An[sel] = -e[items[sel] - 1] / lam
-    A_N[live] = An
-    return a, p, cols, A_p, A_N
-
-
 def mes_objective(pmf, sampled_ranks, N, n, eta=None, *, form="tors", scheme="binomial"):
     """The MES objective lam * H(pi) - E(pi) to be maximized.
 
@@ -223,8 +81,10 @@ def mes_objective(pmf, sampled_ranks, N, n, eta=None, *, form="tors", scheme="bi
         pmf = check_pmf(pmf, N)
         Kb, cb = observed_block(N, n, rank_histogram(r, n), scheme)
     else:
+        from ._mes_pooled import pooled_block      # per-user N (a module that imports this one)
+
         pmf = check_pmf(pmf, int(N.max()))
-        Kb, cb = _pooled_block(r, N, n, scheme, 0.0)
+        Kb, cb = pooled_block(r, N, n, scheme, 0.0)
     E, H = _mes_parts(pmf, Kb, cb / cb.sum())
     return lam * H - E
 
@@ -588,7 +448,8 @@ def mes_fit(
     sum_R pi_R Kbar(r | R), linear in pi with the pooled kernel
     Kbar(r | R) = (1/M) sum_u P(r | R; N_u, n) 1[R <= N_u]; the solver is
     unchanged. Equal N_u give exactly the result of the int. The registry's
-    bootstrap replicates do not rebuild Kbar (:func:`_pooled_replicates`).
+    bootstrap replicates do not rebuild Kbar
+    (:func:`sampling_lib.estimators._mes_pooled.pooled_replicates`).
 
     References
     ----------
@@ -621,7 +482,9 @@ def mes_fit(
         Kb, cb = observed_block(N, n, c, scheme)
         p = cb / c.sum()
     else:
-        Kb, cb = _pooled_block(r, N, n, scheme, check_float(n_items_tol, "n_items_tol", 0.0, 1.0, high_open=True))
+        from ._mes_pooled import pooled_block      # per-user N (a module that imports this one)
+
+        Kb, cb = pooled_block(r, N, n, scheme, check_float(n_items_tol, "n_items_tol", 0.0, 1.0, high_open=True))
         p = cb / cb.sum()
     if solver in ("auto", "fast"):
         pi, it, trace, gap, res, converged, _ = _mes_dual_newton(Kb, p, lam, tol, max_iter, size)
@@ -723,7 +586,7 @@ def mes_replicates(fitted, Cb):
     """MES bootstrap replicates (B, m): batched warm-started dual Newton (:func:`mes_replicate_atoms`).
 
     With per-user N (one sample size, the fast solver) the pooled replicates
-    of :func:`_pooled_replicates`. None when neither applies (the cvxpy
+    of :func:`sampling_lib.estimators._mes_pooled.pooled_replicates`. None when neither applies (the cvxpy
     solver, varying sample sizes): the registry then refits every replicate.
     """
     est, st = fitted.estimator, fitted.counts
@@ -732,7 +595,9 @@ def mes_replicates(fitted, Cb):
     n = int(st.size_values[0]) if st.size_values.size == 1 else None
     if (n is not None and st.n_items is not None and np.unique(st.n_items).size > 1
             and opts.get("solver", "auto") in ("auto", "fast")):
-        return _pooled_replicates(fitted, np.asarray(Cb, dtype=float), n, opts)
+        from ._mes_pooled import pooled_replicates
+
+        return pooled_replicates(fitted, np.asarray(Cb, dtype=float), n, opts)
     grid = em_grid(fitted.N, n, est.scheme, opts["grid_tol"]) if n is not None else None
     Cb = np.asarray(Cb, dtype=float)
     atoms = mes_replicate_atoms(grid, fitted.N, n, est.scheme, st, Cb, fitted.weights, opts, fitted)
@@ -740,100 +605,3 @@ def mes_replicates(fitted, Cb):
         return None
     Fc = grid[0].bin_average(fitted.F_full) if grid is not None else fitted.F_full
     return atoms @ Fc
-
-
-#: Rank-grid tolerance of the per-user-N MES replicates' surrogate (:func:`_pooled_replicates`), as the
-#: EM family's (:data:`sampling_lib.estimators._bootstrap.EM_SURROGATE_GRID_TOL`).
-MES_SURROGATE_GRID_TOL = 0.3
-#: Replicates (the farthest from the estimate) whose surrogate term is checked, and the tolerance in
-#: bootstrap standard deviations (the EM family's and the default's).
-MES_SURROGATE_CHECKS, MES_SURROGATE_TOL = 4, 0.084
-
-
-@dataclass
-class _PooledState:
-    """What the per-user-N MES replicates share across bootstrap chunks (:func:`_pooled_replicates`)."""
-
-    a: np.ndarray           # (N, k) the pooled kernel's columns
-    p: np.ndarray           # (k,) its target
-    cell_col: object        # (cells, k) sparse: each cell's column
-    A_N: np.ndarray         # (cells, m) the cells' weights through the pooled kernel
-    lam: float
-    grid: object            # the RankGrid of the surrogate
-    Kg: np.ndarray          # (G, k) the pooled kernel averaged over the grid's bins
-    Fg: np.ndarray          # (G, m) the metrics averaged over the bins
-    pig: np.ndarray         # (G,) the surrogate's fit to p
-    outer: np.ndarray | None
-    verdict: bool | None = None
-    error: np.ndarray | None = None
-
-
-def _pooled_replicates(fitted, Cb, n, opts):
-    """Per-user-N MES replicates without refitting the pooled kernel.
-
-    A replicate refit changes the cells' user shares, which move both the pooled target (the rank
-    histogram) and the pooled kernel (the users' average kernel, :func:`_pooled_block`). The metrics
-    are far from linear in the histogram (the entropy's weight is small) and nearly linear in the
-    kernel (on the NCF ml-1m stand-in the first-order kernel term was within 0.006 bootstrap SD of
-    refits; ``benchmarks/bench_peruser.py`` case 7). So a replicate is
-
-        T + [Tg(p*) - Tg(p)] + (c* / M* - c / M) @ A_N,
-
-    with Tg(p) the MES metrics on the pooled kernel fixed at the full sample's and averaged over the
-    bins of a coarse rank grid (the batched dual Newton of :func:`mes_batch`, warm-started), and A_N
-    the kernel's first-order term (:func:`mes_cell_influence`). The grid's error cancels in the
-    difference; it is checked once per fit as the EM family's surrogate is: the
-    :data:`MES_SURROGATE_CHECKS` replicates farthest from the estimate are solved on the exact pooled
-    kernel, and if any differs by more than :data:`MES_SURROGATE_TOL` bootstrap standard deviations,
-    every replicate is.
-    """
-    st = fitted.counts
-    ps = fitted._mes_cells
-    if ps is None:          # built once per fit, kept across bootstrap chunks
-        _, lam = mes_lambda(opts.get("eta"), opts.get("form", "tors"), n)
-        pi = np.asarray(fitted.weights, dtype=float)
-        a, p, cols, _, A_N = mes_cell_influence(st, pi, fitted.F_full, n, lam, fitted.estimator.scheme,
-                                                opts.get("n_items_tol", DEFAULT_N_ITEMS_TOL))
-        grid = em_grid(a.shape[0], n, fitted.estimator.scheme, MES_SURROGATE_GRID_TOL)
-        # no grid where it would hold every rank (a small N): one bin per rank
-        g = grid[0] if grid is not None else rank_grid(a.shape[0], n, scheme=fitted.estimator.scheme, tol=0.0)
-        Kg = g.bin_average(a)
-        pig = _mes_dual_newton(Kg, p, lam, opts.get("tol", 1e-13), opts.get("max_iter", 200), g.size.astype(float))[0]
-        idx = np.searchsorted(cols, np.clip(st.ranks, cols[0], cols[-1]))
-        cell_col = scipy.sparse.csr_matrix((np.where(st.counts > 0, 1.0, 0.0), (np.arange(st.ranks.size), idx)),
-                                           shape=(st.ranks.size, cols.size))
-        outer = grid_outer(Kg) if Kg.shape[0] * Kg.shape[1] * (Kg.shape[1] + 1) // 2 <= OUTER_MAX else None
-        ps = fitted._mes_cells = _PooledState(a, p, cell_col, A_N, lam, g, Kg, g.bin_average(fitted.F_full), pig,
-                                              outer)
-    tol, max_iter = opts.get("tol", 1e-13), opts.get("max_iter", 200)
-    size = ps.grid.size.astype(float)
-    P = np.asarray((ps.cell_col.T @ Cb.T).T)
-    P /= P.sum(axis=1, keepdims=True)
-    out = np.empty((Cb.shape[0], ps.Fg.shape[1]))
-    step = max(1, min(_MES_BLOCK_ELEMS // ps.Kg.shape[0], (1 << 23) // ps.Kg.shape[1] ** 2))
-    for s0 in range(0, Cb.shape[0], step):
-        pib, done = mes_batch(ps.Kg, P[s0:s0 + step], ps.lam, size, ps.pig @ ps.Kg, ps.p, tol=tol,
-                              max_iter=max_iter, outer=ps.outer)
-        for i in np.flatnonzero(~done):
-            pib[i] = _mes_dual_newton(ps.Kg, P[s0 + i], ps.lam, tol, max_iter, size)[0]
-        out[s0:s0 + step] = pib @ ps.Fg
-    out -= ps.pig @ ps.Fg
-    lin = (Cb / Cb.sum(axis=1, keepdims=True)) @ ps.A_N - (st.counts / st.counts.sum()) @ ps.A_N
-    out += fitted.estimate + lin
-
-    def exact(rows):        # the histogram term on the exact pooled kernel
-        return np.stack([_mes_dual_newton(ps.a, P[i], ps.lam, tol, max_iter)[0] for i in rows]) @ fitted.F_full \
-            + lin[rows]
-    if ps.verdict is False:
-        return exact(np.arange(Cb.shape[0]))
-    if ps.verdict is None and Cb.shape[0] > MES_SURROGATE_CHECKS:
-        sd = np.maximum(out.std(axis=0, ddof=1), 1e-300)
-        pick = np.argsort(np.max(np.abs(out - fitted.estimate) / sd, axis=1))[-MES_SURROGATE_CHECKS:]
-        ref = exact(pick)
-        ps.error = np.max(np.abs(ref - out[pick]) / sd, axis=0)
-        ps.verdict = bool(np.all(ps.error <= MES_SURROGATE_TOL))
-        if not ps.verdict:
-            return exact(np.arange(Cb.shape[0]))
-        out[pick] = ref
-    return out
-

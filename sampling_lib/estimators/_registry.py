@@ -90,9 +90,8 @@ from ..kernels import DEFAULT_GRID_TOL, DEFAULT_N_ITEMS_TOL, em_grid, n_items_bi
 from . import _logspline, _logspline_boot
 from ._bootstrap import FittedEstimator
 from ._cls import cls, cls_fit, cls_groups_state, cls_replicates
-from ._linear import (HeadWeights, bv, bv_sampled_metric, group_prior, linear_group_solutions,
-                      linear_groups_prior_fit, linear_on_grid, mn,
-                      mn_sampled_metric, sampled_pmf)
+from ._linear import bv, bv_sampled_metric, linear_on_grid, mn, mn_sampled_metric, sampled_pmf
+from ._linear_groups import HeadWeights, group_prior, linear_group_solutions, linear_groups_prior_fit
 from ._mes import mes, mes_replicates
 from ._mle import adaptive_mle, mle, wmle, wmle_weights
 from . import _popularity
