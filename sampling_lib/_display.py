@@ -402,13 +402,13 @@ def _one_step_note(table, n_items):
     if not one_step:
         return []
     return [_wrap(f"note: with per-user N, the bootstrap replicates of {', '.join(one_step)} are first order in "
-                  "the fitted prior, not refits (on an NCF ml-1m-like file within 0.18 bootstrap standard "
+                  "the fitted prior, not refits (on an NCF ml-1m-like file within 0.06 bootstrap standard "
                   "deviations of refits; README, 'Per-user candidate counts').")]
 
 
 def _one_step_methods(table, n_items):
-    """The table's methods whose per-user-N bootstrap is first order in a fitted prior (BV / MN with an
-    MLE or MES prior), when N varies per user and there are replicates; else []."""
+    """The table's methods whose per-user-N bootstrap is first order in a fitted prior (MN with an MLE
+    or MES prior), when N varies per user and there are replicates; else []."""
     if "method" not in table.columns or "n_boot" not in table.columns or not (table["n_boot"] > 0).any():
         return []
     import pandas as pd
@@ -419,6 +419,7 @@ def _one_step_methods(table, n_items):
     if not per_user:
         return []
     from .estimators import estimator_spec
+    from .estimators._registry import ONE_STEP_PRIOR_KINDS
 
     out = []
     for m in dict.fromkeys(table["method"].astype(str)):
@@ -426,7 +427,7 @@ def _one_step_methods(table, n_items):
             spec = estimator_spec(m)
         except ValueError:
             continue
-        if spec.bootstrap == "linear" and spec.prior is not None:
+        if spec.bootstrap == "linear" and spec.prior is not None and spec.linear_kind in ONE_STEP_PRIOR_KINDS:
             out.append(m)
     return out
 

@@ -330,9 +330,10 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
     per-user N_u (README, "Per-user candidate counts"): the EM family's
     replicates come from a checked surrogate; CLS per group of N_u stays
     exactly linear; MES replicates are exact in the rank histogram (on a
-    checked grid surrogate) and first order in the pooled kernel; BV / MN
-    with a fitted prior are first order in the prior (not checked per fit;
-    the compact view says so).
+    checked grid surrogate) and first order in the pooled kernel; MN with a
+    fitted prior is first order in the prior (not checked per fit; the
+    compact view says so); BV with a fitted prior refits every replicate
+    (hours with thousands of distinct N_u).
 
     **Choice of the default** ("logspline"). Measured on real rank
     distributions, and tuned by leave-one-dataset-out (

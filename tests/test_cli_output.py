@@ -278,7 +278,7 @@ def test_below_resolution_notes_point_to_the_planner_and_an_existing_readme_sect
 
 
 def test_the_view_says_when_replicates_are_first_order_in_a_fitted_prior():
-    # BV / MN with a fitted prior and per-user N: replicates first order in the prior, said in one note;
+    # MN with a fitted prior and per-user N: replicates first order in the prior, said in one note;
     # not with one N (exact batched refits), not without replicates, not for the other methods
     # (the notes wrap to the terminal: compare with the line breaks taken out)
     from sampling_lib.correct import compare, estimate
@@ -289,10 +289,11 @@ def test_the_view_says_when_replicates_are_first_order_in_a_fitted_prior():
     rng = np.random.default_rng(4)
     r, Nu = rng.integers(1, 11, 300), rng.integers(90, 121, 300)
     est = lambda N, **kw: estimate(r, N, 10, ["recall@5"], rng=0, **kw)  # noqa: E731
-    assert said(_display.estimate_view(est(Nu, method="bv_mle", n_boot=20)))
-    assert not said(_display.estimate_view(est(120, method="bv_mle", n_boot=20)))
-    assert not said(_display.estimate_view(est(Nu, method="bv_mle", n_boot=0)))
-    assert not said(_display.estimate_view(est(Nu, method="mn", n_boot=20)))
+    assert said(_display.estimate_view(est(Nu, method="mn_mle", n_boot=20)))
+    assert not said(_display.estimate_view(est(120, method="mn_mle", n_boot=20)))
+    assert not said(_display.estimate_view(est(Nu, method="mn_mle", n_boot=0)))
+    for exact in ("mn", "bv_mle"):                  # linear with a fixed prior; BV refits every replicate
+        assert not said(_display.estimate_view(est(Nu, method=exact, n_boot=20)))
     ranks = {"a": r, "b": np.minimum(10, r + rng.integers(0, 2, r.size))}
     c = compare(ranks, Nu, 10, ["recall@5"], method="mn_mle", n_boot=20, rng=0)
     assert said(_display.compare_view(c, n_items=(int(Nu.min()), int(Nu.max()))))

@@ -1224,11 +1224,12 @@ def test_fitted_prior_groups_gradient_is_the_finite_difference(kind):
     np.testing.assert_allclose(fit.head @ F, st.counts @ fit.X / st.M, rtol=1e-12)
 
 
-@pytest.mark.parametrize("name", ["bv_mle", "mn_mle"])
+@pytest.mark.parametrize("name", ["mn_mle", "bv_mle"])
 def test_fitted_prior_per_user_n_one_step_replicates_are_near_the_refits(name):
-    # the one-step bootstrap in the prior (no group refitted) against refitting the prior and every
+    # MN: the one-step bootstrap in the prior (no group refitted) against refitting the prior and every
     # group on each replicate. Its error is of order 1/M against a spread of order 1/sqrt(M): at
-    # M = 2,000, within a tenth of the refits' standard deviation
+    # M = 2,000, within a tenth of the refits' standard deviation. BV (too far from linear in its prior
+    # for the one step) refits every replicate
     from sampling_lib.estimators._bootstrap import refit_replicates
 
     Nu = np.repeat([300, 340, 400], [600, 500, 900])
@@ -1238,11 +1239,11 @@ def test_fitted_prior_per_user_n_one_step_replicates_are_near_the_refits(name):
     st = rank_counts(r, 20, n_items=Nu)
     F = np.stack([metric_values("recall@10", 400), metric_values("ndcg@10", 400)], axis=1)[:10]
     fit = E.build_estimators([name], scheme="hypergeometric")[name].fit_counts(st, None, F)
-    assert fit.state is not None
+    assert (fit.state is not None) == (name == "mn_mle")
     Cb = g.multinomial(st.M, st.counts / st.M, size=12).astype(float)
     one, exact = fit.replicates(Cb), refit_replicates(fit, Cb)
     sd = exact.std(axis=0)
-    assert np.all(np.abs(one - exact) <= 0.1 * sd), (np.abs(one - exact) / sd).max(axis=0)
+    assert np.all(np.abs(one - exact) <= (0.1 if name == "mn_mle" else 1e-12) * sd), (np.abs(one - exact) / sd).max(0)
     # the point estimate is the cells' average; the weights beyond the metrics' ranks come from each
     # group's own fit on its exact kernel, and agree with the one pass where both exist
     np.testing.assert_allclose(st.counts @ fit.X / st.M, fit.estimate, rtol=1e-12)
@@ -1271,10 +1272,10 @@ def test_mes_first_order_is_the_finite_difference():
         np.testing.assert_allclose(lin, fd, rtol=1e-5, atol=1e-9)
 
 
-@pytest.mark.parametrize("name", ["mes", "bv_mes"])
+@pytest.mark.parametrize("name", ["mes", "mn_mes"])
 def test_mes_per_user_n_replicates_are_near_the_refits(name):
     # per-user N: MES replicates solved in their histogram on the fixed pooled kernel plus the kernel's
-    # first-order term (and for BV_MES the one-step in its prior) against refitting MES (and every group)
+    # first-order term (and for MN_MES the one-step in its prior) against refitting MES (and every group)
     # on each replicate; the terms left out are of order 1/M against a spread of order 1/sqrt(M): at
     # M = 2,000, within a tenth of the refits' standard deviation
     from sampling_lib.estimators._bootstrap import refit_replicates

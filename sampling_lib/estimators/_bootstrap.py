@@ -187,7 +187,8 @@ class FittedEstimator:
         return refit_replicates(self, Cb)
 
     def _one_step_prior_replicates(self, Cb):
-        """BV / MN with a fitted prior and per-user N: the one-step bootstrap in the prior.
+        """MN with a fitted prior and per-user N: the one-step bootstrap in the prior
+        (:data:`sampling_lib.estimators._registry.ONE_STEP_PRIOR_KINDS`; BV refits every replicate).
 
         A replicate refits the prior (pi*) and then every group of N_u with it. To first order in
         pi* - pi (the fitted prior), its estimate is the estimate with the fitted prior on the

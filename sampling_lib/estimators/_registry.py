@@ -409,8 +409,9 @@ class Estimator:
 
         Returns ``(w, X, gradient)``: with a fitted prior (BV_MLE, BV_MES, MN_MLE, MN_MES) the
         groups are solved on their exact kernels in one pass that also gives the estimates'
-        gradient in the prior (:func:`linear_groups_prior_fit`; the one-step bootstrap of
-        :class:`FittedEstimator`); otherwise the gradient is None.
+        gradient in the prior (:func:`linear_groups_prior_fit`). The gradient is returned for the
+        kinds in :data:`ONE_STEP_PRIOR_KINDS` (MN: the one-step bootstrap of
+        :class:`FittedEstimator`), else None (BV: every replicate refitted).
         """
         opts = self._group_users(dict(self.options), counts.M)
         if self.spec.prior is None:
@@ -423,7 +424,8 @@ class Estimator:
         def full():     # the same exact kernels as the head (no rank grid), every rank
             ranks, _, items = counts.expand_cells()
             return self._per_group(np.asarray(ranks), items, n, {**opts, "grid_tol": None})
-        return HeadWeights(fit.head, int(counts.n_items.max()), full), fit.X, fit.gradient
+        grad = fit.gradient if self.spec.linear_kind in ONE_STEP_PRIOR_KINDS else None
+        return HeadWeights(fit.head, int(counts.n_items.max()), full), fit.X, grad
 
     def _per_group_solved(self, counts, n, F, opts):
         """:meth:`_per_group_linear` for a fixed prior (BV, MN): every group's data-free part
@@ -715,6 +717,14 @@ def fit_estimators(methods, sampled_ranks, N, n, *, scheme="binomial", **options
 # ----------------------------------------------------------------------------
 _EM_OPTIONS = ("tol", "max_iter", "init", "accelerate", "n_items_tol")
 _GRID = ("grid_tol",)
+
+#: The linear estimators whose per-user-N bootstrap with a fitted prior is the one-step expansion in the
+#: prior (:meth:`FittedEstimator._one_step_prior_replicates`). MN only: BV's estimate is too far from
+#: linear in its prior (its Gram matrix weighs each rank by the prior alone, gamma = 0.01). Against exact
+#: refits of the same draws its one-step replicates were up to 0.95 bootstrap SD off at M = 1,000 and
+#: 0.18 on the NCF ml-1m stand-in, where MN's stayed within 0.08 and 0.06 (tests/test_peruser.py,
+#: benchmarks/bench_peruser.py case 7); BV_MLE and BV_MES refit every replicate.
+ONE_STEP_PRIOR_KINDS = ("mn",)
 
 
 def _fit_mle(r, N, n, *, scheme, grid_tol=DEFAULT_GRID_TOL, **o):
