@@ -1224,6 +1224,17 @@ def test_fitted_prior_groups_gradient_is_the_finite_difference(kind):
     np.testing.assert_allclose(fit.head @ F, st.counts @ fit.X / st.M, rtol=1e-12)
 
 
+def _three_groups(sizes, seed):
+    """(rng, counts, F): users in three groups of N_u (300, 340, 400) with geometric global ranks, 20
+    distinct negatives each, and Recall@10, NDCG@10 on ranks 1..10 -- the one-step bootstraps' test set."""
+    Nu = np.repeat([300, 340, 400], sizes)
+    g = np.random.default_rng(seed)
+    R = np.minimum(Nu, 1 + g.geometric(0.05, Nu.size))
+    r = sample_ranks(R, Nu, 20, rng=g, scheme="hypergeometric")
+    F = np.stack([metric_values("recall@10", 400), metric_values("ndcg@10", 400)], axis=1)[:10]
+    return g, rank_counts(r, 20, n_items=Nu), F
+
+
 @pytest.mark.parametrize("name", ["mn_mle", "bv_mle"])
 def test_fitted_prior_per_user_n_one_step_replicates_are_near_the_refits(name):
     # MN: the one-step bootstrap in the prior (no group refitted) against refitting the prior and every
@@ -1232,12 +1243,7 @@ def test_fitted_prior_per_user_n_one_step_replicates_are_near_the_refits(name):
     # for the one step) refits every replicate
     from sampling_lib.estimators._bootstrap import refit_replicates
 
-    Nu = np.repeat([300, 340, 400], [600, 500, 900])
-    g = np.random.default_rng(13)
-    R = np.minimum(Nu, 1 + g.geometric(0.05, Nu.size))
-    r = sample_ranks(R, Nu, 20, rng=g, scheme="hypergeometric")
-    st = rank_counts(r, 20, n_items=Nu)
-    F = np.stack([metric_values("recall@10", 400), metric_values("ndcg@10", 400)], axis=1)[:10]
+    g, st, F = _three_groups([600, 500, 900], 13)
     fit = E.build_estimators([name], scheme="hypergeometric")[name].fit_counts(st, None, F)
     assert (fit.state is not None) == (name == "mn_mle")
     Cb = g.multinomial(st.M, st.counts / st.M, size=12).astype(float)
@@ -1280,12 +1286,7 @@ def test_mes_per_user_n_replicates_are_near_the_refits(name):
     # M = 2,000, within a tenth of the refits' standard deviation
     from sampling_lib.estimators._bootstrap import refit_replicates
 
-    Nu = np.repeat([300, 340, 400], [600, 500, 900])
-    g = np.random.default_rng(22)
-    R = np.minimum(Nu, 1 + g.geometric(0.05, Nu.size))
-    r = sample_ranks(R, Nu, 20, rng=g, scheme="hypergeometric")
-    st = rank_counts(r, 20, n_items=Nu)
-    F = np.stack([metric_values("recall@10", 400), metric_values("ndcg@10", 400)], axis=1)[:10]
+    g, st, F = _three_groups([600, 500, 900], 22)
     fit = E.build_estimators([name], scheme="hypergeometric")[name].fit_counts(st, None, F)
     Cb = g.multinomial(st.M, st.counts / st.M, size=12).astype(float)
     one, exact = fit.replicates(Cb), refit_replicates(fit, Cb)
@@ -1324,12 +1325,7 @@ def test_mes_per_user_n_replicates_fall_back_to_the_exact_pooled_kernel(monkeypa
     # kernel: the same replicates as the surrogate's to its tolerance, and the verdict is kept for the fit
     from sampling_lib.estimators import _mes_pooled as MS
 
-    Nu = np.repeat([300, 340, 400], [200, 150, 250])
-    g = np.random.default_rng(24)
-    R = np.minimum(Nu, 1 + g.geometric(0.05, Nu.size))
-    r = sample_ranks(R, Nu, 20, rng=g, scheme="hypergeometric")
-    st = rank_counts(r, 20, n_items=Nu)
-    F = np.stack([metric_values("recall@10", 400), metric_values("ndcg@10", 400)], axis=1)[:10]
+    g, st, F = _three_groups([200, 150, 250], 24)
     Cb = g.multinomial(st.M, st.counts / st.M, size=10).astype(float)
     est = E.build_estimators(["mes"], scheme="hypergeometric")["mes"]
     fit = est.fit_counts(st, None, F)

@@ -209,9 +209,9 @@ class PriorGroupsFit:
     X : ndarray, shape (cells, m)
         Each cell's sampled metrics under its group's restricted prior: the estimate is
         (1/M) sum_cells count * X.
-    gradient : ndarray, shape (max N_b, m)
+    gradient : ndarray, shape (max N_b, m), or None
         d estimate / d prior_R at the fitted prior (the prior as given, before each group
-        restricts and renormalises it).
+        restricts and renormalises it); None when not asked for.
     """
 
     head: np.ndarray
@@ -219,7 +219,8 @@ class PriorGroupsFit:
     gradient: np.ndarray
 
 
-def linear_groups_prior_fit(kind, groups, ranks, counts, n, F, prior, *, scheme="binomial", gamma=0.01, M=None):
+def linear_groups_prior_fit(kind, groups, ranks, counts, n, F, prior, *, scheme="binomial", gamma=0.01, M=None,
+                            gradient=True):
     """BV or MN with a fitted prior per group of N_u in one pass, with the estimates' gradient in the prior.
 
     Group b (users with N_u = N_b, sampled-rank distribution P~_b, user share s_b) uses the prior
@@ -257,6 +258,8 @@ def linear_groups_prior_fit(kind, groups, ranks, counts, n, F, prior, *, scheme=
     gamma : float, BV only
     M : int, MN only
         Users in MN's variance term (the evaluation's, in every group).
+    gradient : bool, default True
+        Compute the gradient (False: ``gradient`` is None; the three kernel products are skipped).
 
     Returns
     -------
@@ -279,21 +282,21 @@ def linear_groups_prior_fit(kind, groups, ranks, counts, n, F, prior, *, scheme=
     # solves run in BLAS / LAPACK, which release the GIL; each half steps its own kernels
     cut = int(np.searchsorted(np.cumsum(Ns), Ns.sum() / 2)) + 1 if Ns.size >= GROUP_THREADS_MIN else Ns.size
     parts = [Ns[:cut], Ns[cut:]] if cut < Ns.size else [Ns]
-    args = (kind, extra, sel_of, ranks, counts, n, F, prior, scheme, X, Nmax)
+    args = (kind, extra, sel_of, ranks, counts, n, F, prior, scheme, X, Nmax, gradient)
     if len(parts) == 1:
         outs = [_prior_groups_pass(parts[0], *args)]
     else:
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="sampling-lib-groups") as pool:
             outs = list(pool.map(lambda part: _prior_groups_pass(part, *args), parts))
-    return PriorGroupsFit(sum(o[0] for o in outs), X, sum(o[1] for o in outs))
+    return PriorGroupsFit(sum(o[0] for o in outs), X, sum(o[1] for o in outs) if gradient else None)
 
 
 #: Groups of N_u from which :func:`linear_groups_prior_fit` splits its pass over two threads.
 GROUP_THREADS_MIN = 64
 
 
-def _prior_groups_pass(Ns, kind, extra, sel_of, ranks, counts, n, F, prior, scheme, X, Nmax):
-    """:func:`linear_groups_prior_fit` over the groups ``Ns``: (head, gradient), X filled in place."""
+def _prior_groups_pass(Ns, kind, extra, sel_of, ranks, counts, n, F, prior, scheme, X, Nmax, gradient):
+    """:func:`linear_groups_prior_fit` over the groups ``Ns``: (head, gradient or None), X filled in place."""
     H, m = F.shape
     Mtot = counts.sum()
     head = np.zeros(min(H, Nmax))
@@ -321,6 +324,8 @@ def _prior_groups_pass(Ns, kind, extra, sel_of, ranks, counts, n, F, prior, sche
         share = users / Mtot
         Klam = K @ lam
         head[:Hb] += share * p[:Hb] * Klam[:Hb]
+        if not gradient:
+            continue
         Kx = K @ x
         g = -Klam[:, None] * Kx
         if kind == "bv":

@@ -544,6 +544,12 @@ def mes(sampled_ranks, N, n, eta=None, *, form="tors", solver="auto", scheme="bi
 _MES_BLOCK_ELEMS = 1 << 22       # B x G elements per batched-MES block
 
 
+def _batch_rows(Kb):
+    """Replicates per :func:`mes_batch` call for kernel columns Kb (G, k): bounded temporaries, the
+    (rows, G) arrays and the (rows, k, k) Hessians."""
+    return max(1, min(_MES_BLOCK_ELEMS // Kb.shape[0], (1 << 23) // Kb.shape[1] ** 2))
+
+
 def mes_replicate_atoms(grid, N, n, scheme, st, Cb, w, opts, fitted=None):
     """MES fits (bin masses, (B, G); or (B, N) without a grid) of bootstrap counts Cb, batched.
 
@@ -568,8 +574,7 @@ def mes_replicate_atoms(grid, N, n, scheme, st, Cb, w, opts, fitted=None):
         outer = fitted._mes_outer
     P = Cb / Cb.sum(axis=1, keepdims=True)
     out = np.empty((Cb.shape[0], Kb.shape[0]))
-    # bounded temporaries: (block, G) and the (block, k, k) Hessians
-    step = max(1, min(_MES_BLOCK_ELEMS // Kb.shape[0], (1 << 23) // Kb.shape[1] ** 2))
+    step = _batch_rows(Kb)
     tol = opts.get("tol", 1e-13)
     for a in range(0, Cb.shape[0], step):
         pi, done = mes_batch(Kb, P[a:a + step], lam, size, q0, st.counts / st.counts.sum(), tol=tol,

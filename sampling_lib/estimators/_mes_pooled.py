@@ -26,7 +26,7 @@ from scipy import linalg
 from ..kernels import DEFAULT_N_ITEMS_TOL, em_grid, kernel_columns, kernels_ascending, n_items_bins, rank_grid
 from ._em import rank_histogram
 from ._linalg import OUTER_MAX, grid_outer
-from ._mes import _MES_BLOCK_ELEMS, _mes_dual_newton, mes_batch, mes_lambda
+from ._mes import _batch_rows, _mes_dual_newton, mes_batch, mes_lambda
 
 __all__ = ["pooled_block", "mes_first_order", "mes_cell_influence", "pooled_replicates"]
 
@@ -128,15 +128,16 @@ def mes_first_order(a, p, pi, lam, F):
 
 
 def mes_cell_influence(st, pi, F, n, lam, scheme, tol=DEFAULT_N_ITEMS_TOL):
-    """The per-user-N MES fit's pooled problem and each cell's first-order weights in its metrics F^T pi.
+    """The per-user-N MES fit's pooled problem and each cell's first-order weight through the pooled kernel.
 
     With per-user item counts the MES fits the pooled sampled-rank law: its kernel is the users'
     average kernel (:func:`pooled_block`) and its target the users' rank histogram, both averages
     over the users, so a change of the cells' user shares (c / M -> c* / M*) moves them linearly.
     By :func:`mes_first_order` the metrics then move by sum over cells (c* / M* - c / M) times
-    ``A_p[cell] + A_N[cell]``: the weight through the histogram, A_p = beta[r], and through the
-    pooled kernel, A_N = -(1/lam) sum_{R <= N_u} [2 pi_R (K_b z)_R + s_R (K_b u)_R] for the cell's
-    rank r, item count N_u and bin kernel K_b (one pass over the bins' kernels).
+    ``beta[r] + A_N[cell]``: the weight through the histogram and through the pooled kernel,
+    A_N = -(1/lam) sum_{R <= N_u} [2 pi_R (K_b z)_R + s_R (K_b u)_R] for the cell's item count N_u
+    and bin kernel K_b (one pass over the bins' kernels). Only A_N is returned:
+    :func:`pooled_replicates` solves the histogram's term exactly.
 
     Returns
     -------
@@ -145,19 +146,17 @@ def mes_cell_influence(st, pi, F, n, lam, scheme, tol=DEFAULT_N_ITEMS_TOL):
     p : ndarray (k,)
         The pooled target.
     cols : ndarray (k,)
-    A_p, A_N : ndarray (cells, m)
+    A_N : ndarray (cells, m)
         0 on cells of no users (never drawn).
     """
-    A_p = np.zeros((st.ranks.size, F.shape[1]))
-    A_N = np.zeros_like(A_p)
+    A_N = np.zeros((st.ranks.size, F.shape[1]))
     live = st.counts > 0                # a cell of no users is never drawn: weight 0
     ranks, counts, items = st.ranks[live], st.counts[live], st.n_items[live]
     Nu = np.repeat(items, counts)
     a, cb = pooled_block(np.repeat(ranks, counts), Nu, n, scheme, tol)
     cols = np.unique(ranks)             # the pooled block's columns: the observed ranks
     p = cb / cb.sum()
-    beta, Z, S, u = mes_first_order(a, p, pi, lam, F)
-    A_p[live] = beta[np.searchsorted(cols, ranks)]
+    _, Z, S, u = mes_first_order(a, p, pi, lam, F)
     An = np.zeros((ranks.size, F.shape[1]))
     reps = n_items_bins(items, n, tol, scheme)          # as _pooled_block bins the users' N_u
     UZ = np.column_stack([u, Z])
@@ -167,7 +166,7 @@ def mes_cell_influence(st, pi, F, n, lam, scheme, tol=DEFAULT_N_ITEMS_TOL):
         sel = reps == b
         An[sel] = -e[items[sel] - 1] / lam
     A_N[live] = An
-    return a, p, cols, A_p, A_N
+    return a, p, cols, A_N
 
 
 
@@ -221,7 +220,7 @@ def pooled_replicates(fitted, Cb, n, opts):
     if ps is None:          # built once per fit, kept across bootstrap chunks
         _, lam = mes_lambda(opts.get("eta"), opts.get("form", "tors"), n)
         pi = np.asarray(fitted.weights, dtype=float)
-        a, p, cols, _, A_N = mes_cell_influence(st, pi, fitted.F_full, n, lam, fitted.estimator.scheme,
+        a, p, cols, A_N = mes_cell_influence(st, pi, fitted.F_full, n, lam, fitted.estimator.scheme,
                                                 opts.get("n_items_tol", DEFAULT_N_ITEMS_TOL))
         grid = em_grid(a.shape[0], n, fitted.estimator.scheme, MES_SURROGATE_GRID_TOL)
         # no grid where it would hold every rank (a small N): one bin per rank
@@ -239,7 +238,7 @@ def pooled_replicates(fitted, Cb, n, opts):
     P = np.asarray((ps.cell_col.T @ Cb.T).T)
     P /= P.sum(axis=1, keepdims=True)
     out = np.empty((Cb.shape[0], ps.Fg.shape[1]))
-    step = max(1, min(_MES_BLOCK_ELEMS // ps.Kg.shape[0], (1 << 23) // ps.Kg.shape[1] ** 2))
+    step = _batch_rows(ps.Kg)
     for s0 in range(0, Cb.shape[0], step):
         pib, done = mes_batch(ps.Kg, P[s0:s0 + step], ps.lam, size, ps.pig @ ps.Kg, ps.p, tol=tol,
                               max_iter=max_iter, outer=ps.outer)

@@ -418,14 +418,15 @@ class Estimator:
             return (*self._per_group_solved(counts, n, F, opts), None)
         opts["prior"] = prior
         groups = self._groups(counts.n_items, n)
+        one_step = self.spec.linear_kind in ONE_STEP_PRIOR_KINDS
         fit = linear_groups_prior_fit(self.spec.linear_kind, groups, counts.ranks, counts.counts, n, F, prior,
-                                      scheme=self.scheme, gamma=opts.get("gamma", 0.01), M=opts.get("M"))
+                                      scheme=self.scheme, gamma=opts.get("gamma", 0.01), M=opts.get("M"),
+                                      gradient=one_step)
 
         def full():     # the same exact kernels as the head (no rank grid), every rank
             ranks, _, items = counts.expand_cells()
             return self._per_group(np.asarray(ranks), items, n, {**opts, "grid_tol": None})
-        grad = fit.gradient if self.spec.linear_kind in ONE_STEP_PRIOR_KINDS else None
-        return HeadWeights(fit.head, int(counts.n_items.max()), full), fit.X, grad
+        return HeadWeights(fit.head, int(counts.n_items.max()), full), fit.X, fit.gradient
 
     def _per_group_solved(self, counts, n, F, opts):
         """:meth:`_per_group_linear` for a fixed prior (BV, MN): every group's data-free part
