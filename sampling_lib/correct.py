@@ -332,8 +332,9 @@ def estimate(sampled_ranks, N=None, n=None, metrics=("recall@10", "ndcg@10"), *,
     exactly linear; MES replicates are exact in the rank histogram (on a
     checked grid surrogate) and first order in the pooled kernel; MN with a
     fitted prior is first order in the prior (not checked per fit; the
-    compact view says so); BV with a fitted prior refits every replicate
-    (hours with thousands of distinct N_u).
+    compact view says so); BV with a fitted prior keeps the prior's full
+    effect and interpolates in N_u between nodes in log N (checked per fit,
+    every replicate refitted if the check fails).
 
     **Choice of the default** ("logspline"). Measured on real rank
     distributions, and tuned by leave-one-dataset-out (

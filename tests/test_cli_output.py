@@ -292,7 +292,7 @@ def test_the_view_says_when_replicates_are_first_order_in_a_fitted_prior():
     assert said(_display.estimate_view(est(Nu, method="mn_mle", n_boot=20)))
     assert not said(_display.estimate_view(est(120, method="mn_mle", n_boot=20)))
     assert not said(_display.estimate_view(est(Nu, method="mn_mle", n_boot=0)))
-    for exact in ("mn", "bv_mle"):                  # linear with a fixed prior; BV refits every replicate
+    for exact in ("mn", "bv_mle"):                  # linear with a fixed prior; BV's replicates are not first order
         assert not said(_display.estimate_view(est(Nu, method=exact, n_boot=20)))
     ranks = {"a": r, "b": np.minimum(10, r + rng.integers(0, 2, r.size))}
     c = compare(ranks, Nu, 10, ["recall@5"], method="mn_mle", n_boot=20, rng=0)

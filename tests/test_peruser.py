@@ -1240,7 +1240,7 @@ def test_fitted_prior_per_user_n_one_step_replicates_are_near_the_refits(name):
     # MN: the one-step bootstrap in the prior (no group refitted) against refitting the prior and every
     # group on each replicate. Its error is of order 1/M against a spread of order 1/sqrt(M): at
     # M = 2,000, within a tenth of the refits' standard deviation. BV (too far from linear in its prior
-    # for the one step) refits every replicate
+    # for the one step): the prior's replicates solved at nodes in log N, here every N_u a node
     from sampling_lib.estimators._bootstrap import refit_replicates
 
     g, st, F = _three_groups([600, 500, 900], 13)
@@ -1249,11 +1249,81 @@ def test_fitted_prior_per_user_n_one_step_replicates_are_near_the_refits(name):
     Cb = g.multinomial(st.M, st.counts / st.M, size=12).astype(float)
     one, exact = fit.replicates(Cb), refit_replicates(fit, Cb)
     sd = exact.std(axis=0)
-    assert np.all(np.abs(one - exact) <= (0.1 if name == "mn_mle" else 1e-12) * sd), (np.abs(one - exact) / sd).max(0)
+    assert np.all(np.abs(one - exact) <= 0.1 * sd), (np.abs(one - exact) / sd).max(0)
+    if name == "bv_mle":
+        assert fit._nodes[0].every and fit._nodes[0].verdict is True
     # the point estimate is the cells' average; the weights beyond the metrics' ranks come from each
     # group's own fit on its exact kernel, and agree with the one pass where both exist
     np.testing.assert_allclose(st.counts @ fit.X / st.M, fit.estimate, rtol=1e-12)
     np.testing.assert_allclose(np.asarray(fit.weights)[:10], fit.weights.head(10), rtol=1e-9, atol=1e-15)
+
+
+def _many_groups(M, seed):
+    """(rng, counts, F): M users with N_u spread over 250..520 (about 200 distinct values: the nodes
+    interpolate), geometric global ranks, 20 distinct negatives, Recall@10 and NDCG@10."""
+    g = np.random.default_rng(seed)
+    Nu = np.floor(np.exp(g.uniform(np.log(250), np.log(521), M))).astype(np.int64)
+    R = np.minimum(Nu, 1 + g.geometric(0.05, M))
+    r = sample_ranks(R, Nu, 20, rng=g, scheme="hypergeometric")
+    F = np.stack([metric_values("recall@10", 520), metric_values("ndcg@10", 520)], axis=1)[:10]
+    return g, rank_counts(r, 20, n_items=Nu), F
+
+
+@pytest.mark.parametrize("name", ["bv_mle", "bv_mes"])
+def test_bv_fitted_prior_node_replicates_are_near_the_refits(name):
+    # per-user N over a range of N_u: the prior's replicates (its own bootstrap) solved at nodes in
+    # log N and interpolated between them, against refitting the prior and every group on each
+    # replicate: within a tenth of the refits' standard deviation, and the check (every node against
+    # every other node) records an error below its tolerance
+    from sampling_lib.estimators._bootstrap import refit_replicates
+    from sampling_lib.estimators._linear_nodes import NODE_TOL
+
+    g, st, F = _many_groups(2000, 31)
+    fit = E.build_estimators([name], scheme="hypergeometric")[name].fit_counts(st, None, F)
+    Cb = g.multinomial(st.M, st.counts / st.M, size=12).astype(float)
+    one, exact = fit.replicates(Cb), refit_replicates(fit, Cb)
+    nodes = fit._nodes[0]
+    assert not nodes.every and 3 <= nodes.nodes.size < np.unique(st.n_items).size
+    assert nodes.verdict is True and np.all(nodes.error <= NODE_TOL)
+    sd = exact.std(axis=0)
+    assert np.all(np.abs(one - exact) <= 0.1 * sd), (np.abs(one - exact) / sd).max(axis=0)
+
+
+def test_bv_node_replicates_fall_back_to_refits_when_the_check_fails(monkeypatch):
+    # a check that fails (tolerance below zero): every replicate refitted, for this chunk and the next
+    from sampling_lib.estimators import _bootstrap as BS
+    from sampling_lib.estimators._bootstrap import refit_replicates
+
+    g, st, F = _many_groups(400, 32)
+    monkeypatch.setattr(BS, "NODE_TOL", -1.0)
+    fit = E.build_estimators(["bv_mle"], scheme="hypergeometric")["bv_mle"].fit_counts(st, None, F)
+    Cb = g.multinomial(st.M, st.counts / st.M, size=4).astype(float)
+    np.testing.assert_allclose(fit.replicates(Cb), refit_replicates(fit, Cb), rtol=1e-12)
+    assert fit._nodes[0].verdict is False
+    np.testing.assert_allclose(fit.replicates(Cb[:2]), refit_replicates(fit, Cb[:2]), rtol=1e-12)
+
+
+def test_prior_nodes_weights_and_masses():
+    # the nodes span the N_u in log N; interpolation weights reproduce any function linear in log N
+    # (both sums: every node and every other node); the fitted prior's node masses are its
+    # restriction to 1..N_j summed over the node's cells, renormalised
+    from sampling_lib.estimators._linear_nodes import PriorNodes
+
+    g = np.random.default_rng(33)
+    Ns = np.arange(250, 521)
+    prior = g.dirichlet(np.ones(520))
+    nodes = PriorNodes.build(Ns, 20, "hypergeometric", prior, width=0.1)
+    assert nodes.nodes[0] == 250 and nodes.nodes[-1] == 520 and nodes.nodes.size % 2 == 1
+    f = 3.0 + 2.0 * np.log(nodes.nodes)
+    for stride in (1, 2):
+        W = nodes.weights(Ns, stride)
+        np.testing.assert_allclose(W.sum(axis=1), 1.0, rtol=1e-12)
+        np.testing.assert_allclose(W @ f, 3.0 + 2.0 * np.log(Ns), rtol=1e-12)
+    common = nodes.indicator(520).T @ prior
+    for j, N in enumerate(nodes.nodes.tolist()):
+        starts = nodes.cells[j][0]
+        want = np.add.reduceat(prior[:N], starts) / prior[:N].sum()
+        np.testing.assert_allclose(nodes.node_masses(common[None, :], j)[0], want, rtol=1e-10)
 
 
 def test_mes_first_order_is_the_finite_difference():

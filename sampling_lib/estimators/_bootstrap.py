@@ -37,6 +37,7 @@ from ..kernels import DEFAULT_GRID_TOL, DEFAULT_N_ITEMS_TOL, em_grid, kernel_ent
 from ._em import TINY32, em_fixed_iterations, em_fixed_iterations_single, em_operators, op_array
 from ._linalg import OUTER_MAX, grid_outer
 from ._linear import linear_on_grid_batch
+from ._linear_nodes import NODE_TOL, PriorNodes
 from ._mes import mes_replicate_atoms
 
 __all__ = ["EMSurrogate", "FittedEstimator", "weights_head", "EM_SURROGATE_WIDTH", "EM_SURROGATE_TOL"]
@@ -87,6 +88,8 @@ class FittedEstimator:
     _em_sur: object = field(default=None, repr=False)
     #: the prior estimator fitted with the gradient as its metrics (the one-step bootstrap in the prior)
     _prior_fit: object = field(default=None, repr=False)
+    #: BV with a fitted prior and per-user N: the nodes in log N (:class:`PriorNodes`)
+    _nodes: object = field(default=None, repr=False)
 
     @property
     def F_full(self):
@@ -149,7 +152,8 @@ class FittedEstimator:
                 raise ValueError(f"estimator {est.name!r} draws on its exact cells (no draw_cells)")
             return np.asarray(spec.replicates(self, Cb, coarse=True), dtype=float)
         if spec.bootstrap == "batched":
-            out = spec.replicates(self, Cb)
+            # a surrogate's check spread is passed to the estimators whose replicates take one (MES)
+            out = spec.replicates(self, Cb) if spread is None else spec.replicates(self, Cb, spread=spread)
             if out is not None:
                 return np.asarray(out, dtype=float)
             return refit_replicates(self, Cb)
@@ -184,11 +188,13 @@ class FittedEstimator:
                 return out
             if self.state is not None:
                 return self._one_step_prior_replicates(Cb)
+            if self.X is not None and st.n_items is not None and st.size_values.size == 1:
+                return self._node_prior_replicates(Cb)
         return refit_replicates(self, Cb)
 
     def _one_step_prior_replicates(self, Cb):
         """MN with a fitted prior and per-user N: the one-step bootstrap in the prior
-        (:data:`sampling_lib.estimators._registry.ONE_STEP_PRIOR_KINDS`; BV refits every replicate).
+        (:data:`sampling_lib.estimators._registry.ONE_STEP_PRIOR_KINDS`; BV: :meth:`_node_prior_replicates`).
 
         A replicate refits the prior (pi*) and then every group of N_u with it. To first order in
         pi* - pi (the fitted prior), its estimate is the estimate with the fitted prior on the
@@ -208,6 +214,35 @@ class FittedEstimator:
         lin = (Cb / Cb.sum(axis=1, keepdims=True)) @ self.X
         # the prior's term is judged (EM surrogate's check) against the spread of the replicates it enters
         return lin + (pf.replicates(Cb, spread=lambda out: (lin + out).std(axis=0, ddof=1)) - pf.estimate)
+
+    def _node_prior_replicates(self, Cb):
+        """BV with a fitted prior and per-user N: the prior refitted per replicate (its estimator's
+        bootstrap, read as masses of rank cells), every group solved at nodes in log N
+        (:class:`sampling_lib.estimators._linear_nodes.PriorNodes`). Checked once per fit (its first
+        chunk of replicates): if the interpolation in N_u is off by more than ``NODE_TOL``
+        replicate standard deviations, every replicate is refitted."""
+        est, st = self.estimator, self.counts
+        n = int(st.size_values[0])
+        if self._nodes is None:
+            nodes = PriorNodes.build(st.n_items, n, est.scheme, self.prior)
+            # the prior estimator's fit with the common cells' indicators as its "metrics"
+            A = np.column_stack([nodes.indicator(self.N), self.F_full])
+            self._nodes = (nodes, FittedEstimator(est._prior, st, self.N, A, self.prior, None, None, True))
+        nodes, pf = self._nodes
+        if nodes.verdict is False:
+            return refit_replicates(self, Cb)
+        Cb = np.asarray(Cb, dtype=float)
+        C = nodes.edges.size - 1
+        # the prior's bootstrap checks itself on its own metric estimates (the columns after the C
+        # cells' masses), as when it is fitted alone; a cell's mass is not a metric it is judged on
+        common = pf.replicates(Cb, spread=lambda out: np.r_[np.full(C, np.inf), out[:, C:].std(axis=0, ddof=1)])
+        out = nodes.replicates(est.spec.linear_kind, Cb, st.ranks, st.n_items, n, self.F, np.asarray(self.prior),
+                               common[:, :C], self.X, gamma=est.options.get("gamma", 0.01), M=est.options.get("M"))
+        if nodes.verdict is None and Cb.shape[0] > 1:
+            nodes.verdict = bool(np.all(nodes.error <= NODE_TOL))
+            if not nodes.verdict:
+                return refit_replicates(self, Cb)
+        return out
 
     def _grid(self, opts):
         """(RankGrid, kernel rows) when ``opts`` asks for the compressed grid and it applies

@@ -639,21 +639,25 @@ _GRAM_CHUNK = 1 << 23      # elements of the (batch, n(n+1)/2) temporaries (the 
 def linear_on_grid_batch(kind, P_tilde, priors, Kg, size, Fcell, *, gamma=0.01, M=None, outer=None):
     """Estimates (B, m) of BV or MN on the grid for B replicates at once.
 
-    ``P_tilde`` (B, n) sampled-rank distributions, ``priors`` (B, G) atom
+    ``P_tilde`` (B, n) sampled-rank distributions, or (B, k, n): k distributions per replicate
+    sharing its prior (estimates (B, k, m)); ``priors`` (B, G) atom
     priors (bin masses), ``Fcell`` (G, m) the metrics averaged over each bin
     with the within-bin shape of the priors. The B Gram matrices
     sum_j p_bj k_j k_j^T are one matrix product with the (G, n(n+1)/2) table
     of the rows' outer products; the B systems are solved at once
     (Jacobi-scaled), each as :func:`linear_on_grid`. ``M`` may be an array
     (B,) (MN); ``outer`` is :func:`sampling_lib.estimators._linalg.grid_outer` (``Kg``) when already computed.
-    Returns the estimates (B, m).
+    Returns the estimates (B, m) or (B, k, m).
     """
     P_tilde = np.asarray(P_tilde, dtype=float)
+    single = P_tilde.ndim == 2
+    if single:
+        P_tilde = P_tilde[:, None, :]
     priors = np.asarray(priors, dtype=float)
-    B, n = P_tilde.shape
+    B, k, n = P_tilde.shape
     size = np.asarray(size, dtype=float)
     Mv = None if M is None else np.broadcast_to(np.asarray(M, dtype=float), (B,))
-    out = np.empty((B, Fcell.shape[1]))
+    out = np.empty((B, k, Fcell.shape[1]))
     step = max(1, _GRAM_CHUNK // max(1, n * (n + 1) // 2))
     for a in range(0, B, step):
         b = min(B, a + step)
@@ -668,10 +672,10 @@ def linear_on_grid_batch(kind, P_tilde, priors, Kg, size, Fcell, *, gamma=0.01, 
         d = np.sqrt(np.abs(np.einsum("bii->bi", G)))
         d[d == 0] = 1.0
         Gs = G / d[:, :, None] / d[:, None, :]
+        rhs = np.swapaxes(P_tilde[a:b], 1, 2)          # (b - a, n, k)
         try:
-            y = np.linalg.solve(Gs, (P_tilde[a:b] / d)[..., None])[..., 0] / d
+            y = np.linalg.solve(Gs, rhs / d[:, :, None]) / d[:, :, None]
         except np.linalg.LinAlgError:
-            y = np.stack([_solve_sym(G[i], P_tilde[a + i], kind) for i in range(b - a)])
-        out[a:b] = (p * (y @ Kg.T)) @ Fcell
-    return out
-
+            y = np.stack([_solve_sym(G[i], rhs[i], kind) for i in range(b - a)])
+        out[a:b] = (p[:, None, :] * (np.swapaxes(y, 1, 2) @ Kg.T)) @ Fcell
+    return out[:, 0] if single else out

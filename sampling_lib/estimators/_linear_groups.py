@@ -7,8 +7,8 @@ rest is computed once per group in one pass over the groups' kernels
 (:func:`sampling_lib.kernels.kernels_ascending`): the data-free solutions of a fixed prior
 (:func:`linear_group_solutions`, shared by an evaluation's models), or, for a fitted prior, each group's
 sampled metrics with the estimates' gradient in the prior (:func:`linear_groups_prior_fit`, for the
-one-step bootstrap). The single-N estimators and their Gram matrices are in
-:mod:`sampling_lib.estimators._linear`.
+one-step bootstrap of MN; BV's replicates are solved at nodes in log N, :mod:`sampling_lib.estimators.
+_linear_nodes`). The single-N estimators and their Gram matrices are in :mod:`sampling_lib.estimators._linear`.
 
 References
 ----------

@@ -587,11 +587,12 @@ def mes_replicate_atoms(grid, N, n, scheme, st, Cb, w, opts, fitted=None):
     return out
 
 
-def mes_replicates(fitted, Cb):
+def mes_replicates(fitted, Cb, spread=None):
     """MES bootstrap replicates (B, m): batched warm-started dual Newton (:func:`mes_replicate_atoms`).
 
     With per-user N (one sample size, the fast solver) the pooled replicates
-    of :func:`sampling_lib.estimators._mes_pooled.pooled_replicates`. None when neither applies (the cvxpy
+    of :func:`sampling_lib.estimators._mes_pooled.pooled_replicates` (``spread``: the standard
+    deviations its check is judged against, as a function of the replicates). None when neither applies (the cvxpy
     solver, varying sample sizes): the registry then refits every replicate.
     """
     est, st = fitted.estimator, fitted.counts
@@ -602,7 +603,7 @@ def mes_replicates(fitted, Cb):
             and opts.get("solver", "auto") in ("auto", "fast")):
         from ._mes_pooled import pooled_replicates
 
-        return pooled_replicates(fitted, np.asarray(Cb, dtype=float), n, opts)
+        return pooled_replicates(fitted, np.asarray(Cb, dtype=float), n, opts, spread)
     grid = em_grid(fitted.N, n, est.scheme, opts["grid_tol"]) if n is not None else None
     Cb = np.asarray(Cb, dtype=float)
     atoms = mes_replicate_atoms(grid, fitted.N, n, est.scheme, st, Cb, fitted.weights, opts, fitted)

@@ -157,18 +157,36 @@ def mes_cell_influence(st, pi, F, n, lam, scheme, tol=DEFAULT_N_ITEMS_TOL):
     cols = np.unique(ranks)             # the pooled block's columns: the observed ranks
     p = cb / cb.sum()
     _, Z, S, u = mes_first_order(a, p, pi, lam, F)
-    An = np.zeros((ranks.size, F.shape[1]))
+    # A_N = -(1/lam) [V z + Q s]: V's row of a cell is sum_{R <= N_u} 2 pi_R k_R (its bin's kernel rows),
+    # Q's row is (K_b u)_R on R <= N_u; both are built bin by bin, and Q @ s is one product per block of
+    # cells (the cost does not grow with the k x N_b x m products of every bin)
     reps = n_items_bins(items, n, tol, scheme)          # as _pooled_block bins the users' N_u
-    UZ = np.column_stack([u, Z])
+    V = np.zeros((ranks.size, cols.size))
+    Q = np.zeros((min(ranks.size, _Q_ROWS), S.shape[0]))
+    An = np.empty((ranks.size, F.shape[1]))
+    rows = []
     for b, Kb in _bin_kernels(np.unique(reps), n, cols, scheme):
-        KUZ = Kb @ UZ
-        e = np.cumsum(2.0 * pi[:b, None] * KUZ[:, 1:] + S[:b] * KUZ[:, :1], axis=0)
-        sel = reps == b
-        An[sel] = -e[items[sel] - 1] / lam
+        sel = np.flatnonzero(reps == b)
+        below = np.arange(b)[None, :] < items[sel, None]          # R <= N_u, (cells, N_b)
+        V[sel] = (below * (2.0 * pi[:b])) @ Kb
+        y = Kb @ u
+        for i, mask in zip(sel, below):
+            if len(rows) == Q.shape[0]:
+                An[rows] = Q[:len(rows)] @ S
+                Q[:] = 0.0
+                rows = []
+            Q[len(rows), :b] = np.where(mask, y, 0.0)
+            rows.append(i)
+    if rows:
+        An[rows] = Q[:len(rows)] @ S
+    An = -(An + V @ Z) / lam
     A_N[live] = An
     return a, p, cols, A_N
 
 
+
+#: Cells per block of :func:`mes_cell_influence`'s product with s (a block of N-long rows).
+_Q_ROWS = 512
 
 #: Rank-grid tolerance of the per-user-N MES replicates' surrogate (:func:`pooled_replicates`), as the
 #: EM family's (:data:`sampling_lib.estimators._bootstrap.EM_SURROGATE_GRID_TOL`).
@@ -196,7 +214,7 @@ class _PooledState:
     error: np.ndarray | None = None
 
 
-def pooled_replicates(fitted, Cb, n, opts):
+def pooled_replicates(fitted, Cb, n, opts, spread=None):
     """Per-user-N MES replicates without refitting the pooled kernel.
 
     A replicate refit changes the cells' user shares, which move both the pooled target (the rank
@@ -213,7 +231,8 @@ def pooled_replicates(fitted, Cb, n, opts):
     difference; it is checked once per fit as the EM family's surrogate is: the
     :data:`MES_SURROGATE_CHECKS` replicates farthest from the estimate are solved on the exact pooled
     kernel, and if any differs by more than :data:`MES_SURROGATE_TOL` bootstrap standard deviations,
-    every replicate is.
+    every replicate is. ``spread(out)`` gives the standard deviations the check's errors are divided
+    by (default: those of the replicates ``out`` themselves), as for the EM family's surrogate.
     """
     st = fitted.counts
     ps = fitted._mes_cells
@@ -255,7 +274,7 @@ def pooled_replicates(fitted, Cb, n, opts):
     if ps.verdict is False:
         return exact(np.arange(Cb.shape[0]))
     if ps.verdict is None and Cb.shape[0] > MES_SURROGATE_CHECKS:
-        sd = np.maximum(out.std(axis=0, ddof=1), 1e-300)
+        sd = np.maximum(out.std(axis=0, ddof=1) if spread is None else spread(out), 1e-300)
         pick = np.argsort(np.max(np.abs(out - fitted.estimate) / sd, axis=1))[-MES_SURROGATE_CHECKS:]
         ref = exact(pick)
         ps.error = np.max(np.abs(ref - out[pick]) / sd, axis=0)

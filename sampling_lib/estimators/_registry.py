@@ -23,7 +23,9 @@ and how bootstrap replicates are computed (``bootstrap``):
   ``refit_prior=True`` the prior is refitted on every replicate;
   BV_MLE / MN_MLE (and BV_MES / MN_MES) refit the prior of all replicates at
   once on the compressed grid (batched EM, or the batched MES solver), then
-  solve the B linear systems together;
+  solve the B linear systems together; with per-user N_u, MN's replicates are
+  first order in the prior and BV's are solved at nodes in log N
+  (:mod:`sampling_lib.estimators._linear_nodes`);
 * ``"refit"`` -- the fit is run again on every replicate;
 * ``"batched"`` -- the estimator refits all replicates at once itself
   (``replicates(fitted, Cb)``, e.g. the log-spline prior by a batched Newton
@@ -411,7 +413,8 @@ class Estimator:
         groups are solved on their exact kernels in one pass that also gives the estimates'
         gradient in the prior (:func:`linear_groups_prior_fit`). The gradient is returned for the
         kinds in :data:`ONE_STEP_PRIOR_KINDS` (MN: the one-step bootstrap of
-        :class:`FittedEstimator`), else None (BV: every replicate refitted).
+        :class:`FittedEstimator`), else None (BV: replicates at nodes in log N,
+        :mod:`sampling_lib.estimators._linear_nodes`).
         """
         opts = self._group_users(dict(self.options), counts.M)
         if self.spec.prior is None:
@@ -724,7 +727,8 @@ _GRID = ("grid_tol",)
 #: linear in its prior (its Gram matrix weighs each rank by the prior alone, gamma = 0.01). Against exact
 #: refits of the same draws its one-step replicates were up to 0.95 bootstrap SD off at M = 1,000 and
 #: 0.18 on the NCF ml-1m stand-in, where MN's stayed within 0.08 and 0.06 (tests/test_peruser.py,
-#: benchmarks/bench_peruser.py case 7); BV_MLE and BV_MES refit every replicate.
+#: benchmarks/bench_peruser.py case 7). BV_MLE and BV_MES keep the prior's full effect and interpolate
+#: only in N_u (:class:`sampling_lib.estimators._linear_nodes.PriorNodes`, checked in every fit).
 ONE_STEP_PRIOR_KINDS = ("mn",)
 
 
