@@ -25,8 +25,8 @@ Cases (side by side in one process, best of 3 where cheap):
    3 models, 6 metrics, 1,000 replicates: every registered method, per-user N against one N; the default
    on 2 models x 2,000 users, per-user N against one N.
 
-7. The replicates that case 5's per-user-N methods compute without refitting (the one-step bootstrap of
-   `mes` and of the fitted-prior BV / MN, the linear CLS) against exact refits on the same stand-in and the
+7. The replicates that case 5's per-user-N methods compute without refitting (`mes`'s pooled replicates,
+   MN's one-step in its prior, BV's nodes in log N, the linear CLS) against exact refits on the same stand-in and the
    same draws (model a, 3 draws): the largest |difference| per metric in units of the bootstrap standard
    deviation (from 1,000 replicates), and the time of one exact refit.
 
