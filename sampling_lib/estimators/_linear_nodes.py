@@ -1,4 +1,4 @@
-"""Bootstrap replicates of BV and MN with a fitted prior and per-user N_u, at nodes in log N.
+"""Bootstrap replicates of BV with a fitted prior and per-user N_u, at nodes in log N.
 
 A replicate of BV_MLE or BV_MES (TORS24 eqs 8-10 with the prior of Sec 8.1.5) on per-user item
 counts refits the prior and then every group of users sharing an N_u (:func:`sampling_lib.estimators.
@@ -14,11 +14,14 @@ group's sampled metric at node N_j on that node's rank grid (:func:`sampling_lib
 the prior restricted to 1..N_j, and P~*_bj is the replicate's sampled-rank distribution with each cell's
 share spread over the two nodes around its N_u (linear weights in log N). The prior's replicates pi*_b
 are its estimator's own bootstrap (for MLE the EM protocol rerun on all replicates, for MES its pooled
-replicates), read as masses of the nodes' rank cells. All replicates of a node share one Gram table
-(:func:`sampling_lib.estimators._linear.linear_on_grid_batch`).
+replicates), read as masses of common rank cells (:class:`PriorNodes`). All replicates of a node share
+one Gram table (:func:`sampling_lib.estimators._linear.linear_on_grid_batch`). The same computation
+serves MN (``kind="mn"``), whose bootstrap keeps its cheaper one-step instead
+(:data:`sampling_lib.estimators._registry.ONE_STEP_PRIOR_KINDS`; ``benchmarks/README.md``, "BV with a
+fitted prior: replicates at nodes in log N", compares the two).
 
 The only approximation besides the grid (whose error enters through the difference of two grid
-solutions with nearby priors) is the interpolation in N_u. It is checked on every call: the nodes are
+solutions with nearby priors) is the interpolation in N_u. It is checked in every fit: the nodes are
 spaced :data:`NODE_WIDTH` apart and the same sum over every other node (twice the spacing) is computed
 alongside. Linear interpolation errors shrink as the square of the spacing, so the finer sum's error
 is about a third of the two sums' difference; the replicates are used when that difference is at most
