@@ -23,9 +23,13 @@ fitted prior: replicates at nodes in log N", compares the two).
 The only approximation besides the grid (whose error enters through the difference of two grid
 solutions with nearby priors) is the interpolation in N_u. It is checked in every fit: the nodes are
 spaced :data:`NODE_WIDTH` apart and the same sum over every other node (twice the spacing) is computed
-alongside. Linear interpolation errors shrink as the square of the spacing, so the finer sum's error
-is about a third of the two sums' difference; the replicates are used when that difference is at most
-:data:`NODE_TOL` replicate standard deviations for every metric (:attr:`PriorNodes.error` holds it).
+alongside. Linear interpolation errors shrink as the square of the spacing where the replicates
+depend smoothly on N_u, so the finer sum's error is then about a third of the two sums' difference;
+the replicates are used when that difference is at most :data:`NODE_TOL` replicate standard
+deviations for every metric (:attr:`PriorNodes.error` holds it). Where they do not (a prior with steps
+at the users' N_u), the difference can understate the error, so every N_u is a node wherever that
+is affordable (:data:`NODE_EVERY_MAX`): interpolation is left to many large N_u, as in per-user files
+where N_u = N - |history_u| spans thousands of values.
 ``tests/test_peruser.py`` and ``benchmarks/bench_peruser.py`` (case 7) compare with exact refits.
 
 References
@@ -44,13 +48,20 @@ from ..kernels import em_grid, log_kernel_rows
 from ._linalg import OUTER_MAX, grid_outer
 from ._linear import linear_on_grid_batch
 
-__all__ = ["PriorNodes", "NODE_WIDTH", "NODE_GRID_TOL", "NODE_TOL"]
+__all__ = ["PriorNodes", "NODE_WIDTH", "NODE_GRID_TOL", "NODE_TOL", "NODE_EVERY_MAX"]
 
 #: Spacing in log N of the nodes (the check's coarser sum uses every other node).
 NODE_WIDTH = 0.2
 #: Total-variation tolerance of the nodes' rank grids (as :data:`~sampling_lib.estimators._bootstrap.
 #: EM_SURROGATE_GRID_TOL`: the grid enters only through the difference of two grid solutions).
 NODE_GRID_TOL = 0.3
+#: Every distinct N_u is a node (no interpolation) while the sum over them of N_u n(n+1)/2, a bound on
+#: the elements of their Gram tables, is at most this: about twice the 7 interpolating nodes' tables of
+#: NCF's MovieLens-1M stand-in (307 cells of n(n+1)/2 = 5,050 each). Small N_u are where interpolation
+#: is least reliable: with N_u of 30-90 and n = 10, a prior piled at each user's N_u (ranks censored
+#: there) made the replicates step with N_u, and the interpolated ones were 0.18 SD off the refits while
+#: the check read 0.076.
+NODE_EVERY_MAX = 20_000_000
 #: Largest difference, in replicate standard deviations, between the sums over every node and over
 #: every other node (the finer sum's error is about a third of it): the Monte Carlo standard error
 #: of a 95% percentile endpoint from 1,000 replicates, as for the other surrogates.
@@ -100,9 +111,11 @@ class PriorNodes:
         lo, hi = int(Ns[0]), int(Ns[-1])
         half = max(1, int(np.ceil(np.log(hi / lo) / (2.0 * width))))
         nodes = np.unique(np.rint(np.exp(np.linspace(np.log(lo), np.log(hi), 2 * half + 1))).astype(np.int64))
-        every = bool(nodes.size != 2 * half + 1 or Ns.size <= nodes.size)
+        # every N_u a node where that is cheap (few distinct N_u, or small ones), so no interpolation
+        every = bool(nodes.size != 2 * half + 1 or Ns.size <= nodes.size
+                     or Ns.sum() * (n * (n + 1) // 2) <= NODE_EVERY_MAX)
         if every:
-            nodes = Ns          # few distinct N_u: every one is a node
+            nodes = Ns
         grids = [cls._grid(N, n, scheme, tol) for N in nodes.tolist()]
         edges = np.unique(np.r_[0, grids[-1][0], nodes])
         common = np.searchsorted(edges, np.arange(hi), side="right") - 1      # each rank's common cell
