@@ -39,6 +39,7 @@ References
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -191,20 +192,33 @@ class PriorNodes:
         if self._parts is None:
             self._parts = self._node_parts(ranks, cell_N, n, F, prior)
         shares = Cb / Mb[:, None]
-        sums = np.zeros((B, 2, m))
-        for j, (S, K, size, Fcell, outer, qhat, xhat) in enumerate(self._parts):
-            if S is None:
-                continue
-            Pt = np.stack([np.asarray(s_.T @ shares.T).T for s_ in S], axis=1)          # (B, 2, n)
-            q = self.node_masses(common, j)
-            sums += linear_on_grid_batch(kind, Pt, q, K, size, Fcell, M=None if kind == "bv" else Mvar,
-                                         outer=outer, **kw)
-            for Mv in np.unique(Mvar):      # at the fitted prior: x_j rows, one solve per distinct M
-                if Mv not in xhat:
-                    xhat[Mv] = linear_on_grid_batch(kind, np.eye(n)[None], qhat, K, size, Fcell,
-                                                    M=None if kind == "bv" else Mv, outer=outer, **kw)[0]
-                sel = Mvar == Mv
-                sums[sel] -= Pt[sel] @ xhat[Mv]
+
+        def node_sums(js):
+            sums = np.zeros((B, 2, m))
+            for j in js:
+                S, K, size, Fcell, outer, qhat, xhat = self._parts[j]
+                if S is None:
+                    continue
+                Pt = np.stack([np.asarray(s_.T @ shares.T).T for s_ in S], axis=1)          # (B, 2, n)
+                q = self.node_masses(common, j)
+                sums += linear_on_grid_batch(kind, Pt, q, K, size, Fcell, M=None if kind == "bv" else Mvar,
+                                             outer=outer, **kw)
+                for Mv in np.unique(Mvar):      # at the fitted prior: x_j rows, one solve per distinct M
+                    if Mv not in xhat:
+                        xhat[Mv] = linear_on_grid_batch(kind, np.eye(n)[None], qhat, K, size, Fcell,
+                                                        M=None if kind == "bv" else Mv, outer=outer, **kw)[0]
+                    sel = Mvar == Mv
+                    sums[sel] -= Pt[sel] @ xhat[Mv]
+            return sums
+
+        # the nodes in two halves on two threads (their products and solves release the GIL), as the
+        # groups' passes; each node is one thread's, its cached solutions too
+        J = len(self._parts)
+        if J >= 2:
+            with ThreadPoolExecutor(max_workers=2, thread_name_prefix="sampling-lib-nodes") as pool:
+                sums = sum(pool.map(node_sums, [range(0, J, 2), range(1, J, 2)]))
+        else:
+            sums = node_sums(range(J))
         out = shares @ X + sums[:, 0]
         sd = np.maximum(out.std(axis=0, ddof=1), 1e-300) if B > 1 else np.full(m, np.inf)
         self.error = np.zeros(m) if self.every else np.max(np.abs(sums[:, 0] - sums[:, 1]), axis=0) / sd
