@@ -1345,6 +1345,64 @@ def test_prior_nodes_weights_and_masses():
         np.testing.assert_allclose(nodes.node_masses(common[None, :], j)[0], want, rtol=1e-10)
 
 
+def test_mes_cell_influence_is_each_cells_sum_over_its_kernel(monkeypatch):
+    # A_N of a cell (N_u, r) = -(1/lam) sum_{R <= N_u} [2 pi_R (K_b z)_R + s_R (K_b u)_R], K_b the kernel
+    # columns of the cell's bin of N_u: the two-product form (in blocks of 50 cells here) against that sum
+    # cell by cell
+    from sampling_lib.estimators import _mes_pooled as MP
+    from sampling_lib.estimators._mes import mes_lambda
+    from sampling_lib.estimators._mes_pooled import mes_cell_influence, mes_first_order
+    from sampling_lib.kernels import kernel_columns
+
+    monkeypatch.setattr(MP, "_Q_ROWS", 50)
+
+    g = np.random.default_rng(41)
+    Nu = g.integers(200, 401, 900)
+    R = np.minimum(Nu, 1 + g.geometric(0.03, Nu.size))
+    st = rank_counts(sample_ranks(R, Nu, 10, rng=g, scheme="hypergeometric"), 10, n_items=Nu)
+    assert st.ranks.size > 4 * 50                   # several blocks of the product
+    F = g.random((400, 3))
+    pi = g.dirichlet(np.ones(400))
+    lam = mes_lambda(None, "tors", 10)[1]
+    tol = 0.3                                       # bins of up to 15 N_u: b > N_u for most cells
+    a, p, cols, A_N = mes_cell_influence(st, pi, F, 10, lam, "hypergeometric", tol)
+    _, Z, S, u = mes_first_order(a, p, pi, lam, F)
+    live = st.counts > 0
+    reps = n_items_bins(st.n_items[live], 10, tol, "hypergeometric")
+    assert np.any(reps > st.n_items[live])
+    want = np.zeros_like(A_N)
+    for i, b in zip(np.flatnonzero(live), reps):
+        Kb = kernel_columns(int(b), 10, cols, "hypergeometric")[:st.n_items[i]]
+        N_u = st.n_items[i]
+        want[i] = -(2.0 * pi[:N_u] @ (Kb @ Z) + (Kb @ u) @ S[:N_u]) / lam
+    np.testing.assert_allclose(A_N, want, rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("kind", ["bv", "mn"])
+def test_linear_on_grid_batch_with_k_distributions_per_replicate(kind):
+    # (B, k, n) sampled-rank distributions sharing each replicate's prior: the same as k calls with (B, n),
+    # and each as the single-replicate solve on the grid (linear_on_grid's weights times the metrics)
+    from sampling_lib.estimators._linear import linear_on_grid, linear_on_grid_batch
+    from sampling_lib.kernels import em_grid
+
+    g = np.random.default_rng(42)
+    grid, Kg = em_grid(5000, 20, "hypergeometric", 0.3)
+    B, k = 4, 3
+    P = g.dirichlet(np.ones(20), size=(B, k))
+    priors = g.dirichlet(np.ones(grid.lo.size), size=B)
+    Fcell = grid.bin_average(np.stack([metric_values("recall@10", 5000), metric_values("ndcg@10", 5000)], axis=1))
+    kw = dict(gamma=0.05) if kind == "bv" else dict(M=400)
+    out = linear_on_grid_batch(kind, P, priors, Kg, grid.size, Fcell, **kw)
+    assert out.shape == (B, k, 2)
+    for j in range(k):
+        np.testing.assert_allclose(out[:, j], linear_on_grid_batch(kind, P[:, j], priors, Kg, grid.size, Fcell, **kw),
+                                   rtol=1e-12)
+    for b in range(B):
+        w = linear_on_grid(kind, P[b, 1], grid.expand(priors[b]), grid, Kg, **kw)
+        np.testing.assert_allclose(out[b, 1], np.asarray(w) @ np.stack(
+            [metric_values("recall@10", 5000), metric_values("ndcg@10", 5000)], axis=1), rtol=1e-8)
+
+
 def test_mes_first_order_is_the_finite_difference():
     # the implicit-function derivative of the MES metrics in the target p and the kernel columns a,
     # against central differences of the solver itself
