@@ -1321,6 +1321,19 @@ def test_bv_node_replicates_fall_back_to_refits_when_the_check_fails(monkeypatch
     np.testing.assert_allclose(fit.replicates(Cb[:2]), refit_replicates(fit, Cb[:2]), rtol=1e-12)
 
 
+def test_bv_node_replicates_refuse_cell_indicators_over_the_array_limit(monkeypatch):
+    # the prior's rank-cell indicators (N x cells) are one array that grows with N: over the library's
+    # array limit the bootstrap stops at once with a MemoryLimitError naming it, before allocating
+    from sampling_lib.exceptions import MemoryLimitError
+
+    g, st, F = _many_groups(400, 34)
+    fit = E.build_estimators(["bv_mle"], scheme="hypergeometric")["bv_mle"].fit_counts(st, None, F)
+    Cb = g.multinomial(st.M, st.counts / st.M, size=3).astype(float)
+    monkeypatch.setenv("SAMPLING_LIB_MAX_ARRAY_BYTES", str(8 * 600 * 10))
+    with pytest.raises(MemoryLimitError, match="rank-cell indicators"):
+        fit.replicates(Cb)
+
+
 def test_prior_nodes_weights_and_masses():
     # the nodes span the N_u in log N; interpolation weights reproduce any function linear in log N
     # (both sums: every node and every other node); the fitted prior's node masses are its

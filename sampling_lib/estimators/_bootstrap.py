@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse
 
+from .._validation import check_array_size
 from ..kernels import DEFAULT_GRID_TOL, DEFAULT_N_ITEMS_TOL, em_grid, kernel_entries
 from ._em import TINY32, em_fixed_iterations, em_fixed_iterations_single, em_operators, op_array
 from ._linalg import OUTER_MAX, grid_outer
@@ -226,6 +227,8 @@ class FittedEstimator:
         if self._nodes is None:
             nodes = PriorNodes.build(st.n_items, n, est.scheme, self.prior)
             # the prior estimator's fit with the common cells' indicators as its "metrics"
+            check_array_size((self.N, nodes.edges.size - 1 + self.F.shape[1]),
+                             f"the prior's rank-cell indicators of BV's node bootstrap (N={self.N})")
             A = np.column_stack([nodes.indicator(self.N), self.F_full])
             self._nodes = (nodes, FittedEstimator(est._prior, st, self.N, A, self.prior, None, None, True))
         nodes, pf = self._nodes
