@@ -43,9 +43,9 @@ from ._mle import (adaptive_mle, adaptive_mle_fit, mixture_loglik, mle, mle_fit,
                    wmle_weights)
 from ._popularity import (PopularityFit, horvitz_thompson, popularity_bounds, popularity_fit,
                           rank_mass_curve)
-from ._registry import (BOOTSTRAP_KINDS, DEFAULT_METHOD, INPUTS, METHODS, PERUSER_METHODS, POPULARITY_METHODS,
-                        Estimator, EstimatorSpec, build_estimators, estimator_spec, fit_estimators, get_estimator,
-                        register)
+from ._registry import (BOOTSTRAP_KINDS, DEFAULT_METHOD, INPUTS, Estimator, EstimatorSpec, build_estimators,
+                        estimator_spec, fit_estimators, get_estimator, register)
+from ._methods import METHODS, PERUSER_METHODS, POPULARITY_METHODS      # registers every estimator
 from ._results import EMResult, MESResult
 
 __all__ = [

@@ -5,11 +5,12 @@
 any metric F is ``w @ F(1..N)``). :func:`sampling_lib.correct.estimate` and
 :func:`~sampling_lib.correct.compare`, :func:`sampling_lib.experiments.run_experiment`,
 the command line (``--method`` choices) and the notebooks all build their
-estimators here, so the set of names (:data:`METHODS`), their options and the
+estimators here, so the set of names (:data:`sampling_lib.estimators.METHODS`), their options and the
 way their bootstrap replicates are computed are written once.
 
 Adding an estimator is one :class:`EstimatorSpec` registered with
-:func:`register` at the end of this module: its name, its fit function
+:func:`register` in :mod:`sampling_lib.estimators._methods` (the registered estimators and the lists
+of their names): its name, its fit function
 ``fit(sampled_ranks, N, n, *, scheme, **options) -> w``, the options it takes,
 and how bootstrap replicates are computed (``bootstrap``):
 
@@ -88,26 +89,19 @@ import numpy as np
 
 from .._validation import check_array_size, check_int, check_n_items, check_scheme
 from ..exceptions import EstimatorOptionError
-from ..kernels import DEFAULT_GRID_TOL, DEFAULT_N_ITEMS_TOL, em_grid, n_items_bins
-from . import _logspline, _logspline_boot
+from ..kernels import DEFAULT_N_ITEMS_TOL, n_items_bins
 from ._bootstrap import FittedEstimator
-from ._cls import cls, cls_fit, cls_groups_state, cls_replicates
-from ._linear import bv, bv_sampled_metric, linear_on_grid, mn, mn_sampled_metric, sampled_pmf
 from ._linear_groups import HeadWeights, group_prior, linear_group_solutions, linear_groups_prior_fit
-from ._mes import mes, mes_replicates
-from ._mle import adaptive_mle, mle, wmle, wmle_weights
-from . import _popularity
 
 __all__ = [
-    "METHODS",
-    "POPULARITY_METHODS",
-    "PERUSER_METHODS",
     "DEFAULT_METHOD",
+    "ONE_STEP_PRIOR_KINDS",
     "BOOTSTRAP_KINDS",
     "INPUTS",
     "EstimatorSpec",
     "Estimator",
     "register",
+    "registered",
     "get_estimator",
     "estimator_spec",
     "build_estimators",
@@ -265,6 +259,11 @@ def register(spec):
         raise ValueError(f"estimator {spec.name!r} is already registered")
     _REGISTRY[spec.name] = spec
     return spec
+
+
+def registered(input="ranks"):
+    """Names of the registered estimators of ``input`` (:data:`INPUTS`), in registration order."""
+    return tuple(k for k, v in _REGISTRY.items() if v.input == input)
 
 
 def estimator_spec(name):
@@ -537,7 +536,7 @@ class Estimator:
                                    state, bounds=bounds)
         if counts.__class__.__name__ == "PopularityLog":
             raise ValueError(f"estimator {self.name!r} takes sampled ranks; popularity-sampled input needs one "
-                             f"of {list(POPULARITY_METHODS)}")
+                             f"of {list(registered('popularity'))}")
         if self.spec.fit_cells is not None:
             # on the cells directly: nothing of length M (users) or N (items) is formed
             if counts.n_items is None:
@@ -612,7 +611,7 @@ def get_estimator(name, **options):
     Parameters
     ----------
     name : str
-        One of :data:`METHODS` (case-insensitive).
+        One of :data:`sampling_lib.estimators.METHODS` (case-insensitive).
     **options
         ``scheme`` ({"binomial", "hypergeometric"}, every estimator), the
         estimator's own options (``estimator_spec(name).options``), e.g.
@@ -629,7 +628,7 @@ def get_estimator(name, **options):
     Raises
     ------
     ValueError
-        Unknown name (the message lists :data:`METHODS`).
+        Unknown name (the message lists the registered names).
     sampling_lib.exceptions.EstimatorOptionError
         (a ``TypeError``) An option the estimator does not take; the message
         names the bad and the allowed keys.
@@ -716,12 +715,6 @@ def fit_estimators(methods, sampled_ranks, N, n, *, scheme="binomial", **options
             for m, est in build_estimators(methods, scheme=scheme, **options).items()}
 
 
-# ----------------------------------------------------------------------------
-# the registered estimators
-# ----------------------------------------------------------------------------
-_EM_OPTIONS = ("tol", "max_iter", "init", "accelerate", "n_items_tol")
-_GRID = ("grid_tol",)
-
 #: The linear estimators whose per-user-N bootstrap with a fitted prior is the one-step expansion in the
 #: prior (:meth:`FittedEstimator._one_step_prior_replicates`). MN only: BV's estimate is too far from
 #: linear in its prior (its Gram matrix weighs each rank by the prior alone, gamma = 0.01). Against exact
@@ -731,144 +724,7 @@ _GRID = ("grid_tol",)
 #: only in N_u (:class:`sampling_lib.estimators._linear_nodes.PriorNodes`, checked in every fit).
 ONE_STEP_PRIOR_KINDS = ("mn",)
 
-
-def _fit_mle(r, N, n, *, scheme, grid_tol=DEFAULT_GRID_TOL, **o):
-    return mle(r, N, n, scheme=scheme, grid_tol=grid_tol, **o)
-
-
-def _fit_wmle(r, N, n, *, scheme, grid_tol=DEFAULT_GRID_TOL, **o):
-    return wmle(r, N, n, scheme=scheme, grid_tol=grid_tol, **o)
-
-
-def _wmle_em_weights(n, *, weight="ndcg", C=10, **_):
-    return wmle_weights(n, weight, C)
-
-
-def _fit_adaptive(r, N, n, *, scheme, grid_tol=DEFAULT_GRID_TOL, **o):
-    sizes = np.full(np.size(r), n) if np.ndim(n) == 0 else n
-    return adaptive_mle(r, sizes, N, scheme=scheme, grid_tol=grid_tol, **o)
-
-
-def _fit_mes(r, N, n, *, scheme, grid_tol=DEFAULT_GRID_TOL, **o):
-    return mes(r, N, n, scheme=scheme, grid_tol=grid_tol, **o)
-
-
-def _fit_mes_state(r, N, n, *, scheme, **o):
-    return _fit_mes(r, N, n, scheme=scheme, **o), None
-
-
-def _fit_cls(r, N, n, *, scheme, grid_tol=DEFAULT_GRID_TOL, **o):
-    return cls(r, N, n, scheme=scheme, grid_tol=grid_tol, **o)
-
-
-def _fit_cls_state(r, N, n, *, scheme, grid_tol=DEFAULT_GRID_TOL, prior=None, max_rank=None):
-    fit = cls_fit(r, N, n, prior, max_rank=max_rank, scheme=scheme, grid_tol=grid_tol)
-    return fit.weights, fit
-
-
-
-
-def _fit_cls_groups(groups, ranks, counts, n, F, *, scheme, grid_tol=DEFAULT_GRID_TOL, **o):
-    return cls_groups_state(groups, ranks, counts, n, F, scheme=scheme, grid_tol=grid_tol, **o)
-
-
-def _fit_bv(r, N, n, *, scheme, gamma=0.01, prior=None, grid_tol=None):
-    grid = em_grid(N, n, scheme, grid_tol) if np.ndim(N) == 0 and prior is not None else None
-    if grid is not None:
-        return linear_on_grid("bv", sampled_pmf(r, n), prior, *grid, gamma=gamma)
-    return bv(r, N, n, gamma, prior, scheme=scheme)
-
-
-def _fit_bv_fitted(r, N, n, *, scheme, grid_tol=DEFAULT_GRID_TOL, **o):
-    return _fit_bv(r, N, n, scheme=scheme, grid_tol=grid_tol, **o)
-
-
-def _fit_mn_fitted(r, N, n, *, scheme, grid_tol=DEFAULT_GRID_TOL, **o):
-    return _fit_mn(r, N, n, scheme=scheme, grid_tol=grid_tol, **o)
-
-
-def _bv_x(F, N, n, prior, *, M, scheme, gamma=0.01, grid_tol=None):
-    return bv_sampled_metric(F, N, n, gamma, prior, scheme=scheme)
-
-
-def _fit_mn(r, N, n, *, scheme, M=None, prior=None, grid_tol=None):
-    grid = em_grid(N, n, scheme, grid_tol) if np.ndim(N) == 0 and prior is not None else None
-    if grid is not None:
-        return linear_on_grid("mn", sampled_pmf(r, n), prior, *grid,
-                              M=np.size(r) if M is None else check_int(M, "M", low=1))
-    return mn(r, N, n, prior, M, scheme=scheme)
-
-
-def _mn_x(F, N, n, prior, *, M, scheme, grid_tol=None):
-    return mn_sampled_metric(F, N, n, prior, M, scheme=scheme)
-
-
-register(EstimatorSpec("mle", _fit_mle, _EM_OPTIONS + _GRID, "em", warm_start_option="init", varying_items=True,
-                       summary="maximum likelihood of P(R) by EM (100 steps from uniform)",
-                       references="AAAI21 eqs 18-21; TORS24 eqs 31-34"))
-register(EstimatorSpec("wmle", _fit_wmle, _EM_OPTIONS + ("weight", "C") + _GRID, "em",
-                       em_weights=_wmle_em_weights, warm_start_option="init", varying_items=True,
-                       summary="weighted maximum likelihood of P(R) by EM",
-                       references="AAAI21 eqs 22-23"))
-register(EstimatorSpec("mes", _fit_mes, ("eta", "form", "solver", "tol", "max_iter", "cvxpy_solver",
-                                        "n_items_tol") + _GRID,
-                       "batched", fit_state=_fit_mes_state, replicates=mes_replicates, varying_items=True, summary="maximal entropy with squared distribution distance",
-                       references="AAAI21 eqs 24-27; TORS24 eqs 35-36"))
-register(EstimatorSpec("bv", _fit_bv, ("gamma", "prior"), "linear", sampled_metric=_bv_x, linear_kind="bv",
-                       summary="Krichene-Rendle bias-variance estimator (uniform prior)",
-                       references="KR20; TORS24 eqs 8-10"))
-register(EstimatorSpec("bv_mle", _fit_bv_fitted, ("gamma",) + _GRID, "linear", prior="mle", sampled_metric=_bv_x,
-                       linear_kind="bv",
-                       summary="BV with the MLE as prior", references="TORS24 eqs 8-10, Sec 8.1.5"))
-register(EstimatorSpec("bv_mes", _fit_bv_fitted, ("gamma",) + _GRID, "linear", prior="mes", sampled_metric=_bv_x,
-                       linear_kind="bv",
-                       summary="BV with the MES as prior", references="TORS24 eqs 8-10, Sec 8.1.5"))
-register(EstimatorSpec("mn", _fit_mn, ("M", "prior"), "linear", sampled_metric=_mn_x, linear_kind="mn",
-                       summary="multinomial estimator (uniform prior)", references="TORS24 eq 42"))
-register(EstimatorSpec("mn_mle", _fit_mn_fitted, ("M",) + _GRID, "linear", prior="mle", sampled_metric=_mn_x,
-                       linear_kind="mn",
-                       summary="MN with the MLE as prior", references="TORS24 eq 42, Sec 8.1.5"))
-register(EstimatorSpec("mn_mes", _fit_mn_fitted, ("M",) + _GRID, "linear", prior="mes", sampled_metric=_mn_x,
-                       linear_kind="mn",
-                       summary="MN with the MES as prior", references="TORS24 eq 42, Sec 8.1.5"))
-register(EstimatorSpec("cls", _fit_cls, ("prior", "max_rank") + _GRID, "batched", horizon_option="max_rank",
-                       fit_state=_fit_cls_state, replicates=cls_replicates, fit_groups=_fit_cls_groups,
-                       summary="Krichene-Rendle constrained least squares, P(R) form",
-                       references="KR20; TORS24 eq 7"))
-register(EstimatorSpec("adaptive_mle", _fit_adaptive, _EM_OPTIONS + _GRID, "em", warm_start_option="init",
-                       varying_sizes=True, varying_items=True,
-                       summary="MLE by EM for users with different sample sizes",
-                       references="TORS24 Sec 6.2, eq 43, Appendix H"))
-
-
-
-register(EstimatorSpec("logspline", _logspline.fit_weights, ("penalty", "knot_spacing", "exact_ranks"),
-                       "batched", fit_state=_logspline.fit_state, replicates=_logspline_boot.counts_replicates,
-                       alternatives=_logspline.alternatives, fit_cells=_logspline.counts_fit_state,
-                       draw_cells=_logspline_boot.coarse_draw_cells, cell_influence=_logspline_boot.fit_influence,
-                       varying_items=True, varying_sizes=True, full_ranking=True,
-                       summary="empirical Bayes: smooth log-spline prior on log R, posterior mean "
-                               f"(default; interval over penalties x/÷ {_logspline.SENSITIVITY_FACTOR:g})",
-                       references="Efron (2016) g-modeling; AAAI21 eq 18; notebook 10"))
-
-_POP_OPTIONS = ("tol", "max_iter", "grid_size")
-for _name, _summary in (("pop_mle", "popularity-sampled negatives: EM with the rank-mass curve learnt from the logs"),
-                        ("ht", "popularity-sampled negatives: Horvitz-Thompson plug-in of each user's rank"),
-                        ("uniform", "popularity-sampled negatives treated as uniform (biased; for comparison)")):
-    register(EstimatorSpec(_name, _popularity.registry_fit(_name), _POP_OPTIONS, "batched", input="popularity",
-                           fit_state=_popularity.registry_fit(_name), replicates=_popularity.registry_replicates,
-                           bounds=_popularity.registry_bounds, summary=_summary,
-                           references="sampling_lib.popularity eqs 1-5; AAAI21 eqs 18-21; Horvitz-Thompson (1952)"))
-
-#: Registered estimators of sampled ranks among uniform negatives (``input="ranks"``), in registration order.
-METHODS = tuple(k for k, v in _REGISTRY.items() if v.input == "ranks")
-#: Registered estimators of popularity-sampled negatives (``input="popularity"``).
-POPULARITY_METHODS = tuple(k for k, v in _REGISTRY.items() if v.input == "popularity")
-#: Registered estimators with a per-user likelihood in N_u (``spec.varying_items``); the
-#: others accept per-user N too, fitted per group of N_u (``Estimator._groups``).
-PERUSER_METHODS = tuple(k for k in METHODS if _REGISTRY[k].varying_items)
 #: Default estimator of :func:`sampling_lib.correct.estimate`: the log-spline empirical
 #: Bayes estimator, chosen by the real-data accuracy panel (notebook 10; see
 #: :func:`sampling_lib.correct.estimate`, "Choice of the default").
 DEFAULT_METHOD = "logspline"
-
