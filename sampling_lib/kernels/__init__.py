@@ -47,10 +47,11 @@ from __future__ import annotations
 from ._grid import DEFAULT_GRID_TOL, GRID_EXACT_RANKS, RankGrid, em_grid, rank_grid, rank_grid_tv
 from ._groups import (DEFAULT_N_ITEMS_TOL, KernelGroup, cell_kernel, kernel_groups, n_items_bins,
                       n_items_log_bins, n_items_tv_bound)
-from ._laws import (LOG_FACTORIAL_MAX, WINDOW_MIN_N, binomial, expected_shr_curve, hypergeom_entries, hypergeometric,
-                    kernel, kernel_bin_masses, kernel_columns, kernel_entries, kernel_windows, kernels_ascending,
+from ._laws import (LOG_FACTORIAL_MAX, WINDOW_MIN_N, binomial, hypergeom_entries, hypergeometric, kernel,
+                    kernel_bin_masses, kernel_columns, kernel_entries, kernel_windows, kernels_ascending,
                     log_binom_window, log_factorials, log_hypergeom_pmf, log_hypergeom_window, log_kernel_rows,
-                    sampled_rank_pmf, shr_cdf, shr_hoeffding_bound, shr_mean_var, window_pmf)
+                    window_pmf)
+from ._shr import expected_shr_curve, sampled_rank_pmf, shr_cdf, shr_hoeffding_bound, shr_mean_var
 from ._strata import check_strata, next_tail_size, strata_kernel, strata_ladder_law, tail_ladder_sizes
 
 __all__ = [
