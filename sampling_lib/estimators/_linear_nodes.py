@@ -20,8 +20,9 @@ serves MN (``kind="mn"``), whose bootstrap keeps its cheaper one-step instead
 (:data:`sampling_lib.estimators._registry.ONE_STEP_PRIOR_KINDS`; ``benchmarks/README.md``, "BV with a
 fitted prior: replicates at nodes in log N", compares the two).
 
-The only approximation besides the grid (whose error enters through the difference of two grid
-solutions with nearby priors) is the interpolation in N_u. It is checked in every fit: the nodes are
+Besides the grid (whose error enters through the difference of two grid solutions with nearby priors),
+the prior's own bootstrap surrogate (checked by that estimator) and the fitted prior's shape within a
+common cell, the approximation is the interpolation in N_u. It is checked in every fit: the nodes are
 spaced :data:`NODE_WIDTH` apart and the same sum over every other node (twice the spacing) is computed
 alongside. Linear interpolation errors shrink as the square of the spacing where the replicates
 depend smoothly on N_u, so the finer sum's error is then about a third of the two sums' difference;
@@ -64,7 +65,8 @@ NODE_GRID_TOL = 0.3
 #: the check read 0.076.
 NODE_EVERY_MAX = 20_000_000
 #: Largest difference, in replicate standard deviations, between the sums over every node and over
-#: every other node (the finer sum's error is about a third of it): the Monte Carlo standard error
+#: every other node (where the replicates are smooth in N_u, the finer sum's error is about a third of
+#: it): the Monte Carlo standard error
 #: of a 95% percentile endpoint from 1,000 replicates, as for the other surrogates.
 NODE_TOL = 0.084
 
@@ -88,6 +90,8 @@ class PriorNodes:
         map T (C_j, G_j) from the masses of the common cells below N_j to the node's cells.
     edges : ndarray of int64
         Boundaries of the common cells (0 .. max N).
+    every : bool
+        Every distinct N_u is a node (nothing interpolated).
     error : ndarray or None
         After :meth:`replicates`: max |every node - every other node| / SD per metric (0 when
         every N_u is a node).
