@@ -1,4 +1,5 @@
-"""One BLAS thread where the work is small-matrix bound: :func:`estimate`, :func:`compare` and the CLI.
+"""One BLAS thread where the work is small-matrix bound: :func:`estimate`, :func:`compare` and the CLI;
+and :func:`map_parts`, the estimators' two-thread map over parts of their work.
 
 The estimators multiply many small matrices (a kernel of a few hundred
 columns by a few thousand bootstrap rows, Newton steps on a few dozen spline
@@ -25,7 +26,8 @@ import functools
 import os
 from contextlib import contextmanager, nullcontext
 
-__all__ = ["USER_THREAD_VARIABLES", "user_thread_setting", "blas_threads_limited", "one_blas_thread"]
+__all__ = ["USER_THREAD_VARIABLES", "user_thread_setting", "blas_threads_limited", "one_blas_thread",
+           "map_parts"]
 
 #: environment variables through which a user sets the number of BLAS / OpenMP threads
 #: (OpenBLAS, OpenMP, MKL, BLIS, Apple Accelerate, GotoBLAS); any of them set means "leave BLAS alone"
@@ -75,3 +77,23 @@ def one_blas_thread(func):
             return func(*args, **kwargs)
 
     return wrapper
+
+
+def map_parts(func, parts, name="sampling-lib-parts"):
+    """``[func(part) for part in parts]``, the parts on their own threads (at most 2, the machine's cores).
+
+    For work whose products and solves run in BLAS / LAPACK, which release the GIL (the per-user-N
+    estimators' passes over groups of N_u or over nodes). One part runs on the calling thread.
+
+    Examples
+    --------
+    >>> map_parts(sum, [[1, 2], [3, 4]])
+    [3, 7]
+    """
+    parts = list(parts)
+    if len(parts) <= 1:
+        return [func(p) for p in parts]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix=name) as pool:
+        return list(pool.map(func, parts))

@@ -131,7 +131,6 @@ class StrataRun(StagedRun):
         self.k_max = max(K for _, _, K in parse_metrics(self.config["metrics"]))
         self.x = {}                                           # model -> head items at or above the held-out
         self.tail_sizes = np.zeros(self.M, np.int64)
-        self.enrichment = {}                                  # model -> head_enrichment after the first tail
         self.pending = {"stage": 1, "kind": "head", "users": np.arange(self.M)}
 
     def input_notes(self):
@@ -222,7 +221,6 @@ class StrataRun(StagedRun):
         the notes: a proxy no better than random makes every user pay the head for nothing."""
         out = {m: head_enrichment(self.heads, self.x[m], self.tail_sizes, self.above[m] - self.x[m], self.k_max)
                for m in self.models}
-        self.enrichment = out
         text = "; ".join(f"{m}: {r:.2f}x (z = {z:.1f}, {k:,} users)" if np.isfinite(z) else f"{m}: no information"
                          for m, (z, r, k) in out.items())
         self._decide("proxy", "the head's items above the held-out one, against a random head of its size: " + text)

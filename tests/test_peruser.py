@@ -270,16 +270,22 @@ def test_estimate_of_bv_mn_with_per_user_n_bootstraps_per_group():
         assert t.ci_low.item() <= t.ci_high.item()
 
 
+def _small_groups(seed, scheme="binomial"):
+    """(rng, N_u, sampled ranks, counts): 150 users in three groups of N_u (40, 47, 60), global ranks
+    1 + geometric(0.1) censored at N_u, n = 8 -- the per-group linear estimators' small test set."""
+    Nu = np.repeat([40, 47, 60], [50, 30, 70])
+    g = np.random.default_rng(seed)
+    R = np.minimum(Nu, 1 + g.geometric(0.1, Nu.size))
+    r = sample_ranks(R, Nu, 8, rng=g, scheme=scheme)
+    return g, Nu, r, rank_counts(r, 8, n_items=Nu)
+
+
 def test_per_group_bootstrap_rows_are_each_users_own_sampled_metric():
     # the one-pass fit of BV / MN per group of N_u (fit and bootstrap rows together, sharing the group's
     # kernel and Gram matrix) against each cell's sampled metric computed on its own, from scratch
     from sampling_lib.estimators import bv_sampled_metric, mn_sampled_metric
 
-    Nu = np.repeat([40, 47, 60], [50, 30, 70])
-    g = np.random.default_rng(6)
-    R = np.minimum(Nu, 1 + g.geometric(0.1, Nu.size))
-    r = sample_ranks(R, Nu, 8, rng=g)
-    st = rank_counts(r, 8, n_items=Nu)
+    _, _, _, st = _small_groups(6)
     F = np.stack([metric_values("recall@5", 60), metric_values("ndcg@10", 60)], axis=1)
     for name in ("bv", "mn"):
         fit = get_estimator(name).fit_counts(st, None, F)
@@ -1169,11 +1175,7 @@ def test_cls_per_user_n_replicates_are_the_refits_of_every_group(scheme):
     from sampling_lib.estimators._bootstrap import refit_replicates
     from sampling_lib.estimators._cls import _CellsLinear
 
-    Nu = np.repeat([40, 47, 60], [50, 30, 70])
-    g = np.random.default_rng(11)
-    R = np.minimum(Nu, 1 + g.geometric(0.1, Nu.size))
-    r = sample_ranks(R, Nu, 8, rng=g, scheme=scheme)
-    st = rank_counts(r, 8, n_items=Nu)
+    g, Nu, r, st = _small_groups(11, scheme=scheme)
     F = np.stack([metric_values("recall@5", 60), metric_values("ndcg@5", 60)], axis=1)
     est = E.build_estimators(["cls"], scheme=scheme, max_rank=5)["cls"]
     fit = est.fit_counts(st, None, F)
@@ -1196,11 +1198,7 @@ def test_fitted_prior_groups_gradient_is_the_finite_difference(kind):
     from sampling_lib.estimators import bv_sampled_metric, mn_sampled_metric
     from sampling_lib.estimators._linear_groups import linear_groups_prior_fit
 
-    Nu = np.repeat([40, 47, 60], [50, 30, 70])
-    g = np.random.default_rng(12)
-    R = np.minimum(Nu, 1 + g.geometric(0.1, Nu.size))
-    r = sample_ranks(R, Nu, 8, rng=g, scheme="hypergeometric")
-    st = rank_counts(r, 8, n_items=Nu)
+    g, _, _, st = _small_groups(12, scheme="hypergeometric")
     groups = [(N, st.n_items == N) for N in (40, 47, 60)]
     F = np.stack([metric_values("recall@5", 60), metric_values("ndcg@10", 60)], axis=1)[:10]
     prior = g.dirichlet(np.ones(60))
@@ -1352,6 +1350,7 @@ def test_prior_nodes_weights_and_masses():
         np.testing.assert_allclose(W.sum(axis=1), 1.0, rtol=1e-12)
         np.testing.assert_allclose(W @ f, 3.0 + 2.0 * np.log(Ns), rtol=1e-12)
     common = nodes.indicator(520).T @ prior
+    np.testing.assert_allclose(nodes.masses(prior), common, rtol=1e-12)
     for j, N in enumerate(nodes.nodes.tolist()):
         starts = nodes.cells[j][0]
         want = np.add.reduceat(prior[:N], starts) / prior[:N].sum()
@@ -1504,11 +1503,7 @@ def test_cls_per_user_n_with_a_given_prior_is_the_groups_refit():
     # a prior (over 1..max N_u) restricted to each group's ranks: not cached, the same as refitting the groups
     from sampling_lib.estimators._bootstrap import refit_replicates
 
-    Nu = np.repeat([40, 47, 60], [50, 30, 70])
-    g = np.random.default_rng(25)
-    R = np.minimum(Nu, 1 + g.geometric(0.1, Nu.size))
-    r = sample_ranks(R, Nu, 8, rng=g)
-    st = rank_counts(r, 8, n_items=Nu)
+    g, _, _, st = _small_groups(25)
     F = metric_values("recall@5", 60)[:5, None]
     prior = g.dirichlet(np.ones(60))
     fit = E.build_estimators(["cls"], max_rank=5, prior=prior)["cls"].fit_counts(st, None, F)

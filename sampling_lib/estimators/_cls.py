@@ -12,16 +12,16 @@ References
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.optimize import nnls
 
+from .._threads import map_parts
 from .._validation import check_int, check_N_n, check_scheme
 from ..kernels import em_grid, kernel
 from ._linear import _prior, sampled_pmf
-from ._linear_groups import GROUP_CACHE_BYTES, GROUP_THREADS_MIN, group_prior
+from ._linear_groups import GROUP_THREADS_MIN, group_prior, keep_last
 
 __all__ = ["cls", "cls_fit", "cls_solution", "cls_group_solutions", "cls_groups_fit", "CLSFit",
            "cls_replicates"]
@@ -203,8 +203,8 @@ def cls_solution(N, n, prior=None, *, max_rank=None, scheme="binomial", grid_tol
 
 
 #: The group solutions of the last per-user-N fit with the uniform prior (:func:`cls_group_solutions`): the
-#: next model of the same evaluation has the same users' N_u, so the same groups and solutions (kept up to
-#: :data:`sampling_lib.estimators._linear_groups.GROUP_CACHE_BYTES`).
+#: next model of the same evaluation has the same users' N_u, so the same groups and solutions
+#: (:func:`sampling_lib.estimators._linear_groups.keep_last`).
 _GROUP_CACHE = {}
 
 
@@ -234,14 +234,9 @@ def cls_group_solutions(n_items, n, *, max_rank=None, scheme="binomial", grid_to
     if Ns.size < GROUP_THREADS_MIN:
         out = solve(Ns)
     else:       # two threads, every other group each (the QR and the least squares release the GIL)
-        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="sampling-lib-groups") as pool:
-            halves = list(pool.map(solve, [Ns[0::2], Ns[1::2]]))
+        halves = map_parts(solve, [Ns[0::2], Ns[1::2]], "sampling-lib-groups")
         out = {Nb: halves[i % 2][Nb] for i, Nb in enumerate(Ns.tolist())}
-    if key is not None:
-        _GROUP_CACHE.clear()
-        if sum(f.Z.nbytes + f.tail.nbytes for f in out.values()) <= GROUP_CACHE_BYTES:
-            _GROUP_CACHE[key] = out
-    return out
+    return keep_last(_GROUP_CACHE, key, out, sum(f.Z.nbytes + f.tail.nbytes for f in out.values()))
 
 
 def cls_groups_fit(groups, ranks, counts, n, F, *, scheme="binomial", prior=None, max_rank=None, grid_tol=None):

@@ -18,17 +18,17 @@ References
 from __future__ import annotations
 
 import hashlib
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
+from .._threads import map_parts
 from .._validation import check_float, check_int, check_scheme
 from ..kernels import kernels_ascending
 from ._linear import _linear_gram, _solve_sym
 
 __all__ = ["GroupSolution", "HeadWeights", "group_prior", "linear_group_solutions", "PriorGroupsFit",
-           "linear_groups_prior_fit", "GROUP_CACHE_BYTES", "GROUP_THREADS_MIN"]
+           "linear_groups_prior_fit", "keep_last", "GROUP_CACHE_BYTES", "GROUP_THREADS_MIN"]
 
 
 @dataclass(frozen=True)
@@ -123,6 +123,17 @@ GROUP_CACHE_BYTES = 256 << 20
 _GROUP_CACHE = {}
 
 
+def keep_last(cache, key, solutions, nbytes):
+    """Keep ``solutions`` (a dict of group solutions, ``nbytes`` in all) as the only entry of ``cache``
+    under ``key`` when at most :data:`GROUP_CACHE_BYTES` (the next model of an evaluation asks for the
+    same groups); ``key`` None keeps nothing. Returns ``solutions``."""
+    if key is not None:
+        cache.clear()
+        if nbytes <= GROUP_CACHE_BYTES:
+            cache[key] = solutions
+    return solutions
+
+
 def linear_group_solutions(kind, n_items, n, H, *, scheme="binomial", gamma=0.01, M=None, prior=None):
     """BV or MN solutions for every distinct item count in ``n_items`` (a dict N_b -> :class:`GroupSolution`).
 
@@ -191,11 +202,7 @@ def linear_group_solutions(kind, n_items, n, H, *, scheme="binomial", gamma=0.01
         G = _linear_gram(kind, K, KDK, (extra, K.T @ p) if kind == "bv" else extra, KtK=KtK)
         Hb = min(H, N)
         out[N] = GroupSolution(N, _solve_sym(G, np.ascontiguousarray(K[:Hb].T), kind), p[:Hb].copy())
-    if key is not None:
-        _GROUP_CACHE.clear()
-        if sum(s.Z.nbytes + s.head.nbytes for s in out.values()) <= GROUP_CACHE_BYTES:
-            _GROUP_CACHE[key] = out
-    return out
+    return keep_last(_GROUP_CACHE, key, out, sum(s.Z.nbytes + s.head.nbytes for s in out.values()))
 
 
 @dataclass(frozen=True)
@@ -283,11 +290,7 @@ def linear_groups_prior_fit(kind, groups, ranks, counts, n, F, prior, *, scheme=
     cut = int(np.searchsorted(np.cumsum(Ns), Ns.sum() / 2)) + 1 if Ns.size >= GROUP_THREADS_MIN else Ns.size
     parts = [Ns[:cut], Ns[cut:]] if cut < Ns.size else [Ns]
     args = (kind, extra, sel_of, ranks, counts, n, F, prior, scheme, X, Nmax, gradient)
-    if len(parts) == 1:
-        outs = [_prior_groups_pass(parts[0], *args)]
-    else:
-        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="sampling-lib-groups") as pool:
-            outs = list(pool.map(lambda part: _prior_groups_pass(part, *args), parts))
+    outs = map_parts(lambda part: _prior_groups_pass(part, *args), parts, "sampling-lib-groups")
     return PriorGroupsFit(sum(o[0] for o in outs), X, sum(o[1] for o in outs) if gradient else None)
 
 

@@ -40,12 +40,12 @@ References
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse
 
+from .._threads import map_parts
 from ..kernels import em_grid, log_kernel_rows
 from ._linalg import OUTER_MAX, grid_outer
 from ._linear import linear_on_grid_batch
@@ -153,6 +153,10 @@ class PriorNodes:
         A[np.arange(Nmax), np.searchsorted(self.edges, np.arange(Nmax), side="right") - 1] = 1.0
         return A
 
+    def masses(self, prior):
+        """A prior (length max N) as masses of the common cells (C,): :meth:`indicator`'s transpose times it."""
+        return np.add.reduceat(np.asarray(prior, dtype=float), self.edges[:-1])
+
     def node_masses(self, common, j):
         """The prior restricted to node j's ranks 1..N_j, renormalised, as masses of its cells:
         ``common`` (B, C) masses of the common cells -> (B, G_j)."""
@@ -218,11 +222,8 @@ class PriorNodes:
         # the nodes in two halves on two threads (their products and solves release the GIL), as the
         # groups' passes; each node is one thread's, its cached solutions too
         J = len(self._parts)
-        if J >= 2:
-            with ThreadPoolExecutor(max_workers=2, thread_name_prefix="sampling-lib-nodes") as pool:
-                sums = sum(pool.map(node_sums, [range(0, J, 2), range(1, J, 2)]))
-        else:
-            sums = node_sums(range(J))
+        sums = sum(map_parts(node_sums, [range(0, J, 2), range(1, J, 2)] if J >= 2 else [range(J)],
+                             "sampling-lib-nodes"))
         out = shares @ X + sums[:, 0]
         sd = np.maximum(out.std(axis=0, ddof=1), 1e-300) if B > 1 else np.full(m, np.inf)
         self.error = np.zeros(m) if self.every else np.max(np.abs(sums[:, 0] - sums[:, 1]), axis=0) / sd
@@ -233,7 +234,7 @@ class PriorNodes:
         node), its kernel rows, cell sizes and metrics (the fitted prior's shape within a cell), the
         Gram table, its masses at the fitted prior and a dict for the solutions there (by M)."""
         W = [self.weights(cell_N, 1), self.weights(cell_N, 2)]
-        base = self.indicator(prior.size).T @ prior
+        base = self.masses(prior)
         parts = []
         for j, N in enumerate(self.nodes.tolist()):
             starts, size, K, _ = self.cells[j]
