@@ -1084,11 +1084,11 @@ def test_em_surrogate_falls_back_to_exact_refits_when_the_check_fails(monkeypatc
 
 def test_mes_pooled_kernel_from_stepped_kernels_equals_the_columns():
     # the pooled kernel of MES (many N_b: whole kernels stepped in N) against the column-by-column build
-    from sampling_lib.estimators import _mes_pooled
+    from sampling_lib.estimators import _mes_kernel
     from sampling_lib.kernels import kernel_columns
 
     Nu, _, r = _population(M=300, n=8, lo=40, hi=90, seed=4)
-    Kbar, c = _mes_pooled.pooled_block(r, Nu, 8, "hypergeometric", 0.0)
+    Kbar, c = _mes_kernel.pooled_block(r, Nu, 8, "hypergeometric", 0.0)
     cols = np.flatnonzero(np.bincount(r - 1, minlength=8) > 0) + 1
     want = np.zeros_like(Kbar)
     for b in np.unique(Nu):

@@ -23,9 +23,10 @@ from scipy import linalg, special
 from .._validation import check_float, check_int, check_pmf, check_scheme
 from ..counts import check_sampled
 from ..exceptions import ConvergenceWarning
-from ..kernels import DEFAULT_GRID_TOL, DEFAULT_N_ITEMS_TOL, em_grid, kernel_columns
+from ..kernels import DEFAULT_N_ITEMS_TOL, em_grid, kernel_columns
 from ._em import observed_block, rank_histogram
 from ._linalg import OUTER_MAX, batched_gram, grid_outer
+from ._mes_kernel import pooled_block
 from ._results import MESResult
 
 __all__ = ["mes", "mes_fit", "mes_objective"]
@@ -81,8 +82,6 @@ def mes_objective(pmf, sampled_ranks, N, n, eta=None, *, form="tors", scheme="bi
         pmf = check_pmf(pmf, N)
         Kb, cb = observed_block(N, n, rank_histogram(r, n), scheme)
     else:
-        from ._mes_pooled import pooled_block      # per-user N (a module that imports this one)
-
         pmf = check_pmf(pmf, int(N.max()))
         Kb, cb = pooled_block(r, N, n, scheme, 0.0)
     E, H = _mes_parts(pmf, Kb, cb / cb.sum())
@@ -482,8 +481,6 @@ def mes_fit(
         Kb, cb = observed_block(N, n, c, scheme)
         p = cb / c.sum()
     else:
-        from ._mes_pooled import pooled_block      # per-user N (a module that imports this one)
-
         Kb, cb = pooled_block(r, N, n, scheme, check_float(n_items_tol, "n_items_tol", 0.0, 1.0, high_open=True))
         p = cb / cb.sum()
     if solver in ("auto", "fast"):
@@ -585,29 +582,3 @@ def mes_replicate_atoms(grid, N, n, scheme, st, Cb, w, opts, fitted=None):
             pi[i] = grid[0].bin_sums(refit) if grid is not None else refit
         out[a:a + step] = pi
     return out
-
-
-def mes_replicates(fitted, Cb, spread=None):
-    """MES bootstrap replicates (B, m): batched warm-started dual Newton (:func:`mes_replicate_atoms`).
-
-    With per-user N (one sample size, the fast solver) the pooled replicates
-    of :func:`sampling_lib.estimators._mes_pooled.pooled_replicates` (``spread``: the standard
-    deviations its check is judged against, as a function of the replicates). None when neither applies (the cvxpy
-    solver, varying sample sizes): the registry then refits every replicate.
-    """
-    est, st = fitted.estimator, fitted.counts
-    opts = dict(est.options)
-    opts.setdefault("grid_tol", DEFAULT_GRID_TOL)
-    n = int(st.size_values[0]) if st.size_values.size == 1 else None
-    if (n is not None and st.n_items is not None and np.unique(st.n_items).size > 1
-            and opts.get("solver", "auto") in ("auto", "fast")):
-        from ._mes_pooled import pooled_replicates
-
-        return pooled_replicates(fitted, np.asarray(Cb, dtype=float), n, opts, spread)
-    grid = em_grid(fitted.N, n, est.scheme, opts["grid_tol"]) if n is not None else None
-    Cb = np.asarray(Cb, dtype=float)
-    atoms = mes_replicate_atoms(grid, fitted.N, n, est.scheme, st, Cb, fitted.weights, opts, fitted)
-    if atoms is None:
-        return None
-    Fc = grid[0].bin_average(fitted.F_full) if grid is not None else fitted.F_full
-    return atoms @ Fc

@@ -1,12 +1,13 @@
 """MES with per-user item counts N_u: the pooled kernel, its first-order changes and the bootstrap replicates.
 
 With per-user N_u the MES (AAAI21 eqs 24-27, TORS24 eqs 35-36; :func:`sampling_lib.estimators.mes_fit`)
-fits the pooled sampled-rank law: its kernel is the users' average kernel (:func:`pooled_block`) and its
+fits the pooled sampled-rank law: its kernel is the users' average kernel
+(:func:`sampling_lib.estimators._mes_kernel.pooled_block`) and its
 target their rank histogram. A bootstrap replicate moves both. :func:`pooled_replicates` solves a
 replicate exactly in its histogram on the fixed pooled kernel (a coarse rank grid recentred on the exact
 fit, checked) and adds the kernel's first-order change (:func:`mes_first_order`,
 :func:`mes_cell_influence`), so the kernel is never rebuilt. The one-N solvers are in
-:mod:`sampling_lib.estimators._mes`.
+:mod:`sampling_lib.estimators._mes`; :func:`mes_replicates`, the registry's MES bootstrap, is here.
 
 References
 ----------
@@ -23,63 +24,12 @@ import numpy as np
 import scipy.sparse
 from scipy import linalg
 
-from ..kernels import DEFAULT_N_ITEMS_TOL, em_grid, kernel_columns, kernels_ascending, n_items_bins, rank_grid
-from ._em import rank_histogram
+from ..kernels import DEFAULT_GRID_TOL, DEFAULT_N_ITEMS_TOL, em_grid, n_items_bins, rank_grid
 from ._linalg import OUTER_MAX, grid_outer
-from ._mes import _batch_rows, _mes_dual_newton, mes_batch, mes_lambda
+from ._mes import _batch_rows, _mes_dual_newton, mes_batch, mes_lambda, mes_replicate_atoms
+from ._mes_kernel import bin_kernels, pooled_block
 
-__all__ = ["pooled_block", "mes_first_order", "mes_cell_influence", "pooled_replicates"]
-
-
-def pooled_block(r, Nu, n, scheme, tol):
-    """(pooled kernel columns, counts) of per-user item counts N_u (MES).
-
-    Kbar(r | R) = (1/M) sum_u P(r | R; N_u, n) 1[R <= N_u]: the kernel of the
-    pooled sampled-rank distribution, q(r) = (1/M) sum_u sum_{R <= N_u} pi_R
-    P(r | R; N_u, n) = sum_R pi_R Kbar(r | R). Users of a bin of N_u
-    (:func:`sampling_lib.kernels.n_items_bins`) share the kernel values of
-    its N_b; each keeps its own support (the fraction of the bin's users
-    with N_u >= R multiplies row R).
-    """
-    c = rank_histogram(r, n)
-    cols = np.flatnonzero(c > 0) + 1
-    vals, cnt_u = np.unique(Nu, return_counts=True)
-    key = (vals.tobytes(), cnt_u.tobytes(), int(n), scheme, float(tol))
-    if _POOLED.get("key") == key:
-        return _POOLED["Kbar"][:, cols - 1], c[cols - 1]
-    full = int(Nu.max()) * n * 8 <= POOLED_CACHE_BYTES
-    kc = np.arange(1, n + 1) if full else cols       # every column when it is kept for the next model
-    M = Nu.size
-    reps = n_items_bins(Nu, n, tol, scheme)
-    Kbar = np.zeros((int(Nu.max()), kc.size))
-    for b, Kb in _bin_kernels(np.unique(reps), n, kc, scheme):
-        cnt = np.bincount(Nu[reps == b], minlength=b + 1)[1:]
-        frac = cnt[::-1].cumsum()[::-1] / M            # share of users with N_u >= R, R = 1..b
-        Kbar[:b] += Kb * frac[:, None]
-    if not full:
-        return Kbar, c[cols - 1]
-    Kbar.setflags(write=False)
-    _POOLED.clear()
-    _POOLED.update(key=key, Kbar=Kbar)
-    return Kbar[:, cols - 1], c[cols - 1]
-
-
-#: The pooled kernel over every sampled rank of the last per-user-N MES fit (:func:`pooled_block`),
-#: kept while at most this size: an evaluation's next model, its bootstrap's cell weights and the MES
-#: prior of BV_MES / MN_MES pool the same users' N_u.
-POOLED_CACHE_BYTES = 64 << 20
-_POOLED = {}
-
-
-def _bin_kernels(ub, n, cols, scheme):
-    """Yield ``(N_b, P(cols | R; N_b, n))`` (N_b, k) for the bins' item counts ``ub``, increasing."""
-    if scheme == "hypergeometric" and ub.size > 2:
-        # many N_b: whole kernels stepped from one N_b to the next by exact ratios (5e-15 relative;
-        # 2,295 N_b of NCF's ml-1m range in about 6 s instead of 28 s column by column)
-        if cols.size == n:
-            return kernels_ascending(ub, n, scheme)
-        return ((b, K[:, cols - 1]) for b, K in kernels_ascending(ub, n, scheme))
-    return ((int(b), kernel_columns(int(b), n, cols, scheme, cache=ub.size <= 2)) for b in ub)
+__all__ = ["mes_first_order", "mes_cell_influence", "pooled_replicates", "mes_replicates"]
 
 
 def mes_first_order(a, p, pi, lam, F):
@@ -131,7 +81,7 @@ def mes_cell_influence(st, pi, F, n, lam, scheme, tol=DEFAULT_N_ITEMS_TOL):
     """The per-user-N MES fit's pooled problem and each cell's first-order weight through the pooled kernel.
 
     With per-user item counts the MES fits the pooled sampled-rank law: its kernel is the users'
-    average kernel (:func:`pooled_block`) and its target the users' rank histogram, both averages
+    average kernel (:func:`~sampling_lib.estimators._mes_kernel.pooled_block`) and its target the users' rank histogram, both averages
     over the users, so a change of the cells' user shares (c / M -> c* / M*) moves them linearly.
     By :func:`mes_first_order` the metrics then move by sum over cells (c* / M* - c / M) times
     ``beta[r] + A_N[cell]``: the weight through the histogram and through the pooled kernel,
@@ -160,12 +110,12 @@ def mes_cell_influence(st, pi, F, n, lam, scheme, tol=DEFAULT_N_ITEMS_TOL):
     # A_N = -(1/lam) [V z + Q s]: V's row of a cell is sum_{R <= N_u} 2 pi_R k_R (its bin's kernel rows),
     # Q's row is (K_b u)_R on R <= N_u; both are built bin by bin, and Q @ s is one product per block of
     # cells (the cost does not grow with the k x N_b x m products of every bin)
-    reps = n_items_bins(items, n, tol, scheme)          # as _pooled_block bins the users' N_u
+    reps = n_items_bins(items, n, tol, scheme)          # as pooled_block bins the users' N_u
     V = np.zeros((ranks.size, cols.size))
     Q = np.zeros((min(ranks.size, _Q_ROWS), S.shape[0]))
     An = np.empty((ranks.size, F.shape[1]))
     rows = []
-    for b, Kb in _bin_kernels(np.unique(reps), n, cols, scheme):
+    for b, Kb in bin_kernels(np.unique(reps), n, cols, scheme):
         sel = np.flatnonzero(reps == b)
         below = np.arange(b)[None, :] < items[sel, None]          # R <= N_u, (cells, N_b)
         V[sel] = (below * (2.0 * pi[:b])) @ Kb
@@ -218,7 +168,7 @@ def pooled_replicates(fitted, Cb, n, opts, spread=None):
     """Per-user-N MES replicates without refitting the pooled kernel.
 
     A replicate refit changes the cells' user shares, which move both the pooled target (the rank
-    histogram) and the pooled kernel (the users' average kernel, :func:`pooled_block`). The metrics
+    histogram) and the pooled kernel (the users' average kernel, :func:`~sampling_lib.estimators._mes_kernel.pooled_block`). The metrics
     are far from linear in the histogram (the entropy's weight is small) and nearly linear in the
     kernel (on the NCF ml-1m stand-in the first-order kernel term was within 0.006 bootstrap SD of
     refits; ``benchmarks/bench_peruser.py`` case 7). So a replicate is
@@ -284,3 +234,26 @@ def pooled_replicates(fitted, Cb, n, opts, spread=None):
         out[pick] = ref
     return out
 
+
+def mes_replicates(fitted, Cb, spread=None):
+    """MES bootstrap replicates (B, m): batched warm-started dual Newton (:func:`mes_replicate_atoms`).
+
+    With per-user N (one sample size, the fast solver) the pooled replicates
+    of :func:`pooled_replicates` (``spread``: the standard
+    deviations its check is judged against, as a function of the replicates). None when neither applies (the cvxpy
+    solver, varying sample sizes): the registry then refits every replicate.
+    """
+    est, st = fitted.estimator, fitted.counts
+    opts = dict(est.options)
+    opts.setdefault("grid_tol", DEFAULT_GRID_TOL)
+    n = int(st.size_values[0]) if st.size_values.size == 1 else None
+    if (n is not None and st.n_items is not None and np.unique(st.n_items).size > 1
+            and opts.get("solver", "auto") in ("auto", "fast")):
+        return pooled_replicates(fitted, np.asarray(Cb, dtype=float), n, opts, spread)
+    grid = em_grid(fitted.N, n, est.scheme, opts["grid_tol"]) if n is not None else None
+    Cb = np.asarray(Cb, dtype=float)
+    atoms = mes_replicate_atoms(grid, fitted.N, n, est.scheme, st, Cb, fitted.weights, opts, fitted)
+    if atoms is None:
+        return None
+    Fc = grid[0].bin_average(fitted.F_full) if grid is not None else fitted.F_full
+    return atoms @ Fc

@@ -22,7 +22,8 @@ from ..kernels import DEFAULT_GRID_TOL, em_grid
 from . import _logspline, _logspline_boot, _popularity
 from ._cls import cls, cls_fit, cls_groups_state, cls_replicates
 from ._linear import bv, bv_sampled_metric, linear_on_grid, mn, mn_sampled_metric, sampled_pmf
-from ._mes import mes, mes_replicates
+from ._mes import mes
+from ._mes_pooled import mes_replicates
 from ._mle import adaptive_mle, mle, wmle, wmle_weights
 from ._registry import EstimatorSpec, estimator_spec, register, registered
 
