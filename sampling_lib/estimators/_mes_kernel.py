@@ -6,10 +6,7 @@ With per-user N_u the MES (:func:`sampling_lib.estimators.mes_fit`; AAAI21 eqs 2
 
 References
 ----------
-.. [AAAI21] Jin, Li, Mudrak, Gao, Liu. On Estimating Recommendation Evaluation Metrics under Sampling.
-   AAAI 2021, eqs 24-27.
-.. [TORS24] Li, Jin, Liu, Ren, Gao, Liu. On Item-Sampling Evaluation for Recommender System. ACM TORS
-   2024, eqs 35-36.
+AAAI21 eqs 24-27 and TORS24 eqs 35-36, as in :mod:`sampling_lib.estimators._mes`.
 """
 from __future__ import annotations
 
