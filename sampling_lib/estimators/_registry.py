@@ -402,11 +402,9 @@ class Estimator:
         """A linear estimator's weights (as :meth:`_per_group`) and each cell's sampled metrics
         (the bootstrap's X), group by group in one pass over the cells' groups of N_u.
 
-        A group's kernel, row windows and Gram matrix are then built once for its
-        fit and its sampled metrics (they are cached per (N_b, n) in
-        :mod:`sampling_lib.estimators._linear`; two passes over thousands of
-        groups evicted them in between). A group's users are its cells' ranks
-        repeated by their counts, as :meth:`RankCounts.expand_cells` gives them.
+        A group's kernel and Gram matrix are built once for its fit and its sampled metrics
+        (:mod:`sampling_lib.estimators._linear_groups`). The weights beyond the metrics' ranks
+        come on demand from :meth:`_per_group` (:meth:`_head_weights`).
 
         Returns ``(w, X, gradient)``: with a fitted prior (BV_MLE, BV_MES, MN_MLE, MN_MES) the
         groups are solved on their exact kernels in one pass that also gives the estimates'
@@ -424,11 +422,8 @@ class Estimator:
         fit = linear_groups_prior_fit(self.spec.linear_kind, groups, counts.ranks, counts.counts, n, F, prior,
                                       scheme=self.scheme, gamma=opts.get("gamma", 0.01), M=opts.get("M"),
                                       gradient=one_step)
-
-        def full():     # the same exact kernels as the head (no rank grid), every rank
-            ranks, _, items = counts.expand_cells()
-            return self._per_group(np.asarray(ranks), items, n, {**opts, "grid_tol": None})
-        return HeadWeights(fit.head, int(counts.n_items.max()), full), fit.X, fit.gradient
+        # the rest of the weights on the same exact kernels as the head (no rank grid)
+        return self._head_weights(fit.head, counts, n, {**opts, "grid_tol": None}), fit.X, fit.gradient
 
     def _per_group_solved(self, counts, n, F, opts):
         """:meth:`_per_group_linear` for a fixed prior (BV, MN): every group's data-free part
@@ -450,11 +445,15 @@ class Estimator:
                 pt = np.bincount(r - 1, weights=c, minlength=n) / users
                 head[:Hb] += users / counts.M * s.head * (s.Z.T @ pt)
             X[sel] = (s.Z @ (s.head[:, None] * F[:Hb]))[r - 1]
+        return self._head_weights(head, counts, n, opts), X
 
+    def _head_weights(self, head, counts, n, opts):
+        """The weights of ranks 1..H (``head``) and, on demand, every rank by :meth:`_per_group` on
+        the counts' users (:class:`HeadWeights`)."""
         def full():
             ranks, _, items = counts.expand_cells()
             return self._per_group(np.asarray(ranks), items, n, opts)
-        return HeadWeights(head, int(counts.n_items.max()), full), X
+        return HeadWeights(head, int(counts.n_items.max()), full)
 
     def prior_of(self, sampled_ranks, N, n, *, cache=None):
         """The fitted prior (``spec.prior``) on these ranks, or None."""
