@@ -157,16 +157,17 @@ def _predict_columns(design, D, grid, prior, alternatives, parsed, M, z, scheme)
             "halfwidth_high": hi, "full_halfwidth": fhw, "ratio": ratio, "ratio_high": ratio_high}
 
 
-def _predict_one(design, D, grid, prior, parsed, M, z, scheme, penalty):
-    """(metric values, cost, predicted half-widths, full ranking's half-widths) under one prior,
-    for the estimator with the log-spline ``penalty``; ``D`` is the design's law on ``grid``."""
-    N = int(prior.weights_grid.N)
-    g, B = prior_masses(prior.beta, grid), grid.B
-    P = penalty_matrix(B.shape[1], penalty)
+def influence_parts(g, B, D, Fc):
+    """The pieces of the default estimator's influence function under a design (:func:`predict`, Notes).
+
+    ``g`` (G,) prior masses of the grid cells, ``B`` (G, df) the spline basis there, ``D`` (G, C) the
+    design's law P(final cell | R) at the cells' representative ranks, ``Fc`` (G, m) the metrics' cell
+    averages. Returns (q, s, phi, info, A): the final cells' probabilities q (C',; cells of probability
+    <= 1e-300 dropped), the score s = E[B | d] - E_g[B] (df, C'), the posterior means phi = E[F | d]
+    (m, C'), the information per user I = E[s s'] (df, df) and A = E[Cov(F, B | d)] (m, df)."""
     q = g @ D
     keep = q > 1e-300
     D, q = D[:, keep], q[keep]
-    Fc, F2c = _metric_cells(parsed, grid)              # (G, m)
     df = B.shape[1]
     # E[B | d] and phi(d) = E[F | d] in one product: (B g; F g)' D / q (no (G, C) posterior is formed)
     both = (np.concatenate([B, Fc], axis=1) * g[:, None]).T @ D / q[None, :]
@@ -174,6 +175,17 @@ def _predict_one(design, D, grid, prior, parsed, M, z, scheme, penalty):
     s = EB - (B.T @ g)[:, None]
     info = (s * q) @ s.T                               # per-user information
     A = (g[:, None] * Fc).T @ B - (phi * q) @ EB.T     # (m, df)
+    return q, s, phi, info, A
+
+
+def _predict_one(design, D, grid, prior, parsed, M, z, scheme, penalty):
+    """(metric values, cost, predicted half-widths, full ranking's half-widths) under one prior,
+    for the estimator with the log-spline ``penalty``; ``D`` is the design's law on ``grid``."""
+    N = int(prior.weights_grid.N)
+    g, B = prior_masses(prior.beta, grid), grid.B
+    P = penalty_matrix(B.shape[1], penalty)
+    Fc, F2c = _metric_cells(parsed, grid)              # (G, m)
+    q, s, phi, info, A = influence_parts(g, B, D, Fc)
     # below resolution the default's interval is the union of the intervals at its penalty and at
     # the alternatives (penalty divided and multiplied by SENSITIVITY_FACTOR), each centred on its
     # own estimate: T_k ~ T + A (beta_k - beta) with the penalized fit's shift beta_k - beta =
