@@ -1,0 +1,364 @@
+"""The planner of a stratified design: the tail ladder sized from a pilot, and the uniform ladder beside it.
+
+Part of :mod:`sampling_lib.design`. A stratified evaluation (:mod:`sampling_lib.stratarun`) scores each
+user's proxy head of m_u candidates, then samples the tail: ``tail_n`` items, doubled while no sampled tail
+item ranks above the held-out one, up to ``tail_n_max``. Its estimate is
+:func:`sampling_lib.estimators.strata_estimate`: one log-spline prior of the tail rank per group of head
+counts x. After a pilot (the head and the first tail sample of some users), :func:`predict_strata` gives
+the expected cost and interval half-width of that estimate under any ``tail_n_max``, by the same delta
+method as :func:`sampling_lib.design.predict` (the influence function of the posterior-mean estimate with
+every group's prior refitted), and :func:`plan_strata` chooses the cheapest ``tail_n_max`` that meets a
+target, beside the uniform ladder that :func:`sampling_lib.design.plan` would choose for the same pilot:
+when the uniform ladder is cheaper, the proxy does not pay.
+
+References
+----------
+.. [TORS24] Li, Jin, Liu, Ren, Gao, Liu. On Item-Sampling Evaluation for Recommender System. ACM TORS
+   2024, Sec 6 (Algorithm 1: the ladder, here within the tail).
+.. [vdV98] van der Vaart. Asymptotic Statistics (1998), ch. 20 (the delta method, influence functions).
+.. [YA06] Yilmaz, Aslam. Estimating average precision with incomplete and imperfect judgments. CIKM 2006
+   (sampling with known inclusion probabilities: statAP / infAP).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .._validation import check_float, check_int
+from ..estimators import (SENSITIVITY_FACTOR, cell_metric, logspline_strata_fit, penalty_matrix, prior_masses,
+                          sensitivity_penalties)
+from ..kernels import strata_ladder_law
+from ..metrics import parse_metrics
+from ._plan import _predict_designs, _target, candidate_designs, choose_design
+from ._predict import assurance_margin, influence_parts
+
+__all__ = ["predict_strata", "plan_strata", "StrataPlan", "tail_candidates", "pilot_size"]
+
+#: The pilot of a stratified plan: at least this many users (all of them when there are fewer).
+PILOT_MIN_USERS = 300
+#: ... and at least this share of the users.
+PILOT_SHARE = 0.1
+
+
+def pilot_size(M):
+    """Users in the pilot of a planned stratified evaluation: max(300, 10% of M), at most M.
+
+    Examples
+    --------
+    >>> pilot_size(943), pilot_size(29858), pilot_size(120)
+    (300, 2986, 120)
+    """
+    M = check_int(M, "M", low=1)
+    return int(min(M, max(PILOT_MIN_USERS, int(np.ceil(PILOT_SHARE * M)))))
+
+
+def tail_candidates(tail_n, tails):
+    """The largest tail samples :func:`plan_strata` scores: ``tail_n`` doubled while under the smallest tail
+    T, and T itself (the tail ranked in full for the users who reach it).
+
+    Examples
+    --------
+    >>> tail_candidates(100, 1000)
+    [100, 200, 400, 800, 1000]
+    """
+    tail_n = check_int(tail_n, "tail_n", low=1)
+    T = check_int(tails, "tails", low=1)
+    out = [min(tail_n, T)]
+    while out[-1] < T:
+        out.append(min(2 * out[-1], T))
+    return out
+
+
+def _shifted(F, x):
+    """F(x + c) for c = 1..len(F) - x (a top-K metric is 0 beyond its rows)."""
+    return F[x:] if x < F.shape[0] else np.zeros((1, F.shape[1]))
+
+
+def predict_strata(fit, tail_n, tail_n_max, metrics=("recall@10", "ndcg@10"), *, M=None, confidence_level=0.95,
+                   penalty=None):
+    """Expected cost and interval half-width of the stratified estimate under a tail ladder.
+
+    Parameters
+    ----------
+    fit : StrataFit
+        The pilot's fit (:func:`sampling_lib.estimators.logspline_strata_fit`, ``coordinate="tail"``): its
+        groups' priors of the tail rank and its users' head counts x are taken as the evaluation's.
+    tail_n, tail_n_max : int
+        The tail ladder: the first tail sample and the largest (:class:`sampling_lib.stratarun.StrataRun`).
+    metrics : str or sequence of str
+        Each K at most the fit's ``k_max``.
+    M : int, optional, keyword-only
+        Users of the evaluation (default the pilot's); each group holds its pilot share of them.
+    confidence_level : float, keyword-only
+    penalty : float, optional, keyword-only
+        The estimator's penalty (default the fit's): with a fit at another penalty (``fit.refit(p)``) as the
+        truth, the prediction for the estimator that keeps its own.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per metric: ``design``, ``metric``, ``value`` (the metric under the priors), ``cost``
+        (expected items scored per user: the held-out item, the head, the tail samples), ``halfwidth``,
+        ``se`` (the standard error at the fitted penalty), ``full_halfwidth`` (full ranking's:
+        z sqrt(Var F / M)), ``ratio`` (halfwidth / full_halfwidth), ``below_resolution``.
+
+    Notes
+    -----
+    Every user's tail has T = (the fit's grid) - 1 items and the law of its final cell (s, r) given the
+    tail rank c = R - x is :func:`sampling_lib.kernels.strata_ladder_law` (the same for every x: the tail
+    coordinate). In group g (prior g_g, M_g users, head counts x with shares w_x) the estimate
+    (1/M) sum_u E[F(x_u + c) | d_u] has the influence function
+    IF(d; x) = phi_x(d) + A_g (I_g + Pen/M_g)^{-1} s(d), with phi_x(d) = E[F(x + c) | d], s the score of the
+    spline coefficients, I_g = E[s s'] and A_g = sum_x w_{x|g} E[Cov(F(x + c), B(c) | d)]
+    (:func:`sampling_lib.design._predict.influence_parts`). Users with x >= k_max have F = 0 and IF = 0.
+    Var(T_hat) ~ (E[IF^2] - E[IF]^2) / M over all users. Below resolution (K < x + T / tail_n_max for some
+    x < K present) the interval is the union of those at the penalty divided and multiplied by
+    SENSITIVITY_FACTOR, each centred on its fit's shift -A_g (M_g I_g + Pen_k)^{-1} Pen_k beta_g summed over
+    groups, as :func:`sampling_lib.estimators.strata_estimate` does; the union's half-width is predicted.
+    The pilot's groups (formed at its own size) are kept; the evaluation's, on more users, are finer.
+
+    References
+    ----------
+    [vdV98] ch. 20; TORS24 Sec 6.
+    """
+    parsed, F = fit.metric_matrix(metrics)
+    z = stats.norm.ppf(0.5 + 0.5 * check_float(confidence_level, "confidence_level", 0.0, 1.0,
+                                                low_open=True, high_open=True))
+    M = fit.users if M is None else check_int(M, "M", low=1)
+    T = int(fit.grid.N) - 1
+    tail_n = check_int(tail_n, "tail_n", low=1)
+    tail_n_max = check_int(tail_n_max, "tail_n_max", low=tail_n)
+    sizes, _, D = strata_ladder_law(fit.grid.mid, T + 1, 0, 0, tail_n, tail_n_max)
+    Ks = np.array([p[2] for p in parsed])
+    xs_all = np.unique(fit.above[fit.group >= 0])
+    w_tail = T / min(tail_n_max, T)
+    below = np.array([bool(np.any((xs_all < K) & (xs_all + w_tail > K))) for K in Ks]) if T > tail_n_max \
+        else np.zeros(Ks.size, bool)
+    factors = (1.0 / SENSITIVITY_FACTOR, 1.0, SENSITIVITY_FACTOR) if below.any() else (1.0,)
+    m = len(parsed)
+    m1 = {f: np.zeros(m) for f in factors}
+    m2 = {f: np.zeros(m) for f in factors}
+    shift = {f: np.zeros(m) for f in factors}
+    value, second, tail_cost = np.zeros(m), np.zeros(m), 0.0
+    P = penalty_matrix(fit.grid.B.shape[1], fit.penalty if penalty is None else check_float(penalty, "penalty",
+                                                                                           low=0.0))
+    for gr in fit.groups:
+        cells = gr.cells
+        xs, inv = np.unique(fit.above[cells], return_inverse=True)
+        wx = np.bincount(inv, weights=fit.counts[cells]) / fit.users         # shares of all users
+        wg = float(wx.sum())
+        Mg = max(M * wg, 1.0)
+        g, B = prior_masses(gr.fit.beta, gr.grid), gr.grid.B
+        Fs = [_shifted(F, int(x)) for x in xs]
+        Fc = np.concatenate([cell_metric(f, gr.grid) for f in Fs], axis=1)          # (G, m * nx)
+        F2c = np.concatenate([cell_metric(f * f, gr.grid) for f in Fs], axis=1)
+        q, s, phi, info, A = influence_parts(g, B, D, Fc)
+        tail_cost += wg * float((g @ D) @ sizes)
+        Abar = np.einsum("j,jmd->md", wx / wg, A.reshape(xs.size, m, -1))
+        phi = phi.reshape(xs.size, m, -1)
+        value += wx @ (g @ Fc).reshape(xs.size, m)
+        second += wx @ (g @ F2c).reshape(xs.size, m)
+        for f in factors:
+            Pk = f * P
+            Ls = np.linalg.solve((info + Pk / Mg).T, Abar.T).T @ s                   # (m, C)
+            IF = phi + Ls[None]
+            m1[f] += wx @ (IF @ q)
+            m2[f] += wx @ ((IF * IF) @ q)
+            shift[f] += wg * (-Abar @ np.linalg.solve(Mg * info + Pk, Pk @ gr.fit.beta))
+    lo = hi = own = None
+    for f in factors:
+        sd = np.sqrt(np.maximum(m2[f] - m1[f] ** 2, 0.0) / M)
+        if f == 1.0:
+            own = (shift[f] - z * sd, shift[f] + z * sd, sd)
+        lo = shift[f] - z * sd if lo is None else np.minimum(lo, shift[f] - z * sd)
+        hi = shift[f] + z * sd if hi is None else np.maximum(hi, shift[f] + z * sd)
+    lo, hi = np.where(below, lo, own[0]), np.where(below, hi, own[1])
+    hw = 0.5 * (hi - lo)
+    fhw = z * np.sqrt(np.maximum(second - value ** 2, 0.0) / M)
+    head = float(np.average(fit.heads, weights=fit.counts))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = hw / fhw
+    return pd.DataFrame({"design": describe_strata(head, tail_n, tail_n_max), "metric": [p[0] for p in parsed],
+                         "value": value, "cost": 1.0 + head + tail_cost, "halfwidth": hw, "se": own[2],
+                         "full_halfwidth": fhw, "ratio": ratio, "below_resolution": below})
+
+
+def describe_strata(head, tail_n, tail_n_max):
+    """The design's name in the tables: "head 100 + tail 100..1600"."""
+    return f"head {int(round(head)):,} + tail {int(tail_n):,}..{int(tail_n_max):,}"
+
+
+@dataclass(frozen=True)
+class StrataPlan:
+    """What :func:`plan_strata` chose, and why.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per (model, design, metric): ``kind`` ("stratified" or the uniform design's kind),
+        ``design``, ``tail_n_max`` (stratified rows), ``metric``, ``cost`` (items per user),
+        ``cost_share`` (cost / the users' mean N_u), ``ratio``, ``margin``, ``meets``, ``within_budget``,
+        ``chosen``.
+    kind : str
+        "stratified" or "uniform": which family the chosen design belongs to.
+    tail_n_max : int
+        The cheapest tail ladder that meets the target (the most precise within the budget when none
+        does): the design of the pilot's own users, whichever family is chosen.
+    uniform : Design or None
+        The uniform design chosen when ``kind`` is "uniform".
+    meets : bool
+        Whether the chosen design is predicted to meet the target.
+    target : str
+    """
+
+    table: pd.DataFrame
+    kind: str
+    tail_n_max: int
+    uniform: object
+    meets: bool
+    target: str
+
+    def designs(self):
+        """One row per design: kind, cost, cost_share, the worst ratio over models and metrics, meets, chosen."""
+        return (self.table.groupby(["design", "kind"], sort=False)
+                .agg(cost=("cost", "max"), cost_share=("cost_share", "max"), ratio=("ratio", "max"),
+                     meets=("meets", "all"), within_budget=("within_budget", "first"), chosen=("chosen", "first"))
+                .reset_index())
+
+
+def _pick(table):
+    """(the design :func:`sampling_lib.design.choose_design` picks, one row per design)."""
+    per = (table.assign(worst=table.ratio * table.margin).groupby("design", sort=False)
+           .agg(cost=("cost", "max"), meets=("meets", "all"), within_budget=("within_budget", "first"),
+                worst=("worst", "max")))
+    return choose_design(per), per
+
+
+def plan_strata(pilots, *, n, tail_n, metrics=("recall@10", "ndcg@10"), M=None, n_items_mean=None,
+                target_ratio=1.3, max_cost=None, assurance=0.9, confidence_level=0.95, uniform=True,
+                max_size=None):
+    """Choose the tail ladder of a stratified evaluation from a pilot, and say whether the uniform ladder
+    would cost less.
+
+    Parameters
+    ----------
+    pilots : dict {model: (n_items, heads, above, tail_sizes, ranks)}
+        The pilot users' stratified cells after the head and the first tail sample (tail_sizes = tail_n,
+        or 0 for users with x >= k_max for every model), as arrays of one entry per pilot user.
+    n : int, keyword-only
+        The uniform ladder's first stage (held-out item included) for the comparison.
+    tail_n : int, keyword-only
+        The pilot's first tail sample.
+    metrics : keyword-only
+    M : int, optional, keyword-only
+        Users of the whole evaluation (default the pilot's).
+    n_items_mean : float, optional, keyword-only
+        The evaluation's mean N_u (the cost share's denominator; default the pilot's).
+    target_ratio : float >= 1, default 1.3, keyword-only
+    max_cost : float in (0, 1], optional, keyword-only
+        A budget as a share of full ranking's scoring.
+    assurance : float in [0.5, 1), keyword-only
+        :func:`sampling_lib.design.assurance_margin` (measured on uniform designs; applied to both).
+    uniform : bool, default True, keyword-only
+        Also score the uniform designs of :func:`sampling_lib.design.candidate_designs` on a prior of the
+        global rank fitted to the same pilot (one log-spline prior of R over all pilot users,
+        ``coordinate="rank"``).
+    max_size : int, optional, keyword-only
+        The largest uniform set (default the pilot's smallest N_u).
+
+    Returns
+    -------
+    StrataPlan
+
+    Notes
+    -----
+    A design meets the target when its predicted ratio times the assurance margin is at most
+    ``target_ratio`` for every model and metric. Several models share the heads and the tails (a user
+    goes on while any model needs it): a design is priced by its costliest model, a lower bound of the
+    union's cost. The chosen design is the cheapest within the budget that meets the target, else the
+    most precise within the budget (:func:`sampling_lib.design.choose_design`).
+    """
+    if not isinstance(pilots, dict) or not pilots:
+        raise ValueError("pilots must map each model to its pilot cells (n_items, heads, above, tail_sizes, ranks)")
+    parsed = parse_metrics(metrics)
+    k_max = max(p[2] for p in parsed)
+    target, _, bound = _target(target_ratio, None, False, assurance)
+    if max_cost is not None:
+        max_cost = check_float(max_cost, "max_cost", 0.0, 1.0, low_open=True)
+    margin = assurance_margin(metrics, assurance)
+    fits = {}
+    for mdl, cells in pilots.items():
+        N_u, m_u, x, s, r = (np.asarray(a, dtype=np.int64) for a in cells)
+        fit = logspline_strata_fit(N_u, m_u, x, s, r, k_max=k_max)
+        fits[mdl] = (N_u, m_u, x, s, r, [fit] + [fit.refit(p) for p in sensitivity_penalties(fit.penalty)])
+    N_u, m_u = next(iter(fits.values()))[:2]
+    P = N_u.size
+    M = P if M is None else check_int(M, "M", low=1)
+    Nbar = float(N_u.mean()) if n_items_mean is None else float(n_items_mean)
+    T_all = N_u - 1 - m_u
+    T_min = int(T_all[T_all >= 1].min()) if (T_all >= 1).any() else 0
+    rows = []
+    if T_min >= 1:
+        for t_max in tail_candidates(tail_n, T_min):
+            for mdl, (*_, alts) in fits.items():
+                # judged under the fit and its two alternative penalties (the estimator's own kept): at the
+                # pilot's first tail sample the top of the tail is an extrapolation (a fit with every user at
+                # tail rank 1 puts all its mass there and predicts no uncertainty at all)
+                ts = [predict_strata(f, min(tail_n, t_max), t_max, metrics, M=M, confidence_level=confidence_level,
+                                     penalty=alts[0].penalty) for f in alts]
+                t = ts[0].assign(ratio=np.max([u.ratio for u in ts], axis=0), cost=max(u.cost[0] for u in ts),
+                                 halfwidth=np.max([u.halfwidth for u in ts], axis=0))
+                rows.append(t.assign(model=mdl, kind="stratified", tail_n_max=t_max, margin=margin))
+    if uniform:
+        n = check_int(n, "n", low=2)
+        size = int(N_u.min()) if max_size is None else check_int(max_size, "max_size", low=n)
+        if n <= size:
+            cands = candidate_designs(size, n)
+            for mdl, (N_v, m_v, x, s, r, _) in fits.items():
+                rank = logspline_strata_fit(N_v, m_v, x, s, r, k_max=int(x.max()) + 1, min_group_users=N_v.size + 1,
+                                            coordinate="rank")
+                main = rank.groups[0].fit
+                # the same three priors as the stratified designs, each the truth in turn for the estimator
+                # with the main fit's penalty; judged by the highest ratio
+                priors = [main] + [dataclasses.replace(rank.refit(p).groups[0].fit, penalty=main.penalty)
+                                   for p in sensitivity_penalties(rank.penalty)]
+                t = _predict_designs(cands, {k: (f, None, int(N_v.max()), n, M) for k, f in enumerate(priors)}, n,
+                                     metrics=metrics, M=M, confidence_level=confidence_level,
+                                     scheme="hypergeometric", col="ratio", bound=bound, margin=margin,
+                                     progress=False)
+                worst = t.groupby(["design", "metric"], sort=False).agg(
+                    kind=("kind", "first"), value=("value", "first"), cost=("cost", "max"),
+                    halfwidth=("halfwidth", "max"), full_halfwidth=("full_halfwidth", "first"),
+                    ratio=("ratio", "max"), margin=("margin", "first")).reset_index()
+                rows.append(worst.assign(model=mdl, tail_n_max=np.nan))
+    if not rows:
+        raise ValueError("no candidate design: the pilot's users have no tail and the uniform ladder does not fit")
+    table = pd.concat(rows, ignore_index=True)
+    table["cost_share"] = table.cost / Nbar
+    table["meets"] = (table.ratio * table.margin <= bound) & table.ratio.notna()
+    table["meets"] = table.groupby("design", sort=False).meets.transform("all")
+    table["within_budget"] = True if max_cost is None else table.groupby("design", sort=False).cost_share.transform(
+        "max") <= max_cost
+    name, per = _pick(table)
+    strat = table[table.kind == "stratified"]
+    s_name, s_per = _pick(strat) if len(strat) else (None, None)
+    if s_name is None and len(strat):             # no tail ladder meets the target: the most precise
+        s_name = s_per.worst.idxmin()
+    if name is None:                              # nor any design: the most precise tail ladder
+        name = s_name if s_name is not None else per.worst.idxmin()
+    table["chosen"] = table.design == name
+    kind = "stratified" if (table.kind[table.chosen] == "stratified").all() else "uniform"
+    t_max = int(strat.tail_n_max[strat.design == s_name].iloc[0]) if s_name is not None else None
+    uni = None
+    if kind == "uniform":
+        from ..sampling import Design  # noqa: F401  (the candidates' type)
+
+        uni = next(d for d in candidate_designs(size, n) if d.describe() == name)
+    return StrataPlan(table=table[["model", "kind", "design", "tail_n_max", "metric", "value", "cost", "cost_share",
+                                   "halfwidth", "full_halfwidth", "ratio", "margin", "meets", "within_budget",
+                                   "chosen"]],
+                      kind=kind, tail_n_max=t_max, uniform=uni, meets=bool(per.loc[name, "meets"]), target=target)
