@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import sys
 from concurrent.futures import ThreadPoolExecutor
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -235,11 +236,20 @@ def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "n
         item are then known exactly), then, for the users whose metrics the
         head does not settle, ``tail_n`` of the other candidates drawn uniformly, doubled while no sampled
         tail item ranks above, up to ``tail_n_max``. The estimate is the default estimator on the
-        stratified cells (:func:`sampling_lib.estimators.strata_estimate`). No planner chooses ``head`` and
-        the tail yet: ``target_ratio`` and ``max_cost`` do not apply (an error), nor does ``workdir``.
+        stratified cells (:func:`sampling_lib.estimators.strata_estimate`). Without ``tail_n_max`` the
+        design is **planned**: a pilot of :func:`sampling_lib.design.pilot_size` users (max(300, 10%),
+        drawn from the seed) runs the head and the first tail sample; :func:`sampling_lib.design.plan_strata`
+        then sizes the tail ladder for ``target_ratio`` (or ``max_cost``) and predicts, from the same
+        cells, the cost of the uniform ladder that would meet it. If the uniform ladder is predicted
+        cheaper (a proxy too weak to pay for its head), the other users run the uniform ladder
+        (planned on their own first stage) and the table combines the two parts' estimates by their users'
+        shares; else they run the stratified design and one estimate takes every user's cells.
+        ``result.notes`` says which, and ``result.parts`` holds the two parts ("pilot", "rest"). A
+        stratified evaluation keeps no ``workdir``.
     head, tail_n, tail_n_max : int, optional, keyword-only
         With ``proxy``: the head size (default ``n``), the first tail sample (default ``n``) and the
-        largest (default 8 ``tail_n``).
+        largest (default: planned; given, the design is fixed and ``target_ratio`` / ``max_cost`` do not
+        apply).
 
     Returns
     -------
@@ -269,8 +279,6 @@ def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "n
     >>> res.table[["metric", "method", "users"]].to_string(index=False)  # doctest: +NORMALIZE_WHITESPACE
     '   metric    method  users\\nrecall@10 logspline    200\\n  ndcg@10 logspline    200'
     """
-    from .correct import estimate
-
     scorers = _scorers(score)
     if isinstance(proxy, dict):
         if set(proxy) != set(scorers):
@@ -287,14 +295,19 @@ def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "n
     config = dict(n=n, metrics=[metrics] if isinstance(metrics, str) else list(metrics), target_ratio=target_ratio,
                   max_cost=max_cost, seed=seed, ties=ties, assurance=assurance, growth=growth)
     if proxy is not None:
-        given = [k for k, v in (("target_ratio", target_ratio), ("max_cost", max_cost), ("workdir", workdir))
-                 if v is not None]
-        if given:
-            raise ValueError(f"{given[0]} does not apply with proxy: a stratified design runs the head, tail_n and "
-                             "tail_n_max it is given (no planner chooses them yet), and keeps no workdir")
-        from .stratarun import StrataRun
+        if workdir is not None:
+            raise ValueError("workdir does not apply with proxy: a stratified evaluation keeps no workdir yet")
+        from .stratarun import StrataRun, check_proxy_settings
 
         config.update(head=n if head is None else head, tail_n=n if tail_n is None else tail_n, tail_n_max=tail_n_max)
+        check_proxy_settings(config["head"], config["tail_n"], tail_n_max)
+        if tail_n_max is None:                # planned: the tail's top, and the uniform ladder as the fall-back
+            return _planned_strata(scorers, held_out, n_items, exclude, config, proxy, batch, progress, n_boot,
+                                   confidence_level)
+        given = [k for k, v in (("target_ratio", target_ratio), ("max_cost", max_cost)) if v is not None]
+        if given:
+            raise ValueError(f"{given[0]} does not apply with a fixed tail_n_max: the stratified design runs the "
+                             "head and tail ladder it is given (leave tail_n_max out to have it planned)")
         run = StrataRun(held_out, n_items, exclude, config=config, proxy=proxy)
     else:
         given = [k for k, v in (("head", head), ("tail_n", tail_n), ("tail_n_max", tail_n_max)) if v is not None]
@@ -313,29 +326,198 @@ def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "n
     if resumed:
         bar.say(f"resuming {workdir} after stage {len(run.stages)}")
     try:
-        while not run.done:
-            stage = run.pending["stage"]
-            pairs = score_stage(run, scorers, batch, bar, where)
-            run.finish_stage()
-            bar.say(f"stage {stage}: {pairs:,} pairs scored" + "".join(
-                f"; {d['action']}: {d['decision']}" for d in run.decisions if d["after_stage"] == len(run.stages)
-                and d["action"] != "done"))
-            bar.total(_predicted_total(run))
-            if workdir is not None:
-                run.save(workdir)
+        _drive(run, scorers, batch, bar, where, workdir)
     finally:
         bar.close()
-    ranks = run.ranks_table()
     if proxy is not None:
         table = run.estimate_table(n_boot=n_boot, confidence_level=confidence_level)
     else:
-        from .io import ranks_from_table
+        table = _uniform_table(run, n_boot, confidence_level, progress)
+    return _result(run, table, n_boot, confidence_level)
 
-        table = estimate(ranks_from_table(ranks), metrics=run.config["metrics"], rng=run.config["seed"],
-                         n_boot=n_boot, confidence_level=confidence_level, progress=progress)
-    return EvaluationResult(table=table, cost=_cost_table(run), design=_design_table(run), ranks=ranks,
+
+def _drive(run, scorers, batch, bar, where="", workdir=None, label=""):
+    """Score ``run``'s stages until it is done, saying each stage's decisions (the state saved to
+    ``workdir`` after each)."""
+    while not run.done:
+        stage = run.pending["stage"]
+        pairs = score_stage(run, scorers, batch, bar, where)
+        run.finish_stage()
+        bar.say(f"{label}stage {stage}: {pairs:,} pairs scored" + "".join(
+            f"; {d['action']}: {d['decision']}" for d in run.decisions if d["after_stage"] == len(run.stages)
+            and d["action"] != "done"))
+        bar.total(_predicted_total(run))
+        if workdir is not None:
+            run.save(workdir)
+
+
+def _uniform_table(run, n_boot, confidence_level, progress):
+    """The default estimator on a uniform run's merged ranks."""
+    from .correct import estimate
+    from .io import ranks_from_table
+
+    return estimate(ranks_from_table(run.ranks_table()), metrics=run.config["metrics"], rng=run.config["seed"],
+                    n_boot=n_boot, confidence_level=confidence_level, progress=progress)
+
+
+def _result(run, table, n_boot, confidence_level):
+    """The EvaluationResult of one run and its table."""
+    return EvaluationResult(table=table, cost=_cost_table(run), design=_design_table(run), ranks=run.ranks_table(),
                             negatives=StageNegatives(run), plans=list(run.plans), notes=_notes(run, table),
                             config=dict(run.config, confidence_level=confidence_level, n_boot=n_boot))
+
+
+def _subset_inputs(inputs, idx):
+    """The checked inputs (:func:`sampling_lib.stagerun.check_inputs`) of the users at positions ``idx``
+    (sorted) of ``inputs``."""
+    ptr = inputs["ptr"]
+    lens = np.diff(ptr)[idx]
+    starts = np.r_[0, np.cumsum(lens)[:-1]].astype(np.int64)
+    sel = np.repeat(ptr[idx] - starts, lens) + np.arange(int(lens.sum()))
+    return dict(inputs, users=inputs["users"][idx], held=inputs["held"][idx], ptr=np.r_[0, np.cumsum(lens)].astype(
+        np.int64), bad=inputs["bad"][sel], n_items=inputs["n_items"][idx], unused_exclude_users=0)
+
+
+def _proxy_of(proxy, users):
+    """The proxy of a subset of the users: a top-m table keeps their rows, the other forms are per item."""
+    if isinstance(proxy, pd.DataFrame) and "user" in proxy.columns:
+        return proxy[proxy["user"].isin(users)]
+    return proxy
+
+
+def _planned_strata(scorers, held_out, n_items, exclude, config, proxy, batch, progress, n_boot, confidence_level):
+    """A stratified evaluation whose tail ladder is planned, with the uniform ladder as the fall-back.
+
+    A pilot of :func:`sampling_lib.design.pilot_size` users, drawn from the seed, runs first: its heads, its
+    first tail samples, then the tail ladder :func:`sampling_lib.design.plan_strata` sizes for the whole
+    evaluation. If that plan predicts the proxy pays (its cheapest stratified design meeting the target
+    costs less than the uniform ladder's), the other users run the same stratified design and one estimate
+    takes every user's cells. Otherwise they run the uniform ladder (planned on their own first stage) and
+    the two estimates are combined by their users' shares (:func:`_combined`). Either way nothing is scored
+    twice and every rule looks at observed data only."""
+    from .design import pilot_size
+    from .stagerun import check_inputs
+    from .stratarun import StrataRun
+
+    inputs = check_inputs(held_out, n_items, exclude)
+    M = int(inputs["users"].size)
+    P = pilot_size(M)
+    seq = np.random.SeedSequence(config["seed"]).spawn(4)
+    pick = np.sort(np.random.default_rng(seq[3]).permutation(M)[:P])
+    rest = np.setdiff1d(np.arange(M), pick)
+    users = inputs["users"]
+    run_p = StrataRun(None, None, None, config=dict(config, plan_users=M), inputs=_subset_inputs(inputs, pick),
+                      proxy=_proxy_of(proxy, users[pick]))
+    bar = _Bar(progress, _predicted_total(run_p))
+    if rest.size:
+        bar.say(f"a pilot of {P:,} of {M:,} users first (drawn from the seed): its cells plan the tail and decide "
+                "whether the proxy pays")
+    try:
+        _drive(run_p, scorers, batch, bar, label="pilot " if rest.size else "")
+        run_r = None
+        if rest.size:
+            pl = run_p.strata_plan
+            sub = _subset_inputs(inputs, rest)
+            rest_seed = int(np.random.SeedSequence([config["seed"], 1]).generate_state(1)[0])
+            if pl is None or pl.kind == "stratified":
+                run_r = StrataRun(None, None, None, config=dict(config, seed=rest_seed, plan_users=M,
+                                                                tail_n_max=None if pl is None else pl.tail_n_max),
+                                  inputs=sub, proxy=_proxy_of(proxy, users[rest]))
+            else:
+                from .stagerun import StagedRun
+
+                run_r = StagedRun(None, None, None, inputs=sub, config={
+                    k: v for k, v in dict(config, seed=rest_seed).items() if k not in ("head", "tail_n", "tail_n_max")})
+            bar.total(_predicted_total(run_p) + _predicted_total(run_r))
+            _drive(run_r, scorers, batch, bar, label="other users' ")
+    finally:
+        bar.close()
+    table_p = run_p.estimate_table(n_boot=n_boot, confidence_level=confidence_level)
+    res_p = _result(run_p, table_p, n_boot, confidence_level)
+    notes = run_p.input_notes()
+    unused = inputs["unused_exclude_users"]
+    if unused:
+        notes.append(f"exclude: {unused:,} users without a held-out item were not used")
+    if run_r is None:
+        return dataclasses.replace(res_p, notes=notes + [x for x in res_p.notes if x not in notes])
+    stratified = hasattr(run_r, "head_items")
+    if stratified:
+        table_r = run_r.estimate_table(n_boot=n_boot, confidence_level=confidence_level)
+        table = _joint_strata_table([run_p, run_r], n_boot, confidence_level, config["seed"])
+        how = (f"the proxy pays: the pilot's {P:,} users and the other {M - P:,} ran the same stratified design; one "
+               "estimate takes every user's cells")
+    else:
+        table_r = _uniform_table(run_r, n_boot, confidence_level, progress)
+        table = _combined(table_p, table_r, P, M - P, confidence_level)
+        how = (f"the proxy does not pay: the pilot's {P:,} users ran the stratified design, the other {M - P:,} the "
+               "uniform ladder; the table combines the two estimates by their users' shares (normal "
+               "approximation of each interval's two sides)")
+    res_r = _result(run_r, table_r, n_boot, confidence_level)
+    parts = {"pilot": res_p, "rest": res_r}
+    notes.append(how)
+    notes += [f"pilot: {x}" for x in res_p.notes if x not in notes] + [f"rest: {x}" for x in res_r.notes
+                                                                        if x not in notes]
+    with_part = lambda f, k: f.assign(part=k)[["part"] + [c for c in f.columns if c != "part"]]   # noqa: E731
+    return EvaluationResult(
+        table=table, cost=_cost_table([run_p, run_r]),
+        design=pd.concat([with_part(r.design, k) for k, r in parts.items()], ignore_index=True),
+        ranks=pd.concat([with_part(r.ranks, k) for k, r in parts.items()], ignore_index=True),
+        negatives={k: r.negatives for k, r in parts.items()}, plans=[], notes=notes,
+        config=dict(run_p.config, confidence_level=confidence_level, n_boot=n_boot, parts="pilot and rest"),
+        parts=parts)
+
+
+def _joint_strata_table(runs, n_boot, confidence_level, seed):
+    """:func:`sampling_lib.estimators.strata_estimate` on the cells of several stratified runs' users."""
+    from .estimators import strata_estimate
+
+    first = runs[0]
+    out = []
+    for m in first.models:
+        cells = [np.concatenate(a) for a in zip(*[(r.inputs["n_items"], r.heads, r.x[m], r.tail_sizes,
+                                                   1 + r.above[m] - r.x[m]) for r in runs])]
+        out.append(strata_estimate(*cells, metrics=first.config["metrics"], n_boot=n_boot, rng=seed,
+                                   confidence_level=confidence_level, model=m))
+    return pd.concat(out, ignore_index=True)
+
+
+def _combined(t1, t2, M1, M2, confidence_level):
+    """One table of two estimates on disjoint users (M1 and M2 of them): T = w1 T1 + w2 T2, w = M_i / M; each
+    interval side sqrt(sum (w_i d_i)^2) from the estimate, d_i the part's distance to that side (independent
+    parts, normal approximation of each side); ``se`` likewise; ``full_halfwidth`` from the parts' Var F and
+    means (the pooled variance of all users); ``naive`` and the sensitivity band weighted."""
+    from .inference import z_critical
+
+    M = M1 + M2
+    w1, w2 = M1 / M, M2 / M
+    key = ["model", "metric"]
+    a = t1.set_index(key)
+    b = t2.set_index(key).reindex(a.index)
+    out = b.copy()
+    est = w1 * a.estimate + w2 * b.estimate
+    out["estimate"] = est
+    out["naive"] = w1 * a.naive + w2 * b.naive
+    for lo, hi in (("ci_low", "ci_high"), ("naive_ci_low", "naive_ci_high")):
+        e1, e2 = (a.estimate, b.estimate) if lo == "ci_low" else (a.naive, b.naive)
+        centre = w1 * e1 + w2 * e2
+        out[lo] = centre - np.hypot(w1 * (e1 - a[lo]), w2 * (e2 - b[lo]))
+        out[hi] = centre + np.hypot(w1 * (a[hi] - e1), w2 * (b[hi] - e2))
+    out["se"] = np.hypot(w1 * a.se, w2 * b.se)
+    for c in ("sensitivity_low", "sensitivity_high"):
+        out[c] = w1 * a[c] + w2 * b[c]
+    z = z_critical(confidence_level)
+    v1, v2 = (a.full_halfwidth / z) ** 2 * M1, (b.full_halfwidth / z) ** 2 * M2
+    pooled = (M1 * v1 + M2 * v2 + M1 * M2 / M * (a.estimate - b.estimate) ** 2) / M
+    out["full_halfwidth"] = z * np.sqrt(pooled / M)
+    out["precision_ratio"] = (out.ci_high - out.ci_low) / (2 * out.full_halfwidth)
+    out["users"] = M
+    out["method"] = f"{a.method.iloc[0]} ({M1:,} users) + {b.method.iloc[0]} ({M2:,} users)"
+    out["below_resolution"] = a.below_resolution.astype(bool) | b.below_resolution.astype(bool)
+    out["clipped"] = a.clipped.astype(bool) | b.clipped.astype(bool)
+    out["N"] = out["n"] = pd.array([pd.NA] * len(out), dtype="Int64")     # the parts' designs differ
+    out["bound_low"] = out["bound_high"] = np.nan
+    out["scheme"] = [x if x == y else f"{y} + {x}" for x, y in zip(b.scheme, a.scheme)]
+    return out.reset_index()[list(t2.columns)]
 
 
 def _merged(parts):
@@ -361,18 +543,23 @@ def _predicted_total(run):
 
 
 def _cost_table(run):
-    """One row: users, pairs scored (per model), items per user, share of full ranking; the plans' predictions."""
-    N_u = run.inputs["n_items"]
-    pairs = int(run.sizes.sum())
-    pred = [d for d in run.decisions if "predicted_items_per_user" in d]
+    """One row: users, pairs scored (per model), items per user, share of full ranking; the plans' predictions.
+    ``run`` may be a list of runs on disjoint users (a planned stratified evaluation's pilot and rest)."""
+    runs = run if isinstance(run, list) else [run]
+    N_u = np.concatenate([r.inputs["n_items"] for r in runs])
+    sizes = np.concatenate([r.sizes for r in runs])
+    M = int(N_u.size)
+    pairs = int(sizes.sum())
+    pred = [d for d in runs[0].decisions if "predicted_items_per_user" in d]
     first = pred[0]["predicted_items_per_user"] if pred else np.nan
-    last = pred[-1]["predicted_items_per_user"] if pred else np.nan
+    last = ([d for r in runs for d in r.decisions if "predicted_items_per_user" in d] or [{}])[-1].get(
+        "predicted_items_per_user", np.nan)
     return pd.DataFrame([{
-        "users": run.M, "models": len(run.models or []), "pairs_per_model": pairs,
-        "items_per_user": pairs / run.M, "share_of_full": pairs / float(N_u.sum()),
-        "predicted_items_per_user": last, "predicted_share": last * run.M / float(N_u.sum()),
-        "first_plan_items_per_user": first, "stages": len(run.stages),
-        "users_ranked_in_full": int((run.sizes == N_u).sum())}])
+        "users": M, "models": len(runs[0].models or []), "pairs_per_model": pairs,
+        "items_per_user": pairs / M, "share_of_full": pairs / float(N_u.sum()),
+        "predicted_items_per_user": last, "predicted_share": last * M / float(N_u.sum()),
+        "first_plan_items_per_user": first, "stages": sum(len(r.stages) for r in runs),
+        "users_ranked_in_full": int((sizes == N_u).sum())}])
 
 
 def _design_table(run):
@@ -467,7 +654,10 @@ class EvaluationResult:
     parts : dict or None
         With one proxy per model (``proxy={model: proxy}``): each model's own evaluation (its own heads
         and tails); then ``cost`` and ``design`` have a ``model`` column, ``negatives`` is a dict
-        {model: StageNegatives} and ``save`` writes one folder per model.
+        {model: StageNegatives} and ``save`` writes one folder per model. With a planned stratified
+        design whose pilot is not every user: {"pilot": ..., "rest": ...}, each part's own evaluation
+        (its own table); ``design`` and ``ranks`` have a ``part`` column, ``table`` and ``cost`` are the
+        whole evaluation's, and ``save`` writes a folder per part beside the joint ``estimate.csv``.
     """
 
     table: pd.DataFrame
@@ -507,9 +697,12 @@ class EvaluationResult:
         if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
             raise ValueError(f"folder {str(folder)!r} exists and is not empty: give a new or empty folder (nothing "
                              "is overwritten)")
-        if self.parts is not None:            # one proxy per model: one folder per model
+        if self.parts is not None:            # one folder per model (one proxy each) or per part of the users
             for m, part in self.parts.items():
                 part.save(folder / m, file_format)
+            if self._by_users:                # the pilot and the other users: the joint table beside them
+                self.table.to_csv(folder / "estimate.csv", index=False)
+                self.cost.to_csv(folder / "cost.csv", index=False)
             return folder
         run = self.negatives._run
         stratified = hasattr(run, "head_items")
@@ -540,6 +733,11 @@ class EvaluationResult:
         self.cost.to_csv(folder / "cost.csv", index=False)
         return folder
 
+    @property
+    def _by_users(self):
+        """Whether ``parts`` split the users (a planned stratified evaluation) rather than the models."""
+        return self.parts is not None and self.config.get("parts") == "pilot and rest"
+
     def compare(self, metrics=None, **kwargs):
         """Pairwise differences of the models' corrected metrics, paired (:func:`sampling_lib.compare` on
         the merged ranks; the same seed as the table unless ``rng`` is given)."""
@@ -557,8 +755,19 @@ class EvaluationResult:
         """The table, the cost and the design as text (what ``print(result)`` shows)."""
         from ._display import estimate_view
 
-        if self.parts is not None:
+        if self.parts is not None and not self._by_users:
             return "\n\n".join(f"== model {m!r} (its own proxy)\n{part.summary()}" for m, part in self.parts.items())
+        if self.parts is not None:            # a planned stratified evaluation: the pilot and the other users
+            from ._display import estimate_view
+
+            t = self.table
+            c = self.cost.iloc[0]
+            head = estimate_view(t.drop(columns="model") if t.model.nunique() == 1 else t, seed=self.config["seed"])
+            cost = (f"cost: {int(c.pairs_per_model):,} pairs per model, {c.items_per_user:,.0f} items per user, "
+                    f"{c.share_of_full:.2%} of full ranking; {int(c.stages)} stages")
+            design = "\n".join(f"  {r.part}, after stage {r.stage}: {r.decision}" for r in self.design.itertuples()
+                               if r.decision)
+            return "\n".join([head.rstrip(), "", cost, "design:", design] + [f"note: {x}" for x in self.notes])
         c = self.cost.iloc[0]
         t = self.table
         r = self.ranks

@@ -34,6 +34,7 @@ from .metrics import parse_metrics
 from .nested import CandidateMap, NestedOrder
 from .proxy import (head_enrichment, head_sizes, heads_and_edge_ties, heads_from_callable, heads_from_table,
                     tail_exclusions)
+from .design._strata import describe_strata
 from .stagerun import StagedRun, _batches, _sizes_text
 
 __all__ = ["StrataRun", "check_proxy_settings"]
@@ -41,10 +42,10 @@ __all__ = ["StrataRun", "check_proxy_settings"]
 
 def check_proxy_settings(head, tail_n, tail_n_max):
     """(head, tail_n, tail_n_max) checked: a head size >= 1, a first tail sample >= 1 and a largest one >= it
-    (default 8 ``tail_n``)."""
+    (None: planned after the first tail sample, :func:`sampling_lib.design.plan_strata`)."""
     head = check_int(head, "head", low=1)
     tail_n = check_int(tail_n, "tail_n", low=1)
-    tail_n_max = 8 * tail_n if tail_n_max is None else check_int(tail_n_max, "tail_n_max", low=tail_n)
+    tail_n_max = None if tail_n_max is None else check_int(tail_n_max, "tail_n_max", low=tail_n)
     return head, tail_n, tail_n_max
 
 
@@ -78,14 +79,18 @@ class StrataRun(StagedRun):
         ``user, item[, rank]`` (:mod:`sampling_lib.proxy`).
     """
 
-    def __init__(self, held_out, n_items, exclude=None, *, config, proxy):
+    def __init__(self, held_out, n_items, exclude=None, *, config, proxy, inputs=None):
         config = dict(config)
         head, tail_n, tail_n_max = check_proxy_settings(config.get("head"), config.get("tail_n"),
                                                         config.get("tail_n_max"))
-        config.update(head=head, tail_n=tail_n, tail_n_max=tail_n_max)
-        super().__init__(held_out, n_items, exclude, config={k: v for k, v in config.items()
-                                                             if k not in ("head", "tail_n", "tail_n_max")})
-        self.config.update(head=head, tail_n=tail_n, tail_n_max=tail_n_max)
+        plan_users = config.get("plan_users")
+        super().__init__(held_out, n_items, exclude, inputs=inputs, config={
+            k: v for k, v in config.items() if k not in ("head", "tail_n", "tail_n_max", "plan_users")})
+        self.config.update(head=head, tail_n=tail_n, tail_n_max=tail_n_max,
+                           plan_users=self.M if plan_users is None else check_int(plan_users, "plan_users",
+                                                                                   low=self.M))
+        self.strata_plan = None           # the tail's plan (StrataPlan) when tail_n_max is planned
+        self.planned = tail_n_max is None
         inp = self.inputs
         C = inp["n_items"] - 1
         m = head_sizes(head, C)
@@ -185,10 +190,11 @@ class StrataRun(StagedRun):
             for m in self.models:
                 need |= self.x[m] < self.k_max
             need &= self.tails > 0
+            ladder = ("a ladder planned after it" if self.config["tail_n_max"] is None else
+                      f"a ladder to {self.config['tail_n_max']:,} while no sampled tail item ranks above")
             self._decide("plan", f"head of {self.config['head']:,} proxy candidates scored; {int(need.sum()):,} of "
                          f"{self.M:,} users have x < {self.k_max} for some model and get a tail sample of "
-                         f"{self.config['tail_n']:,} (a ladder to {self.config['tail_n_max']:,} while no sampled "
-                         "tail item ranks above)")
+                         f"{self.config['tail_n']:,} ({ladder})")
             new = np.minimum(self.config["tail_n"], self.tails)
         else:
             self.tail_sizes[p["users"]] = p["stop"]
@@ -199,6 +205,8 @@ class StrataRun(StagedRun):
                                 "_users": p["users"], "_start": p["start"], "_stop": p["stop"]})
             if len(self.stages) == 2:
                 self._judge_proxy()
+                if self.config["tail_n_max"] is None:
+                    self._pilot_ladder()
             tail_top = np.zeros(self.M, bool)
             for m in self.models:
                 tail_top |= (self.x[m] < self.k_max) & (self.above[m] == self.x[m])
@@ -212,7 +220,57 @@ class StrataRun(StagedRun):
         else:
             self.pending = None
             self.done = True
+            if self.planned and self.strata_plan is None and len(self.stages) >= 2:
+                self._plan_tail()
             self._decide("done", f"the design is complete after stage {len(self.stages)}")
+
+    def _pilot_ladder(self):
+        """After the first tail sample of a planned design: these users' tail ladder runs to the first rung
+        at which a tail sample holds one item per k_min tail items or fewer (k_min the smallest K of the
+        metrics; the whole tail if none does), so that the plan is made on cells that resolve every
+        metric. A first tail sample far below resolution leaves every user at tail rank 1 and the prior
+        at its limit (all mass at tail rank 1), under which every design looks exact."""
+        from .design import tail_candidates
+
+        c = self.config
+        k_min = min(K for _, _, K in parse_metrics(c["metrics"]))
+        live = self.tails[self.tails >= 1]
+        if not live.size:
+            c["tail_n_max"] = c["tail_n"]
+            return
+        T_max = int(live.max())
+        rungs = tail_candidates(c["tail_n"], int(live.min()))
+        c["tail_n_max"] = next((t for t in rungs if T_max / t <= k_min), rungs[-1])
+        self._decide("plan", f"planning the tail: these users' tail ladder runs to {c['tail_n_max']:,} (one sampled "
+                     f"item per {T_max / c['tail_n_max']:.1f} tail items or fewer, K = {k_min}), and the plan is made "
+                     "on their cells")
+
+    def _plan_tail(self):
+        """At the end of a planned design's pilot: the tail ladder's top for the target (or the budget), from
+        these users' cells (:func:`sampling_lib.design.plan_strata`), beside the uniform ladder the same cells
+        predict; said as a decision (the pilot's users ran the resolving ladder of :meth:`_pilot_ladder`)."""
+        from .design import plan_strata
+
+        c = self.config
+        pilots = {m: (self.inputs["n_items"], self.heads, self.x[m], self.tail_sizes, 1 + self.above[m] - self.x[m])
+                  for m in self.models}
+        pl = plan_strata(pilots, n=c["n"], tail_n=c["tail_n"], metrics=c["metrics"], M=c["plan_users"],
+                         target_ratio=c["target_ratio"], max_cost=c["max_cost"], assurance=c["assurance"])
+        self.strata_plan = pl
+        t = pl.table
+        mine = t[(t.kind == "stratified") & (t.tail_n_max == pl.tail_n_max)]
+        ratio, cost, share = float(mine.ratio.max()), float(mine.cost.max()), float(mine.cost_share.max())
+        meets = bool(mine.meets.all())
+        text = (f"for the other users, a tail ladder to {pl.tail_n_max:,} ({pl.target}: predicted ratio {ratio:.2f}, "
+                f"{share:.2%} of full ranking" + ("" if meets else "; no tail ladder meets the target") + ")")
+        uni = pl.designs()
+        uni = uni[(uni.kind != "stratified") & uni.meets].sort_values("cost").head(1)
+        if len(uni):
+            text += (f"; the cheapest uniform design predicted to meet it from these users' cells: "
+                     f"{uni.design.iloc[0]}, {float(uni.cost_share.iloc[0]):.2%}")
+        text += "; the proxy pays" if pl.kind == "stratified" else "; the proxy does not pay"
+        self._decide("plan", text, predicted_items_per_user=cost, predicted_ratio=ratio,
+                     chosen=describe_strata(c["head"], c["tail_n"], pl.tail_n_max), meets=meets)
 
     def _judge_proxy(self):
         """After the first tail sample: does the head hold more of the items above the held-out one than a

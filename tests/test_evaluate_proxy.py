@@ -152,8 +152,9 @@ def test_tied_proxy_scores_are_counted_in_the_notes():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(proxy="vector", target_ratio=1.3), "target_ratio does not apply with proxy"),
-    (dict(proxy="vector", max_cost=0.1), "max_cost does not apply with proxy"),
+    (dict(proxy="vector", tail_n_max=80, target_ratio=1.3), "target_ratio does not apply with a fixed tail_n_max"),
+    (dict(proxy="vector", tail_n_max=80, max_cost=0.1), "max_cost does not apply with a fixed tail_n_max"),
+    (dict(proxy="vector", workdir="x"), "workdir does not apply with proxy"),
     (dict(head=10), "head applies with proxy"),
     (dict(tail_n=10), "tail_n applies with proxy"),
     (dict(proxy=np.zeros(N_ITEMS - 1)), "one score per catalogue item"),
@@ -213,7 +214,8 @@ def test_the_study_evaluates_the_costly_models_only_and_counts_their_pairs():
                                  synthetic={"n_users": 300, "n_items": 400})
     assert set(t.model) == {"knn"} and (t.proxy == "pop").all()
     assert (t.pairs_counted == t.pairs_reported).all() and t.repeats.max() == 0
-    assert t.predicted_share.isna().all() and t.hand_first_plan_share.isna().all()
+    # the tail was planned (no tail_n_max): its plan's predicted cost; the uniform route's columns are NaN
+    assert t.predicted_share.between(0, 1).all() and t.hand_first_plan_share.isna().all()
     assert np.isfinite(t.ratio).all() and (t.cost_share > 0).all()
     with pytest.raises(ValueError, match="proxy must name one of the fitted models"):
         studies.evaluation_study(None, {"pop": ("popularity", {})}, proxy="knn", draws=1,
