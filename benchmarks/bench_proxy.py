@@ -10,9 +10,9 @@ For each data set, the costly models (ALS, and EASE where the catalogue allows i
 
 on the same draws (seeds 0, 1, ...). The cost counts only the costly models' scored pairs (a counting
 wrapper outside the library, ``studies.PairCounter``); the precision ratio is the interval's half-width over
-full ranking's own (100,000-replicate percentile interval for the same users). No planner chooses the head
-and the tail yet: the grid of (head, tail_n) below is the frontier a planner would search, printed as an
-observation per data set.
+full ranking's own (100,000-replicate percentile interval for the same users). ``--tail-max-factor 0`` lets
+the planner size the tail ladder for ``--target`` from a pilot and fall back to the uniform ladder when it
+predicts the proxy does not pay (``proxy_paid``); the head and ``tail_n`` are given.
 
 Part ``cascade`` (``--parts cascade``): published cascade protocols corrected
 (:func:`sampling_lib.cascade.cascade_estimate`, :func:`sampling_lib.studies.cascade_study`): EASE (up to
@@ -56,7 +56,8 @@ def frontier(label, draws, heads, tail_n, tail_max_factor, target, proxies=PROXI
           f"{time.perf_counter() - t0:.0f} s", flush=True)
     t0 = time.perf_counter()
     t, summary = studies.proxy_frontier((ranks, N, info), costly, proxies, heads=heads, tail_n=tail_n,
-                                        tail_n_max=tail_max_factor * tail_n, draws=draws, n=100,
+                                        tail_n_max=tail_max_factor * tail_n if tail_max_factor > 0 else None,
+                                        draws=draws, n=100,
                                         target_ratio=target, full_boot=100_000)
     print(f"  uniform ladder and {len(proxies) * len(heads)} stratified designs: {time.perf_counter() - t0:.0f} s",
           flush=True)
@@ -88,7 +89,9 @@ def main():
                     "them when none is a label (comma-separated)")
     ap.add_argument("--heads", default="100,400")
     ap.add_argument("--tail-n", type=int, default=100)
-    ap.add_argument("--tail-max-factor", type=int, default=16)
+    ap.add_argument("--tail-max-factor", type=int, default=16,
+                    help="the tail ladder's top as a multiple of --tail-n; 0: planned for --target, with the uniform "
+                         "ladder as the fall-back")
     ap.add_argument("--target", type=float, default=1.3)
     ap.add_argument("--proxies", default=",".join(PROXIES),
                     help=f"proxy rankers (comma-separated; default {','.join(PROXIES)}); 'random': a useless proxy, "

@@ -102,8 +102,10 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
         the proxy ranker (a per-item vector for ``popularity``, its pair scorer otherwise) and not evaluated,
         or :data:`RANDOM_PROXY` ("random": a useless proxy, uniform random scores per item from ``data_rng``);
         the other models are the costly ones, and only their scored pairs count as cost. ``head``,
-        ``tail_n`` and ``tail_n_max`` as :func:`sampling_lib.evaluate`. The planner's columns
-        (``predicted_share``, ``first_predicted_share``, ``hand_first_plan_share``) are then NaN.
+        ``tail_n`` and ``tail_n_max`` as :func:`sampling_lib.evaluate` (``tail_n_max`` None: the tail is
+        planned for ``target_ratio`` / ``max_cost``, and ``predicted_share`` is that plan's; given, the design
+        is fixed and the target is not passed). ``first_predicted_share`` and ``hand_first_plan_share`` (the
+        uniform route's) are then NaN.
 
     Returns
     -------
@@ -116,7 +118,9 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
         ``predicted_share`` (the last plan's prediction), ``first_predicted_share`` (the first plan's),
         ``hand_first_plan_share`` (the predicted cost of the design the hand-driven route's ``plan`` would
         choose on the same first stage: N = the median N_u, sets capped at the smallest N_u),
-        ``stages``, ``calls``, ``seconds`` (the whole call) and ``scoring_seconds`` (inside the scorers).
+        ``stages``, ``calls``, ``seconds`` (the whole call) and ``scoring_seconds`` (inside the scorers);
+        ``proxy_paid`` (a planned stratified evaluation: 1 when its plan kept the stratified design for every
+        user, 0 when the other users fell back to the uniform ladder; else NaN).
 
     Examples
     --------
@@ -161,8 +165,10 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
     for k in range(draws):
         counters = {m: PairCounter(pair_scorer(info["fitted"][m]), N) for m in ranks if m != proxy}
         t0 = time.perf_counter()
-        res = evaluate(counters, held, N, exclude=exclude, n=n, metrics=metrics, target_ratio=target_ratio,
-                       max_cost=max_cost, n_boot=n_boot, seed=seed + k, progress=progress, **strata)
+        fixed = proxy is not None and tail_n_max is not None          # a fixed stratified design: no target
+        res = evaluate(counters, held, N, exclude=exclude, n=n, metrics=metrics,
+                       target_ratio=None if fixed else target_ratio, max_cost=None if fixed else max_cost,
+                       n_boot=n_boot, seed=seed + k, progress=progress, **strata)
         seconds = time.perf_counter() - t0
         cost = res.cost.iloc[0]
         if proxy is None:
@@ -170,6 +176,9 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
             first = cost.first_plan_items_per_user * M / float(N_u.sum())
         else:
             hand = first = np.nan
+        # a planned stratified evaluation says whether the proxy paid (else the other users ran the ladder)
+        paid = (np.nan if proxy is None or tail_n_max is not None else
+                float(not any("the proxy does not pay" in x for x in res.notes)))
         for m, c in counters.items():
             repeats = c.repeats()             # one sort of every pair asked, per model and draw
             t = res.table[res.table.model == m].set_index("metric")
@@ -185,7 +194,7 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
                     "estimated_ratio": e.precision_ratio, "pairs_counted": c.pairs,
                     "pairs_reported": int(cost.pairs_per_model), "repeats": repeats,
                     "cost_share": c.pairs / float(N_u.sum()), "predicted_share": cost.predicted_share,
-                    "first_predicted_share": first, "proxy": proxy,
+                    "first_predicted_share": first, "proxy": proxy, "proxy_paid": paid,
                     "hand_first_plan_share": hand,
                     "stages": int(cost.stages), "calls": c.calls, "seconds": seconds,
                     "scoring_seconds": sum(x.seconds for x in counters.values())})

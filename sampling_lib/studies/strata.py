@@ -118,7 +118,9 @@ def proxy_frontier(population, costly, proxies, *, heads, tail_n, tail_n_max, dr
         ``"random"`` is a useless proxy (uniform random scores per item).
     heads : sequence of int
         Head sizes tried with every proxy; ``tail_n`` / ``tail_n_max`` the tail ladder's first and largest
-        sample.
+        sample. ``tail_n_max`` may be a list (each tried); None is the planned design (the top sized for
+        ``target_ratio`` from a pilot, with the uniform ladder as the fall-back,
+        :func:`sampling_lib.design.plan_strata`).
     draws, n, metrics, target_ratio, n_boot, full_boot, seed
         As :func:`evaluation_study` (the uniform ladder plans for ``target_ratio`` from a first stage of
         ``n``).
@@ -136,22 +138,27 @@ def proxy_frontier(population, costly, proxies, *, heads, tail_n, tail_n_max, dr
     from .evaluation import RANDOM_PROXY
 
     ranks, N, info = population
+    tops = list(tail_n_max) if isinstance(tail_n_max, (list, tuple)) else [tail_n_max]
     missing = [m for m in list(costly) + [p for p in proxies if p != RANDOM_PROXY] if m not in ranks]
     if missing:
         raise ValueError(f"population holds the models {list(ranks)}; missing {missing}")
     common = dict(draws=draws, n=n, metrics=metrics, n_boot=n_boot, full_boot=full_boot, seed=seed)
     only = ({m: ranks[m] for m in costly}, N, info)
     rows = [evaluation_study(population=only, target_ratio=target_ratio, **common).assign(
-        design=f"uniform ladder (target {target_ratio})", proxy="-", head=0)]
+        design=f"uniform ladder (target {target_ratio})", proxy="-", head=0, planned=False)]
     for proxy in proxies:
         pop = ({m: ranks[m] for m in list(costly) + ([] if proxy == RANDOM_PROXY else [proxy])}, N, info)
         for h in heads:
-            s = evaluation_study(population=pop, proxy=proxy, head=h, tail_n=tail_n, tail_n_max=tail_n_max, **common)
-            rows.append(s.assign(design=f"head {h} + tail {tail_n}..{tail_n_max}", head=h))
+            for t_max in tops:
+                s = evaluation_study(population=pop, proxy=proxy, head=h, tail_n=tail_n, tail_n_max=t_max,
+                                     target_ratio=None if t_max is not None else target_ratio, **common)
+                top = f"{t_max}" if t_max is not None else f"planned (target {target_ratio})"
+                rows.append(s.assign(design=f"head {h} + tail {tail_n}..{top}", head=h, planned=t_max is None))
     table = pd.concat(rows, ignore_index=True)
     summary = (table.groupby(["dataset", "model", "design", "proxy", "metric"], sort=False)
                .agg(draws=("draw", "nunique"), cost_share=("cost_share", "mean"), ratio=("ratio", "mean"),
-                    ratio_max=("ratio", "max"), coverage=("covered", "mean"), rel_error=("rel_error", "mean"))
+                    ratio_max=("ratio", "max"), coverage=("covered", "mean"), rel_error=("rel_error", "mean"),
+                    proxy_paid=("proxy_paid", "mean"), planned=("planned", "first"))
                .reset_index())
     return table, summary
 
