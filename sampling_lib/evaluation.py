@@ -420,8 +420,9 @@ def _planned_strata(scorers, held_out, n_items, exclude, config, proxy, batch, p
             sub = _subset_inputs(inputs, rest)
             rest_seed = int(np.random.SeedSequence([config["seed"], 1]).generate_state(1)[0])
             if pl is None or pl.kind == "stratified":
-                run_r = StrataRun(None, None, None, config=dict(config, seed=rest_seed, plan_users=M,
-                                                                tail_n_max=None if pl is None else pl.tail_n_max),
+                # the others re-plan their tail after their first tail samples, on the pilot's cells and theirs
+                run_r = StrataRun(None, None, None, config=dict(config, seed=rest_seed, plan_users=M, tail_n_max=None,
+                                                                pilot_cells=run_p.cells()),
                                   inputs=sub, proxy=_proxy_of(proxy, users[rest]))
             else:
                 from .stagerun import StagedRun
@@ -474,8 +475,7 @@ def _joint_strata_table(runs, n_boot, confidence_level, seed):
     first = runs[0]
     out = []
     for m in first.models:
-        cells = [np.concatenate(a) for a in zip(*[(r.inputs["n_items"], r.heads, r.x[m], r.tail_sizes,
-                                                   1 + r.above[m] - r.x[m]) for r in runs])]
+        cells = [np.concatenate(a) for a in zip(*[r.cells()[m] for r in runs])]
         out.append(strata_estimate(*cells, metrics=first.config["metrics"], n_boot=n_boot, rng=seed,
                                    confidence_level=confidence_level, model=m))
     return pd.concat(out, ignore_index=True)

@@ -84,8 +84,11 @@ class StrataRun(StagedRun):
         head, tail_n, tail_n_max = check_proxy_settings(config.get("head"), config.get("tail_n"),
                                                         config.get("tail_n_max"))
         plan_users = config.get("plan_users")
+        #: a pilot's cells {model: (n_items, heads, above, tail_sizes, ranks)}: a planned run then plans its
+        #: tail after its first tail sample on them and its own cells together (the other users of a pilot)
+        self.pilot_cells = config.get("pilot_cells")
         super().__init__(held_out, n_items, exclude, inputs=inputs, config={
-            k: v for k, v in config.items() if k not in ("head", "tail_n", "tail_n_max", "plan_users")})
+            k: v for k, v in config.items() if k not in ("head", "tail_n", "tail_n_max", "plan_users", "pilot_cells")})
         self.config.update(head=head, tail_n=tail_n, tail_n_max=tail_n_max,
                            plan_users=self.M if plan_users is None else check_int(plan_users, "plan_users",
                                                                                    low=self.M))
@@ -205,7 +208,10 @@ class StrataRun(StagedRun):
                                 "_users": p["users"], "_start": p["start"], "_stop": p["stop"]})
             if len(self.stages) == 2:
                 self._judge_proxy()
-                if self.config["tail_n_max"] is None:
+                if self.config["tail_n_max"] is None and self.pilot_cells is not None:
+                    self._plan_tail()             # the other users: planned on the pilot's cells and theirs
+                    self.config["tail_n_max"] = max(int(self.strata_plan.tail_n_max), self.config["tail_n"])
+                elif self.config["tail_n_max"] is None:
                     self._pilot_ladder()
             tail_top = np.zeros(self.M, bool)
             for m in self.models:
@@ -246,29 +252,38 @@ class StrataRun(StagedRun):
                      "on their cells")
 
     def _plan_tail(self):
-        """At the end of a planned design's pilot: the tail ladder's top for the target (or the budget), from
-        these users' cells (:func:`sampling_lib.design.plan_strata`), beside the uniform ladder the same cells
-        predict; said as a decision (the pilot's users ran the resolving ladder of :meth:`_pilot_ladder`)."""
+        """The tail ladder's top for the target (or the budget) from stratified cells
+        (:func:`sampling_lib.design.plan_strata`), said as a decision: at the end of a planned design's pilot
+        (its users ran the resolving ladder of :meth:`_pilot_ladder`) on its cells, beside the uniform designs
+        the same cells predict (whether the proxy pays); for the other users, after their first tail sample,
+        on the pilot's cells and theirs."""
         from .design import plan_strata
 
         c = self.config
-        pilots = {m: (self.inputs["n_items"], self.heads, self.x[m], self.tail_sizes, 1 + self.above[m] - self.x[m])
-                  for m in self.models}
+        pilots = self.cells()
+        if self.pilot_cells is not None:
+            pilots = {m: tuple(np.concatenate(a) for a in zip(self.pilot_cells[m], pilots[m])) for m in self.models}
+        decide = self.pilot_cells is None            # whether the proxy pays is the pilot's decision
         pl = plan_strata(pilots, n=c["n"], tail_n=c["tail_n"], metrics=c["metrics"], M=c["plan_users"],
-                         target_ratio=c["target_ratio"], max_cost=c["max_cost"], assurance=c["assurance"])
+                         target_ratio=c["target_ratio"], max_cost=c["max_cost"], assurance=c["assurance"],
+                         uniform=decide)
         self.strata_plan = pl
         t = pl.table
         mine = t[(t.kind == "stratified") & (t.tail_n_max == pl.tail_n_max)]
         ratio, cost, share = float(mine.ratio.max()), float(mine.cost.max()), float(mine.cost_share.max())
         meets = bool(mine.meets.all())
-        text = (f"for the other users, a tail ladder to {pl.tail_n_max:,} ({pl.target}: predicted ratio {ratio:.2f}, "
+        who = ("re-planned on the pilot's cells and these users' first tail samples" if self.pilot_cells is not None
+               else "for the other users (re-planned after their first tail sample)" if c["plan_users"] > self.M
+               else "the plan on these cells (every user is in them: nothing else runs)")
+        text = (f"{who}: a tail ladder to {pl.tail_n_max:,} ({pl.target}: predicted ratio {ratio:.2f}, "
                 f"{share:.2%} of full ranking" + ("" if meets else "; no tail ladder meets the target") + ")")
         uni = pl.designs()
         uni = uni[(uni.kind != "stratified") & uni.meets].sort_values("cost").head(1)
         if len(uni):
             text += (f"; the cheapest uniform design predicted to meet it from these users' cells: "
                      f"{uni.design.iloc[0]}, {float(uni.cost_share.iloc[0]):.2%}")
-        text += "; the proxy pays" if pl.kind == "stratified" else "; the proxy does not pay"
+        if decide:
+            text += "; the proxy pays" if pl.kind == "stratified" else "; the proxy does not pay"
         self._decide("plan", text, predicted_items_per_user=cost, predicted_ratio=ratio,
                      chosen=describe_strata(c["head"], c["tail_n"], pl.tail_n_max), meets=meets)
 
@@ -291,15 +306,19 @@ class StrataRun(StagedRun):
                 "precision in the benchmarks' random-proxy rows (README, 'Evaluate a model at full-ranking "
                 "precision': when a proxy pays)")
 
+    def cells(self):
+        """{model: (n_items, heads, above, tail_sizes, ranks)}: every user's stratified cell so far (the
+        arguments of :func:`sampling_lib.estimators.strata_estimate`)."""
+        return {m: (self.inputs["n_items"], self.heads, self.x[m], self.tail_sizes, 1 + self.above[m] - self.x[m])
+                for m in self.models}
+
     def estimate_table(self, *, n_boot, confidence_level):
         """The estimate table: the default on the stratified cells, per model (``strata_estimate``)."""
         from .estimators import strata_estimate
 
         out = []
-        for m in self.models:
-            r = 1 + self.above[m] - self.x[m]
-            out.append(strata_estimate(self.inputs["n_items"], self.heads, self.x[m], self.tail_sizes, r,
-                                       metrics=self.config["metrics"], n_boot=n_boot, rng=self.config["seed"],
+        for m, cells in self.cells().items():
+            out.append(strata_estimate(*cells, metrics=self.config["metrics"], n_boot=n_boot, rng=self.config["seed"],
                                        confidence_level=confidence_level, model=m))
         return pd.concat(out, ignore_index=True)
 

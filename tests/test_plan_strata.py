@@ -217,7 +217,34 @@ def test_the_pilot_s_tail_ladder_runs_to_resolution_before_the_plan(planned):
     assert r.tail_size.max() == rung
     plan = [d for d in res.parts["pilot"].design.decision if "for the other users" in d]
     assert len(plan) == 1 and res.parts["pilot"].design.decision.iloc[-1].count("for the other users") == 1
-    rest = res.parts["rest"].ranks
-    if "tail_size" in rest.columns:
-        top = int(plan[0].split("a tail ladder to ")[1].split(" ")[0].replace(",", ""))
-        assert rest.tail_size.max() <= top
+    rest = res.parts["rest"]
+    if "tail_size" in rest.ranks.columns:    # the others re-planned after their first tail sample
+        again = [d for d in rest.design.decision if "re-planned on the pilot's cells" in d]
+        assert len(again) == 1
+        top = int(again[0].split("a tail ladder to ")[1].split(" ")[0].replace(",", ""))
+        assert rest.ranks.tail_size.max() <= top
+
+
+def test_a_proxy_that_knows_the_model_pays_and_the_other_users_re_plan():
+    """Model B scored with its own scores as the proxy on 4,000 items: the head holds every item above the
+    held-out one for the users a top-10 metric needs, so the plan keeps the stratified design; the other
+    users re-plan their tail on the pilot's cells and theirs; the joint interval covers B's full-ranking
+    metric of these users (computed here from every candidate's score), for fewer pairs than the uniform
+    ladder scores on the same users."""
+    N = 4000
+    held, hist, models = _population(M=700, N=N, seed=4)
+    res = evaluate({"B": models["B"]}, held, N, exclude=hist, n=20, proxy=models["B"], head=20, tail_n=20, seed=3,
+                   n_boot=200, progress=False)
+    assert any("the proxy pays" in x for x in res.notes)
+    assert any("re-planned on the pilot's cells" in d for d in res.parts["rest"].design.decision)
+    R = []
+    for u, h in held.items():
+        cand = np.setdiff1d(np.arange(N), hist.get(u, []))
+        s = np.asarray(models["B"]([u] * cand.size, cand), dtype=float)
+        R.append(1 + int(np.sum(s[cand != h] >= s[cand == h][0])))
+    R = np.asarray(R)
+    truth = {"recall@10": np.mean(R <= 10), "ndcg@10": np.mean(np.where(R <= 10, 1 / np.log2(R + 1), 0.0))}
+    for row in res.table.itertuples():
+        assert row.ci_low <= truth[row.metric] <= row.ci_high, (row.metric, truth[row.metric], row.ci_low, row.ci_high)
+    ladder = evaluate({"B": models["B"]}, held, N, exclude=hist, n=20, seed=3, n_boot=0, progress=False)
+    assert res.cost.pairs_per_model.iloc[0] < ladder.cost.pairs_per_model.iloc[0]

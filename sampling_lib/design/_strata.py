@@ -21,7 +21,6 @@ References
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -266,7 +265,7 @@ def plan_strata(pilots, *, n, tail_n, metrics=("recall@10", "ndcg@10"), M=None, 
     uniform : bool, default True, keyword-only
         Also score the uniform designs of :func:`sampling_lib.design.candidate_designs` on a prior of the
         global rank fitted to the same pilot (one log-spline prior of R over all pilot users,
-        ``coordinate="rank"``).
+        ``coordinate="rank"``), judged by that fit as the uniform route's planner judges them.
     max_size : int, optional, keyword-only
         The largest uniform set (default the pilot's smallest N_u).
 
@@ -277,7 +276,12 @@ def plan_strata(pilots, *, n, tail_n, metrics=("recall@10", "ndcg@10"), M=None, 
     Notes
     -----
     A design meets the target when its predicted ratio times the assurance margin is at most
-    ``target_ratio`` for every model and metric. Several models share the heads and the tails (a user
+    ``target_ratio`` for every model and metric. A stratified design's ratio is the worst over the pilot's
+    fit and its refits with the penalty divided and multiplied by SENSITIVITY_FACTOR (each the truth in
+    turn, the estimator keeping its own penalty): a group whose users all sit at tail rank 1 puts the fit
+    at its limit, all mass at tail rank 1, under which every design looks exact. The uniform designs are
+    judged by the fit alone, as the uniform route that would run them is; so a tie goes to the uniform
+    ladder, whose predictions are calibrated (:data:`sampling_lib.design.RATIO_PREDICTION_SD`). Several models share the heads and the tails (a user
     goes on while any model needs it): a design is priced by its costliest model, a lower bound of the
     union's cost. The chosen design is the cheapest within the budget that meets the target, else the
     most precise within the budget (:func:`sampling_lib.design.choose_design`).
@@ -321,20 +325,13 @@ def plan_strata(pilots, *, n, tail_n, metrics=("recall@10", "ndcg@10"), M=None, 
             for mdl, (N_v, m_v, x, s, r, _) in fits.items():
                 rank = logspline_strata_fit(N_v, m_v, x, s, r, k_max=int(x.max()) + 1, min_group_users=N_v.size + 1,
                                             coordinate="rank")
-                main = rank.groups[0].fit
-                # the same three priors as the stratified designs, each the truth in turn for the estimator
-                # with the main fit's penalty; judged by the highest ratio
-                priors = [main] + [dataclasses.replace(rank.refit(p).groups[0].fit, penalty=main.penalty)
-                                   for p in sensitivity_penalties(rank.penalty)]
-                t = _predict_designs(cands, {k: (f, None, int(N_v.max()), n, M) for k, f in enumerate(priors)}, n,
+                # judged by the fit itself, as the uniform route's planner judges them (plan's default)
+                t = _predict_designs(cands, {mdl: (rank.groups[0].fit, None, int(N_v.max()), n, M)}, n,
                                      metrics=metrics, M=M, confidence_level=confidence_level,
                                      scheme="hypergeometric", col="ratio", bound=bound, margin=margin,
                                      progress=False)
-                worst = t.groupby(["design", "metric"], sort=False).agg(
-                    kind=("kind", "first"), value=("value", "first"), cost=("cost", "max"),
-                    halfwidth=("halfwidth", "max"), full_halfwidth=("full_halfwidth", "first"),
-                    ratio=("ratio", "max"), margin=("margin", "first")).reset_index()
-                rows.append(worst.assign(model=mdl, tail_n_max=np.nan))
+                rows.append(t[["model", "design", "kind", "metric", "value", "cost", "halfwidth", "full_halfwidth",
+                               "ratio", "margin"]].assign(tail_n_max=np.nan))
     if not rows:
         raise ValueError("no candidate design: the pilot's users have no tail and the uniform ladder does not fit")
     table = pd.concat(rows, ignore_index=True)
