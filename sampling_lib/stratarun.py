@@ -13,6 +13,10 @@ The state behind :func:`sampling_lib.evaluate` with ``proxy=``: a :class:`Strata
    tail sample doubled up to ``tail_n_max``, while some model with x_u < k_max ranks no sampled tail
    item above the held-out one.
 
+A *planned* run (``tail_n_max`` None) is a pilot: its ladder runs to resolution (:meth:`StrataRun._pilot_ladder`)
+and its cells then plan the others' tail and whether the proxy pays (:func:`sampling_lib.design.plan_strata`);
+given ``pilot_cells``, a run of the other users plans its tail after its first tail sample on both.
+
 Every rule looks at observed data only, so the design is ignorable; the estimate is the default
 estimator on the stratified cells (:func:`sampling_lib.estimators.strata_estimate`: one log-spline prior
 per group of head counts x, the kernel of the tail shifted by x).
@@ -34,7 +38,7 @@ from .metrics import parse_metrics
 from .nested import CandidateMap, NestedOrder
 from .proxy import (head_enrichment, head_sizes, heads_and_edge_ties, heads_from_callable, heads_from_table,
                     tail_exclusions)
-from .design._strata import describe_strata
+from .design import describe_strata
 from .stagerun import StagedRun, _batches, _sizes_text
 
 __all__ = ["StrataRun", "check_proxy_settings"]
@@ -72,11 +76,14 @@ class StrataRun(StagedRun):
     Parameters
     ----------
     held_out, n_items, exclude, config
-        As :class:`sampling_lib.stagerun.StagedRun` (``config`` adds ``head``, ``tail_n`` and
-        ``tail_n_max``).
+        As :class:`sampling_lib.stagerun.StagedRun` (``config`` adds ``head``, ``tail_n``, ``tail_n_max``
+        (None: planned), ``plan_users`` (the users a plan prices, default this run's) and ``pilot_cells``
+        (a pilot's :meth:`cells`)).
     proxy : array_like, callable or DataFrame
         One proxy score per catalogue item, a callable ``proxy(users, items) -> scores``, or a top-m table
         ``user, item[, rank]`` (:mod:`sampling_lib.proxy`).
+    inputs : dict, optional
+        Checked inputs (:func:`sampling_lib.stagerun.check_inputs`) instead of held_out, n_items, exclude.
     """
 
     def __init__(self, held_out, n_items, exclude=None, *, config, proxy, inputs=None):
@@ -302,9 +309,8 @@ class StrataRun(StagedRun):
             self.head_notes.append(
                 "proxy: its head holds no more of the items ranked above the held-out one than a random set of "
                 f"its size would ({text}; one-sided z below 1.645). With a proxy no better than random the head "
-                "is paid for nothing: the uniform ladder (evaluate without proxy) cost less at the same "
-                "precision in the benchmarks' random-proxy rows (README, 'Evaluate a model at full-ranking "
-                "precision': when a proxy pays)")
+                "is paid for nothing: a planned evaluation (no tail_n_max) falls back to the uniform ladder when "
+                "its pilot predicts the ladder cheaper (README, 'A cheap proxy ranker first')")
 
     def cells(self):
         """{model: (n_items, heads, above, tail_sizes, ranks)}: every user's stratified cell so far (the

@@ -35,7 +35,7 @@ from ..metrics import parse_metrics
 from ._plan import _predict_designs, _target, candidate_designs, choose_design
 from ._predict import assurance_margin, influence_parts
 
-__all__ = ["predict_strata", "plan_strata", "StrataPlan", "tail_candidates", "pilot_size"]
+__all__ = ["predict_strata", "plan_strata", "StrataPlan", "tail_candidates", "pilot_size", "describe_strata"]
 
 #: The pilot of a stratified plan: at least this many users (all of them when there are fewer).
 PILOT_MIN_USERS = 300
@@ -280,10 +280,10 @@ def plan_strata(pilots, *, n, tail_n, metrics=("recall@10", "ndcg@10"), M=None, 
     fit and its refits with the penalty divided and multiplied by SENSITIVITY_FACTOR (each the truth in
     turn, the estimator keeping its own penalty): a group whose users all sit at tail rank 1 puts the fit
     at its limit, all mass at tail rank 1, under which every design looks exact. The uniform designs are
-    judged by the fit alone, as the uniform route that would run them is; so a tie goes to the uniform
-    ladder, whose predictions are calibrated (:data:`sampling_lib.design.RATIO_PREDICTION_SD`). Several models share the heads and the tails (a user
-    goes on while any model needs it): a design is priced by its costliest model, a lower bound of the
-    union's cost. The chosen design is the cheapest within the budget that meets the target, else the
+    judged by the fit alone, as the uniform route that would run them is, so the comparison leans to the
+    uniform ladder, whose predictions are calibrated (:data:`sampling_lib.design.RATIO_PREDICTION_SD`; the
+    stratified ones are not yet). Several models share the heads and the tails (a user goes on while any
+    model needs it): a design is priced by its costliest model, a lower bound of the union's cost. The chosen design is the cheapest within the budget that meets the target, else the
     most precise within the budget (:func:`sampling_lib.design.choose_design`).
     """
     if not isinstance(pilots, dict) or not pilots:
