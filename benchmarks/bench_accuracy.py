@@ -1,4 +1,4 @@
-"""Benchmark: accuracy of the estimators on real rank distributions (issues 13, 28), and speed of the default.
+"""Benchmark: accuracy of the estimators on real rank distributions, and speed of the default.
 
 Part "panel" (notebook 10 runs a lighter version in `make reports`): the panel of
 `studies.PANEL_DATASETS` -- MovieLens 100K, Last.fm 2K (artists with >= 5 listeners, and all 17,632),

@@ -1,4 +1,4 @@
-"""Benchmark (issue 29): full-ranking precision at a twentieth of its cost, with the planner's designs.
+"""Benchmark: full-ranking precision at a twentieth of its cost, with the planner's designs.
 
 For Recall@10 and NDCG@10, at N/n from about 100 to 10^4, on real rank distributions:
 MovieLens 100K (N = 1,682, per-user N_u), the full Last.fm 2K catalogue (N = 17,632, per-user N_u)
@@ -11,7 +11,7 @@ from them. In every cell:
 3. the design is simulated stage by stage on the same users (``studies.design_study``, >= 10 draws)
    and estimated with the default on the merged per-user sizes.
 
-Goals (issue 29): realized precision ratio <= 1.3; 95% intervals cover the users' full-ranking
+Goals: realized precision ratio <= 1.3; 95% intervals cover the users' full-ranking
 truth in >= 93% of draws; mean |relative error| <= 5% where M >= 5,000, else at most half of full
 ranking's own 95% half-width (relative); scoring cost <= 5% of full ranking; the planner's predicted
 width within +-20% of the realized one. Also shown: the predicted precision ratio over the realized one
@@ -95,7 +95,7 @@ def populations(quick, only=None):
             for n in (176, 18):
                 out.append((f"lastfm-2k {m}", R, info["n_candidates"], n))
         base["lastfm-2k als"] = (ranks["als"], N)
-    # data the planner was never developed on (issue 29: "also checked on real data the project has never
+    # data the planner was never developed on ("also checked on real data the project has never
     # seen"): LightGCN's Gowalla and Yelp2018 splits, N ~ 4 x 10^4, M ~ 3 x 10^4, per-user N_u
     for label in ("gowalla", "yelp2018"):
         spec = PANEL_DATASETS[label]
@@ -452,7 +452,7 @@ def main():
     ap.add_argument("--robust", action="store_true",
                     help="the planner judges designs by the high end of their predicted range: plan(..., robust=True)")
     ap.add_argument("--metrics", nargs="+", default=list(METRICS), metavar="METRIC",
-                    help="the planner's target metrics, each judged (default recall@10 ndcg@10, issue 29's); "
+                    help="the planner's target metrics, each judged (default recall@10 ndcg@10, the goals'); "
                          "e.g. ap@10 recall@5 ndcg@20 to measure its ratio prediction on other metrics and K "
                          "(design.RATIO_PREDICTION_SD; MRR@K is AP@K with one relevant item)")
     ap.add_argument("--growth", nargs="+", type=float, default=None, metavar="G",

@@ -83,7 +83,7 @@ def main():
     t_cls, _ = best_of(lambda: cls(r, N, n, max_rank=50), 1)
     print(f"CLS (P(R) form, max_rank=50): {t_cls:.3f} s (no closed-form reference; one NNLS per rank)")
 
-    # adaptive EM (TORS24 Appendix H) at the size of issue 6: 100K users, sizes 100..3200
+    # adaptive EM (TORS24 Appendix H) at the goal's size: 100K users, sizes 100..3200
     # (the side-by-side comparison with a per-user EM is in bench_em.py)
     from sampling_lib.estimators import adaptive_mle
     from sampling_lib.sampling import adaptive_sample_ranks

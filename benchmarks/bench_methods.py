@@ -1,5 +1,5 @@
 """Benchmark: every registered method with 1,000 bootstrap replicates on the compressed rank grid
-(issue 18), against the exact N x n kernel (``grid_tol=0``) side by side in one process.
+(compressed kernels), against the exact N x n kernel (``grid_tol=0``) side by side in one process.
 
 Case: N = M = 10^4 items and users, n = 100, global ranks R = ceil(N Beta(0.3, 3)) (the
 issue's case), sampled ranks with replacement; ``estimate(r, N, n, method=m, n_boot=1000)``

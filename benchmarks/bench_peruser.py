@@ -1,6 +1,6 @@
-"""Benchmark: per-user candidate counts N_u (issue 14) against one N and against the per-user brute force.
+"""Benchmark: per-user candidate counts N_u against one N and against the per-user brute force.
 
-Case 3 (issue 27 item 2): 10^5 users with 2,295 distinct N_u, the default with 1,000 replicates,
+Case 3: 10^5 users with 2,295 distinct N_u, the default with 1,000 replicates,
 against one N, against its bootstrap drawn on the exact cells (coarse draws off) and against exact
 refits of every replicate (surrogate and one-step replicates off).
 
@@ -155,7 +155,7 @@ def case2(rng, n, quick):
 
 
 def case3(rng, quick):
-    """Issue 27 item 2's goal: 10^5 users x 10 models with per-user N under 10 s."""
+    """The goal: 10^5 users x 10 models with per-user N under 10 s."""
     M, n = (20_000 if quick else 100_000), 100
     Nu = rng.integers(1393, 3688, M)           # the N_u range of NCF's ml-1m file
     scales = np.linspace(1.5, 3.5, 10)         # 10 models: log-ranks exponential with these scales

@@ -1,11 +1,11 @@
-"""Benchmark (issue 18): time and peak memory of ``estimate`` as the catalogue grows, N = 10^3..10^8.
+"""Benchmark: time and peak memory of ``estimate`` as the catalogue grows, N = 10^3..10^8.
 
 Part 1 -- scaling with N. ``estimate`` with the default method, 1,000 bootstrap
 replicates, n = 100 and M = 10^5 users, for N = 10^3, ..., 10^8, each run in its own
 subprocess (peak RSS = ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` of that process;
 "base" is the RSS after imports and data generation, before ``estimate``), side by side
 with the reference: the full-N path (``sampling_lib._estimate_rows._METRIC_HEAD = False``: the
-metric matrix and the weights on every rank 1..N, as before issue 18) where it fits in
+metric matrix and the weights on every rank 1..N, as before the compressed kernels) where it fits in
 memory (N <= 10^7). The two paths must give the same table (max |difference| of the
 estimate and interval columns is printed). Writes ``benchmarks/scaling.png``.
 

@@ -1,6 +1,6 @@
 """Benchmark: the CLI with one BLAS thread (the default now) against BLAS on every core, idle and loaded.
 
-Issue 27 item 1. ``sampling-lib estimate`` and ``compare`` (default method,
+``sampling-lib estimate`` and ``compare`` (default method,
 1,000 bootstrap replicates) on 2 models x 2,000 users (N = 3,706, n = 100,
 synthetic ranks written to a temporary folder), each run as its own process:
 

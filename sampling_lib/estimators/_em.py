@@ -274,7 +274,7 @@ def observed_block(N, n, counts, scheme):
 def check_em_options(tol, max_iter, accelerate):
     """Checked (tol, max_iter, accelerate) of an EM estimator (``tol`` None or > 0)."""
     tol = None if tol is None else check_float(tol, "tol", low=0.0, low_open=True)
-    # max_iter = 0 would return the starting point as the estimate (issue 26): at least one step
+    # max_iter = 0 would return the starting point as the estimate: at least one step
     max_iter = check_int(max_iter, "max_iter", low=1)
     if accelerate not in (None, "squarem"):
         raise ValueError(f"accelerate must be None or 'squarem'; got {accelerate!r}")

@@ -202,7 +202,7 @@ def _remembered_gram(kind, N, n, scheme, p, extra, build):
 
     Per-user N_u fits BV / MN once per group and then asks for the group's
     sampled metrics (one solve per metric) with the same kernel and prior:
-    without this each built the same n x n matrix again (issue 27: 2,295 groups
+    without this each built the same n x n matrix again (2,295 groups
     of N_u). The prior is compared by value (its bytes), so a changed prior
     never reuses a stale matrix. Read-only.
     """
@@ -598,7 +598,7 @@ def multinomial_linear_var(w, theta, M):
 
 
 # ----------------------------------------------------------------------------
-# BV and MN on the compressed rank grid (issue 18)
+# BV and MN on the compressed rank grid
 # ----------------------------------------------------------------------------
 def _grid_gram(kind, Kg, size, p, gamma, M):
     """G of BV or MN on grid atoms: rows Kg (G, n), multiplicities ``size``, atom prior p (G,)."""

@@ -262,7 +262,7 @@ def logspline_fit(sampled_ranks, N, n, *, scheme="binomial", penalty=DEFAULT_PEN
     return _fit_from(c, K, grid, P, penalty, knot_spacing)
 
 
-#: The prior is fitted with the users weighted as at most this many (issue 26): beyond, the penalty
+#: The prior is fitted with the users weighted as at most this many: beyond, the penalty
 #: is below 1e-5 of the likelihood, and sampled ranks that no smooth prior reproduces (e.g. users at
 #: two ranks only) drive the coefficients to diverge (recall@10 of 1e-299 at 2 x 10^10 users).
 #: Up to it, nothing changes; the posterior means use every user whatever the weight.
@@ -401,7 +401,7 @@ def _counts_fit(n_items, sizes, ranks, counts, *, scheme="binomial", penalty=DEF
                 knot_spacing=DEFAULT_KNOT_SPACING, exact_ranks=EXACT_RANKS):
     """:func:`logspline_fit` of the users counted in cells (N_u, n_u, r): the same result as
     the fit on the per-user arrays the cells count, without forming them (memory O(cells),
-    not O(users); issue 18). One N and one n take the one-(N, n) path, else
+    not O(users)). One N and one n take the one-(N, n) path, else
     :func:`logspline_cells_fit` (as :func:`logspline_fit` does)."""
     Nc = np.asarray(n_items, dtype=np.int64)
     nc = np.asarray(sizes, dtype=np.int64)

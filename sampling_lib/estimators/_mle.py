@@ -197,7 +197,7 @@ def mle_fit(
 
     Notes
     -----
-    *Compressed kernel* (``grid_tol > 0``; sampling-lab, issue 18). The EM is
+    *Compressed kernel* (``grid_tol > 0``; sampling-lab). The EM is
     run on the kernel K' whose rows in each bin of the grid equal the bin's
     representative row (every row within ``grid_tol`` in total variation,
     :func:`sampling_lib.kernels.rank_grid`). What this implies, for any data:

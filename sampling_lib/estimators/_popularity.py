@@ -305,7 +305,7 @@ def popularity_bounds(log, *, tol=None, max_iter=100):
     They are point bounds: the fitted Q-distribution is taken as known, so
     they carry no sampling uncertainty and, on a finite sample, the true
     metric can fall outside them (it did in 13 of 54 intervals on unseen
-    data, issue 26). An interval for the metric is the estimator's bootstrap
+    data). An interval for the metric is the estimator's bootstrap
     interval.
 
     Returns

@@ -35,7 +35,7 @@ and how bootstrap replicates are computed (``bootstrap``):
   solution; CLS, which is linear in the sampled-rank distribution for a fixed
   prior, by one matrix product).
 
-Compressed kernels (issue 18): ``mle``, ``wmle``, ``mes``, ``cls`` and the
+Compressed kernels: ``mle``, ``wmle``, ``mes``, ``cls`` and the
 ``*_mle`` / ``*_mes`` estimators take ``grid_tol`` (default
 :data:`sampling_lib.kernels.DEFAULT_GRID_TOL`): they run on the bins of
 :func:`sampling_lib.kernels.rank_grid`, whose kernel rows are within
@@ -60,7 +60,7 @@ entries (e.g. :class:`~sampling_lib.estimators.GridWeights` of an estimator
 that works on a compressed rank grid). :meth:`Estimator.fit_counts` needs
 only ranks 1..H of the weights, H = the rows of the metric matrix (top-K
 metrics are 0 beyond K, so H = min(N, max K) suffices): an estimator with lazy
-weights then costs no memory of order N (issue 18).
+weights then costs no memory of order N.
 
 ``n`` may be a per-user array of sample sizes (``varying_sizes=True``
 estimators get it as is, others need one common size), and ``N`` a per-user
@@ -500,8 +500,8 @@ class Estimator:
 
         Estimators without ``fit_cells`` expand the counts into per-user arrays
         (ranks, sample sizes, item counts, and the estimator's own work of the
-        same length): 4 x 8 bytes per user is the least they need (issue 26:
-        M = 3 x 10^8 failed with a raw MemoryError, a count of 10^12 asked
+        same length): 4 x 8 bytes per user is the least they need
+        (M = 3 x 10^8 failed with a raw MemoryError, a count of 10^12 asked
         for 14.6 TiB).
         """
         from ..exceptions import MemoryLimitError

@@ -17,7 +17,7 @@ need a few columns or a pmf-weighted sum (:func:`shr_cdf`,
 :func:`sampled_rank_pmf`, :func:`shr_mean_var`) never build the dense matrix,
 so they work for N up to 10^6 and beyond.
 
-Compressed kernels (issue 18): :func:`rank_grid` groups the global ranks
+Compressed kernels: :func:`rank_grid` groups the global ranks
 beyond the first ``exact_ranks`` into bins whose kernel rows lie within a
 stated total variation ``tol`` of the bin's representative row (the bound is
 measured exactly by :func:`rank_grid_tv`); the number of bins does not grow

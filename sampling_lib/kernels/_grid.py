@@ -1,6 +1,6 @@
 """The compressed rank grid: bins of global ranks whose kernel rows lie within a stated TV.
 
-See :func:`rank_grid` (issue 18) and :mod:`sampling_lib.kernels`.
+See :func:`rank_grid` and :mod:`sampling_lib.kernels`.
 """
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ def skip_iri_parser():
     process, ten times the rest of nbformat's import. nbformat validates
     without a format checker, so the parser is never used; the runner's own
     processes (the ``run`` command and its workers, not the notebooks'
-    kernels) skip it. Issue 18.
+    kernels) skip it.
     """
     sys.modules.setdefault("rfc3987_syntax", None)
 
