@@ -400,6 +400,11 @@ def _planned_strata(scorers, held_out, n_items, exclude, config, proxy, batch, p
     from .stratarun import StrataRun
 
     inputs = check_inputs(held_out, n_items, exclude)
+    N_u = inputs["n_items"]
+    head_share = float(np.minimum(1 + int(config["head"]), N_u).sum() / N_u.sum())
+    if config["max_cost"] is not None and config["max_cost"] < head_share:
+        raise ValueError(f"max_cost={config['max_cost']:g} is below the head's own cost ({head_share:.2%} of full "
+                         f"ranking: the held-out item and head={config['head']} per user): raise max_cost or lower head")
     M = int(inputs["users"].size)
     P = pilot_size(M)
     seq = np.random.SeedSequence(config["seed"]).spawn(4)
@@ -456,8 +461,8 @@ def _planned_strata(scorers, held_out, n_items, exclude, config, proxy, batch, p
     res_r = _result(run_r, table_r, n_boot, confidence_level)
     parts = {"pilot": res_p, "rest": res_r}
     notes.append(how)
-    notes += [f"pilot: {x}" for x in res_p.notes if x not in notes] + [f"rest: {x}" for x in res_r.notes
-                                                                        if x not in notes]
+    notes += [f"{k}: {x}" for k, r in parts.items() for x in r.notes
+              if x not in notes and not x.startswith("no design")] + _unmet_notes([run_p, run_r], table)
     with_part = lambda f, k: f.assign(part=k)[["part"] + [c for c in f.columns if c != "part"]]   # noqa: E731
     return EvaluationResult(
         table=table, cost=_cost_table([run_p, run_r]),
@@ -579,15 +584,21 @@ def _design_table(run):
 
 
 def _notes(run, table):
-    notes = run.input_notes()
-    unmet = [d for d in run.decisions if d.get("meets") is False]
-    if unmet:
-        d = unmet[-1]
-        reached = table.groupby("metric", sort=False).precision_ratio.max()
-        notes.append(f"no design within the budget met the target: {d['chosen']} ran (predicted ratio "
-                     f"{d['predicted_ratio']:.2f}); it reached precision ratios "
-                     + ", ".join(f"{v:.2f} ({m})" for m, v in reached.items()))
-    return notes
+    return run.input_notes() + _unmet_notes([run], table)
+
+
+def _unmet_notes(runs, table):
+    """The note of a plan whose chosen design is not predicted to meet the target (the last such decision of
+    ``runs``), with the precision ratios ``table`` reached."""
+    unmet = [d for r in runs for d in r.decisions if d.get("meets") is False]
+    if not unmet:
+        return []
+    d = unmet[-1]
+    reached = table.groupby("metric", sort=False).precision_ratio.max()
+    within = " within the budget" if runs[0].config.get("max_cost") is not None else ""
+    return [f"no design{within} met the target: {d['chosen']} ran (the most precise{within}; predicted ratio "
+            f"{d['predicted_ratio']:.2f}); it reached precision ratios "
+            + ", ".join(f"{v:.2f} ({m})" for m, v in reached.items())]
 
 
 class StageNegatives:

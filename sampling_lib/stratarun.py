@@ -253,10 +253,17 @@ class StrataRun(StagedRun):
             return
         T_max = int(live.max())
         rungs = tail_candidates(c["tail_n"], int(live.min()))
-        c["tail_n_max"] = next((t for t in rungs if T_max / t <= k_min), rungs[-1])
-        self._decide("plan", f"planning the tail: these users' tail ladder runs to {c['tail_n_max']:,} (one sampled "
-                     f"item per {T_max / c['tail_n_max']:.1f} tail items or fewer, K = {k_min}), and the plan is made "
-                     "on their cells")
+        top = next((t for t in rungs if T_max / t <= k_min), rungs[-1])
+        capped = ""
+        if c["max_cost"] is not None:     # within the budget even if every user climbed to the top
+            room = c["max_cost"] * float(self.inputs["n_items"].mean()) - 1 - float(self.heads.mean())
+            fit = [t for t in rungs if t <= room]
+            if not fit or fit[-1] < top:
+                top = fit[-1] if fit else c["tail_n"]
+                capped = f"; capped at {top:,} by max_cost (resolution not reached: the plan extrapolates)"
+        c["tail_n_max"] = top
+        self._decide("plan", f"planning the tail: these users' tail ladder runs to {top:,} (one sampled item per "
+                     f"{T_max / top:.1f} tail items or fewer, K = {k_min}{capped}), and the plan is made on their cells")
 
     def _plan_tail(self):
         """The tail ladder's top for the target (or the budget) from stratified cells

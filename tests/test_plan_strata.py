@@ -248,3 +248,19 @@ def test_a_proxy_that_knows_the_model_pays_and_the_other_users_re_plan():
         assert row.ci_low <= truth[row.metric] <= row.ci_high, (row.metric, truth[row.metric], row.ci_low, row.ci_high)
     ladder = evaluate({"B": models["B"]}, held, N, exclude=hist, n=20, seed=3, n_boot=0, progress=False)
     assert res.cost.pairs_per_model.iloc[0] < ladder.cost.pairs_per_model.iloc[0]
+
+
+def test_a_budget_bounds_the_planned_route_and_one_below_the_head_is_refused():
+    """max_cost with a planned proxy design: the pilot's resolving ladder is capped so that even every user
+    at its top stays within the budget, the pairs counted stay within it, and a budget below the head's
+    own cost (held-out item and head per user) is an error naming max_cost."""
+    held, hist, models = _population(M=700, seed=4)
+    prox = np.asarray(models["A"](["u0"] * N_ITEMS, np.arange(N_ITEMS)), dtype=float)
+    counters = {m: Counter(f) for m, f in models.items()}
+    res = evaluate(counters, held, N_ITEMS, exclude=hist, n=20, proxy=prox, head=20, tail_n=20, seed=3, n_boot=50,
+                   progress=False, max_cost=0.05)
+    N_u = np.array([N_ITEMS - len(set(hist.get(u, [])) - {h}) for u, h in held.items()])
+    assert len(counters["A"].seen()) <= 0.05 * N_u.sum()
+    with pytest.raises(ValueError, match="max_cost=0.01 is below the head's own cost"):
+        evaluate(models, held, N_ITEMS, exclude=hist, n=20, proxy=prox, head=20, tail_n=20, progress=False,
+                 max_cost=0.01)
