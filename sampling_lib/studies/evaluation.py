@@ -120,7 +120,8 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
         choose on the same first stage: N = the median N_u, sets capped at the smallest N_u),
         ``stages``, ``calls``, ``seconds`` (the whole call) and ``scoring_seconds`` (inside the scorers);
         ``proxy_paid`` (a planned stratified evaluation: 1 when its plan kept the stratified design for every
-        user, 0 when the other users fell back to the uniform ladder; else NaN).
+        user, 0 when the other users fell back to the uniform ladder; else NaN), ``predicted_ratio`` (the
+        last plan's predicted worst ratio over the metrics; NaN without a plan).
 
     Examples
     --------
@@ -176,6 +177,9 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
             first = cost.first_plan_items_per_user * M / float(N_u.sum())
         else:
             hand = first = np.nan
+        # the last plan's predicted (worst) ratio: a planned stratified evaluation's is its others' re-plan
+        pr = res.design["predicted_ratio"].dropna() if "predicted_ratio" in res.design.columns else []
+        predicted_ratio = float(pr.iloc[-1]) if len(pr) else np.nan
         # a planned stratified evaluation says whether the proxy paid (else the other users ran the ladder)
         paid = (np.nan if proxy is None or tail_n_max is not None else
                 float(not any("the proxy does not pay" in x for x in res.notes)))
@@ -195,6 +199,7 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
                     "pairs_reported": int(cost.pairs_per_model), "repeats": repeats,
                     "cost_share": c.pairs / float(N_u.sum()), "predicted_share": cost.predicted_share,
                     "first_predicted_share": first, "proxy": proxy, "proxy_paid": paid,
+                    "predicted_ratio": predicted_ratio,
                     "hand_first_plan_share": hand,
                     "stages": int(cost.stages), "calls": c.calls, "seconds": seconds,
                     "scoring_seconds": sum(x.seconds for x in counters.values())})
