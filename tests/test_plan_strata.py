@@ -264,3 +264,15 @@ def test_a_budget_bounds_the_planned_route_and_one_below_the_head_is_refused():
     with pytest.raises(ValueError, match="max_cost=0.01 is below the head's own cost"):
         evaluate(models, held, N_ITEMS, exclude=hist, n=20, proxy=prox, head=20, tail_n=20, progress=False,
                  max_cost=0.01)
+
+
+def test_bad_arguments_name_themselves():
+    with pytest.raises(TypeError, match="fit must be a StrataFit"):
+        predict_strata("not a fit", 20, 40)
+    rank = logspline_strata_fit(*_pilot(N=300, M=300), k_max=10, coordinate="rank")
+    with pytest.raises(TypeError, match="coordinate='tail'"):
+        predict_strata(rank, 20, 40)
+    with pytest.raises(ValueError, match="tail_n_max"):
+        predict_strata(logspline_strata_fit(*_pilot(N=300, M=300), k_max=10), 40, 20)
+    with pytest.raises(ValueError, match="pilots must map"):
+        plan_strata([], n=20, tail_n=20)

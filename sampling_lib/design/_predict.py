@@ -157,14 +157,13 @@ def _predict_columns(design, D, grid, prior, alternatives, parsed, M, z, scheme)
             "halfwidth_high": hi, "full_halfwidth": fhw, "ratio": ratio, "ratio_high": ratio_high}
 
 
-def influence_parts(g, B, D, Fc):
-    """The pieces of the default estimator's influence function under a design (:func:`predict`, Notes).
-
-    ``g`` (G,) prior masses of the grid cells, ``B`` (G, df) the spline basis there, ``D`` (G, C) the
-    design's law P(final cell | R) at the cells' representative ranks, ``Fc`` (G, m) the metrics' cell
-    averages. Returns (q, s, phi, info, A): the final cells' probabilities q (C',; cells of probability
+def influence_cells(g, B, D, Fc):
+    """Per final cell of a design: (q, s, phi, EB), the cells' probabilities q (C',; cells of probability
     <= 1e-300 dropped), the score s = E[B | d] - E_g[B] (df, C'), the posterior means phi = E[F | d]
-    (m, C'), the information per user I = E[s s'] (df, df) and A = E[Cov(F, B | d)] (m, df)."""
+    (m, C') and E[B | d] (df, C'), from ``g`` (G,) prior masses of the grid cells, ``B`` (G, df) the spline
+    basis there, ``D`` (G, C) the design's law P(final cell | R) at the cells' representative ranks and
+    ``Fc`` (G, m) the metrics' cell averages (:func:`predict`, Notes). Cells add up: a caller may pass the
+    law's columns in blocks and sum over them."""
     q = g @ D
     keep = q > 1e-300
     D, q = D[:, keep], q[keep]
@@ -173,6 +172,13 @@ def influence_parts(g, B, D, Fc):
     both = (np.concatenate([B, Fc], axis=1) * g[:, None]).T @ D / q[None, :]
     EB, phi = both[:df], both[df:]                     # (df, C), (m, C)
     s = EB - (B.T @ g)[:, None]
+    return q, s, phi, EB
+
+
+def influence_parts(g, B, D, Fc):
+    """:func:`influence_cells` and the sums over the cells: (q, s, phi, info, A), the information per user
+    I = E[s s'] (df, df) and A = E[Cov(F, B | d)] = sum_R g F B' - E[phi E[B | d]'] (m, df)."""
+    q, s, phi, EB = influence_cells(g, B, D, Fc)
     info = (s * q) @ s.T                               # per-user information
     A = (g[:, None] * Fc).T @ B - (phi * q) @ EB.T     # (m, df)
     return q, s, phi, info, A

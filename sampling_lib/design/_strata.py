@@ -28,12 +28,12 @@ import pandas as pd
 from scipy import stats
 
 from .._validation import check_float, check_int
-from ..estimators import (SENSITIVITY_FACTOR, cell_metric, logspline_strata_fit, penalty_matrix, prior_masses,
-                          sensitivity_penalties)
-from ..kernels import strata_ladder_law
+from ..estimators import (SENSITIVITY_FACTOR, StrataFit, cell_metric, logspline_strata_fit, penalty_matrix,
+                          prior_masses, sensitivity_penalties)
+from ..kernels import strata_ladder_blocks
 from ..metrics import parse_metrics
 from ._plan import _predict_designs, _target, candidate_designs, choose_design
-from ._predict import assurance_margin, influence_parts
+from ._predict import assurance_margin, influence_cells
 
 __all__ = ["predict_strata", "plan_strata", "StrataPlan", "tail_candidates", "pilot_size", "describe_strata"]
 
@@ -56,8 +56,9 @@ def pilot_size(M):
 
 
 def tail_candidates(tail_n, tails):
-    """The largest tail samples :func:`plan_strata` scores: ``tail_n`` doubled while under the smallest tail
-    T, and T itself (the tail ranked in full for the users who reach it).
+    """The tail ladder's rungs: ``tail_n`` doubled while under the smallest tail T, and T itself (the tail
+    ranked in full for the users who reach it); :func:`plan_strata` scores them up to the first that
+    resolves every metric.
 
     Examples
     --------
@@ -124,6 +125,10 @@ def predict_strata(fit, tail_n, tail_n_max, metrics=("recall@10", "ndcg@10"), *,
     ----------
     [vdV98] ch. 20; TORS24 Sec 6.
     """
+    if not isinstance(fit, StrataFit) or fit.coordinate != "tail":
+        raise TypeError("fit must be a StrataFit with coordinate='tail' (logspline_strata_fit); got "
+                        f"{type(fit).__name__}" + (f" with coordinate={fit.coordinate!r}"
+                                                   if isinstance(fit, StrataFit) else ""))
     parsed, F = fit.metric_matrix(metrics)
     z = stats.norm.ppf(0.5 + 0.5 * check_float(confidence_level, "confidence_level", 0.0, 1.0,
                                                 low_open=True, high_open=True))
@@ -131,7 +136,6 @@ def predict_strata(fit, tail_n, tail_n_max, metrics=("recall@10", "ndcg@10"), *,
     T = int(fit.grid.N) - 1
     tail_n = check_int(tail_n, "tail_n", low=1)
     tail_n_max = check_int(tail_n_max, "tail_n_max", low=tail_n)
-    sizes, _, D = strata_ladder_law(fit.grid.mid, T + 1, 0, 0, tail_n, tail_n_max)
     Ks = np.array([p[2] for p in parsed])
     xs_all = np.unique(fit.above[fit.group >= 0])
     w_tail = T / min(tail_n_max, T)
@@ -139,35 +143,47 @@ def predict_strata(fit, tail_n, tail_n_max, metrics=("recall@10", "ndcg@10"), *,
         else np.zeros(Ks.size, bool)
     factors = (1.0 / SENSITIVITY_FACTOR, 1.0, SENSITIVITY_FACTOR) if below.any() else (1.0,)
     m = len(parsed)
+    P = penalty_matrix(fit.grid.B.shape[1], fit.penalty if penalty is None else check_float(penalty, "penalty",
+                                                                                           low=0.0))
+    groups = []
+    for gr in fit.groups:
+        xs, inv = np.unique(fit.above[gr.cells], return_inverse=True)
+        wx = np.bincount(inv, weights=fit.counts[gr.cells]) / fit.users         # shares of all users
+        Fs = [_shifted(F, int(x)) for x in xs]
+        groups.append(dict(gr=gr, xs=xs, wx=wx, wg=float(wx.sum()), g=prior_masses(gr.fit.beta, gr.grid),
+                           Fc=np.concatenate([cell_metric(f, gr.grid) for f in Fs], axis=1),     # (G, m * nx)
+                           F2c=np.concatenate([cell_metric(f * f, gr.grid) for f in Fs], axis=1),
+                           cells=[], info=0.0, phiEB=0.0))
+    # the ladder's final cells in blocks (a ladder to s_max has ~2 s_max cells: never all of the law at once);
+    # per group, the per-cell pieces are kept and the information and E[phi E[B | d]'] summed
+    tail_cost = 0.0
+    for sizes, _, D in strata_ladder_blocks(fit.grid.mid, T + 1, 0, 0, tail_n, tail_n_max):
+        for k in groups:
+            q, s, phi, EB = influence_cells(k["g"], k["gr"].grid.B, D, k["Fc"])
+            k["cells"].append((q, s, phi))
+            k["info"] = k["info"] + (s * q) @ s.T
+            k["phiEB"] = k["phiEB"] + (phi * q) @ EB.T
+            tail_cost += k["wg"] * float((k["g"] @ D) @ sizes)
     m1 = {f: np.zeros(m) for f in factors}
     m2 = {f: np.zeros(m) for f in factors}
     shift = {f: np.zeros(m) for f in factors}
-    value, second, tail_cost = np.zeros(m), np.zeros(m), 0.0
-    P = penalty_matrix(fit.grid.B.shape[1], fit.penalty if penalty is None else check_float(penalty, "penalty",
-                                                                                           low=0.0))
-    for gr in fit.groups:
-        cells = gr.cells
-        xs, inv = np.unique(fit.above[cells], return_inverse=True)
-        wx = np.bincount(inv, weights=fit.counts[cells]) / fit.users         # shares of all users
-        wg = float(wx.sum())
+    value, second = np.zeros(m), np.zeros(m)
+    for k in groups:
+        g, B, xs, wx, wg = k["g"], k["gr"].grid.B, k["xs"], k["wx"], k["wg"]
         Mg = max(M * wg, 1.0)
-        g, B = prior_masses(gr.fit.beta, gr.grid), gr.grid.B
-        Fs = [_shifted(F, int(x)) for x in xs]
-        Fc = np.concatenate([cell_metric(f, gr.grid) for f in Fs], axis=1)          # (G, m * nx)
-        F2c = np.concatenate([cell_metric(f * f, gr.grid) for f in Fs], axis=1)
-        q, s, phi, info, A = influence_parts(g, B, D, Fc)
-        tail_cost += wg * float((g @ D) @ sizes)
+        q, s, phi = (np.concatenate(a, axis=-1) for a in zip(*k["cells"]))
+        A = (g[:, None] * k["Fc"]).T @ B - k["phiEB"]                                # (m * nx, df)
         Abar = np.einsum("j,jmd->md", wx / wg, A.reshape(xs.size, m, -1))
         phi = phi.reshape(xs.size, m, -1)
-        value += wx @ (g @ Fc).reshape(xs.size, m)
-        second += wx @ (g @ F2c).reshape(xs.size, m)
+        value += wx @ (g @ k["Fc"]).reshape(xs.size, m)
+        second += wx @ (g @ k["F2c"]).reshape(xs.size, m)
         for f in factors:
             Pk = f * P
-            Ls = np.linalg.solve((info + Pk / Mg).T, Abar.T).T @ s                   # (m, C)
+            Ls = np.linalg.solve((k["info"] + Pk / Mg).T, Abar.T).T @ s             # (m, C)
             IF = phi + Ls[None]
             m1[f] += wx @ (IF @ q)
             m2[f] += wx @ ((IF * IF) @ q)
-            shift[f] += wg * (-Abar @ np.linalg.solve(Mg * info + Pk, Pk @ gr.fit.beta))
+            shift[f] += wg * (-Abar @ np.linalg.solve(Mg * k["info"] + Pk, Pk @ k["gr"].fit.beta))
     lo = hi = own = None
     for f in factors:
         sd = np.sqrt(np.maximum(m2[f] - m1[f] ** 2, 0.0) / M)
@@ -187,7 +203,7 @@ def predict_strata(fit, tail_n, tail_n_max, metrics=("recall@10", "ndcg@10"), *,
 
 
 def describe_strata(head, tail_n, tail_n_max):
-    """The design's name in the tables: "head 100 + tail 100..1600"."""
+    """The design's name in the tables: "head 100 + tail 100..1,600"."""
     return f"head {int(round(head)):,} + tail {int(tail_n):,}..{int(tail_n_max):,}"
 
 
@@ -307,7 +323,13 @@ def plan_strata(pilots, *, n, tail_n, metrics=("recall@10", "ndcg@10"), M=None, 
     T_min = int(T_all[T_all >= 1].min()) if (T_all >= 1).any() else 0
     rows = []
     if T_min >= 1:
-        for t_max in tail_candidates(tail_n, T_min):
+        # up to the first rung that resolves every metric (one sampled item per k_min tail items or fewer),
+        # the pilot's own top: beyond it a ladder buys little precision and its law grows with the tail
+        k_min = min(p[2] for p in parsed)
+        T_max = int(T_all.max())
+        rungs = tail_candidates(tail_n, T_min)
+        stop = next((j for j, t in enumerate(rungs) if T_max / t <= k_min), len(rungs) - 1)
+        for t_max in rungs[:stop + 1]:
             for mdl, (*_, alts) in fits.items():
                 # judged under the fit and its two alternative penalties (the estimator's own kept): at the
                 # pilot's first tail sample the top of the tail is an extrapolation (a fit with every user at

@@ -52,7 +52,8 @@ from ._laws import (LOG_FACTORIAL_MAX, WINDOW_MIN_N, binomial, hypergeom_entries
                     log_binom_window, log_factorials, log_hypergeom_pmf, log_hypergeom_window, log_kernel_rows,
                     window_pmf)
 from ._shr import expected_shr_curve, sampled_rank_pmf, shr_cdf, shr_hoeffding_bound, shr_mean_var
-from ._strata import check_strata, next_tail_size, strata_kernel, strata_ladder_law, tail_ladder_sizes
+from ._strata import (check_strata, next_tail_size, strata_kernel, strata_ladder_blocks, strata_ladder_law,
+                      tail_ladder_sizes)
 
 __all__ = [
     "binomial",
@@ -93,6 +94,7 @@ __all__ = [
     "check_strata",
     "strata_kernel",
     "strata_ladder_law",
+    "strata_ladder_blocks",
     "next_tail_size",
     "tail_ladder_sizes",
 ]

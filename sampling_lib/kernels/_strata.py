@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._validation import check_int
 from ._laws import LOG_FACTORIAL_MAX, log_factorials, log_comb
 
 __all__ = ["check_strata", "next_tail_size", "strata_kernel", "strata_ladder_law", "tail_ladder_sizes"]
@@ -253,22 +254,38 @@ def strata_ladder_law(R, n_items, head, above, tail_n, tail_n_max):
     >>> sorted(set(s.tolist())), bool(np.allclose(P.sum(axis=1), 1.0))
     ([4, 8, 16], True)
     """
+    parts = list(strata_ladder_blocks(R, n_items, head, above, tail_n, tail_n_max, block=None))
+    return tuple(np.concatenate([p[k] for p in parts], axis=-1) for k in range(3))
+
+
+def strata_ladder_blocks(R, n_items, head, above, tail_n, tail_n_max, *, block=4096):
+    """:func:`strata_ladder_law` in blocks of at most ``block`` final cells (None: one block per ladder size):
+    yields (sizes, ranks, P) for consecutive cells, so that a caller summing over the cells never holds the
+    len(R) x (cells) law at once (a tail ladder to s_max has about 2 s_max cells).
+
+    Examples
+    --------
+    >>> whole = strata_ladder_law([3, 8], 40, 10, 1, 4, 16)[2]
+    >>> parts = [P for _, _, P in strata_ladder_blocks([3, 8], 40, 10, 1, 4, 16, block=5)]
+    >>> bool(np.allclose(np.concatenate(parts, axis=1), whole)), max(P.shape[1] for P in parts)
+    (True, 5)
+    """
     T = int(n_items) - 1 - int(head)
     sizes = tail_ladder_sizes(T, tail_n, tail_n_max)
-    cells_s, cells_r, g = [], [], []
+    block = None if block is None else check_int(block, "block", low=1)
     for j, s in enumerate(sizes):
         last = j == len(sizes) - 1
-        r = np.arange(1 if last else 2, s + 2)
-        if j == 0:
-            gj = np.ones(r.size)
-        else:
-            p = sizes[j - 1]           # C(s - r + 1, p) / C(s, p) in log space (0 where s - r + 1 < p)
-            with np.errstate(invalid="ignore"):
-                lg = log_comb(s - r + 1.0, float(p)) - log_comb(float(s), float(p))
-            gj = np.exp(lg)
-        cells_s.append(np.full(r.size, s, np.int64))
-        cells_r.append(r.astype(np.int64))
-        g.append(gj)
-    s_all, r_all, g_all = np.concatenate(cells_s), np.concatenate(cells_r), np.concatenate(g)
-    K = strata_kernel(R, int(n_items), int(head), int(above), s_all, r_all)
-    return s_all, r_all, K * g_all[None, :]
+        r_all = np.arange(1 if last else 2, s + 2)
+        step = r_all.size if block is None else block
+        for a in range(0, r_all.size, step):
+            r = r_all[a:a + step]
+            if j == 0:
+                gj = np.ones(r.size)
+            else:
+                p = sizes[j - 1]           # C(s - r + 1, p) / C(s, p) in log space (0 where s - r + 1 < p)
+                with np.errstate(invalid="ignore"):
+                    lg = log_comb(s - r + 1.0, float(p)) - log_comb(float(s), float(p))
+                gj = np.exp(lg)
+            K = strata_kernel(R, int(n_items), int(head), int(above), np.full(r.size, s, np.int64),
+                              r.astype(np.int64))
+            yield np.full(r.size, s, np.int64), r.astype(np.int64), K * gj[None, :]
