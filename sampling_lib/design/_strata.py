@@ -125,45 +125,66 @@ def predict_strata(fit, tail_n, tail_n_max, metrics=("recall@10", "ndcg@10"), *,
     ----------
     [vdV98] ch. 20; TORS24 Sec 6.
     """
-    if not isinstance(fit, StrataFit) or fit.coordinate != "tail":
-        raise TypeError("fit must be a StrataFit with coordinate='tail' (logspline_strata_fit); got "
-                        f"{type(fit).__name__}" + (f" with coordinate={fit.coordinate!r}"
-                                                   if isinstance(fit, StrataFit) else ""))
-    parsed, F = fit.metric_matrix(metrics)
+    return _predict_many([fit], tail_n, tail_n_max, metrics, M=M, confidence_level=confidence_level,
+                         penalty=penalty)[0]
+
+
+def _predict_many(fits, tail_n, tail_n_max, metrics, *, M, confidence_level, penalty):
+    """:func:`predict_strata` for several fits on one grid (a fit and its refits at other penalties): the
+    ladder's law, the costly part, is computed once for all of them."""
+    for fit in fits:
+        if not isinstance(fit, StrataFit) or fit.coordinate != "tail":
+            raise TypeError("fit must be a StrataFit with coordinate='tail' (logspline_strata_fit); got "
+                            f"{type(fit).__name__}" + (f" with coordinate={fit.coordinate!r}"
+                                                       if isinstance(fit, StrataFit) else ""))
+    first = fits[0]
+    if any(f.grid is not first.grid for f in fits[1:]):
+        raise ValueError("fits must share one grid (a fit and its refits)")
+    parsed, F = first.metric_matrix(metrics)
     z = stats.norm.ppf(0.5 + 0.5 * check_float(confidence_level, "confidence_level", 0.0, 1.0,
                                                 low_open=True, high_open=True))
-    M = fit.users if M is None else check_int(M, "M", low=1)
-    T = int(fit.grid.N) - 1
+    M = first.users if M is None else check_int(M, "M", low=1)
+    T = int(first.grid.N) - 1
     tail_n = check_int(tail_n, "tail_n", low=1)
     tail_n_max = check_int(tail_n_max, "tail_n_max", low=tail_n)
     Ks = np.array([p[2] for p in parsed])
-    xs_all = np.unique(fit.above[fit.group >= 0])
+    xs_all = np.unique(first.above[first.group >= 0])
     w_tail = T / min(tail_n_max, T)
     below = np.array([bool(np.any((xs_all < K) & (xs_all + w_tail > K))) for K in Ks]) if T > tail_n_max \
         else np.zeros(Ks.size, bool)
     factors = (1.0 / SENSITIVITY_FACTOR, 1.0, SENSITIVITY_FACTOR) if below.any() else (1.0,)
     m = len(parsed)
-    P = penalty_matrix(fit.grid.B.shape[1], fit.penalty if penalty is None else check_float(penalty, "penalty",
-                                                                                           low=0.0))
-    groups = []
-    for gr in fit.groups:
-        xs, inv = np.unique(fit.above[gr.cells], return_inverse=True)
-        wx = np.bincount(inv, weights=fit.counts[gr.cells]) / fit.users         # shares of all users
-        Fs = [_shifted(F, int(x)) for x in xs]
-        groups.append(dict(gr=gr, xs=xs, wx=wx, wg=float(wx.sum()), g=prior_masses(gr.fit.beta, gr.grid),
-                           Fc=np.concatenate([cell_metric(f, gr.grid) for f in Fs], axis=1),     # (G, m * nx)
-                           F2c=np.concatenate([cell_metric(f * f, gr.grid) for f in Fs], axis=1),
-                           cells=[], info=0.0, phiEB=0.0))
+    P = penalty_matrix(first.grid.B.shape[1], first.penalty if penalty is None else check_float(
+        penalty, "penalty", low=0.0))
+    per_fit = []
+    for fit in fits:
+        groups = []
+        for gr in fit.groups:
+            xs, inv = np.unique(fit.above[gr.cells], return_inverse=True)
+            wx = np.bincount(inv, weights=fit.counts[gr.cells]) / fit.users         # shares of all users
+            Fs = [_shifted(F, int(x)) for x in xs]
+            groups.append(dict(gr=gr, xs=xs, wx=wx, wg=float(wx.sum()), g=prior_masses(gr.fit.beta, gr.grid),
+                               Fc=np.concatenate([cell_metric(f, gr.grid) for f in Fs], axis=1),  # (G, m * nx)
+                               F2c=np.concatenate([cell_metric(f * f, gr.grid) for f in Fs], axis=1),
+                               cells=[], info=0.0, phiEB=0.0, cost=0.0))
+        per_fit.append(groups)
     # the ladder's final cells in blocks (a ladder to s_max has ~2 s_max cells: never all of the law at once);
     # per group, the per-cell pieces are kept and the information and E[phi E[B | d]'] summed
-    tail_cost = 0.0
-    for sizes, _, D in strata_ladder_blocks(fit.grid.mid, T + 1, 0, 0, tail_n, tail_n_max):
-        for k in groups:
-            q, s, phi, EB = influence_cells(k["g"], k["gr"].grid.B, D, k["Fc"])
-            k["cells"].append((q, s, phi))
-            k["info"] = k["info"] + (s * q) @ s.T
-            k["phiEB"] = k["phiEB"] + (phi * q) @ EB.T
-            tail_cost += k["wg"] * float((k["g"] @ D) @ sizes)
+    for sizes, _, D in strata_ladder_blocks(first.grid.mid, T + 1, 0, 0, tail_n, tail_n_max):
+        for groups in per_fit:
+            for k in groups:
+                q, s, phi, EB = influence_cells(k["g"], k["gr"].grid.B, D, k["Fc"])
+                k["cells"].append((q, s, phi))
+                k["info"] = k["info"] + (s * q) @ s.T
+                k["phiEB"] = k["phiEB"] + (phi * q) @ EB.T
+                k["cost"] += k["wg"] * float((k["g"] @ D) @ sizes)
+    return [_moments_table(fit, groups, parsed, factors, below, P, M, z, tail_n, tail_n_max)
+            for fit, groups in zip(fits, per_fit)]
+
+
+def _moments_table(fit, groups, parsed, factors, below, P, M, z, tail_n, tail_n_max):
+    """One fit's table of :func:`predict_strata` from its groups' summed pieces."""
+    m = len(parsed)
     m1 = {f: np.zeros(m) for f in factors}
     m2 = {f: np.zeros(m) for f in factors}
     shift = {f: np.zeros(m) for f in factors}
@@ -198,8 +219,8 @@ def predict_strata(fit, tail_n, tail_n_max, metrics=("recall@10", "ndcg@10"), *,
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = hw / fhw
     return pd.DataFrame({"design": describe_strata(head, tail_n, tail_n_max), "metric": [p[0] for p in parsed],
-                         "value": value, "cost": 1.0 + head + tail_cost, "halfwidth": hw, "se": own[2],
-                         "full_halfwidth": fhw, "ratio": ratio, "below_resolution": below})
+                         "value": value, "cost": 1.0 + head + sum(k["cost"] for k in groups), "halfwidth": hw,
+                         "se": own[2], "full_halfwidth": fhw, "ratio": ratio, "below_resolution": below})
 
 
 def describe_strata(head, tail_n, tail_n_max):
@@ -334,8 +355,8 @@ def plan_strata(pilots, *, n, tail_n, metrics=("recall@10", "ndcg@10"), M=None, 
                 # judged under the fit and its two alternative penalties (the estimator's own kept): at the
                 # pilot's first tail sample the top of the tail is an extrapolation (a fit with every user at
                 # tail rank 1 puts all its mass there and predicts no uncertainty at all)
-                ts = [predict_strata(f, min(tail_n, t_max), t_max, metrics, M=M, confidence_level=confidence_level,
-                                     penalty=alts[0].penalty) for f in alts]
+                ts = _predict_many(alts, min(tail_n, t_max), t_max, metrics, M=M, confidence_level=confidence_level,
+                                   penalty=alts[0].penalty)
                 t = ts[0].assign(ratio=np.max([u.ratio for u in ts], axis=0), cost=max(u.cost[0] for u in ts),
                                  halfwidth=np.max([u.halfwidth for u in ts], axis=0))
                 rows.append(t.assign(model=mdl, kind="stratified", tail_n_max=t_max, margin=margin))
