@@ -238,12 +238,15 @@ def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "n
         tail item ranks above, up to ``tail_n_max``. The estimate is the default estimator on the
         stratified cells (:func:`sampling_lib.estimators.strata_estimate`). Without ``tail_n_max`` the
         design is **planned**: a pilot of :func:`sampling_lib.design.pilot_size` users (max(300, 10%),
-        drawn from the seed) runs the head and the first tail sample; :func:`sampling_lib.design.plan_strata`
-        then sizes the tail ladder for ``target_ratio`` (or ``max_cost``) and predicts, from the same
-        cells, the cost of the uniform ladder that would meet it. If the uniform ladder is predicted
-        cheaper (a proxy too weak to pay for its head), the other users run the uniform ladder
-        (planned on their own first stage) and the table combines the two parts' estimates by their users'
-        shares; else they run the stratified design and one estimate takes every user's cells.
+        drawn from the seed) runs the head, the first tail sample and the tail ladder to resolution (one
+        sampled item per K tail items or fewer, K the smallest cutoff; within ``max_cost``);
+        :func:`sampling_lib.design.plan_strata` then predicts on its cells the cost and precision of every
+        tail ladder and of the uniform designs. If a uniform design is predicted cheaper for
+        ``target_ratio`` (or more precise within ``max_cost``: a proxy too weak to pay for its head), the
+        other users run the uniform ladder (planned on their own first stage) and the table combines the
+        two parts' estimates by their users' shares; else they run the stratified design, re-planning the
+        tail's top after their first tail sample on the pilot's cells and theirs, and one estimate takes
+        every user's cells.
         ``result.notes`` says which, and ``result.parts`` holds the two parts ("pilot", "rest"). A
         stratified evaluation keeps no ``workdir``.
     head, tail_n, tail_n_max : int, optional, keyword-only
@@ -389,12 +392,13 @@ def _planned_strata(scorers, held_out, n_items, exclude, config, proxy, batch, p
     """A stratified evaluation whose tail ladder is planned, with the uniform ladder as the fall-back.
 
     A pilot of :func:`sampling_lib.design.pilot_size` users, drawn from the seed, runs first: its heads, its
-    first tail samples, then the tail ladder :func:`sampling_lib.design.plan_strata` sizes for the whole
-    evaluation. If that plan predicts the proxy pays (its cheapest stratified design meeting the target
-    costs less than the uniform ladder's), the other users run the same stratified design and one estimate
-    takes every user's cells. Otherwise they run the uniform ladder (planned on their own first stage) and
-    the two estimates are combined by their users' shares (:func:`_combined`). Either way nothing is scored
-    twice and every rule looks at observed data only."""
+    first tail samples and its tail ladder to resolution (:meth:`sampling_lib.stratarun.StrataRun._pilot_ladder`);
+    its cells then plan the others (:func:`sampling_lib.design.plan_strata`). If that plan predicts the proxy
+    pays (its cheapest stratified design meeting the target costs less than the uniform designs), the other
+    users run the stratified design, re-planning their tail after their first tail sample on the pilot's
+    cells and theirs, and one estimate takes every user's cells. Otherwise they run the uniform ladder
+    (planned on their own first stage) and the two estimates are combined by their users' shares
+    (:func:`_combined`). Either way nothing is scored twice and every rule looks at observed data only."""
     from .design import pilot_size
     from .stagerun import check_inputs
     from .stratarun import StrataRun
