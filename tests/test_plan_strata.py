@@ -276,3 +276,18 @@ def test_bad_arguments_name_themselves():
         predict_strata(logspline_strata_fit(*_pilot(N=300, M=300), k_max=10), 40, 20)
     with pytest.raises(ValueError, match="pilots must map"):
         plan_strata([], n=20, tail_n=20)
+
+
+def test_a_subset_of_the_checked_inputs_is_what_checking_the_subset_gives():
+    from sampling_lib.evaluation import _subset_inputs
+    from sampling_lib.stagerun import check_inputs
+
+    held, hist, _ = _population(M=50, seed=2)
+    full = check_inputs(held, N_ITEMS, hist)
+    idx = np.array([0, 3, 4, 17, 49])
+    users = [list(held)[i] for i in idx]
+    direct = check_inputs({u: held[u] for u in users}, N_ITEMS, {u: hist[u] for u in users})
+    sub = _subset_inputs(full, idx)
+    assert list(sub["users"]) == list(direct["users"])
+    for k in ("held", "ptr", "bad", "n_items"):
+        assert np.array_equal(sub[k], direct[k]), k
