@@ -57,8 +57,8 @@ def pilot_size(M):
 
 def tail_candidates(tail_n, tails):
     """The tail ladder's rungs: ``tail_n`` doubled while under the smallest tail T, and T itself (the tail
-    ranked in full for the users who reach it); :func:`plan_strata` scores them up to the first that
-    resolves every metric.
+    ranked in full for the users who reach it); :func:`plan_strata` scores them in turn up to the first
+    that meets the target (or leaves the budget).
 
     Examples
     --------
@@ -344,22 +344,24 @@ def plan_strata(pilots, *, n, tail_n, metrics=("recall@10", "ndcg@10"), M=None, 
     T_min = int(T_all[T_all >= 1].min()) if (T_all >= 1).any() else 0
     rows = []
     if T_min >= 1:
-        # up to the first rung that resolves every metric (one sampled item per k_min tail items or fewer),
-        # the pilot's own top: beyond it a ladder buys little precision and its law grows with the tail
-        k_min = min(p[2] for p in parsed)
-        T_max = int(T_all.max())
-        rungs = tail_candidates(tail_n, T_min)
-        stop = next((j for j, t in enumerate(rungs) if T_max / t <= k_min), len(rungs) - 1)
-        for t_max in rungs[:stop + 1]:
+        # in increasing order, up to the first ladder that meets the target for every model and metric (the
+        # cheapest that does) or whose cost leaves the budget: the law of a ladder grows with its top
+        for t_max in tail_candidates(tail_n, T_min):
+            step = []
             for mdl, (*_, alts) in fits.items():
-                # judged under the fit and its two alternative penalties (the estimator's own kept): at the
-                # pilot's first tail sample the top of the tail is an extrapolation (a fit with every user at
-                # tail rank 1 puts all its mass there and predicts no uncertainty at all)
+                # judged under the fit and its two alternative penalties (the estimator's own kept): a group
+                # whose users all sit at tail rank 1 puts a fit at its limit, under which every design looks
+                # exact
                 ts = _predict_many(alts, min(tail_n, t_max), t_max, metrics, M=M, confidence_level=confidence_level,
                                    penalty=alts[0].penalty)
                 t = ts[0].assign(ratio=np.max([u.ratio for u in ts], axis=0), cost=max(u.cost[0] for u in ts),
                                  halfwidth=np.max([u.halfwidth for u in ts], axis=0))
-                rows.append(t.assign(model=mdl, kind="stratified", tail_n_max=t_max, margin=margin))
+                step.append(t.assign(model=mdl, kind="stratified", tail_n_max=t_max, margin=margin))
+            rows += step
+            step = pd.concat(step)
+            if bool((step.ratio * step.margin <= bound).all()) or (
+                    max_cost is not None and float(step.cost.max()) / Nbar > max_cost):
+                break
     if uniform:
         n = check_int(n, "n", low=2)
         size = int(N_u.min()) if max_size is None else check_int(max_size, "max_size", low=n)
