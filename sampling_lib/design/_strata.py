@@ -397,8 +397,6 @@ def plan_strata(pilots, *, n, tail_n, metrics=("recall@10", "ndcg@10"), M=None, 
     t_max = int(strat.tail_n_max[strat.design == s_name].iloc[0]) if s_name is not None else None
     uni = None
     if kind == "uniform":
-        from ..sampling import Design  # noqa: F401  (the candidates' type)
-
         uni = next(d for d in candidate_designs(size, n) if d.describe() == name)
     return StrataPlan(table=table[["model", "kind", "design", "tail_n_max", "metric", "value", "cost", "cost_share",
                                    "halfwidth", "full_halfwidth", "ratio", "margin", "meets", "within_budget",
