@@ -448,8 +448,10 @@ def _planned_strata(scorers, held_out, n_items, exclude, config, proxy, batch, p
     unused = inputs["unused_exclude_users"]
     if unused:
         notes.append(f"exclude: {unused:,} users without a held-out item were not used")
-    if run_r is None:
-        return dataclasses.replace(res_p, notes=notes + [x for x in res_p.notes if x not in notes])
+    pl = run_p.strata_plan
+    if run_r is None:                   # the pilot is every user: the plan's verdict, nothing fell back
+        return dataclasses.replace(res_p, notes=notes + [x for x in res_p.notes if x not in notes],
+                                   config=dict(res_p.config, proxy_pays=pl is None or pl.kind == "stratified"))
     stratified = hasattr(run_r, "head_items")
     if stratified:
         table_r = run_r.estimate_table(n_boot=n_boot, confidence_level=confidence_level)
@@ -473,7 +475,8 @@ def _planned_strata(scorers, held_out, n_items, exclude, config, proxy, batch, p
         design=pd.concat([with_part(r.design, k) for k, r in parts.items()], ignore_index=True),
         ranks=pd.concat([with_part(r.ranks, k) for k, r in parts.items()], ignore_index=True),
         negatives={k: r.negatives for k, r in parts.items()}, plans=[], notes=notes,
-        config=dict(run_p.config, confidence_level=confidence_level, n_boot=n_boot, parts="pilot and rest"),
+        config=dict(run_p.config, confidence_level=confidence_level, n_boot=n_boot, parts="pilot and rest",
+                    proxy_pays=stratified),
         parts=parts)
 
 

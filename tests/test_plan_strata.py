@@ -136,6 +136,8 @@ def test_the_planned_route_scores_each_pair_once_and_reports_what_was_scored(pla
     pilot_users = set(res.parts["pilot"].ranks.user)
     assert len(pilot_users) == pilot_size(len(held)) and not pilot_users & set(res.parts["rest"].ranks.user)
     assert any("the proxy pays" in x or "the proxy does not pay" in x for x in res.notes)
+    # the verdict in the config is what the other users ran
+    assert res.config["proxy_pays"] == ("tail_rank" in res.parts["rest"].ranks.columns)
 
 
 def test_the_planned_route_s_table_is_its_parts_joined(planned):

@@ -181,8 +181,7 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
         pr = res.design["predicted_ratio"].dropna() if "predicted_ratio" in res.design.columns else []
         predicted_ratio = float(pr.iloc[-1]) if len(pr) else np.nan
         # a planned stratified evaluation says whether the proxy paid (else the other users ran the ladder)
-        paid = (np.nan if proxy is None or tail_n_max is not None else
-                float(not any("the proxy does not pay" in x for x in res.notes)))
+        paid = np.nan if proxy is None or tail_n_max is not None else float(res.config["proxy_pays"])
         for m, c in counters.items():
             repeats = c.repeats()             # one sort of every pair asked, per model and draw
             t = res.table[res.table.model == m].set_index("metric")
