@@ -642,6 +642,19 @@ class StageNegatives:
         return f"<StageNegatives: {len(self)} stages, {sum(pairs):,} negatives ({', '.join(f'{p:,}' for p in pairs)})>"
 
 
+def _text(head, cost, design, notes, width=100):
+    """``print(result)``'s text: the estimate view, then the cost, the decisions and the notes, each wrapped
+    to ``width`` columns (continuation lines indented)."""
+    import textwrap
+
+    def wrap(line, indent):
+        return textwrap.fill(line, width=width, subsequent_indent=indent, break_long_words=False,
+                             break_on_hyphens=False)
+
+    return "\n".join([head.rstrip(), "", wrap(cost, "  "), "design:"] + [wrap(d, "      ") for d in design]
+                     + [wrap(f"note: {x}", "  ") for x in notes])
+
+
 @dataclass
 class EvaluationResult:
     """What :func:`evaluate` returns.
@@ -783,9 +796,9 @@ class EvaluationResult:
             head = estimate_view(t.drop(columns="model") if t.model.nunique() == 1 else t, seed=self.config["seed"])
             cost = (f"cost: {int(c.pairs_per_model):,} pairs per model, {c.items_per_user:,.0f} items per user, "
                     f"{c.share_of_full:.2%} of full ranking; {int(c.stages)} stages")
-            design = "\n".join(f"  {r.part}, after stage {r.stage}: {r.decision}" for r in self.design.itertuples()
-                               if r.decision)
-            return "\n".join([head.rstrip(), "", cost, "design:", design] + [f"note: {x}" for x in self.notes])
+            design = [f"  {r.part}, after stage {r.stage}: {r.decision}" for r in self.design.itertuples()
+                      if r.decision]
+            return _text(head, cost, design, self.notes)
         c = self.cost.iloc[0]
         t = self.table
         r = self.ranks
@@ -797,8 +810,8 @@ class EvaluationResult:
         cost = (f"cost: {int(c.pairs_per_model):,} pairs per model, {c.items_per_user:,.0f} items per user, "
                 f"{c.share_of_full:.2%} of full ranking{predicted}; {int(c.stages)} stages, "
                 f"{int(c.users_ranked_in_full):,} users ranked in full")
-        design = "\n".join(f"  after stage {r.stage}: {r.decision}" for r in self.design.itertuples() if r.decision)
-        return "\n".join([head.rstrip(), "", cost, "design:", design] + [f"note: {x}" for x in self.notes])
+        design = [f"  after stage {r.stage}: {r.decision}" for r in self.design.itertuples() if r.decision]
+        return _text(head, cost, design, self.notes)
 
     def __str__(self):
         return self.summary()

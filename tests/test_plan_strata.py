@@ -293,3 +293,13 @@ def test_a_subset_of_the_checked_inputs_is_what_checking_the_subset_gives():
     assert list(sub["users"]) == list(direct["users"])
     for k in ("held", "ptr", "bad", "n_items"):
         assert np.array_equal(sub[k], direct[k]), k
+
+
+def test_the_printed_result_fits_100_columns_below_its_header(planned):
+    """print(result): the cost, every decision and every note wrapped to 100 columns (the estimate view's
+    header is one line by design: the command line's tests read it whole)."""
+    held, hist, counters, res = planned
+    lines = str(res).splitlines()
+    assert max(len(line) for line in lines[1:]) <= 100
+    starts = [line for line in lines if line.startswith(("  pilot, after stage", "  rest, after stage"))]
+    assert len(starts) == int(res.design.decision.astype(bool).sum())
