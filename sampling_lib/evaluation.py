@@ -408,7 +408,8 @@ def _planned_strata(scorers, held_out, n_items, exclude, config, proxy, batch, p
     head_share = float(np.minimum(1 + int(config["head"]), N_u).sum() / N_u.sum())
     if config["max_cost"] is not None and config["max_cost"] < head_share:
         raise ValueError(f"max_cost={config['max_cost']:g} is below the head's own cost ({head_share:.2%} of full "
-                         f"ranking: the held-out item and head={config['head']} per user): raise max_cost or lower head")
+                         f"ranking: the held-out item and head={config['head']} per user): raise max_cost or lower "
+                         "head")
     M = int(inputs["users"].size)
     P = pilot_size(M)
     seq = np.random.SeedSequence(config["seed"]).spawn(4)

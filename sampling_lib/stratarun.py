@@ -263,7 +263,8 @@ class StrataRun(StagedRun):
                 capped = f"; capped at {top:,} by max_cost (resolution not reached: the plan extrapolates)"
         c["tail_n_max"] = top
         self._decide("plan", f"planning the tail: these users' tail ladder runs to {top:,} (one sampled item per "
-                     f"{T_max / top:.1f} tail items or fewer, K = {k_min}{capped}), and the plan is made on their cells")
+                     f"{T_max / top:.1f} tail items or fewer, K = {k_min}{capped}), and the plan is made on their "
+                     "cells")
 
     def _plan_tail(self):
         """The tail ladder's top for the target (or the budget) from stratified cells

@@ -47,4 +47,5 @@ from ..sampling import Design  # noqa: F401  (the designs this package plans; de
 
 __all__ = ["design_law", "predict", "plan", "PlanResult", "candidate_designs", "choose_design", "judged_column",
            "assurance_margin", "RATIO_PREDICTION_SD", "resolution_width", "shared_cost", "later_stages",
-           "first_rungs", "predict_strata", "plan_strata", "StrataPlan", "tail_candidates", "pilot_size", "describe_strata"]
+           "first_rungs", "predict_strata", "plan_strata", "StrataPlan", "tail_candidates", "pilot_size",
+           "describe_strata"]

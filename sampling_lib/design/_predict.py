@@ -184,6 +184,22 @@ def influence_parts(g, B, D, Fc):
     return q, s, phi, info, A
 
 
+def sensitivity_factors(below):
+    """The penalty factors whose intervals a prediction unions: 1/SENSITIVITY_FACTOR, 1 and
+    SENSITIVITY_FACTOR when some metric is below resolution, else the fitted penalty alone."""
+    return (1.0 / SENSITIVITY_FACTOR, 1.0, SENSITIVITY_FACTOR) if np.any(below) else (1.0,)
+
+
+def union_interval(per, below, z):
+    """(lo, hi) of the predicted interval about the estimate: from ``per`` {factor: (shift, sd)}, the union
+    over the factors of shift -/+ z sd for the metrics ``below`` resolution, the fitted penalty's own
+    (factor 1) for the others (:func:`predict`, Notes)."""
+    lo = np.min([shift - z * sd for shift, sd in per.values()], axis=0)
+    hi = np.max([shift + z * sd for shift, sd in per.values()], axis=0)
+    shift, sd = per[1.0]
+    return np.where(below, lo, shift - z * sd), np.where(below, hi, shift + z * sd)
+
+
 def _predict_one(design, D, grid, prior, parsed, M, z, scheme, penalty):
     """(metric values, cost, predicted half-widths, full ranking's half-widths) under one prior,
     for the estimator with the log-spline ``penalty``; ``D`` is the design's law on ``grid``."""
@@ -198,18 +214,14 @@ def _predict_one(design, D, grid, prior, parsed, M, z, scheme, penalty):
     # -(M I + k Pen)^{-1} k Pen beta, and Var_k as above; the union's width is predicted. A design that
     # resolves every metric gets the default's own interval (the fitted penalty alone)
     below = np.array([K for _, _, K in parsed]) < resolution_width(design, N)
-    hi = lo = None
-    for factor in (1.0 / SENSITIVITY_FACTOR, 1.0, SENSITIVITY_FACTOR) if below.any() else (1.0,):
+    per = {}
+    for factor in sensitivity_factors(below):
         Pk = factor * P
         L = np.linalg.solve((info + Pk / M).T, A.T).T    # A (I + Pen/M)^{-1}
         IF = phi + L @ s
         sd = np.sqrt(np.maximum(((IF * IF) @ q - (IF @ q) ** 2) / M, 0.0))
-        shift = -A @ np.linalg.solve(M * info + Pk, Pk @ prior.beta)
-        if factor == 1.0:
-            own_lo, own_hi = shift - z * sd, shift + z * sd
-        hi = shift + z * sd if hi is None else np.maximum(hi, shift + z * sd)
-        lo = shift - z * sd if lo is None else np.minimum(lo, shift - z * sd)
-    lo, hi = np.where(below, lo, own_lo), np.where(below, hi, own_hi)
+        per[factor] = (-A @ np.linalg.solve(M * info + Pk, Pk @ prior.beta), sd)
+    lo, hi = union_interval(per, below, z)
     value = g @ Fc
     full_var = (g @ F2c - value ** 2) / M
     cost = _cost(design, N, g, grid.mid, scheme)

@@ -28,12 +28,12 @@ import pandas as pd
 from scipy import stats
 
 from .._validation import check_float, check_int
-from ..estimators import (SENSITIVITY_FACTOR, StrataFit, cell_metric, logspline_strata_fit, penalty_matrix,
+from ..estimators import (StrataFit, cell_metric, logspline_strata_fit, penalty_matrix,
                           prior_masses, sensitivity_penalties)
-from ..kernels import strata_ladder_blocks
+from ..kernels import strata_ladder_blocks, tail_ladder_sizes
 from ..metrics import parse_metrics
 from ._plan import _predict_designs, _target, candidate_designs, choose_design
-from ._predict import assurance_margin, influence_cells
+from ._predict import assurance_margin, influence_cells, sensitivity_factors, union_interval
 
 __all__ = ["predict_strata", "plan_strata", "StrataPlan", "tail_candidates", "pilot_size", "describe_strata"]
 
@@ -65,12 +65,8 @@ def tail_candidates(tail_n, tails):
     >>> tail_candidates(100, 1000)
     [100, 200, 400, 800, 1000]
     """
-    tail_n = check_int(tail_n, "tail_n", low=1)
     T = check_int(tails, "tails", low=1)
-    out = [min(tail_n, T)]
-    while out[-1] < T:
-        out.append(min(2 * out[-1], T))
-    return out
+    return tail_ladder_sizes(T, check_int(tail_n, "tail_n", low=1), T)      # the ladder to the whole tail
 
 
 def _shifted(F, x):
@@ -152,7 +148,7 @@ def _predict_many(fits, tail_n, tail_n_max, metrics, *, M, confidence_level, pen
     w_tail = T / min(tail_n_max, T)
     below = np.array([bool(np.any((xs_all < K) & (xs_all + w_tail > K))) for K in Ks]) if T > tail_n_max \
         else np.zeros(Ks.size, bool)
-    factors = (1.0 / SENSITIVITY_FACTOR, 1.0, SENSITIVITY_FACTOR) if below.any() else (1.0,)
+    factors = sensitivity_factors(below)
     m = len(parsed)
     P = penalty_matrix(first.grid.B.shape[1], first.penalty if penalty is None else check_float(
         penalty, "penalty", low=0.0))
@@ -205,14 +201,8 @@ def _moments_table(fit, groups, parsed, factors, below, P, M, z, tail_n, tail_n_
             m1[f] += wx @ (IF @ q)
             m2[f] += wx @ ((IF * IF) @ q)
             shift[f] += wg * (-Abar @ np.linalg.solve(Mg * k["info"] + Pk, Pk @ k["gr"].fit.beta))
-    lo = hi = own = None
-    for f in factors:
-        sd = np.sqrt(np.maximum(m2[f] - m1[f] ** 2, 0.0) / M)
-        if f == 1.0:
-            own = (shift[f] - z * sd, shift[f] + z * sd, sd)
-        lo = shift[f] - z * sd if lo is None else np.minimum(lo, shift[f] - z * sd)
-        hi = shift[f] + z * sd if hi is None else np.maximum(hi, shift[f] + z * sd)
-    lo, hi = np.where(below, lo, own[0]), np.where(below, hi, own[1])
+    per = {f: (shift[f], np.sqrt(np.maximum(m2[f] - m1[f] ** 2, 0.0) / M)) for f in factors}
+    lo, hi = union_interval(per, below, z)
     hw = 0.5 * (hi - lo)
     fhw = z * np.sqrt(np.maximum(second - value ** 2, 0.0) / M)
     head = float(np.average(fit.heads, weights=fit.counts))
@@ -220,7 +210,7 @@ def _moments_table(fit, groups, parsed, factors, below, P, M, z, tail_n, tail_n_
         ratio = hw / fhw
     return pd.DataFrame({"design": describe_strata(head, tail_n, tail_n_max), "metric": [p[0] for p in parsed],
                          "value": value, "cost": 1.0 + head + sum(k["cost"] for k in groups), "halfwidth": hw,
-                         "se": own[2], "full_halfwidth": fhw, "ratio": ratio, "below_resolution": below})
+                         "se": per[1.0][1], "full_halfwidth": fhw, "ratio": ratio, "below_resolution": below})
 
 
 def describe_strata(head, tail_n, tail_n_max):
@@ -320,8 +310,9 @@ def plan_strata(pilots, *, n, tail_n, metrics=("recall@10", "ndcg@10"), M=None, 
     judged by the fit alone, as the uniform route that would run them is, so the comparison leans to the
     uniform ladder, whose predictions are calibrated (:data:`sampling_lib.design.RATIO_PREDICTION_SD`; the
     stratified ones are not yet). Several models share the heads and the tails (a user goes on while any
-    model needs it): a design is priced by its costliest model, a lower bound of the union's cost. The chosen design is the cheapest within the budget that meets the target, else the
-    most precise within the budget (:func:`sampling_lib.design.choose_design`).
+    model needs it): a design is priced by its costliest model, a lower bound of the union's cost. The
+    chosen design is the cheapest within the budget that meets the target, else the most precise within the
+    budget (:func:`sampling_lib.design.choose_design`).
     """
     if not isinstance(pilots, dict) or not pilots:
         raise ValueError("pilots must map each model to its pilot cells (n_items, heads, above, tail_sizes, ranks)")
