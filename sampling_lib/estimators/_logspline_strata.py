@@ -189,6 +189,9 @@ class StrataFit:
     penalty, knot_spacing : float
     exact_ranks : int
         Values 1..exact_ranks of the coordinate are exact grid points (at least k_max, at most the grid's N).
+    known : tuple (k, y) of ndarray of int, shape (C,), or None
+        With ``known_tail`` (:func:`logspline_strata_fit`): per cell, the k tail items after the head scored
+        exactly and the y of them above the held-out item (the kernel then shifted by y on the rest).
     """
 
     n_items: np.ndarray
@@ -206,6 +209,7 @@ class StrataFit:
     exact_ranks: int
     grid: object = dataclasses.field(repr=False)
     K: np.ndarray = dataclasses.field(repr=False)
+    known: tuple = dataclasses.field(default=None, repr=False)
 
     @property
     def users(self):
@@ -219,7 +223,10 @@ class StrataFit:
 
     @property
     def kernel_shift(self):
-        """The shift of each cell's kernel in the coordinate: x (global rank) or 0 (tail rank)."""
+        """The shift of each cell's kernel in the coordinate: x (global rank), 0 (tail rank), or the known
+        tail items above the held-out one (tail rank with ``known_tail``)."""
+        if self.known is not None:
+            return self.known[1]
         return self.above if self.coordinate == "rank" else np.zeros_like(self.above)
 
     @property
@@ -240,7 +247,7 @@ class StrataFit:
         ranks, 1..T + 1 in tail ranks)."""
         total = 0.0
         kx = self.kernel_shift
-        T = self.n_items - 1 - self.heads
+        T = self.n_items - 1 - self.heads - (0 if self.known is None else self.known[0])
         mid = self.grid.mid[:, None]
         for gr in self.groups:
             g = gr.fit.prior_grid.cells
@@ -337,12 +344,13 @@ def _support_grid(grid, low):
     return dataclasses.replace(grid, logw=np.where(grid.hi < low, -np.inf, grid.logw))
 
 
-def _cells(N, m, x, s, r, c):
-    """Distinct (N, m, x, s, r) with their users (cells with no users dropped), sorted."""
-    keys, inv = np.unique(np.stack([N, m, x, s, r]), axis=1, return_inverse=True)
+def _cells(N, m, x, s, r, c, *extra):
+    """Distinct (N, m, x, s, r, *extra) with their users (cells with no users dropped), sorted: the arrays
+    (N, m, x, s, r, counts, *extra)."""
+    keys, inv = np.unique(np.stack([N, m, x, s, r, *extra]), axis=1, return_inverse=True)
     cnt = np.bincount(inv.ravel(), weights=c, minlength=keys.shape[1])
     keep = cnt > 0
-    return (*keys[:, keep], cnt[keep])
+    return (*keys[:5, keep], cnt[keep], *keys[5:, keep])
 
 
 def _kernel_columns(grid, N, m, x, s, r):
@@ -396,7 +404,7 @@ def _check_options(k_max, min_group_users, penalty, knot_spacing, exact_ranks, c
 
 def logspline_strata_fit(n_items, heads, above, tail_sizes, ranks, counts=None, *, k_max,
                          min_group_users=DEFAULT_MIN_GROUP_USERS, coordinate="tail", penalty=DEFAULT_PENALTY,
-                         knot_spacing=DEFAULT_KNOT_SPACING, exact_ranks=EXACT_RANKS):
+                         knot_spacing=DEFAULT_KNOT_SPACING, exact_ranks=EXACT_RANKS, known_tail=None):
     """Per-group log-spline priors of a stratified evaluation and the users' posterior means.
 
     Parameters
@@ -420,6 +428,13 @@ def logspline_strata_fit(n_items, heads, above, tail_sizes, ranks, counts=None, 
         metric F(R)); the prior of a group lives on R >= 1 + its smallest x. See Notes.
     penalty, knot_spacing, exact_ranks : keyword-only
         As :func:`sampling_lib.estimators.logspline_fit`; the grid's exact values are at least k_max.
+    known_tail : tuple (k, y) of array_like of int, optional, keyword-only
+        Per user: the first k_u tail items (those right after the head, in the proxy's order) were scored
+        exactly and y_u of them rank at or above the held-out item; the tail sample s_u is drawn from the
+        other T_u - k_u (0 <= y_u <= k_u <= T_u, s_u <= T_u - k_u). The cells of a larger head seen as
+        this smaller one's: the tail rank R - x is then y_u + 1 + (the rest's items above), and the
+        kernel is the rest's shifted by y_u. Tail coordinate only. Used to price a smaller head from a
+        pilot (:func:`sampling_lib.design.plan_strata`).
 
     Returns
     -------
@@ -471,8 +486,37 @@ def logspline_strata_fit(n_items, heads, above, tail_sizes, ranks, counts=None, 
                                     counts=np.ones(np.size(n_items)) if counts is None else counts)
     if c.sum() <= 0:
         raise ValueError("counts must hold at least one user")
-    return _fit_cells(*_cells(N, m, x, s, r, c), k_max, min_group_users, penalty, knot_spacing, exact_ranks,
-                      coordinate)
+    if known_tail is None:
+        return _fit_cells(*_cells(N, m, x, s, r, c), k_max, min_group_users, penalty, knot_spacing, exact_ranks,
+                          coordinate)
+    k, y = _check_known(known_tail, N, m, s, r, coordinate)
+    N, m, x, s, r, c, k, y = _cells(N, m, x, s, r, c, k, y)
+    return _fit_cells(N, m, x, s, r, c, k_max, min_group_users, penalty, knot_spacing, exact_ranks, coordinate,
+                      known=(k, y))
+
+
+def _check_known(known_tail, N, m, s, r, coordinate):
+    """(k, y) of ``known_tail`` as int64 arrays of the users' length, checked against the cells."""
+    if coordinate != "tail":
+        raise ValueError(f"known_tail applies with coordinate='tail'; got coordinate={coordinate!r}")
+    if not isinstance(known_tail, (tuple, list)) or len(known_tail) != 2:
+        raise TypeError("known_tail must be a pair (k, y): per user, the tail items scored exactly and those of "
+                        "them above the held-out item")
+    out = []
+    for name, a in zip(("known_tail[0] (k)", "known_tail[1] (y)"), known_tail):
+        a = np.asarray(a)
+        if a.dtype.kind not in "iu" and not (a.dtype.kind == "f" and np.all(np.isfinite(a)) and np.all(a == np.round(a))):
+            raise TypeError(f"{name} must hold integers; got dtype {a.dtype}")
+        a = np.broadcast_to(a.astype(np.int64), N.shape)
+        out.append(np.ascontiguousarray(a))
+    k, y = out
+    T = N - 1 - m
+    bad = np.flatnonzero((k < 0) | (k > T) | (y < 0) | (y > k) | (s > T - k))
+    if bad.size:
+        j = int(bad[0])
+        raise ValueError(f"known_tail must have 0 <= y <= k <= T and tail_sizes <= T - k (T = n_items - 1 - heads); "
+                         f"got k={k[j]}, y={y[j]}, T={T[j]}, tail_sizes={s[j]} (entry {j})")
+    return k, y
 
 
 def _grid_of(N, m, s, k_max, knot_spacing, exact_ranks, coordinate):
@@ -485,13 +529,16 @@ def _grid_of(N, m, s, k_max, knot_spacing, exact_ranks, coordinate):
 
 
 def _fit_cells(N, m, x, s, r, c, k_max, min_group_users, penalty, knot_spacing, exact_ranks, coordinate,
-               ranges=None, beta0=None, grid=None):
+               ranges=None, beta0=None, grid=None, known=None):
     grid = _grid_of(N, m, s, k_max, knot_spacing, exact_ranks, coordinate) if grid is None else grid
     inside = x < k_max
     K = np.zeros((grid.lo.size, N.size))
     if inside.any():
         kx = x[inside] if coordinate == "rank" else np.zeros(int(inside.sum()), dtype=np.int64)
-        K[:, inside] = _kernel_columns(grid, N[inside], m[inside], kx, s[inside], r[inside])
+        mk = m[inside]
+        if known is not None:        # the known tail items: the rest's kernel, shifted by those above
+            kx, mk = known[1][inside], mk + known[0][inside]
+        K[:, inside] = _kernel_columns(grid, N[inside], mk, kx, s[inside], r[inside])
     K.setflags(write=False)
     if ranges is None:
         ranges = strata_groups(x, k_max, min_group_users, counts=c)
@@ -502,7 +549,7 @@ def _fit_cells(N, m, x, s, r, c, k_max, min_group_users, penalty, knot_spacing, 
         group[gr.cells] = j
     return StrataFit(n_items=N, heads=m, above=x, tail_sizes=s, ranks=r, counts=c, group=group, groups=groups,
                      k_max=k_max, coordinate=coordinate, penalty=penalty, knot_spacing=knot_spacing,
-                     exact_ranks=int(min(max(exact_ranks, k_max), grid.N)), grid=grid, K=K)
+                     exact_ranks=int(min(max(exact_ranks, k_max), grid.N)), grid=grid, K=K, known=known)
 
 
 # ----------------------------------------------------------------------------
@@ -548,12 +595,14 @@ def _below_resolution(fit, Ks):
     among such users at r_u = 1 (those the sample cannot place), or among all such users when none is
     at r_u = 1. Users ranked in full (T_u = 0) and users with x_u >= K never count.
     """
-    T = (fit.n_items - 1 - fit.heads).astype(float)
+    k, y = _known_of(fit)          # a known tail block: ranks x + y + 1 on are the sampled rest's
+    T = (fit.n_items - 1 - fit.heads - k).astype(float)
+    x = fit.above + y
     with np.errstate(divide="ignore"):
-        w = fit.above + np.where(fit.tail_sizes > 0, T / np.maximum(fit.tail_sizes, 1), np.inf)
+        w = x + np.where(fit.tail_sizes > 0, T / np.maximum(fit.tail_sizes, 1), np.inf)
     out = []
     for K in Ks:
-        rel = (fit.above < K) & (T >= 1)
+        rel = (x < K) & (T >= 1)
         top = rel & (fit.ranks == 1)
         use = top if top.any() else rel
         out.append(bool(use.any() and np.max(w[use]) > K))
@@ -562,8 +611,16 @@ def _below_resolution(fit, Ks):
 
 def _naive_values(fit, parsed):
     """F(x + r) per cell: the metric of the held-out item's rank among the items scored (head and tail sample)."""
-    R = fit.above + fit.ranks
+    R = fit.above + _known_of(fit)[1] + fit.ranks
     return np.stack([METRICS[name](R, K).astype(float) for _, name, K in parsed], axis=1)
+
+
+def _known_of(fit):
+    """(k, y) per cell: the known tail block's items and those above (zeros without ``known_tail``)."""
+    if fit.known is None:
+        z = np.zeros_like(fit.heads)
+        return z, z
+    return fit.known
 
 
 def _common_or_na(values, rows):
@@ -574,7 +631,7 @@ def _common_or_na(values, rows):
 def strata_estimate(n_items, heads, above, tail_sizes, ranks, *, metrics=("recall@10", "ndcg@10"), n_boot=1000,
                     rng=None, confidence_level=0.95, min_group_users=DEFAULT_MIN_GROUP_USERS, model="model",
                     coordinate="tail", penalty=DEFAULT_PENALTY, knot_spacing=DEFAULT_KNOT_SPACING,
-                    exact_ranks=EXACT_RANKS):
+                    exact_ranks=EXACT_RANKS, known_tail=None):
     """Global top-K metrics of a stratified evaluation with user-bootstrap intervals, one row per metric.
 
     Parameters
@@ -597,6 +654,9 @@ def strata_estimate(n_items, heads, above, tail_sizes, ranks, *, metrics=("recal
         What the groups' priors live on (:func:`logspline_strata_fit`).
     penalty, knot_spacing, exact_ranks : keyword-only
         As :func:`sampling_lib.estimators.logspline_fit`.
+    known_tail : tuple (k, y), optional, keyword-only
+        Tail items scored exactly after the head, per user (:func:`logspline_strata_fit`): the cells of a
+        larger head estimated as those of this smaller one (a pilot's users beside the others').
 
     Returns
     -------
@@ -642,7 +702,7 @@ def strata_estimate(n_items, heads, above, tail_sizes, ranks, *, metrics=("recal
     rng = np.random.default_rng(rng)
     fit = logspline_strata_fit(n_items, heads, above, tail_sizes, ranks, k_max=k_max, min_group_users=min_group_users,
                                coordinate=coordinate, penalty=penalty, knot_spacing=knot_spacing,
-                               exact_ranks=exact_ranks)
+                               exact_ranks=exact_ranks, known_tail=known_tail)
     _, F = fit.metric_matrix(parsed)
     Ks = np.array([p[2] for p in parsed])
     N = int(fit.n_items.max())
@@ -692,7 +752,7 @@ def strata_estimate(n_items, heads, above, tail_sizes, ranks, *, metrics=("recal
     with np.errstate(invalid="ignore", divide="ignore"):
         full_hw = np.where(var > 0, z_critical(ci) * np.sqrt(np.where(var > 0, var, 0.0) / M), np.nan)
         ratio = (hi - lo) / (2.0 * full_hw)
-    sizes = 1 + fit.heads + fit.tail_sizes
+    sizes = 1 + fit.heads + _known_of(fit)[0] + fit.tail_sizes
     return pd.DataFrame({
         "model": model, "metric": [p[0] for p in parsed], "K": Ks, "naive": naive, "naive_ci_low": nlo,
         "naive_ci_high": nhi, "estimate": est, "se": se, "ci_low": lo, "ci_high": hi, "method": STRATA_METHOD,
