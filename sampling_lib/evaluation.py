@@ -241,18 +241,20 @@ def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "n
         drawn from the seed) runs the head, the first tail sample and the tail ladder to resolution (one
         sampled item per K tail items or fewer, K the smallest cutoff; within ``max_cost``);
         :func:`sampling_lib.design.plan_strata` then predicts on its cells the cost and precision of every
-        tail ladder and of the uniform designs. If a uniform design is predicted cheaper for
-        ``target_ratio`` (or more precise within ``max_cost``: a proxy too weak to pay for its head), the
-        other users run the uniform ladder (planned on their own first stage) and the table combines the
-        two parts' estimates by their users' shares; else they run the stratified design, re-planning the
-        tail's top after their first tail sample on the pilot's cells and theirs, and one estimate takes
-        every user's cells.
+        head size up to ``head`` (:func:`sampling_lib.design.head_candidates`: ``head``, half and a
+        quarter of it), every tail ladder, and the uniform designs. If a uniform design is predicted
+        cheaper for ``target_ratio`` (or more precise within ``max_cost``: a proxy too weak to pay for its
+        head), the other users run the uniform ladder (planned on their own first stage) and the table
+        combines the two parts' estimates by their users' shares; else they run the stratified design with
+        the planned head, re-planning the tail's top after their first tail sample on the pilot's cells
+        and theirs, and one estimate takes every user's cells (the pilot's head items beyond a smaller
+        planned head count as a tail block scored exactly).
         ``result.notes`` says which, and ``result.parts`` holds the two parts ("pilot", "rest"). A
         stratified evaluation keeps no ``workdir``.
     head, tail_n, tail_n_max : int, optional, keyword-only
         With ``proxy``: the head size (default ``n``), the first tail sample (default ``n``) and the
         largest (default: planned; given, the design is fixed and ``target_ratio`` / ``max_cost`` do not
-        apply).
+        apply). A planned design takes ``head`` as the pilot's head and the largest it may choose.
 
     Returns
     -------
@@ -430,9 +432,11 @@ def _planned_strata(scorers, held_out, n_items, exclude, config, proxy, batch, p
             sub = _subset_inputs(inputs, rest)
             rest_seed = int(np.random.SeedSequence([config["seed"], 1]).generate_state(1)[0])
             if pl is None or pl.kind == "stratified":
-                # the others re-plan their tail after their first tail samples, on the pilot's cells and theirs
+                # the others run the planned head and re-plan their tail after their first tail samples, on the
+                # pilot's cells (seen as the planned head's) and theirs
+                head = config["head"] if pl is None or pl.head is None else pl.head
                 run_r = StrataRun(None, None, None, config=dict(config, seed=rest_seed, plan_users=M, tail_n_max=None,
-                                                                pilot_cells=run_p.cells()),
+                                                                head=head, pilot_cells=_pilot_cells(run_p, head)),
                                   inputs=sub, proxy=_proxy_of(proxy, users[rest]))
             else:
                 from .stagerun import StagedRun
@@ -456,9 +460,14 @@ def _planned_strata(scorers, held_out, n_items, exclude, config, proxy, batch, p
     stratified = hasattr(run_r, "head_items")
     if stratified:
         table_r = run_r.estimate_table(n_boot=n_boot, confidence_level=confidence_level)
-        table = _joint_strata_table([run_p, run_r], n_boot, confidence_level, config["seed"])
+        table = _joint_strata_table([run_r.pilot_cells, run_r.cells()], run_r.models, config["metrics"], n_boot,
+                                    confidence_level, config["seed"])
+        h_p, h_r = run_p.config["head"], run_r.config["head"]
         how = (f"the proxy pays: the pilot's {P:,} users and the other {M - P:,} ran the same stratified design; one "
-               "estimate takes every user's cells")
+               "estimate takes every user's cells" if h_r == h_p else
+               f"the proxy pays: the pilot's {P:,} users ran the stratified design with a head of {h_p:,}, the other "
+               f"{M - P:,} with the planned head of {h_r:,}; one estimate takes every user's cells, the pilot's head "
+               f"items beyond the first {h_r:,} counting as a tail block scored exactly")
     else:
         table_r = _uniform_table(run_r, n_boot, confidence_level, progress)
         table = _combined(table_p, table_r, P, M - P, confidence_level)
@@ -477,20 +486,34 @@ def _planned_strata(scorers, held_out, n_items, exclude, config, proxy, batch, p
         ranks=pd.concat([with_part(r.ranks, k) for k, r in parts.items()], ignore_index=True),
         negatives={k: r.negatives for k, r in parts.items()}, plans=[], notes=notes,
         config=dict(run_p.config, confidence_level=confidence_level, n_boot=n_boot, parts="pilot and rest",
-                    proxy_pays=stratified),
+                    proxy_pays=stratified, planned_head=run_r.config["head"] if stratified else None),
         parts=parts)
 
 
-def _joint_strata_table(runs, n_boot, confidence_level, seed):
-    """:func:`sampling_lib.estimators.strata_estimate` on the cells of several stratified runs' users."""
-    from .estimators import strata_estimate
+def _pilot_cells(run, head):
+    """A pilot's cells per model, as the cells of a run with ``head`` (a smaller head: its items beyond the first
+    ``head`` as a tail block scored exactly, :func:`sampling_lib.design.smaller_head_cells`)."""
+    from .design import smaller_head_cells
 
-    first = runs[0]
+    cells = run.cells()
+    if head >= run.config["head"]:
+        return cells
+    return {m: smaller_head_cells(c, run.head_above[m], head) for m, c in cells.items()}
+
+
+def _joint_strata_table(parts, models, metrics, n_boot, confidence_level, seed):
+    """:func:`sampling_lib.estimators.strata_estimate` on the cells of several sets of users ({model: cells},
+    5-tuples, the first possibly with a known tail block: the pilot's seen as the others' head)."""
+    from .estimators import strata_estimate
+    from .stratarun import _joined
+
     out = []
-    for m in first.models:
-        cells = [np.concatenate(a) for a in zip(*[r.cells()[m] for r in runs])]
-        out.append(strata_estimate(*cells, metrics=first.config["metrics"], n_boot=n_boot, rng=seed,
-                                   confidence_level=confidence_level, model=m))
+    for m in models:
+        first, rest = parts[0][m], parts[1][m]
+        cells = _joined(first, rest)
+        known = (cells[5], cells[6]) if len(cells) == 7 else None
+        out.append(strata_estimate(*cells[:5], metrics=metrics, n_boot=n_boot, rng=seed,
+                                   confidence_level=confidence_level, model=m, known_tail=known))
     return pd.concat(out, ignore_index=True)
 
 

@@ -243,6 +243,7 @@ class StagedRun:
         self.sizes = np.zeros(M, np.int64)      # current set sizes (0 before stage 1)
         self.above = {}                         # model -> items scored above the held-out one (tie rule applied)
         self.pos = {}                           # model -> the held-out item's score
+        self.last_above = {}                    # model -> the last chunk's negatives above (tie rule applied)
         self.first = {}                         # model -> rank within the first stage's set
         self.stages = []                        # one dict per stage scored
         self.decisions = []                     # one dict per decision
@@ -333,6 +334,7 @@ class StagedRun:
                 if ties == "random":
                     above |= (s == p) & tie_below
             np.add.at(self.above[m], run_users, np.add.reduceat(above, starts, dtype=np.int64))
+            self.last_above[m] = above
 
     def ranks(self):
         """{model: current sampled ranks (M,)} (1 = first)."""

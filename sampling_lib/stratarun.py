@@ -14,8 +14,9 @@ The state behind :func:`sampling_lib.evaluate` with ``proxy=``: a :class:`Strata
    item above the held-out one.
 
 A *planned* run (``tail_n_max`` None) is a pilot: its ladder runs to resolution (:meth:`StrataRun._pilot_ladder`)
-and its cells then plan the others' tail and whether the proxy pays (:func:`sampling_lib.design.plan_strata`);
-given ``pilot_cells``, a run of the other users plans its tail after its first tail sample on both.
+and its cells then plan the others' head size, their tail and whether the proxy pays
+(:func:`sampling_lib.design.plan_strata`); given ``pilot_cells`` (seen as the planned head's), a run of the
+other users plans its tail after its first tail sample on both.
 
 Every rule looks at observed data only, so the design is ignorable; the estimate is the default
 estimator on the stratified cells (:func:`sampling_lib.estimators.strata_estimate`: one log-spline prior
@@ -53,6 +54,13 @@ def check_proxy_settings(head, tail_n, tail_n_max):
     return head, tail_n, tail_n_max
 
 
+def _joined(pilot, own):
+    """A pilot's cells (5-tuple, or 7 with a known tail) and a run's own (5-tuple) as one set of cells."""
+    if len(pilot) == 7:
+        own = tuple(own) + (np.zeros_like(own[0]), np.zeros_like(own[0]))
+    return tuple(np.concatenate(a) for a in zip(pilot, own))
+
+
 def _table_notes(listed, given, m, head, M):
     """The notes of a retriever's top-m table: users whose list held their held-out item (dropped from the
     head: it is scored as the held-out item), users the table does not list, lists cut to ``head``."""
@@ -84,6 +92,13 @@ class StrataRun(StagedRun):
         ``user, item[, rank]`` (:mod:`sampling_lib.proxy`).
     inputs : dict, optional
         Checked inputs (:func:`sampling_lib.stagerun.check_inputs`) instead of held_out, n_items, exclude.
+
+    Attributes
+    ----------
+    head_above : dict {model: ndarray of bool}
+        After the head: per head item (users in order, each head in the proxy's order), whether the model
+        ranks it at or above the held-out item (the tie rule applied); a plan prices smaller heads with
+        them (:func:`sampling_lib.design.smaller_head_cells`).
     """
 
     def __init__(self, held_out, n_items, exclude=None, *, config, proxy, inputs=None):
@@ -145,6 +160,8 @@ class StrataRun(StagedRun):
         self.tail_order = NestedOrder(self.tails, rng=np.random.default_rng(seq))
         self.k_max = max(K for _, _, K in parse_metrics(self.config["metrics"]))
         self.x = {}                                           # model -> head items at or above the held-out
+        self.head_above = {}          # model -> per head item (head_items' order): above the held-out one
+        self._head_chunks = []
         self.tail_sizes = np.zeros(self.M, np.int64)
         self.pending = {"stage": 1, "kind": "head", "users": np.arange(self.M)}
 
@@ -186,10 +203,29 @@ class StrataRun(StagedRun):
             u = np.repeat(users, hi - lo)
             yield u, self.tail_candidates.items(places, u), np.zeros(u.size, bool)
 
+    def absorb(self, users, items, held, scores):
+        """:meth:`StagedRun.absorb`; in the head stage each head item's outcome is also kept (a plan prices
+        smaller heads with them, :func:`sampling_lib.design.plan_strata`)."""
+        super().absorb(users, items, held, scores)
+        if self.pending is not None and self.pending["kind"] == "head" and not held.any():
+            self._head_chunks.append((users, items, {m: self.last_above[m] for m in self.models}))
+
+    def _keep_head_outcomes(self):
+        """The head items' outcomes in head_items' order (the chunks of :meth:`chunks`, checked)."""
+        ch = self._head_chunks
+        u = np.concatenate([c[0] for c in ch]) if ch else np.zeros(0, np.int64)
+        it = np.concatenate([c[1] for c in ch]) if ch else np.zeros(0, np.int64)
+        if not (np.array_equal(u, np.repeat(np.arange(self.M), self.heads)) and np.array_equal(it, self.head_items)):
+            raise RuntimeError("the head's scores did not arrive in the order of its chunks")
+        self.head_above = {m: (np.concatenate([c[2][m] for c in ch]) if ch else np.zeros(0, bool))
+                           for m in self.models}
+        self._head_chunks = []
+
     def finish_stage(self, plan_progress=False):
         p = self.pending
         if p["kind"] == "head":
             self.x = {m: a.copy() for m, a in self.above.items()}
+            self._keep_head_outcomes()
             self.sizes[:] = 1 + self.heads
             pairs, design, sizes, users = self.M + int(self.heads.sum()), "the proxy's head", self.heads + 1, self.M
             self.stages.append({"stage": 1, "users": users, "pairs": pairs, "sizes": _sizes_text(sizes),
@@ -272,26 +308,31 @@ class StrataRun(StagedRun):
         (its users ran the resolving ladder of :meth:`_pilot_ladder`) on its cells, beside the uniform designs
         the same cells predict (whether the proxy pays); for the other users, after their first tail sample,
         on the pilot's cells and theirs."""
-        from .design import plan_strata
+        from .design import head_candidates, plan_strata
 
         c = self.config
         pilots = self.cells()
         if self.pilot_cells is not None:
-            pilots = {m: tuple(np.concatenate(a) for a in zip(self.pilot_cells[m], pilots[m])) for m in self.models}
+            pilots = {m: _joined(self.pilot_cells[m], pilots[m]) for m in self.models}
         decide = self.pilot_cells is None            # whether the proxy pays is the pilot's decision
+        # the pilot of other users prices the heads up to its own (their outcomes seen as a smaller head's)
+        heads = head_candidates(c["head"]) if decide and c["plan_users"] > self.M else None
         pl = plan_strata(pilots, n=c["n"], tail_n=c["tail_n"], metrics=c["metrics"], M=c["plan_users"],
                          target_ratio=c["target_ratio"], max_cost=c["max_cost"], assurance=c["assurance"],
-                         uniform=decide)
+                         uniform=decide, heads=heads, head_above=self.head_above)
         self.strata_plan = pl
         t = pl.table
-        mine = t[(t.kind == "stratified") & (t.tail_n_max == pl.tail_n_max)]
+        mine = t[(t.kind == "stratified") & (t.tail_n_max == pl.tail_n_max)
+                 & ((t["head"] == pl.head) if pl.head is not None else t["head"].isna())]
         ratio, cost, share = float(mine.ratio.max()), float(mine.cost.max()), float(mine.cost_share.max())
         meets = bool(mine.meets.all())
         who = ("re-planned on the pilot's cells and these users' first tail samples" if self.pilot_cells is not None
                else "for the other users (re-planned after their first tail sample)" if c["plan_users"] > self.M
                else "the plan on these cells (every user is in them: nothing else runs)")
-        text = (f"{who}: a tail ladder to {pl.tail_n_max:,} ({pl.target}: predicted ratio {ratio:.2f}, "
-                f"{share:.2%} of full ranking" + ("" if meets else "; no tail ladder meets the target") + ")")
+        what = (f"a head of {pl.head:,} (of the {', '.join(f'{h:,}' for h in heads)} priced) and a tail ladder to "
+                f"{pl.tail_n_max:,}" if heads else f"a tail ladder to {pl.tail_n_max:,}")
+        text = (f"{who}: {what} ({pl.target}: predicted ratio {ratio:.2f}, "
+                f"{share:.2%} of full ranking" + ("" if meets else "; no design of the proxy meets the target") + ")")
         uni = pl.designs()
         uni = uni[(uni.kind != "stratified") & uni.meets].sort_values("cost").head(1)
         if len(uni):
@@ -300,7 +341,8 @@ class StrataRun(StagedRun):
         if decide:
             text += "; the proxy pays" if pl.kind == "stratified" else "; the proxy does not pay"
         self._decide("plan", text, predicted_items_per_user=cost, predicted_ratio=ratio,
-                     chosen=describe_strata(c["head"], c["tail_n"], pl.tail_n_max), meets=meets)
+                     chosen=describe_strata(c["head"] if pl.head is None else pl.head, c["tail_n"], pl.tail_n_max),
+                     meets=meets)
 
     def _judge_proxy(self):
         """After the first tail sample: does the head hold more of the items above the held-out one than a

@@ -7,9 +7,11 @@ item ranks above the held-out one, up to ``tail_n_max``. Its estimate is
 counts x. After a pilot (the head and the first tail sample of some users), :func:`predict_strata` gives
 the expected cost and interval half-width of that estimate under any ``tail_n_max``, by the same delta
 method as :func:`sampling_lib.design.predict` (the influence function of the posterior-mean estimate with
-every group's prior refitted), and :func:`plan_strata` chooses the cheapest ``tail_n_max`` that meets a
-target, beside the uniform ladder that :func:`sampling_lib.design.plan` would choose for the same pilot:
-when the uniform ladder is cheaper, the proxy does not pay.
+every group's prior refitted), and :func:`plan_strata` chooses the cheapest head size and ``tail_n_max``
+that meet a target, beside the uniform ladder that :func:`sampling_lib.design.plan` would choose for the
+same pilot: when the uniform ladder is cheaper, the proxy does not pay. A head smaller than the pilot's is
+priced on the pilot's cells seen as that head's (:func:`smaller_head_cells`: the head items beyond it
+become a tail block scored exactly, which the estimator takes as ``known_tail``).
 
 References
 ----------
@@ -35,12 +37,15 @@ from ..metrics import parse_metrics
 from ._plan import _predict_designs, _target, candidate_designs, choose_design
 from ._predict import assurance_margin, influence_cells, sensitivity_factors, union_interval
 
-__all__ = ["predict_strata", "plan_strata", "StrataPlan", "tail_candidates", "pilot_size", "describe_strata"]
+__all__ = ["predict_strata", "plan_strata", "StrataPlan", "tail_candidates", "pilot_size", "describe_strata",
+           "head_candidates", "smaller_head_cells"]
 
 #: The pilot of a stratified plan: at least this many users (all of them when there are fewer).
 PILOT_MIN_USERS = 300
 #: ... and at least this share of the users.
 PILOT_SHARE = 0.1
+#: The smaller heads a plan prices beside the pilot's own (:func:`head_candidates`): the head divided by these.
+HEAD_DIVISORS = (1, 2, 4)
 
 
 def pilot_size(M):
@@ -53,6 +58,65 @@ def pilot_size(M):
     """
     M = check_int(M, "M", low=1)
     return int(min(M, max(PILOT_MIN_USERS, int(np.ceil(PILOT_SHARE * M)))))
+
+
+def head_candidates(head):
+    """The head sizes a plan prices from a pilot run with head ``head``: ``head`` divided by
+    :data:`HEAD_DIVISORS` (rounded up), largest first. A pilot's head outcomes price any smaller head
+    (:func:`smaller_head_cells`), never a larger one.
+
+    Examples
+    --------
+    >>> head_candidates(50), head_candidates(3)
+    ([50, 25, 13], [3, 2, 1])
+    """
+    head = check_int(head, "head", low=1)
+    return sorted({-(-head // d) for d in HEAD_DIVISORS}, reverse=True)
+
+
+def smaller_head_cells(cells, head_above, head):
+    """A pilot's stratified cells seen as those of a smaller head: the head's items beyond the first
+    ``head`` become a tail block scored exactly.
+
+    Parameters
+    ----------
+    cells : tuple (n_items, heads, above, tail_sizes, ranks) of array_like of int
+        The pilot's cells, one entry per user (:meth:`sampling_lib.stratarun.StrataRun.cells`).
+    head_above : array_like of bool
+        Per head item, users in order and each user's head in the proxy's order (m_u entries per user):
+        whether the model ranks it at or above the held-out item
+        (:attr:`sampling_lib.stratarun.StrataRun.head_above`).
+    head : int >= 1
+        The smaller head m'.
+
+    Returns
+    -------
+    tuple (n_items, heads, above, tail_sizes, ranks, known, known_above) of ndarray of int
+        Per user: m'_u = min(m', m_u), x'_u its head items above, the tail sample and rank as they were,
+        and the tail block of k_u = m_u - m'_u items scored exactly with y_u = x_u - x'_u above (the
+        ``known_tail`` of :func:`sampling_lib.estimators.logspline_strata_fit`). The head m' is what a
+        user run with it would have (the proxy's first m' items), so its tail rank is y_u + 1 + (the
+        sampled rest's items above) and the pilot's sample, uniform on the rest, keeps its kernel.
+
+    Examples
+    --------
+    >>> c = smaller_head_cells(([100, 100], [3, 2], [2, 0], [10, 10], [1, 2]), [1, 0, 1, 0, 0], 1)
+    >>> [a.tolist() for a in c]
+    [[100, 100], [1, 1], [1, 0], [10, 10], [1, 2], [2, 1], [1, 0]]
+    """
+    N, m, x, s, r = (np.asarray(a, dtype=np.int64) for a in cells)
+    flags = np.asarray(head_above, dtype=bool)
+    head = check_int(head, "head", low=1)
+    if flags.shape != (int(m.sum()),):
+        raise ValueError(f"head_above must hold one entry per head item ({int(m.sum())}, users in order); got shape "
+                         f"{flags.shape}")
+    ptr = np.r_[0, np.cumsum(m)]
+    cs = np.r_[0, np.cumsum(flags, dtype=np.int64)]
+    if not np.array_equal(cs[ptr[1:]] - cs[ptr[:-1]], x):
+        raise ValueError("head_above must sum to each user's head count (above)")
+    h = np.minimum(head, m)
+    xh = cs[ptr[:-1] + h] - cs[ptr[:-1]]
+    return N, h, xh, s, r, m - h, x - xh
 
 
 def tail_candidates(tail_n, tails):
@@ -226,7 +290,7 @@ class StrataPlan:
     ----------
     table : pandas.DataFrame
         One row per (model, design, metric): ``kind`` ("stratified" or the uniform design's kind),
-        ``design``, ``tail_n_max`` (stratified rows), ``metric``, ``cost`` (items per user),
+        ``design``, ``head`` and ``tail_n_max`` (stratified rows), ``metric``, ``cost`` (items per user),
         ``cost_share`` (cost / the users' mean N_u), ``ratio``, ``margin``, ``meets``, ``within_budget``,
         ``chosen``.
     kind : str
@@ -239,6 +303,9 @@ class StrataPlan:
     meets : bool
         Whether the chosen design is predicted to meet the target.
     target : str
+    head : int or None
+        The head size of that stratified design (None: the pilot's own heads, when no head sizes were
+        priced).
     """
 
     table: pd.DataFrame
@@ -247,6 +314,7 @@ class StrataPlan:
     uniform: object
     meets: bool
     target: str
+    head: object = None
 
     def designs(self):
         """One row per design: kind, cost, cost_share, the worst ratio over models and metrics, meets, chosen."""
@@ -264,21 +332,42 @@ def _pick(table):
     return choose_design(per), per
 
 
+def _pilot_arrays(pilots):
+    """{model: [N, m, x, s, r, k, y]} as int64 arrays: a pilot's 5-tuples get an empty known tail (k = y = 0)."""
+    out = {}
+    for mdl, cells in pilots.items():
+        if not isinstance(cells, (tuple, list)) or len(cells) not in (5, 7):
+            raise ValueError(f"pilots[{mdl!r}] must be the cells (n_items, heads, above, tail_sizes, ranks), or with "
+                             "a known tail (..., known, known_above)")
+        a = [np.asarray(v, dtype=np.int64) for v in cells]
+        out[mdl] = a if len(a) == 7 else a + [np.zeros_like(a[0]), np.zeros_like(a[0])]
+    return out
+
+
+def _fits_at(cells, k_max):
+    """The pilot's fit on these cells (their known tail, if any) and its refits at the alternative penalties."""
+    N, m, x, s, r, k, y = cells
+    fit = logspline_strata_fit(N, m, x, s, r, k_max=k_max, known_tail=(k, y) if k.any() else None)
+    return [fit] + [fit.refit(p) for p in sensitivity_penalties(fit.penalty)]
+
+
 def plan_strata(pilots, *, n, tail_n, metrics=("recall@10", "ndcg@10"), M=None, n_items_mean=None,
                 target_ratio=1.3, max_cost=None, assurance=0.9, confidence_level=0.95, uniform=True,
-                max_size=None):
-    """Choose the tail ladder of a stratified evaluation from a pilot, and say whether the uniform ladder
-    would cost less.
+                max_size=None, heads=None, head_above=None):
+    """Choose the head size and the tail ladder of a stratified evaluation from a pilot, and say whether the
+    uniform ladder would cost less.
 
     Parameters
     ----------
-    pilots : dict {model: (n_items, heads, above, tail_sizes, ranks)}
+    pilots : dict {model: (n_items, heads, above, tail_sizes, ranks[, known, known_above])}
         The pilot users' stratified cells after the head and the first tail sample (tail_sizes = tail_n,
-        or 0 for users with x >= k_max for every model), as arrays of one entry per pilot user.
+        or 0 for users with x >= k_max for every model), or after more of the ladder, as arrays of one
+        entry per pilot user; with ``known, known_above``, cells of a larger head seen as a smaller one's
+        (:func:`smaller_head_cells`).
     n : int, keyword-only
         The uniform ladder's first stage (held-out item included) for the comparison.
     tail_n : int, keyword-only
-        The pilot's first tail sample.
+        The first tail sample of the designs priced.
     metrics : keyword-only
     M : int, optional, keyword-only
         Users of the whole evaluation (default the pilot's).
@@ -295,6 +384,12 @@ def plan_strata(pilots, *, n, tail_n, metrics=("recall@10", "ndcg@10"), M=None, 
         ``coordinate="rank"``), judged by that fit as the uniform route's planner judges them.
     max_size : int, optional, keyword-only
         The largest uniform set (default the pilot's smallest N_u).
+    heads : sequence of int, optional, keyword-only
+        Head sizes to price (e.g. :func:`head_candidates`); each no larger than the pilot's is priced on
+        the pilot's cells seen as that head's (:func:`smaller_head_cells`), which needs ``head_above``.
+        Default: the pilot's own heads only.
+    head_above : dict {model: array_like of bool}, optional, keyword-only
+        Per model, each pilot head item's outcome (:attr:`sampling_lib.stratarun.StrataRun.head_above`).
 
     Returns
     -------
@@ -313,6 +408,12 @@ def plan_strata(pilots, *, n, tail_n, metrics=("recall@10", "ndcg@10"), M=None, 
     model needs it): a design is priced by its costliest model, a lower bound of the union's cost. The
     chosen design is the cheapest within the budget that meets the target, else the most precise within the
     budget (:func:`sampling_lib.design.choose_design`).
+
+    *A smaller head* m' is priced on the pilot's cells with their head items beyond the first m' as a tail
+    block scored exactly (:func:`smaller_head_cells`; ``known_tail`` of
+    :func:`sampling_lib.estimators.logspline_strata_fit`): its fit's groups are those of m' head counts and
+    its prior lives on the tail of m', which is what :func:`predict_strata` needs. A larger head than the
+    pilot's cannot be priced: the pilot never scored its items.
     """
     if not isinstance(pilots, dict) or not pilots:
         raise ValueError("pilots must map each model to its pilot cells (n_items, heads, above, tail_sizes, ranks)")
@@ -322,52 +423,76 @@ def plan_strata(pilots, *, n, tail_n, metrics=("recall@10", "ndcg@10"), M=None, 
     if max_cost is not None:
         max_cost = check_float(max_cost, "max_cost", 0.0, 1.0, low_open=True)
     margin = assurance_margin(metrics, assurance)
-    fits = {}
-    for mdl, cells in pilots.items():
-        N_u, m_u, x, s, r = (np.asarray(a, dtype=np.int64) for a in cells)
-        fit = logspline_strata_fit(N_u, m_u, x, s, r, k_max=k_max)
-        fits[mdl] = (N_u, m_u, x, s, r, [fit] + [fit.refit(p) for p in sensitivity_penalties(fit.penalty)])
-    N_u, m_u = next(iter(fits.values()))[:2]
+    cells = _pilot_arrays(pilots)
+    N_u, m_u = next(iter(cells.values()))[:2]
+    own = m_u + next(iter(cells.values()))[5]                # the pilot's own heads (a known tail is theirs)
+    sizes = [None]
+    if heads is not None:
+        if any(c[5].any() for c in cells.values()):
+            raise ValueError("heads applies to a pilot's own cells (without a known tail)")
+        sizes = sorted({check_int(h, "heads", low=1) for h in np.atleast_1d(heads)}, reverse=True)
+        if any(np.any(np.minimum(h, own) < own) for h in sizes):
+            if not isinstance(head_above, dict) or set(head_above) != set(cells):
+                raise ValueError("head_above must give each model's head outcomes to price a head smaller than the "
+                                 "pilot's (StrataRun.head_above)")
     P = N_u.size
     M = P if M is None else check_int(M, "M", low=1)
     Nbar = float(N_u.mean()) if n_items_mean is None else float(n_items_mean)
-    T_all = N_u - 1 - m_u
-    T_min = int(T_all[T_all >= 1].min()) if (T_all >= 1).any() else 0
     rows = []
-    if T_min >= 1:
+    seen = []
+    best = np.inf                        # the cheapest stratified design that meets the target so far
+    for h in sizes:
+        mh = own if h is None else np.minimum(h, own)
+        if any(np.array_equal(mh, v) for v in seen):              # the same heads as a larger size's
+            continue
+        seen.append(mh)
+        at = {mdl: (c if h is None or np.array_equal(mh, own) else
+                    list(smaller_head_cells(c[:5], head_above[mdl], h)))
+              for mdl, c in cells.items()}
+        alts = {mdl: _fits_at(c, k_max) for mdl, c in at.items()}
+        T_all = N_u - 1 - mh
+        T_min = int(T_all[T_all >= 1].min()) if (T_all >= 1).any() else 0
+        if T_min < 1:
+            continue
         # in increasing order, up to the first ladder that meets the target for every model and metric (the
-        # cheapest that does) or whose cost leaves the budget: the law of a ladder grows with its top
+        # cheapest that does), or whose cost leaves the budget or passes a larger head's design that meets it:
+        # the law of a ladder grows with its top
         for t_max in tail_candidates(tail_n, T_min):
             step = []
-            for mdl, (*_, alts) in fits.items():
+            for mdl, fs in alts.items():
                 # judged under the fit and its two alternative penalties (the estimator's own kept): a group
                 # whose users all sit at tail rank 1 puts a fit at its limit, under which every design looks
                 # exact
-                ts = _predict_many(alts, min(tail_n, t_max), t_max, metrics, M=M, confidence_level=confidence_level,
-                                   penalty=alts[0].penalty)
+                ts = _predict_many(fs, min(tail_n, t_max), t_max, metrics, M=M, confidence_level=confidence_level,
+                                   penalty=fs[0].penalty)
                 t = ts[0].assign(ratio=np.max([u.ratio for u in ts], axis=0), cost=max(u.cost[0] for u in ts),
                                  halfwidth=np.max([u.halfwidth for u in ts], axis=0))
-                step.append(t.assign(model=mdl, kind="stratified", tail_n_max=t_max, margin=margin))
+                step.append(t.assign(model=mdl, kind="stratified", head=np.nan if h is None else h,
+                                     tail_n_max=t_max, margin=margin))
             rows += step
             step = pd.concat(step)
-            if bool((step.ratio * step.margin <= bound).all()) or (
-                    max_cost is not None and float(step.cost.max()) / Nbar > max_cost):
+            cost = float(step.cost.max())
+            if bool((step.ratio * step.margin <= bound).all()):
+                best = min(best, cost)
+                break
+            if cost > best or (max_cost is not None and cost / Nbar > max_cost):
                 break
     if uniform:
         n = check_int(n, "n", low=2)
         size = int(N_u.min()) if max_size is None else check_int(max_size, "max_size", low=n)
         if n <= size:
             cands = candidate_designs(size, n)
-            for mdl, (N_v, m_v, x, s, r, _) in fits.items():
-                rank = logspline_strata_fit(N_v, m_v, x, s, r, k_max=int(x.max()) + 1, min_group_users=N_v.size + 1,
-                                            coordinate="rank")
+            for mdl, (N_v, m_v, x, s, r, k, y) in cells.items():
+                # the pilot's own cells (a known tail is part of their head)
+                rank = logspline_strata_fit(N_v, m_v + k, x + y, s, r, k_max=int((x + y).max()) + 1,
+                                            min_group_users=N_v.size + 1, coordinate="rank")
                 # judged by the fit itself, as the uniform route's planner judges them (plan's default)
                 t = _predict_designs(cands, {mdl: (rank.groups[0].fit, None, int(N_v.max()), n, M)}, n,
                                      metrics=metrics, M=M, confidence_level=confidence_level,
                                      scheme="hypergeometric", col="ratio", bound=bound, margin=margin,
                                      progress=False)
                 rows.append(t[["model", "design", "kind", "metric", "value", "cost", "halfwidth", "full_halfwidth",
-                               "ratio", "margin"]].assign(tail_n_max=np.nan))
+                               "ratio", "margin"]].assign(head=np.nan, tail_n_max=np.nan))
     if not rows:
         raise ValueError("no candidate design: the pilot's users have no tail and the uniform ladder does not fit")
     table = pd.concat(rows, ignore_index=True)
@@ -385,11 +510,14 @@ def plan_strata(pilots, *, n, tail_n, metrics=("recall@10", "ndcg@10"), M=None, 
         name = s_name if s_name is not None else per.worst.idxmin()
     table["chosen"] = table.design == name
     kind = "stratified" if (table.kind[table.chosen] == "stratified").all() else "uniform"
-    t_max = int(strat.tail_n_max[strat.design == s_name].iloc[0]) if s_name is not None else None
+    mine = strat[strat.design == s_name].iloc[0] if s_name is not None else None
+    t_max = int(mine.tail_n_max) if mine is not None else None
+    head = int(mine["head"]) if mine is not None and np.isfinite(mine["head"]) else None
     uni = None
     if kind == "uniform":
         uni = next(d for d in candidate_designs(size, n) if d.describe() == name)
-    return StrataPlan(table=table[["model", "kind", "design", "tail_n_max", "metric", "value", "cost", "cost_share",
-                                   "halfwidth", "full_halfwidth", "ratio", "margin", "meets", "within_budget",
-                                   "chosen"]],
-                      kind=kind, tail_n_max=t_max, uniform=uni, meets=bool(per.loc[name, "meets"]), target=target)
+    return StrataPlan(table=table[["model", "kind", "design", "head", "tail_n_max", "metric", "value", "cost",
+                                   "cost_share", "halfwidth", "full_halfwidth", "ratio", "margin", "meets",
+                                   "within_budget", "chosen"]],
+                      kind=kind, tail_n_max=t_max, uniform=uni, meets=bool(per.loc[name, "meets"]), target=target,
+                      head=head)

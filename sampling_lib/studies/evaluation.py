@@ -120,8 +120,10 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
         choose on the same first stage: N = the median N_u, sets capped at the smallest N_u),
         ``stages``, ``calls``, ``seconds`` (the whole call) and ``scoring_seconds`` (inside the scorers);
         ``proxy_paid`` (a planned stratified evaluation: 1 when its plan kept the stratified design for every
-        user, 0 when the other users fell back to the uniform ladder; else NaN), ``predicted_ratio`` (the
-        last plan's predicted worst ratio over the metrics; NaN without a plan).
+        user, 0 when the other users fell back to the uniform ladder; else NaN), ``planned_head`` (the head
+        size its plan chose for the other users, at most ``head``; NaN when they fell back or without a
+        plan), ``predicted_ratio`` (the last plan's predicted worst ratio over the metrics; NaN without a
+        plan).
 
     Examples
     --------
@@ -182,6 +184,8 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
         predicted_ratio = float(pr.iloc[-1]) if len(pr) else np.nan
         # a planned stratified evaluation says whether the proxy paid (else the other users ran the ladder)
         paid = np.nan if proxy is None or tail_n_max is not None else float(res.config["proxy_pays"])
+        ph = res.config.get("planned_head") if paid == 1 else None
+        planned_head = np.nan if ph is None else float(ph)
         for m, c in counters.items():
             repeats = c.repeats()             # one sort of every pair asked, per model and draw
             t = res.table[res.table.model == m].set_index("metric")
@@ -198,7 +202,7 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
                     "pairs_reported": int(cost.pairs_per_model), "repeats": repeats,
                     "cost_share": c.pairs / float(N_u.sum()), "predicted_share": cost.predicted_share,
                     "first_predicted_share": first, "proxy": proxy, "proxy_paid": paid,
-                    "predicted_ratio": predicted_ratio,
+                    "planned_head": planned_head, "predicted_ratio": predicted_ratio,
                     "hand_first_plan_share": hand,
                     "stages": int(cost.stages), "calls": c.calls, "seconds": seconds,
                     "scoring_seconds": sum(x.seconds for x in counters.values())})

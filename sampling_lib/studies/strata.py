@@ -131,7 +131,8 @@ def proxy_frontier(population, costly, proxies, *, heads, tail_n, tail_n_max, dr
         :func:`evaluation_study`'s rows with ``design``, ``proxy``, ``head``.
     summary : pandas.DataFrame
         Per (dataset, model, design, proxy, metric): draws, mean cost share, mean and largest realized
-        precision ratio, coverage, mean relative error.
+        precision ratio, coverage, mean relative error, the share of draws in which the proxy paid and the
+        mean planned head (planned designs).
     """
     from .evaluation import evaluation_study
 
@@ -158,7 +159,8 @@ def proxy_frontier(population, costly, proxies, *, heads, tail_n, tail_n_max, dr
     summary = (table.groupby(["dataset", "model", "design", "proxy", "metric"], sort=False)
                .agg(draws=("draw", "nunique"), cost_share=("cost_share", "mean"), ratio=("ratio", "mean"),
                     ratio_max=("ratio", "max"), coverage=("covered", "mean"), rel_error=("rel_error", "mean"),
-                    proxy_paid=("proxy_paid", "mean"), planned=("planned", "first"))
+                    proxy_paid=("proxy_paid", "mean"), planned_head=("planned_head", "mean"),
+                    planned=("planned", "first"))
                .reset_index())
     return table, summary
 
