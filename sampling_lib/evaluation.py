@@ -247,8 +247,9 @@ def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "n
         head), the other users run the uniform ladder (planned on their own first stage) and the table
         combines the two parts' estimates by their users' shares; else they run the stratified design with
         the planned head, re-planning the tail's top after their first tail sample on the pilot's cells
-        and theirs, and one estimate takes every user's cells (the pilot's head items beyond a smaller
-        planned head count as a tail block scored exactly).
+        (its head items beyond a smaller planned head read as a tail block scored exactly) and theirs, and
+        one estimate takes every user's cells (with a smaller head, the two parts' estimates are combined
+        by their users' shares).
         ``result.notes`` says which, and ``result.parts`` holds the two parts ("pilot", "rest"). A
         stratified evaluation keeps no ``workdir``.
     head, tail_n, tail_n_max : int, optional, keyword-only
@@ -460,14 +461,20 @@ def _planned_strata(scorers, held_out, n_items, exclude, config, proxy, batch, p
     stratified = hasattr(run_r, "head_items")
     if stratified:
         table_r = run_r.estimate_table(n_boot=n_boot, confidence_level=confidence_level)
-        table = _joint_strata_table([run_r.pilot_cells, run_r.cells()], run_r.models, config["metrics"], n_boot,
-                                    confidence_level, config["seed"])
         h_p, h_r = run_p.config["head"], run_r.config["head"]
-        how = (f"the proxy pays: the pilot's {P:,} users and the other {M - P:,} ran the same stratified design; one "
-               "estimate takes every user's cells" if h_r == h_p else
-               f"the proxy pays: the pilot's {P:,} users ran the stratified design with a head of {h_p:,}, the other "
-               f"{M - P:,} with the planned head of {h_r:,}; one estimate takes every user's cells, the pilot's head "
-               f"items beyond the first {h_r:,} counting as a tail block scored exactly")
+        if h_r == h_p:
+            table = _joint_strata_table([run_p.cells(), run_r.cells()], run_r.models, config["metrics"], n_boot,
+                                        confidence_level, config["seed"])
+            how = (f"the proxy pays: the pilot's {P:,} users and the other {M - P:,} ran the same stratified design; "
+                   "one estimate takes every user's cells")
+        else:
+            # the pilot's cells read as the smaller head's (a known tail block) pull a smooth prior of the tail
+            # rank towards the block's exact offsets (benchmarks/README.md, "The head chosen by the plan"): each
+            # part is estimated on its own design and the two combined
+            table = _combined(table_p, table_r, P, M - P, confidence_level)
+            how = (f"the proxy pays: the pilot's {P:,} users ran the stratified design with a head of {h_p:,}, the "
+                   f"other {M - P:,} with the planned head of {h_r:,}; the table combines the two parts' estimates by "
+                   "their users' shares (normal approximation of each interval's two sides)")
     else:
         table_r = _uniform_table(run_r, n_boot, confidence_level, progress)
         table = _combined(table_p, table_r, P, M - P, confidence_level)
@@ -502,18 +509,15 @@ def _pilot_cells(run, head):
 
 
 def _joint_strata_table(parts, models, metrics, n_boot, confidence_level, seed):
-    """:func:`sampling_lib.estimators.strata_estimate` on the cells of several sets of users ({model: cells},
-    5-tuples, the first possibly with a known tail block: the pilot's seen as the others' head)."""
+    """:func:`sampling_lib.estimators.strata_estimate` on the cells of several sets of users of one design
+    ({model: cells} each)."""
     from .estimators import strata_estimate
-    from .stratarun import _joined
 
     out = []
     for m in models:
-        first, rest = parts[0][m], parts[1][m]
-        cells = _joined(first, rest)
-        known = (cells[5], cells[6]) if len(cells) == 7 else None
-        out.append(strata_estimate(*cells[:5], metrics=metrics, n_boot=n_boot, rng=seed,
-                                   confidence_level=confidence_level, model=m, known_tail=known))
+        cells = [np.concatenate(a) for a in zip(*[p[m] for p in parts])]
+        out.append(strata_estimate(*cells, metrics=metrics, n_boot=n_boot, rng=seed,
+                                   confidence_level=confidence_level, model=m))
     return pd.concat(out, ignore_index=True)
 
 
