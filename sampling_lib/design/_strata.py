@@ -467,6 +467,8 @@ def plan_strata(pilots, *, n, tail_n, metrics=("recall@10", "ndcg@10"), M=None, 
                                    penalty=fs[0].penalty)
                 t = ts[0].assign(ratio=np.max([u.ratio for u in ts], axis=0), cost=max(u.cost[0] for u in ts),
                                  halfwidth=np.max([u.halfwidth for u in ts], axis=0))
+                if h is not None:         # named by the setting (two settings' mean heads may round alike)
+                    t = t.assign(design=describe_strata(h, min(tail_n, t_max), t_max))
                 step.append(t.assign(model=mdl, kind="stratified", head=np.nan if h is None else h,
                                      tail_n_max=t_max, margin=margin))
             rows += step
