@@ -35,8 +35,9 @@ from ._logspline import (DEFAULT_KNOT_SPACING, DEFAULT_PENALTY, GRID_N_MAX, SENS
                          LogsplineResult, logspline, logspline_cells_fit, logspline_fit, logspline_sensitivity,
                          sensitivity_penalties, spline_grid)
 from ._logspline_newton import penalty_matrix, prior_masses
-from ._logspline_strata import (DEFAULT_MIN_GROUP_USERS, STRATA_METHOD, PoolingCheck, StrataFit, StrataGroup,
-                                logspline_strata_fit, strata_estimate, strata_groups, strata_pooling_check)
+from ._logspline_strata import (DEFAULT_MIN_GROUP_USERS, STRATA_METHOD, StrataFit, StrataGroup, logspline_strata_fit,
+                                strata_estimate, strata_groups)
+from ._strata_pooling import PoolingCheck, strata_pooling_check
 from ._logspline_boot import COARSE_DRAW_MAX_SHARE, cell_metric, logspline_bootstrap, logspline_cells_replicates, logspline_replicates
 from ._mes import mes, mes_fit, mes_objective
 from ._mle import (adaptive_mle, adaptive_mle_fit, mixture_loglik, mle, mle_fit, wmle, wmle_fit,
