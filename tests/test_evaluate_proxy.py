@@ -217,6 +217,9 @@ def test_the_study_evaluates_the_costly_models_only_and_counts_their_pairs():
     # the tail was planned (no tail_n_max): its plan's predicted cost; the uniform route's columns are NaN
     assert t.predicted_share.between(0, 1).all() and t.hand_first_plan_share.isna().all()
     assert t.proxy_paid.isin([0.0, 1.0]).all() and t.predicted_ratio.gt(0).all()
+    # the head the other users ran (tests/test_head_choice.py checks it where the proxy pays): NaN where the
+    # others fell back, as here (every user is in the pilot of 300)
+    assert (t.proxy_paid == 0).all() and t.planned_head.isna().all()
     assert np.isfinite(t.ratio).all() and (t.cost_share > 0).all()
     with pytest.raises(ValueError, match="proxy must name one of the fitted models"):
         studies.evaluation_study(None, {"pop": ("popularity", {})}, proxy="knn", draws=1,
