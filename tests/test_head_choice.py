@@ -141,6 +141,10 @@ def test_known_tail_bad_input_names_itself():
         logspline_strata_fit(100, 10, 1, 20, 1, known_tail=(5, 1), k_max=10, coordinate="rank")
     with pytest.raises(TypeError, match="known_tail must be a pair"):
         logspline_strata_fit(100, 10, 1, 20, 1, known_tail=5, k_max=10)
+    with pytest.raises(ValueError, match=r"known_tail\[0\] \(k\) must be a scalar or hold one entry per user \(3\)"):
+        logspline_strata_fit([100] * 3, 10, 1, 20, 1, known_tail=([5, 5], 0), k_max=10)
+    with pytest.raises(TypeError, match=r"known_tail\[1\] \(y\) must hold integers"):
+        logspline_strata_fit(100, 10, 1, 20, 1, known_tail=(5, 0.5), k_max=10)
     with pytest.raises(ValueError, match="head_above must give each model's head outcomes"):
         plan_strata({"a": ([100] * 5, [10] * 5, [0] * 5, [20] * 5, [1] * 5)}, n=20, tail_n=20, heads=[10, 5])
     with pytest.raises(ValueError, match="heads applies to a pilot's own cells"):

@@ -506,10 +506,12 @@ def _check_known(known_tail, N, m, s, r, coordinate):
     out = []
     for name, a in zip(("known_tail[0] (k)", "known_tail[1] (y)"), known_tail):
         a = np.asarray(a)
-        if a.dtype.kind not in "iu" and not (a.dtype.kind == "f" and np.all(np.isfinite(a)) and np.all(a == np.round(a))):
+        whole = a.dtype.kind == "f" and bool(np.all(np.isfinite(a)) and np.all(a == np.round(a)))
+        if a.dtype.kind not in "iu" and not whole:
             raise TypeError(f"{name} must hold integers; got dtype {a.dtype}")
-        a = np.broadcast_to(a.astype(np.int64), N.shape)
-        out.append(np.ascontiguousarray(a))
+        if a.shape not in ((), N.shape):
+            raise ValueError(f"{name} must be a scalar or hold one entry per user ({N.size}); got shape {a.shape}")
+        out.append(np.ascontiguousarray(np.broadcast_to(a.astype(np.int64), N.shape)))
     k, y = out
     T = N - 1 - m
     bad = np.flatnonzero((k < 0) | (k > T) | (y < 0) | (y > k) | (s > T - k))
