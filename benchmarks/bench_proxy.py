@@ -12,7 +12,8 @@ on the same draws (seeds 0, 1, ...). The cost counts only the costly models' sco
 wrapper outside the library, ``studies.PairCounter``); the precision ratio is the interval's half-width over
 full ranking's own (100,000-replicate percentile interval for the same users). ``--tail-max-factor 0`` lets
 the planner size the tail ladder for ``--target`` from a pilot and fall back to the uniform ladder when it
-predicts the proxy does not pay (``proxy_paid``); the head and ``tail_n`` are given.
+predicts the proxy does not pay (``proxy_paid``); it also prices half and a quarter of the given head
+(``planned_head``: the head the other users ran); ``tail_n`` is given.
 
 Part ``cascade`` (``--parts cascade``): published cascade protocols corrected
 (:func:`sampling_lib.cascade.cascade_estimate`, :func:`sampling_lib.studies.cascade_study`): EASE (up to

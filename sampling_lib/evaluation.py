@@ -458,7 +458,7 @@ def _planned_strata(scorers, held_out, n_items, exclude, config, proxy, batch, p
     if run_r is None:                   # the pilot is every user: the plan's verdict, nothing fell back
         return dataclasses.replace(res_p, notes=notes + [x for x in res_p.notes if x not in notes],
                                    config=dict(res_p.config, proxy_pays=pl is None or pl.kind == "stratified"))
-    stratified = hasattr(run_r, "head_items")
+    stratified = isinstance(run_r, StrataRun)
     if stratified:
         table_r = run_r.estimate_table(n_boot=n_boot, confidence_level=confidence_level)
         h_p, h_r = run_p.config["head"], run_r.config["head"]

@@ -161,7 +161,8 @@ class StrataRun(StagedRun):
         self.k_max = max(K for _, _, K in parse_metrics(self.config["metrics"]))
         self.x = {}                                           # model -> head items at or above the held-out
         self.head_above = {}          # model -> per head item (head_items' order): above the held-out one
-        self._head_chunks = []
+        self._head_chunks = []        # the head stage's outcomes, chunk by chunk (checked against head_items)
+        self._head_seen = 0           # head items absorbed so far
         self.tail_sizes = np.zeros(self.M, np.int64)
         self.pending = {"stage": 1, "kind": "head", "users": np.arange(self.M)}
 
@@ -208,17 +209,21 @@ class StrataRun(StagedRun):
         smaller heads with them, :func:`sampling_lib.design.plan_strata`)."""
         super().absorb(users, items, held, scores)
         if self.pending is not None and self.pending["kind"] == "head" and not held.any():
-            self._head_chunks.append((users, items, {m: self.last_above[m] for m in self.models}))
+            # the head's chunks come in head_items' order (:meth:`chunks`): checked here, chunk by chunk
+            at = np.arange(self._head_seen, self._head_seen + items.size)
+            if (at[-1:] >= self.head_items.size).any() or not (
+                    np.array_equal(items, self.head_items[at])
+                    and np.array_equal(users, np.searchsorted(self.head_ptr, at, side="right") - 1)):
+                raise RuntimeError("the head's scores did not arrive in the order of its chunks")
+            self._head_chunks.append({m: self.last_above[m] for m in self.models})
+            self._head_seen += items.size
 
     def _keep_head_outcomes(self):
-        """The head items' outcomes in head_items' order (the chunks of :meth:`chunks`, checked)."""
+        """The head items' outcomes in head_items' order, from the chunks :meth:`absorb` checked."""
         ch = self._head_chunks
-        u = np.concatenate([c[0] for c in ch]) if ch else np.zeros(0, np.int64)
-        it = np.concatenate([c[1] for c in ch]) if ch else np.zeros(0, np.int64)
-        if not (np.array_equal(u, np.repeat(np.arange(self.M), self.heads)) and np.array_equal(it, self.head_items)):
-            raise RuntimeError("the head's scores did not arrive in the order of its chunks")
-        self.head_above = {m: (np.concatenate([c[2][m] for c in ch]) if ch else np.zeros(0, bool))
-                           for m in self.models}
+        self.head_above = {m: (np.concatenate([c[m] for c in ch]) if ch else np.zeros(0, bool)) for m in self.models}
+        if any(a.size != self.head_items.size for a in self.head_above.values()):
+            raise RuntimeError("the head's scores did not cover every head item")
         self._head_chunks = []
 
     def finish_stage(self, plan_progress=False):
