@@ -242,7 +242,11 @@ def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "n
         sampled item per K tail items or fewer, K the smallest cutoff; within ``max_cost``);
         :func:`sampling_lib.design.plan_strata` then predicts on its cells the cost and precision of every
         head size up to ``head`` (:func:`sampling_lib.design.head_candidates`: ``head``, half and a
-        quarter of it), every tail ladder, and the uniform designs. If a uniform design is predicted
+        quarter of it), every tail ladder, and the uniform designs: these on a uniform first stage of n
+        items per pilot user (a share of its head and the first items of its tail, the rest scored as the
+        pilot's last stage) when that last stage costs at most 5% of the other users' cost at the pilot's
+        pairs per user (:data:`sampling_lib.stratarun.UNIFORM_STAGE_SHARE`) and ``max_cost`` leaves room
+        for it, else on the pilot's cells, which price the ladder low. If a uniform design is predicted
         cheaper for ``target_ratio`` (or more precise within ``max_cost``: a proxy too weak to pay for its
         head), the other users run the uniform ladder (planned on their own first stage) and the table
         combines the two parts' estimates by their users' shares; else they run the stratified design with
@@ -419,8 +423,12 @@ def _planned_strata(scorers, held_out, n_items, exclude, config, proxy, batch, p
     pick = np.sort(np.random.default_rng(seq[3]).permutation(M)[:P])
     rest = np.setdiff1d(np.arange(M), pick)
     users = inputs["users"]
-    run_p = StrataRun(None, None, None, config=dict(config, plan_users=M), inputs=_subset_inputs(inputs, pick),
-                      proxy=_proxy_of(proxy, users[pick]))
+    # a pilot that decides for other users also holds a uniform first stage, on which the fall-back is priced,
+    # where a budget leaves room for it beside the head (else the fall-back is priced on the pilot's cells)
+    room = config["max_cost"] is None or 1 + int(config["head"]) + config["n"] - 1 <= config["max_cost"] * float(
+        N_u.mean())
+    run_p = StrataRun(None, None, None, config=dict(config, plan_users=M, uniform_first=bool(rest.size) and room),
+                      inputs=_subset_inputs(inputs, pick), proxy=_proxy_of(proxy, users[pick]))
     bar = _Bar(progress, _predicted_total(run_p))
     if rest.size:
         bar.say(f"a pilot of {P:,} of {M:,} users first (drawn from the seed): its cells plan the tail and decide "
@@ -493,8 +501,22 @@ def _planned_strata(scorers, held_out, n_items, exclude, config, proxy, batch, p
         ranks=pd.concat([with_part(r.ranks, k) for k, r in parts.items()], ignore_index=True),
         negatives={k: r.negatives for k, r in parts.items()}, plans=[], notes=notes,
         config=dict(run_p.config, confidence_level=confidence_level, n_boot=n_boot, parts="pilot and rest",
-                    proxy_pays=stratified, planned_head=run_r.config["head"] if stratified else None),
+                    proxy_pays=stratified, planned_head=run_r.config["head"] if stratified else None,
+                    **_uniform_price(run_p)),
         parts=parts)
+
+
+def _uniform_price(run):
+    """What a pilot's plan said of the uniform ladder: ``uniform_priced_on`` ("first stage": the pilot's uniform
+    first stage; "cells": its stratified cells) and ``uniform_predicted_share`` (the cheapest uniform design
+    predicted to meet the target, as a share of full ranking; NaN if none)."""
+    pl = run.strata_plan
+    if pl is None:
+        return {"uniform_priced_on": None, "uniform_predicted_share": float("nan")}
+    d = pl.designs()
+    d = d[(d.kind != "stratified") & d.meets]
+    return {"uniform_priced_on": "first stage" if run.uniform_first and run.uniform_stage else "cells",
+            "uniform_predicted_share": float(d.cost_share.min()) if len(d) else float("nan")}
 
 
 def _pilot_cells(run, head):

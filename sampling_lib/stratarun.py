@@ -16,7 +16,12 @@ The state behind :func:`sampling_lib.evaluate` with ``proxy=``: a :class:`Strata
 A *planned* run (``tail_n_max`` None) is a pilot: its ladder runs to resolution (:meth:`StrataRun._pilot_ladder`)
 and its cells then plan the others' head size, their tail and whether the proxy pays
 (:func:`sampling_lib.design.plan_strata`); given ``pilot_cells`` (seen as the planned head's), a run of the
-other users plans its tail after its first tail sample on both.
+other users plans its tail after its first tail sample on both. A pilot that decides for other users
+(``uniform_first``) draws for every user the uniform first stage the fall-back would draw, as a share of its
+head and the first items of its tail's order (:meth:`StrataRun.first_ranks`). Where the part of it not yet
+scored is cheap against the other users' cost (:data:`UNIFORM_STAGE_SHARE`), the pilot's last stage scores
+it, and the uniform ladder is priced by its own planner on it, as it would be on the other users' first
+stage; else on the pilot's cells, which price it low (:func:`sampling_lib.design.plan_strata`).
 
 Every rule looks at observed data only, so the design is ignorable; the estimate is the default
 estimator on the stratified cells (:func:`sampling_lib.estimators.strata_estimate`: one log-spline prior
@@ -30,6 +35,8 @@ References
 """
 from __future__ import annotations
 
+from collections import deque
+
 import numpy as np
 import pandas as pd
 
@@ -42,7 +49,11 @@ from .proxy import (head_enrichment, head_sizes, heads_and_edge_ties, heads_from
 from .design import describe_strata
 from .stagerun import StagedRun, _batches, _sizes_text
 
-__all__ = ["StrataRun", "check_proxy_settings"]
+__all__ = ["StrataRun", "check_proxy_settings", "UNIFORM_STAGE_SHARE"]
+
+#: A pilot prices the uniform ladder on a uniform first stage of its users when the stage's pairs not yet
+#: scored are at most this share of the other users' cost at the pilot's pairs per user.
+UNIFORM_STAGE_SHARE = 0.05
 
 
 def check_proxy_settings(head, tail_n, tail_n_max):
@@ -85,8 +96,9 @@ class StrataRun(StagedRun):
     ----------
     held_out, n_items, exclude, config
         As :class:`sampling_lib.stagerun.StagedRun` (``config`` adds ``head``, ``tail_n``, ``tail_n_max``
-        (None: planned), ``plan_users`` (the users a plan prices, default this run's) and ``pilot_cells``
-        (a pilot's :meth:`cells`)).
+        (None: planned), ``plan_users`` (the users a plan prices, default this run's), ``pilot_cells``
+        (a pilot's :meth:`cells`) and ``uniform_first`` (bool: draw a uniform first stage of n items per
+        user, scored at the end of a planned pilot when it pays, :meth:`first_ranks`)).
     proxy : array_like, callable or DataFrame
         One proxy score per catalogue item, a callable ``proxy(users, items) -> scores``, or a top-m table
         ``user, item[, rank]`` (:mod:`sampling_lib.proxy`).
@@ -109,8 +121,11 @@ class StrataRun(StagedRun):
         #: a pilot's cells {model: (n_items, heads, above, tail_sizes, ranks)}: a planned run then plans its
         #: tail after its first tail sample on them and its own cells together (the other users of a pilot)
         self.pilot_cells = config.get("pilot_cells")
+        #: whether the run holds a uniform first stage per user (a pilot that decides for other users)
+        self.uniform_first = bool(config.get("uniform_first", False))
         super().__init__(held_out, n_items, exclude, inputs=inputs, config={
-            k: v for k, v in config.items() if k not in ("head", "tail_n", "tail_n_max", "plan_users", "pilot_cells")})
+            k: v for k, v in config.items()
+            if k not in ("head", "tail_n", "tail_n_max", "plan_users", "pilot_cells", "uniform_first")})
         self.config.update(head=head, tail_n=tail_n, tail_n_max=tail_n_max,
                            plan_users=self.M if plan_users is None else check_int(plan_users, "plan_users",
                                                                                    low=self.M))
@@ -165,6 +180,92 @@ class StrataRun(StagedRun):
         self._head_seen = 0           # head items absorbed so far
         self.tail_sizes = np.zeros(self.M, np.int64)
         self.pending = {"stage": 1, "kind": "head", "users": np.arange(self.M)}
+        self._first_chunks = deque()  # the tail stages' chunks: (users, items, within the uniform first stage)
+        self._uniform_asked = False
+        self.uniform_stage = False        # whether the plan prices the fall-back on the uniform first stage
+        if self.uniform_first:
+            self._draw_uniform_first()
+
+    def _draw_uniform_first(self):
+        """The uniform first stage each user would get from the uniform route: n - 1 negatives drawn without
+        replacement from its C_u candidates (all of them if C_u < n - 1). Drawn as h_u ~ hypergeometric(C_u,
+        m_u, n - 1) head items, a uniform h_u of the head, and the first n - 1 - h_u items of the tail's
+        order (uniform too: :class:`sampling_lib.nested.NestedOrder`), so the set is uniform over the
+        candidates and every item in it is scored by the head and the first tail sample anyway. Its own
+        stream of the seed (the tail's order keeps its stream)."""
+        rng = np.random.default_rng(np.random.SeedSequence(self.config["seed"]).spawn(4)[3])
+        n1 = np.minimum(self.config["n"] - 1, self.heads + self.tails)
+        h = np.zeros(self.M, np.int64)
+        go = n1 > 0
+        h[go] = rng.hypergeometric(self.heads[go], self.tails[go], n1[go])
+        owner = np.repeat(np.arange(self.M), self.heads)
+        keys = rng.random(owner.size)
+        order = np.lexsort((keys, owner))                  # within each user's head, by a uniform key
+        place = np.empty(owner.size, np.int64)
+        place[order] = np.arange(owner.size) - np.repeat(self.head_ptr[:-1], self.heads)
+        self.first_head = place < h[owner]                 # per head item: in the uniform first stage
+        self.first_tail = n1 - h                           # the first tail items of the order in it
+        self.first_sizes = 1 + n1                          # held-out item included
+        self._first_tail_above = {}
+
+    def _uniform_stage_pays(self):
+        """At the end of a pilot's ladder (once), after its plan on the cells: whether to score the rest of the
+        uniform first stage (the users the head settled, and those whose tail stopped short of their part of
+        it) and plan again, pricing the fall-back on it.
+
+        Only when the plan on the cells says the proxy does not pay: behind an informative head the cells
+        price the uniform ladder low (at 0.72-0.89 of its realized cost on the panel,
+        :func:`sampling_lib.design.plan_strata`), so a verdict that it pays would stand, and one that it
+        does not may flip. And only when the stage's pairs are at most
+        :data:`UNIFORM_STAGE_SHARE` of what the other users would cost at the pilot's own pairs per user
+        (the scale of what a wrong verdict loses). Said as a decision. Behind a head no better than random
+        the cells priced the ladder about right (1.04 on MovieLens 100K); a verdict that the proxy pays
+        then stands unchecked, and a wrong one costs the difference between two designs that both meet the
+        target."""
+        if not self.uniform_first or self._uniform_asked or not (self.planned and self.pilot_cells is None):
+            return False
+        self._uniform_asked = True
+        if len(self.stages) < 2:
+            return False
+        self._plan_tail()                                 # on the cells
+        if self.strata_plan.kind == "stratified":
+            return False
+        extra = int(np.maximum(self.first_tail - self.tail_sizes, 0).sum())
+        others = self.config["plan_users"] - self.M
+        scale = float(sum(st["pairs"] for st in self.stages)) / self.M * others
+        self.uniform_stage = extra <= UNIFORM_STAGE_SHARE * scale
+        lean = ("the cells price the uniform ladder low, so these users' uniform first stage of "
+                f"{self.config['n']:,} items (the head's share of it and the first tail items) decides")
+        if self.uniform_stage:
+            text = (f"{lean}: its {extra:,} pairs not yet scored are {extra / scale:.1%} of the other users' cost at "
+                    f"the pilot's pairs per user (at most {UNIFORM_STAGE_SHARE:.0%})" if extra else
+                    f"{lean}: all of it is already scored")
+        else:
+            text = (f"the cells price the uniform ladder low, but a uniform first stage would take {extra:,} more "
+                    f"pairs, {extra / scale:.1%} of the other users' cost at the pilot's pairs per user (more than "
+                    f"{UNIFORM_STAGE_SHARE:.0%}): the verdict stands")
+        self._decide("plan", text)
+        if self.uniform_stage and not extra:
+            self._plan_tail()                             # on the stage, already complete
+        return self.uniform_stage and extra > 0
+
+    def first_ranks(self):
+        """{model: ndarray}: each user's sampled rank in the uniform first stage (1..n; :meth:`_draw_uniform_first`),
+        1 + the head items in it and the first tail items in it at or above the held-out item (the tie rule
+        applied). Complete once the first tail stage is scored; users with fewer than n candidates (N_u < n)
+        are ranked in full there. Only a run with ``uniform_first``."""
+        if not self.uniform_first:
+            raise RuntimeError("this run holds no uniform first stage (config uniform_first)")
+        short = self.first_tail > self.tail_sizes
+        if short.any():
+            raise RuntimeError(f"the uniform first stage is not complete: {int(short.sum()):,} users' tail samples are "
+                               "shorter than their part of it")
+        owner = np.repeat(np.arange(self.M), self.heads)
+        out = {}
+        for m in self.models:
+            head = np.bincount(owner[self.first_head & self.head_above[m]], minlength=self.M)
+            out[m] = 1 + head + self._first_tail_above.get(m, np.zeros(self.M, np.int64))
+        return out
 
     def input_notes(self):
         """:meth:`StagedRun.input_notes` and what the proxy's heads decided (a top-m table's notes, ties at
@@ -198,11 +299,16 @@ class StrataRun(StagedRun):
             for a in range(0, hu.size, size):
                 yield hu[a:a + size], self.head_items[a:a + size], np.zeros(min(size, hu.size - a), bool)
             return
+        first = self.uniform_first
         for idx, lo, hi in _batches(p["start"], p["stop"], size):
             users = p["users"][idx]
             places = self.tail_order.positions(users, lo, hi)
             u = np.repeat(users, hi - lo)
-            yield u, self.tail_candidates.items(places, u), np.zeros(u.size, bool)
+            items = self.tail_candidates.items(places, u)
+            if first:             # which pairs are in the uniform first stage: the first n - 1 - h_u of the order
+                at = np.arange(u.size) - np.repeat(np.cumsum(hi - lo) - (hi - lo), hi - lo) + np.repeat(lo, hi - lo)
+                self._first_chunks.append((u, items, at < self.first_tail[u]))
+            yield u, items, np.zeros(u.size, bool)
 
     def absorb(self, users, items, held, scores):
         """:meth:`StagedRun.absorb`; in the head stage each head item's outcome is also kept (a plan prices
@@ -217,6 +323,14 @@ class StrataRun(StagedRun):
                 raise RuntimeError("the head's scores did not arrive in the order of its chunks")
             self._head_chunks.append({m: self.last_above[m] for m in self.models})
             self._head_seen += items.size
+        elif self.uniform_first and self.pending is not None and self.pending["kind"] == "tail":
+            # the tail's chunks come in the order :meth:`chunks` gave them (checked)
+            u, it, inside = self._first_chunks.popleft() if self._first_chunks else (None, None, None)
+            if u is None or not (np.array_equal(users, u) and np.array_equal(items, it)):
+                raise RuntimeError("the tail's scores did not arrive in the order of its chunks")
+            for m in self.models:
+                add = np.bincount(users[inside & self.last_above[m]], minlength=self.M)
+                self._first_tail_above[m] = self._first_tail_above.get(m, 0) + add
 
     def _keep_head_outcomes(self):
         """The head items' outcomes in head_items' order, from the chunks :meth:`absorb` checked."""
@@ -252,7 +366,8 @@ class StrataRun(StagedRun):
             self.sizes[p["users"]] = 1 + self.heads[p["users"]] + p["stop"]
             self.stages.append({"stage": p["stage"], "users": int(p["users"].size),
                                 "pairs": int((p["stop"] - p["start"]).sum()), "sizes": _sizes_text(p["stop"]),
-                                "full": int((p["stop"] == self.tails[p["users"]]).sum()), "design": "the tail",
+                                "full": int((p["stop"] == self.tails[p["users"]]).sum()),
+                                "design": p.get("design", "the tail"),
                                 "_users": p["users"], "_start": p["start"], "_stop": p["stop"]})
             if len(self.stages) == 2:
                 self._judge_proxy()
@@ -268,14 +383,22 @@ class StrataRun(StagedRun):
                                                                                      self.tails))
             new = next_tail_size(self.tail_sizes, self.config["tail_n_max"], self.tails)
         go = np.flatnonzero(need & (new > self.tail_sizes))
+        if not go.size and self._uniform_stage_pays():
+            # the pilot's last stage: the tail part of each user's uniform first stage not yet scored
+            go = np.flatnonzero(self.first_tail > self.tail_sizes)
+            new = np.maximum(self.tail_sizes, self.first_tail)
+            design = "the uniform first stage's tail part"
+        else:
+            design = "the tail"
         if go.size:
             self.pending = {"stage": len(self.stages) + 1, "kind": "tail", "users": go,
-                            "start": self.tail_sizes[go], "stop": new[go], "new": new[go]}
+                            "start": self.tail_sizes[go], "stop": new[go], "new": new[go], "design": design}
         else:
             self.pending = None
             self.done = True
-            if self.planned and self.strata_plan is None and len(self.stages) >= 2:
-                self._plan_tail()
+            if self.planned and len(self.stages) >= 2 and (
+                    self.strata_plan is None or (self.uniform_stage and p.get("design") != "the tail")):
+                self._plan_tail()             # (again, after the uniform first stage: on it)
             self._decide("done", f"the design is complete after stage {len(self.stages)}")
 
     def _pilot_ladder(self):
@@ -322,9 +445,11 @@ class StrataRun(StagedRun):
         decide = self.pilot_cells is None            # whether the proxy pays is the pilot's decision
         # the pilot of other users prices the heads up to its own (their outcomes seen as a smaller head's)
         heads = head_candidates(c["head"]) if decide and c["plan_users"] > self.M else None
+        first = self.first_ranks() if decide and self.uniform_first and self.uniform_stage else None
         pl = plan_strata(pilots, n=c["n"], tail_n=c["tail_n"], metrics=c["metrics"], M=c["plan_users"],
                          target_ratio=c["target_ratio"], max_cost=c["max_cost"], assurance=c["assurance"],
-                         uniform=decide, heads=heads, head_above=self.head_above)
+                         uniform=decide, heads=heads, head_above=self.head_above, first_ranks=first,
+                         growth=c["growth"])
         self.strata_plan = pl
         t = pl.table
         mine = t[(t.kind == "stratified") & (t.tail_n_max == pl.tail_n_max)
@@ -341,7 +466,8 @@ class StrataRun(StagedRun):
         uni = pl.designs()
         uni = uni[(uni.kind != "stratified") & uni.meets].sort_values("cost").head(1)
         if len(uni):
-            text += (f"; the cheapest uniform design predicted to meet it from these users' cells: "
+            text += (f"; the cheapest uniform design predicted to meet it from these users' "
+                     + ("uniform first stage" if first is not None else "cells") + ": "
                      f"{uni.design.iloc[0]}, {float(uni.cost_share.iloc[0]):.2%}")
         if decide:
             text += "; the proxy pays" if pl.kind == "stratified" else "; the proxy does not pay"

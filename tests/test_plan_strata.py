@@ -217,8 +217,14 @@ def test_the_pilot_s_tail_ladder_runs_to_resolution_before_the_plan(planned):
     while T.max() / rung > 10 and rung < T.min():
         rung = min(2 * rung, int(T.min()))
     assert r.tail_size.max() == rung
-    plan = [d for d in res.parts["pilot"].design.decision if "for the other users" in d]
-    assert len(plan) == 1 and res.parts["pilot"].design.decision.iloc[-1].count("for the other users") == 1
+    d = res.parts["pilot"].design
+    plan = [x for x in d.decision if "for the other users" in x]
+    assert d.decision.iloc[-1].count("for the other users") == 1
+    # once on the cells; again after the uniform first stage where the cells said the proxy does not pay
+    staged = "the uniform first stage's tail part" in set(d.design)
+    assert len(plan) == 1 + staged
+    if staged:
+        assert "the proxy does not pay" in plan[0] and d.design.iloc[-1] == "the uniform first stage's tail part"
     rest = res.parts["rest"]
     if "tail_size" in rest.ranks.columns:    # the others re-planned after their first tail sample
         again = [d for d in rest.design.decision if "re-planned on the pilot's cells" in d]

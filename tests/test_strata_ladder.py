@@ -87,6 +87,16 @@ def test_the_frontier_sets_each_stratified_design_beside_the_ladder_on_the_same_
     assert set(rand.proxy) == {"-", "random"} and (rand.pairs_counted == rand.pairs_reported).all()
     with pytest.raises(ValueError, match="missing"):
         proxy_frontier(pop, ["ease-200"], ["popularity"], heads=[10], tail_n=5, tail_n_max=40)
+    assert table.uniform_price_ratio.isna().all()                            # fixed designs price no ladder
+    # a planned design (a pilot of 300 deciding for 100 others): its price of the ladder against the ladder's
+    # cost on the same draw, both as the table reports them
+    pop = global_ranks_from_data(None, models, rng=0, keep_models=True, synthetic={"n_users": 400, "n_items": 300})
+    table, summary = proxy_frontier(pop, ["itemknn"], ["popularity"], heads=[10], tail_n=5, tail_n_max=None,
+                                    draws=1, n=20, metrics=["recall@10"], n_boot=40, full_boot=500)
+    ladder, planned = table[table.proxy == "-"].iloc[0], table[table.proxy == "popularity"].iloc[0]
+    assert 0 < planned.uniform_predicted_share < 1 and planned.uniform_priced_on in ("first stage", "cells")
+    assert planned.uniform_price_ratio == pytest.approx(planned.uniform_predicted_share / ladder.cost_share)
+    assert summary.uniform_price_ratio.iloc[1] == planned.uniform_price_ratio
 
 
 def test_simulated_tail_cells_follow_the_head_and_ladder_laws():

@@ -344,6 +344,45 @@ def _pilot_arrays(pilots):
     return out
 
 
+def _uniform_rows(first_ranks, cells, N_u, *, n, M, metrics, target_ratio, assurance, confidence_level, max_size,
+                  growth):
+    """The uniform designs priced by :func:`sampling_lib.design.plan` on the pilot's uniform first stage
+    (``first_ranks``), as the uniform route's planner prices its own (``StagedRun._plan``): rows of
+    :func:`plan_strata`'s table, ``attrs["max_size"]`` the largest set."""
+    from ._plan import plan
+
+    n = check_int(n, "n", low=2)
+    if not isinstance(first_ranks, dict) or set(first_ranks) != set(cells):
+        raise ValueError(f"first_ranks must map the pilots' models {sorted(cells)} to their uniform first-stage "
+                         "ranks")
+    keep = N_u >= n
+    if not keep.any():
+        raise ValueError(f"first_ranks: no pilot user has n_items >= n = {n} (a uniform first stage below n is "
+                         "full ranking)")
+    ranks = {}
+    for mdl, r in first_ranks.items():
+        r = np.asarray(r)
+        if r.shape != N_u.shape or not np.issubdtype(r.dtype, np.integer):
+            raise ValueError(f"first_ranks[{mdl!r}] must hold one integer rank per pilot user ({N_u.size}); got "
+                             f"shape {r.shape}, dtype {r.dtype}")
+        if (r[keep] < 1).any() or (r[keep] > n).any():
+            raise ValueError(f"first_ranks[{mdl!r}] must lie in 1..n = {n} (the uniform first stage's sampled "
+                             "ranks)")
+        ranks[mdl] = r[keep].astype(np.int64)
+    size = int(N_u.max()) if max_size is None else check_int(max_size, "max_size", low=n)
+    # the rows only (plan_strata judges the budget and the target on them itself)
+    res = plan(ranks, N_u[keep], n, M=M, metrics=metrics, target_ratio=target_ratio,
+               scheme="hypergeometric", max_size=size, assurance=assurance, confidence_level=confidence_level,
+               designs=candidate_designs(size, n, growths=(growth,)), ranges=False)
+    t = res.table
+    if "model" not in t.columns:
+        t = t.assign(model=next(iter(ranks)))
+    out = t[["model", "design", "kind", "metric", "value", "cost", "halfwidth", "full_halfwidth", "ratio",
+             "margin"]].assign(head=np.nan, tail_n_max=np.nan).reset_index(drop=True)
+    out.attrs["max_size"] = size
+    return out
+
+
 def _fits_at(cells, k_max):
     """The pilot's fit on these cells (their known tail, if any) and its refits at the alternative penalties."""
     N, m, x, s, r, k, y = cells
@@ -353,7 +392,7 @@ def _fits_at(cells, k_max):
 
 def plan_strata(pilots, *, n, tail_n, metrics=("recall@10", "ndcg@10"), M=None, n_items_mean=None,
                 target_ratio=1.3, max_cost=None, assurance=0.9, confidence_level=0.95, uniform=True,
-                max_size=None, heads=None, head_above=None):
+                max_size=None, heads=None, head_above=None, first_ranks=None, growth=2.0):
     """Choose the head size and the tail ladder of a stratified evaluation from a pilot, and say whether the
     uniform ladder would cost less.
 
@@ -379,17 +418,25 @@ def plan_strata(pilots, *, n, tail_n, metrics=("recall@10", "ndcg@10"), M=None, 
     assurance : float in [0.5, 1), keyword-only
         :func:`sampling_lib.design.assurance_margin` (measured on uniform designs; applied to both).
     uniform : bool, default True, keyword-only
-        Also score the uniform designs of :func:`sampling_lib.design.candidate_designs` on a prior of the
-        global rank fitted to the same pilot (one log-spline prior of R over all pilot users,
-        ``coordinate="rank"``), judged by that fit as the uniform route's planner judges them.
+        Also price the uniform designs of :func:`sampling_lib.design.candidate_designs`: with
+        ``first_ranks``, by :func:`sampling_lib.design.plan` on them, as the uniform route's planner
+        prices its first stage; without, on a prior of the global rank fitted to the stratified cells
+        (one log-spline prior of R over all pilot users, ``coordinate="rank"``), which leans low (Notes).
     max_size : int, optional, keyword-only
-        The largest uniform set (default the pilot's smallest N_u).
+        The largest uniform set (default: with ``first_ranks`` the pilot's largest N_u, as the uniform
+        route's planner; else its smallest).
     heads : sequence of int, optional, keyword-only
         Head sizes to price (e.g. :func:`head_candidates`); each no larger than the pilot's is priced on
         the pilot's cells seen as that head's (:func:`smaller_head_cells`), which needs ``head_above``.
         Default: the pilot's own heads only.
     head_above : dict {model: array_like of bool}, optional, keyword-only
         Per model, each pilot head item's outcome (:attr:`sampling_lib.stratarun.StrataRun.head_above`).
+    first_ranks : dict {model: array_like of int}, optional, keyword-only
+        The pilot users' sampled ranks (1..n) in a uniform first stage of n items
+        (:meth:`sampling_lib.stratarun.StrataRun.first_ranks`), one per pilot user; users with
+        n_items < n are left out, as the uniform route's planner leaves out users ranked in full.
+    growth : float > 1, default 2.0, keyword-only
+        The uniform ladder's growth (with ``first_ranks``: :func:`candidate_designs`' ``growths``).
 
     Returns
     -------
@@ -402,10 +449,20 @@ def plan_strata(pilots, *, n, tail_n, metrics=("recall@10", "ndcg@10"), M=None, 
     fit and its refits with the penalty divided and multiplied by SENSITIVITY_FACTOR (each the truth in
     turn, the estimator keeping its own penalty): a group whose users all sit at tail rank 1 puts the fit
     at its limit, all mass at tail rank 1, under which every design looks exact. The uniform designs are
-    judged by the fit alone, as the uniform route that would run them is, so the comparison leans to the
-    uniform ladder, whose predictions are calibrated (:data:`sampling_lib.design.RATIO_PREDICTION_SD`; the
-    stratified ones are not yet). Several models share the heads and the tails (a user goes on while any
-    model needs it): a design is priced by its costliest model, a lower bound of the union's cost. The
+    judged by the fit alone, as the uniform route that would run them is (the uniform ladder's predictions
+    are calibrated, :data:`sampling_lib.design.RATIO_PREDICTION_SD`; the stratified ones are not yet).
+
+    *Which pilot prices the uniform ladder.* Its cost is set by the users whose rank R lies between 1 and
+    about N / n (they climb its rungs). The stratified cells do not observe that range for the users the
+    head settles (x >= k_max, no tail sample): their R is known only to exceed x, and a prior of R fitted
+    to the cells fills it by smoothing. On the panel (ALS-64, pilots of item-KNN heads of 100) that priced
+    the ladder at 0.72 (Last.fm, 10 draws) and 0.89 (MovieLens 100K) of what it then cost on the same
+    draws, where :func:`sampling_lib.design.plan` on a uniform first stage of the same pilot users priced
+    it at 1.03 (Last.fm); with a random head the cells priced it at 1.04 (benchmarks/README.md, "The
+    uniform ladder priced on the pilot"). Hence ``first_ranks``, which
+    :func:`sampling_lib.evaluate` supplies. Several models share the heads and the tails (a user goes on
+    while any model needs it): a design is priced by its costliest model, a lower bound of the union's
+    cost; the uniform designs are priced the same way. The
     chosen design is the cheapest within the budget that meets the target, else the most precise within the
     budget (:func:`sampling_lib.design.choose_design`).
 
@@ -479,7 +536,12 @@ def plan_strata(pilots, *, n, tail_n, metrics=("recall@10", "ndcg@10"), M=None, 
                 break
             if cost > best or (max_cost is not None and cost / Nbar > max_cost):
                 break
-    if uniform:
+    if uniform and first_ranks is not None:
+        rows.append(_uniform_rows(first_ranks, cells, N_u, n=n, M=M, metrics=metrics, target_ratio=target_ratio,
+                                  assurance=assurance, confidence_level=confidence_level, max_size=max_size,
+                                  growth=growth))
+        size = int(rows[-1].attrs["max_size"])
+    elif uniform:
         n = check_int(n, "n", low=2)
         size = int(N_u.min()) if max_size is None else check_int(max_size, "max_size", low=n)
         if n <= size:
@@ -517,7 +579,7 @@ def plan_strata(pilots, *, n, tail_n, metrics=("recall@10", "ndcg@10"), M=None, 
     head = int(mine["head"]) if mine is not None and np.isfinite(mine["head"]) else None
     uni = None
     if kind == "uniform":
-        uni = next(d for d in candidate_designs(size, n) if d.describe() == name)
+        uni = next(d for d in candidate_designs(size, n, growths=(growth,)) if d.describe() == name)
     return StrataPlan(table=table[["model", "kind", "design", "head", "tail_n_max", "metric", "value", "cost",
                                    "cost_share", "halfwidth", "full_halfwidth", "ratio", "margin", "meets",
                                    "within_budget", "chosen"]],

@@ -123,7 +123,9 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
         user, 0 when the other users fell back to the uniform ladder; else NaN), ``planned_head`` (the head
         size its plan chose for the other users, at most ``head``; NaN when they fell back or without a
         plan), ``predicted_ratio`` (the last plan's predicted worst ratio over the metrics; NaN without a
-        plan).
+        plan), ``uniform_predicted_share`` (a planned stratified evaluation's pilot: its price of the
+        cheapest uniform design meeting the target; else NaN) and ``uniform_priced_on`` ("first stage" or
+        "cells": what the pilot priced it on; else None).
 
     Examples
     --------
@@ -186,6 +188,9 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
         paid = np.nan if proxy is None or tail_n_max is not None else float(res.config["proxy_pays"])
         ph = res.config.get("planned_head") if paid == 1 else None
         planned_head = np.nan if ph is None else float(ph)
+        # the pilot's price of the uniform ladder, and on what (its uniform first stage or its cells)
+        uni_share = res.config.get("uniform_predicted_share", np.nan)
+        uni_on = res.config.get("uniform_priced_on")
         for m, c in counters.items():
             repeats = c.repeats()             # one sort of every pair asked, per model and draw
             t = res.table[res.table.model == m].set_index("metric")
@@ -203,6 +208,7 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
                     "cost_share": c.pairs / float(N_u.sum()), "predicted_share": cost.predicted_share,
                     "first_predicted_share": first, "proxy": proxy, "proxy_paid": paid,
                     "planned_head": planned_head, "predicted_ratio": predicted_ratio,
+                    "uniform_predicted_share": uni_share, "uniform_priced_on": uni_on,
                     "hand_first_plan_share": hand,
                     "stages": int(cost.stages), "calls": c.calls, "seconds": seconds,
                     "scoring_seconds": sum(x.seconds for x in counters.values())})

@@ -128,11 +128,13 @@ def proxy_frontier(population, costly, proxies, *, heads, tail_n, tail_n_max, dr
     Returns
     -------
     table : pandas.DataFrame
-        :func:`evaluation_study`'s rows with ``design``, ``proxy``, ``head``.
+        :func:`evaluation_study`'s rows with ``design``, ``proxy``, ``head`` and ``uniform_price_ratio`` (a
+        planned design's pilot's price of the uniform ladder over the cost the planned uniform ladder
+        realized on the same draw, both as shares of full ranking; NaN elsewhere).
     summary : pandas.DataFrame
         Per (dataset, model, design, proxy, metric): draws, mean cost share, mean and largest realized
-        precision ratio, coverage, mean relative error, the share of draws in which the proxy paid and the
-        mean planned head (planned designs).
+        precision ratio, coverage, mean relative error, the share of draws in which the proxy paid, the
+        mean planned head and the mean ``uniform_price_ratio`` (planned designs).
     """
     from .evaluation import evaluation_study
 
@@ -156,11 +158,15 @@ def proxy_frontier(population, costly, proxies, *, heads, tail_n, tail_n_max, dr
                 top = f"{t_max}" if t_max is not None else f"planned (target {target_ratio})"
                 rows.append(s.assign(design=f"head {h} + tail {tail_n}..{top}", head=h, planned=t_max is None))
     table = pd.concat(rows, ignore_index=True)
+    # a planned design's pilot priced the uniform ladder: against what the ladder cost on the same draw
+    ladder = rows[0].set_index(["dataset", "model", "draw", "metric"]).cost_share
+    key = pd.MultiIndex.from_frame(table[["dataset", "model", "draw", "metric"]])
+    table["uniform_price_ratio"] = table.uniform_predicted_share.to_numpy() / ladder.reindex(key).to_numpy()
     summary = (table.groupby(["dataset", "model", "design", "proxy", "metric"], sort=False)
                .agg(draws=("draw", "nunique"), cost_share=("cost_share", "mean"), ratio=("ratio", "mean"),
                     ratio_max=("ratio", "max"), coverage=("covered", "mean"), rel_error=("rel_error", "mean"),
                     proxy_paid=("proxy_paid", "mean"), planned_head=("planned_head", "mean"),
-                    planned=("planned", "first"))
+                    uniform_price_ratio=("uniform_price_ratio", "mean"), planned=("planned", "first"))
                .reset_index())
     return table, summary
 
