@@ -289,7 +289,7 @@ def test_actual_shr_mean_var_errors():
 
 @pytest.mark.parametrize("max_elems", [50, 1000, 1 << 26])
 def test_dense_gram_blocks(max_elems):
-    from sampling_lib.recommenders import _dense_gram
+    from sampling_lib._models import _dense_gram
 
     X = sp.random(200, 37, density=0.1, format="csr", random_state=3)
     G = _dense_gram(X, np.float32, max_elems=max_elems)
@@ -303,7 +303,7 @@ def test_itemknn_sparse_similarity_and_scores_equal_the_dense_form(k):
     sparse scores are bit-identical to the dense computation: G = X^T X, S = (G inv_i) inv_j,
     zero diagonal, np.partition cut per column, X_u @ S; with an item without users, columns with
     fewer than k positive entries, and ties."""
-    from sampling_lib.recommenders import _dense_gram
+    from sampling_lib._models import _dense_gram
 
     rng = np.random.default_rng(k)
     X = sp.random(120, 40, density=0.03 if k < 30 else 0.1, format="csr", random_state=rng)
