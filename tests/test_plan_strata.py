@@ -103,6 +103,36 @@ def test_the_plan_falls_back_to_the_uniform_ladder_when_a_useless_head_is_costly
                                                  "tail_n_max"].iloc[0])
 
 
+def test_the_tail_top_is_bisected_between_the_doubling_rungs():
+    """The plan scores the doubling rungs up to the first that meets the target, then tops between it and
+    the rung before (multiples of tail_n) while they are more than an eighth apart: the chosen top meets,
+    every top scored below it does not, the largest of those is within max(tail_n, top / 8) of it, and
+    the predicted ratio falls as the top grows. Under a budget the most precise top within it is found the
+    same way."""
+    from sampling_lib.design._strata import TAIL_TOP_STEPS
+
+    pl = plan_strata({"a": _pilot(N=5000, m=20, t0=20, M=1500)}, n=100, tail_n=20, metrics=MET, uniform=False)
+    t = pl.table.assign(judged=pl.table.ratio * pl.table.margin)
+    per = t.groupby("tail_n_max").agg(meets=("meets", "first"), judged=("judged", "max"), cost=("cost", "max"))
+    top = pl.tail_n_max
+    doubling = [x for x in tail_candidates(20, 5000 - 21) if x in per.index]
+    assert pl.meets and per.meets[top] and top % 20 == 0
+    assert set(per.index) - set(doubling), "no top between the doubling rungs was scored"
+    below = per[per.index < top]
+    assert not below.meets.any() and top - below.index.max() <= max(20, top // TAIL_TOP_STEPS)
+    assert per.loc[top, "cost"] == per[per.meets].cost.min()
+    assert np.all(np.diff(per.judged.to_numpy()) < 0) and np.all(np.diff(per.cost.to_numpy()) > 0)
+    # a budget between two rungs: the largest top within it
+    lo, hi = below.index.max(), per[per.meets].index.min()
+    share = 0.5 * (per.cost[lo] + per.cost[hi]) / 5000
+    pb = plan_strata({"a": _pilot(N=5000, m=20, t0=20, M=1500)}, n=100, tail_n=20, metrics=MET, uniform=False,
+                     max_cost=share)
+    perb = pb.table.groupby("tail_n_max").cost_share.max()
+    inside, outside = perb[perb <= share], perb[perb > share]
+    assert pb.tail_n_max == inside.index.max() and not pb.meets
+    assert outside.index.min() - inside.index.max() <= max(20, outside.index.min() // TAIL_TOP_STEPS)
+
+
 def test_a_budget_picks_the_most_precise_design_within_it():
     """With a budget no design meeting the target fits in, the chosen one is within it and has the smallest
     judged ratio (ratio times margin, worst over the metrics) of those within it."""
