@@ -243,11 +243,13 @@ def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "n
         sampled item per K tail items or fewer, K the smallest cutoff; within ``max_cost``);
         :func:`sampling_lib.design.plan_strata` then predicts on its cells the cost and precision of every
         head size up to ``head`` (:func:`sampling_lib.design.head_candidates`: ``head``, half and a
-        quarter of it), every tail ladder, and the uniform designs: these on a uniform first stage of n
-        items per pilot user (a share of its head and the first items of its tail, the rest scored as the
-        pilot's last stage) when that last stage costs at most 5% of the other users' cost at the pilot's
-        pairs per user (:data:`sampling_lib.stratarun.UNIFORM_STAGE_SHARE`) and ``max_cost`` leaves room
-        for it, else on the pilot's cells, which price the ladder low. If a uniform design is predicted
+        quarter of it), every tail ladder (its top bisected between the doubling rungs for ``head``), and
+        the uniform designs. The cells price the uniform ladder low, so where that plan says the proxy does
+        not pay, the pilot plans again with the uniform designs priced on a uniform first stage of n items
+        per pilot user (a share of its head and the first items of its tail, the rest scored as the pilot's
+        last stage), when that stage costs at most 5% of the other users' cost at the pilot's pairs per
+        user (:data:`sampling_lib.stratarun.UNIFORM_STAGE_SHARE`) and ``max_cost`` leaves room for it
+        (``result.config["uniform_priced_on"]``). If a uniform design is predicted
         cheaper for ``target_ratio`` (or more precise within ``max_cost``: a proxy too weak to pay for its
         head), the other users run the uniform ladder (planned on their own first stage) and the table
         combines the two parts' estimates by their users' shares; else they run the stratified design with

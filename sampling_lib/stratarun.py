@@ -252,8 +252,9 @@ class StrataRun(StagedRun):
     def first_ranks(self):
         """{model: ndarray}: each user's sampled rank in the uniform first stage (1..n; :meth:`_draw_uniform_first`),
         1 + the head items in it and the first tail items in it at or above the held-out item (the tie rule
-        applied). Complete once the first tail stage is scored; users with fewer than n candidates (N_u < n)
-        are ranked in full there. Only a run with ``uniform_first``."""
+        applied). Complete once every user's tail sample covers its part of the stage (after a planned pilot's
+        last stage, "the uniform first stage's tail part"); users with fewer than n candidates (N_u < n) are
+        ranked in full there. Only a run with ``uniform_first``."""
         if not self.uniform_first:
             raise RuntimeError("this run holds no uniform first stage (config uniform_first)")
         short = self.first_tail > self.tail_sizes
