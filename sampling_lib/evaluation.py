@@ -428,8 +428,7 @@ def _planned_strata(scorers, held_out, n_items, exclude, config, proxy, batch, p
     users = inputs["users"]
     # a pilot that decides for other users also holds a uniform first stage, on which the fall-back is priced,
     # where a budget leaves room for it beside the head (else the fall-back is priced on the pilot's cells)
-    room = config["max_cost"] is None or 1 + int(config["head"]) + config["n"] - 1 <= config["max_cost"] * float(
-        N_u.mean())
+    room = config["max_cost"] is None or int(config["head"]) + config["n"] <= config["max_cost"] * float(N_u.mean())
     run_p = StrataRun(None, None, None, config=dict(config, plan_users=M, uniform_first=bool(rest.size) and room),
                       inputs=_subset_inputs(inputs, pick), proxy=_proxy_of(proxy, users[pick]))
     bar = _Bar(progress, _predicted_total(run_p))
@@ -514,12 +513,9 @@ def _uniform_price(run):
     first stage; "cells": its stratified cells) and ``uniform_predicted_share`` (the cheapest uniform design
     predicted to meet the target, as a share of full ranking; NaN if none)."""
     pl = run.strata_plan
-    if pl is None:
-        return {"uniform_priced_on": None, "uniform_predicted_share": float("nan")}
-    d = pl.designs()
-    d = d[(d.kind != "stratified") & d.meets]
-    return {"uniform_priced_on": "first stage" if run.uniform_first and run.uniform_stage else "cells",
-            "uniform_predicted_share": float(d.cost_share.min()) if len(d) else float("nan")}
+    uni = None if pl is None else pl.cheapest_uniform()
+    return {"uniform_priced_on": None if pl is None else pl.uniform_on,
+            "uniform_predicted_share": float("nan") if uni is None else float(uni.cost_share)}
 
 
 def _pilot_cells(run, head):

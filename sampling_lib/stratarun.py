@@ -300,15 +300,19 @@ class StrataRun(StagedRun):
             for a in range(0, hu.size, size):
                 yield hu[a:a + size], self.head_items[a:a + size], np.zeros(min(size, hu.size - a), bool)
             return
-        first = self.uniform_first
         for idx, lo, hi in _batches(p["start"], p["stop"], size):
             users = p["users"][idx]
             places = self.tail_order.positions(users, lo, hi)
             u = np.repeat(users, hi - lo)
             items = self.tail_candidates.items(places, u)
-            if first:             # which pairs are in the uniform first stage: the first n - 1 - h_u of the order
-                at = np.arange(u.size) - np.repeat(np.cumsum(hi - lo) - (hi - lo), hi - lo) + np.repeat(lo, hi - lo)
-                self._first_chunks.append((u, items, at < self.first_tail[u]))
+            if self.uniform_first:
+                # which pairs are in the uniform first stage (the first n - 1 - h_u of each order; None: none of
+                # this chunk's, as on a pilot's upper rungs)
+                inside = None
+                if (lo < self.first_tail[users]).any():
+                    at = np.arange(u.size) - np.repeat(np.cumsum(hi - lo) - (hi - lo), hi - lo) + np.repeat(lo, hi - lo)
+                    inside = at < self.first_tail[u]
+                self._first_chunks.append((u, items, inside))
             yield u, items, np.zeros(u.size, bool)
 
     def absorb(self, users, items, held, scores):
@@ -329,7 +333,7 @@ class StrataRun(StagedRun):
             u, it, inside = self._first_chunks.popleft() if self._first_chunks else (None, None, None)
             if u is None or not (np.array_equal(users, u) and np.array_equal(items, it)):
                 raise RuntimeError("the tail's scores did not arrive in the order of its chunks")
-            for m in self.models:
+            for m in self.models if inside is not None else ():
                 add = np.bincount(users[inside & self.last_above[m]], minlength=self.M)
                 self._first_tail_above[m] = self._first_tail_above.get(m, 0) + add
 
@@ -446,7 +450,7 @@ class StrataRun(StagedRun):
         decide = self.pilot_cells is None            # whether the proxy pays is the pilot's decision
         # the pilot of other users prices the heads up to its own (their outcomes seen as a smaller head's)
         heads = head_candidates(c["head"]) if decide and c["plan_users"] > self.M else None
-        first = self.first_ranks() if decide and self.uniform_first and self.uniform_stage else None
+        first = self.first_ranks() if decide and self.uniform_stage else None
         pl = plan_strata(pilots, n=c["n"], tail_n=c["tail_n"], metrics=c["metrics"], M=c["plan_users"],
                          target_ratio=c["target_ratio"], max_cost=c["max_cost"], assurance=c["assurance"],
                          uniform=decide, heads=heads, head_above=self.head_above, first_ranks=first,
@@ -464,12 +468,11 @@ class StrataRun(StagedRun):
                 f"{pl.tail_n_max:,}" if heads else f"a tail ladder to {pl.tail_n_max:,}")
         text = (f"{who}: {what} ({pl.target}: predicted ratio {ratio:.2f}, "
                 f"{share:.2%} of full ranking" + ("" if meets else "; no design of the proxy meets the target") + ")")
-        uni = pl.designs()
-        uni = uni[(uni.kind != "stratified") & uni.meets].sort_values("cost").head(1)
-        if len(uni):
-            text += (f"; the cheapest uniform design predicted to meet it from these users' "
-                     + ("uniform first stage" if first is not None else "cells") + ": "
-                     f"{uni.design.iloc[0]}, {float(uni.cost_share.iloc[0]):.2%}")
+        uni = pl.cheapest_uniform()
+        if uni is not None:
+            on = "uniform first stage" if pl.uniform_on == "first stage" else pl.uniform_on
+            text += (f"; the cheapest uniform design predicted to meet it from these users' {on}: {uni.design}, "
+                     f"{float(uni.cost_share):.2%}")
         if decide:
             text += "; the proxy pays" if pl.kind == "stratified" else "; the proxy does not pay"
         self._decide("plan", text, predicted_items_per_user=cost, predicted_ratio=ratio,

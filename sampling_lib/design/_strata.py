@@ -309,6 +309,9 @@ class StrataPlan:
     head : int or None
         The head size of that stratified design (None: the pilot's own heads, when no head sizes were
         priced).
+    uniform_on : str or None
+        What the uniform designs were priced on: "first stage" (``first_ranks``), "cells", or None (not
+        priced).
     """
 
     table: pd.DataFrame
@@ -318,6 +321,7 @@ class StrataPlan:
     meets: bool
     target: str
     head: object = None
+    uniform_on: object = None
 
     def designs(self):
         """One row per design: kind, cost, cost_share, the worst ratio over models and metrics, meets, chosen."""
@@ -325,6 +329,12 @@ class StrataPlan:
                 .agg(cost=("cost", "max"), cost_share=("cost_share", "max"), ratio=("ratio", "max"),
                      meets=("meets", "all"), within_budget=("within_budget", "first"), chosen=("chosen", "first"))
                 .reset_index())
+
+    def cheapest_uniform(self):
+        """The row of :meth:`designs` of the cheapest uniform design predicted to meet the target, or None."""
+        d = self.designs()
+        d = d[(d.kind != "stratified") & d.meets]
+        return d.sort_values("cost").iloc[0] if len(d) else None
 
 
 def _pick(table):
@@ -633,4 +643,5 @@ def plan_strata(pilots, *, n, tail_n, metrics=("recall@10", "ndcg@10"), M=None, 
                                    "cost_share", "halfwidth", "full_halfwidth", "ratio", "margin", "meets",
                                    "within_budget", "chosen"]],
                       kind=kind, tail_n_max=t_max, uniform=uni, meets=bool(per.loc[name, "meets"]), target=target,
-                      head=head)
+                      head=head, uniform_on=None if not uniform else "first stage" if first_ranks is not None else
+                      "cells")
