@@ -212,7 +212,8 @@ class EvaluationResult:
         pd.DataFrame({"user": users, "n_items": run.inputs["n_items"]}).to_csv(folder / "n_items.csv", index=False)
         if stratified:
             parts = [pd.DataFrame({"user": users, "item": held, "label": 1, "stratum": "head"})]
-            parts += [neg.assign(label=0, stratum="head" if j == 0 else "tail") for j, neg in enumerate(self.negatives)]
+            kinds = [st.get("_kind", "head" if j == 0 else "tail") for j, st in enumerate(run.stages)]
+            parts += [neg.assign(label=0, stratum=kinds[j]) for j, neg in enumerate(self.negatives)]
             order = pd.Series(np.arange(users.size), index=users)
             cand = pd.concat(parts, ignore_index=True)
             cand = cand.iloc[np.lexsort((-cand["label"].to_numpy(), order[cand["user"]].to_numpy()))]
@@ -266,7 +267,8 @@ class EvaluationResult:
         c = self.cost.iloc[0]
         t = self.table
         r = self.ranks
-        scored = r.sample_size if "sample_size" in r.columns else 1 + r["head"] + r.tail_size    # stratified cells
+        scored = (r.sample_size if "sample_size" in r.columns else      # stratified cells (a head ladder: scored)
+                  1 + r["head_scored" if "head_scored" in r.columns else "head"] + r.tail_size)
         head = estimate_view(t.drop(columns="model") if t.model.nunique() == 1 else t,
                              n_items=(int(r.n_items.min()), int(r.n_items.max())),
                              sample_size=(int(scored.min()), int(scored.max())), seed=self.config["seed"])

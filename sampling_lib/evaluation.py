@@ -176,7 +176,7 @@ def _open_workdir(workdir, run):
 def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "ndcg@10"), target_ratio=None,
              max_cost=None, n=100, batch_size=None, seed=0, progress=True, ties="pessimistic",
              confidence_level=0.95, n_boot=1000, assurance=0.9, growth=2.0, workdir=None, proxy=None,
-             head=None, tail_n=None, tail_n_max=None):
+             head=None, tail_n=None, tail_n_max=None, head_ladder=None):
     """Global top-K metrics with intervals at about full ranking's precision, scoring a few percent of it.
 
     Parameters
@@ -263,6 +263,14 @@ def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "n
         With ``proxy``: the head size (default ``n``), the first tail sample (default ``n``) and the
         largest (default: planned; given, the design is fixed and ``target_ratio`` / ``max_cost`` do not
         apply). A planned design takes ``head`` as the pilot's head and the largest it may choose.
+    head_ladder : bool, optional, keyword-only
+        With ``proxy`` (default True): score each user's head in rungs, ``head`` halved down to the largest
+        K of the metrics, smallest first (:func:`sampling_lib.design.head_rungs`), and leave a user out of
+        the rungs after the first where every model ranks K or more of its head items at or above the
+        held-out item (its metrics are then 0). The estimate is the one of the whole head, item for item;
+        only the cost falls, by up to the share of users the head settles. A planned design's pilot scores
+        whole heads (their outcomes price the smaller heads and the ladder the other users run). False: one
+        stage for the whole head (fewer round trips).
 
     Returns
     -------
@@ -300,7 +308,8 @@ def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "n
         parts = {m: evaluate({m: f}, held_out, n_items, exclude=exclude, n=n, metrics=metrics, target_ratio=target_ratio,
                              max_cost=max_cost, seed=seed, ties=ties, batch_size=batch_size, progress=progress,
                              confidence_level=confidence_level, n_boot=n_boot, assurance=assurance, growth=growth,
-                             workdir=workdir, proxy=proxy[m], head=head, tail_n=tail_n, tail_n_max=tail_n_max)
+                             workdir=workdir, proxy=proxy[m], head=head, tail_n=tail_n, tail_n_max=tail_n_max,
+                             head_ladder=head_ladder)
                  for m, f in scorers.items()}
         return _merged(parts)
     batch = DEFAULT_BATCH_SIZE if batch_size is None else check_int(batch_size, "batch_size", low=1)
@@ -312,7 +321,10 @@ def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "n
             raise ValueError("workdir does not apply with proxy: a stratified evaluation keeps no workdir yet")
         from .stratarun import StrataRun, check_proxy_settings
 
-        config.update(head=n if head is None else head, tail_n=n if tail_n is None else tail_n, tail_n_max=tail_n_max)
+        if head_ladder is not None and not isinstance(head_ladder, (bool, np.bool_)):
+            raise TypeError(f"head_ladder must be True or False; got {head_ladder!r}")
+        config.update(head=n if head is None else head, tail_n=n if tail_n is None else tail_n, tail_n_max=tail_n_max,
+                      head_ladder=True if head_ladder is None else bool(head_ladder))
         check_proxy_settings(config["head"], config["tail_n"], tail_n_max)
         if tail_n_max is None:                # planned: the tail's top, and the uniform ladder as the fall-back
             return _planned_strata(scorers, held_out, n_items, exclude, config, proxy, batch, progress, n_boot,
@@ -323,7 +335,8 @@ def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "n
                              "head and tail ladder it is given (leave tail_n_max out to have it planned)")
         run = StrataRun(held_out, n_items, exclude, config=config, proxy=proxy)
     else:
-        given = [k for k, v in (("head", head), ("tail_n", tail_n), ("tail_n_max", tail_n_max)) if v is not None]
+        given = [k for k, v in (("head", head), ("tail_n", tail_n), ("tail_n_max", tail_n_max),
+                                ("head_ladder", head_ladder)) if v is not None]
         if given:
             raise ValueError(f"{given[0]} applies with proxy (a stratified design); without one, evaluate plans a "
                              "uniform ladder")
@@ -453,7 +466,8 @@ def _planned_strata(scorers, held_out, n_items, exclude, config, proxy, batch, p
                 from .stagerun import StagedRun
 
                 run_r = StagedRun(None, None, None, inputs=sub, config={
-                    k: v for k, v in dict(config, seed=rest_seed).items() if k not in ("head", "tail_n", "tail_n_max")})
+                    k: v for k, v in dict(config, seed=rest_seed).items()
+                    if k not in ("head", "tail_n", "tail_n_max", "head_ladder")})
             bar.total(_predicted_total(run_p) + _predicted_total(run_r))
             _drive(run_r, scorers, batch, bar, label="other users' ")
     finally:

@@ -5,7 +5,13 @@ The state behind :func:`sampling_lib.evaluate` with ``proxy=``: a :class:`Strata
 
 1. **the head**: every user's held-out item and its proxy's top m_u candidates
    (:mod:`sampling_lib.proxy`), scored by the costly model(s); x_u, the head items at or above the
-   held-out item, is then known exactly per model;
+   held-out item, is then known exactly per model. With ``head_ladder`` (the default of
+   :func:`sampling_lib.evaluate`) the head is scored in rungs (:func:`sampling_lib.design.head_rungs`:
+   the head halved down to k_max, smallest first): a user leaves the ladder at the first rung where
+   every model has k_max or more items at or above the held-out item, since its top-K metrics are then 0
+   whatever the rest of its head holds. The estimate is the whole head's, item for item: only the cost
+   falls (a pilot that decides for other users scores whole heads: its outcomes price the smaller
+   heads, the ladder and the uniform first stage);
 2. **the tail**, for the users for whom some model has x_u < k_max (the largest K of the metrics; the
    others have F(R_u) = 0 exactly): ``tail_n`` negatives drawn uniformly from the rest of its
    candidates (the nested prefixes of a seeded order of the tail, :class:`sampling_lib.nested.NestedOrder`,
@@ -97,8 +103,10 @@ class StrataRun(StagedRun):
     held_out, n_items, exclude, config
         As :class:`sampling_lib.stagerun.StagedRun` (``config`` adds ``head``, ``tail_n``, ``tail_n_max``
         (None: planned), ``plan_users`` (the users a plan prices, default this run's), ``pilot_cells``
-        (a pilot's :meth:`cells`) and ``uniform_first`` (bool: draw a uniform first stage of n items per
-        user, scored at the end of a planned pilot when it pays, :meth:`first_ranks`)).
+        (a pilot's :meth:`cells`), ``uniform_first`` (bool: draw a uniform first stage of n items per
+        user, scored at the end of a planned pilot when it pays, :meth:`first_ranks`) and ``head_ladder``
+        (bool, default False: score the head in rungs, module docstring; a pilot that decides for other
+        users scores whole heads, and says so)).
     proxy : array_like, callable or DataFrame
         One proxy score per catalogue item, a callable ``proxy(users, items) -> scores``, or a top-m table
         ``user, item[, rank]`` (:mod:`sampling_lib.proxy`).
@@ -109,8 +117,10 @@ class StrataRun(StagedRun):
     ----------
     head_above : dict {model: ndarray of bool}
         After the head: per head item (users in order, each head in the proxy's order), whether the model
-        ranks it at or above the held-out item (the tie rule applied); a plan prices smaller heads with
-        them (:func:`sampling_lib.design.smaller_head_cells`).
+        ranks it at or above the held-out item (the tie rule applied; False for the items a head ladder
+        did not score); a plan prices smaller heads with them (:func:`sampling_lib.design.smaller_head_cells`).
+    head_scored : ndarray of int
+        Per user, the head items scored (m_u, or fewer where the head ladder settled the user).
     """
 
     def __init__(self, held_out, n_items, exclude=None, *, config, proxy, inputs=None):
@@ -125,12 +135,18 @@ class StrataRun(StagedRun):
         self.uniform_first = bool(config.get("uniform_first", False))
         super().__init__(held_out, n_items, exclude, inputs=inputs, config={
             k: v for k, v in config.items()
-            if k not in ("head", "tail_n", "tail_n_max", "plan_users", "pilot_cells", "uniform_first")})
+            if k not in ("head", "tail_n", "tail_n_max", "plan_users", "pilot_cells", "uniform_first",
+                         "head_ladder")})
         self.config.update(head=head, tail_n=tail_n, tail_n_max=tail_n_max,
                            plan_users=self.M if plan_users is None else check_int(plan_users, "plan_users",
                                                                                    low=self.M))
         self.strata_plan = None           # the tail's plan (StrataPlan) when tail_n_max is planned
         self.planned = tail_n_max is None
+        #: whether the others' plan rests on this run (a pilot): it scores whole heads, whose outcomes price them
+        self.decides = self.planned and self.pilot_cells is None and self.config["plan_users"] > self.M
+        asked = bool(config.get("head_ladder", False))
+        self.head_ladder = asked and not self.decides and not self.uniform_first
+        self.config["head_ladder"] = asked
         inp = self.inputs
         C = inp["n_items"] - 1
         m = head_sizes(head, C)
@@ -176,10 +192,14 @@ class StrataRun(StagedRun):
         self.k_max = max(K for _, _, K in parse_metrics(self.config["metrics"]))
         self.x = {}                                           # model -> head items at or above the held-out
         self.head_above = {}          # model -> per head item (head_items' order): above the held-out one
-        self._head_chunks = []        # the head stage's outcomes, chunk by chunk (checked against head_items)
-        self._head_seen = 0           # head items absorbed so far
+        self._head_flags = {}         # the same, filled rung by rung
+        self._head_chunks = deque()   # the head chunks given out: their places in head_items (checked on return)
+        from .design import head_rungs
+        self.rungs = head_rungs(head, self.k_max) if self.head_ladder else [head]
+        self.head_scored = np.zeros(self.M, np.int64)
         self.tail_sizes = np.zeros(self.M, np.int64)
-        self.pending = {"stage": 1, "kind": "head", "users": np.arange(self.M)}
+        self.pending = {"stage": 1, "kind": "head", "users": np.arange(self.M), "start": self.head_scored.copy(),
+                        "stop": np.minimum(self.rungs[0], self.heads)}
         self._first_chunks = deque()  # the tail stages' chunks: (users, items, within the uniform first stage)
         self._uniform_asked = False
         self.uniform_stage = False        # whether the plan prices the fall-back on the uniform first stage
@@ -225,7 +245,7 @@ class StrataRun(StagedRun):
         if not self.uniform_first or self._uniform_asked or not (self.planned and self.pilot_cells is None):
             return False
         self._uniform_asked = True
-        if len(self.stages) < 2:
+        if not self._tail_stages():
             return False
         self._plan_tail()                                 # on the cells
         if self.strata_plan.kind == "stratified":
@@ -283,9 +303,8 @@ class StrataRun(StagedRun):
         p = self.pending
         if p is None:
             return 0
-        if p["kind"] == "head":
-            return int(self.M + self.heads.sum())
-        return int((p["stop"] - p["start"]).sum())
+        pairs = int((p["stop"] - p["start"]).sum())
+        return pairs + self.M if p["kind"] == "head" and p["stage"] == 1 else pairs
 
     def chunks(self, size):
         p = self.pending
@@ -293,12 +312,15 @@ class StrataRun(StagedRun):
             return
         size = check_int(size, "batch_size", low=1)
         if p["kind"] == "head":
-            for a in range(0, self.M, size):
-                u = np.arange(a, min(a + size, self.M))
-                yield u, self.inputs["held"][u], np.ones(u.size, bool)
-            hu = np.repeat(np.arange(self.M), self.heads)
-            for a in range(0, hu.size, size):
-                yield hu[a:a + size], self.head_items[a:a + size], np.zeros(min(size, hu.size - a), bool)
+            if p["stage"] == 1:
+                for a in range(0, self.M, size):
+                    u = np.arange(a, min(a + size, self.M))
+                    yield u, self.inputs["held"][u], np.ones(u.size, bool)
+            places = self._head_places(p["users"], p["start"], p["stop"])
+            for a in range(0, places.size, size):
+                at = places[a:a + size]
+                self._head_chunks.append(at)
+                yield self._head_owner[at], self.head_items[at], np.zeros(at.size, bool)
             return
         for idx, lo, hi in _batches(p["start"], p["stop"], size):
             users = p["users"][idx]
@@ -320,14 +342,13 @@ class StrataRun(StagedRun):
         smaller heads with them, :func:`sampling_lib.design.plan_strata`)."""
         super().absorb(users, items, held, scores)
         if self.pending is not None and self.pending["kind"] == "head" and not held.any():
-            # the head's chunks come in head_items' order (:meth:`chunks`): checked here, chunk by chunk
-            at = np.arange(self._head_seen, self._head_seen + items.size)
-            if (at[-1:] >= self.head_items.size).any() or not (
-                    np.array_equal(items, self.head_items[at])
-                    and np.array_equal(users, np.searchsorted(self.head_ptr, at, side="right") - 1)):
+            # the head's chunks come in the order :meth:`chunks` gave them: checked here, chunk by chunk
+            at = self._head_chunks.popleft() if self._head_chunks else None
+            if at is None or not (np.array_equal(items, self.head_items[at])
+                                  and np.array_equal(users, self._head_owner[at])):
                 raise RuntimeError("the head's scores did not arrive in the order of its chunks")
-            self._head_chunks.append({m: self.last_above[m] for m in self.models})
-            self._head_seen += items.size
+            for m in self.models:
+                self._head_flags.setdefault(m, np.zeros(self.head_items.size, bool))[at] = self.last_above[m]
         elif self.uniform_first and self.pending is not None and self.pending["kind"] == "tail":
             # the tail's chunks come in the order :meth:`chunks` gave them (checked)
             u, it, inside = self._first_chunks.popleft() if self._first_chunks else (None, None, None)
@@ -337,34 +358,77 @@ class StrataRun(StagedRun):
                 add = np.bincount(users[inside & self.last_above[m]], minlength=self.M)
                 self._first_tail_above[m] = self._first_tail_above.get(m, 0) + add
 
+    @property
+    def _head_owner(self):
+        """Per head item (head_items' order), its user."""
+        if getattr(self, "_owner", None) is None:
+            self._owner = np.repeat(np.arange(self.M), self.heads)
+        return self._owner
+
+    def _head_places(self, users, start, stop):
+        """The places in head_items of each user's head items start..stop - 1 (users in order)."""
+        n = stop - start
+        off = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+        return np.repeat(self.head_ptr[users] + start, n) + off
+
+    def _head_text(self):
+        """What the head stage scored, for the decision after it."""
+        c = self.config
+        if len(self.rungs) == 1:
+            why = (" (a pilot that plans for other users scores whole heads: their outcomes price the plan)"
+                   if c["head_ladder"] and self.decides else "")
+            return f"head of {c['head']:,} proxy candidates scored{why}"
+        left = int((self.head_scored < self.heads).sum())
+        return (f"head of {c['head']:,} proxy candidates scored in rungs of {', '.join(f'{r:,}' for r in self.rungs)}: "
+                f"{left:,} of {self.M:,} users left at a rung short of their head (every model with {self.k_max} or "
+                f"more items at or above the held-out item there, so their metrics are 0); "
+                f"{int(self.head_scored.sum()):,} of the heads' {int(self.heads.sum()):,} items scored")
+
+    def _tail_stages(self):
+        """How many tail stages have been scored."""
+        return sum(st.get("_kind") == "tail" for st in self.stages)
+
     def _keep_head_outcomes(self):
-        """The head items' outcomes in head_items' order, from the chunks :meth:`absorb` checked."""
-        ch = self._head_chunks
-        self.head_above = {m: (np.concatenate([c[m] for c in ch]) if ch else np.zeros(0, bool)) for m in self.models}
-        if any(a.size != self.head_items.size for a in self.head_above.values()):
-            raise RuntimeError("the head's scores did not cover every head item")
-        self._head_chunks = []
+        """The head items' outcomes in head_items' order, from the chunks :meth:`absorb` checked (items a head
+        ladder did not score: False)."""
+        if self._head_chunks:
+            raise RuntimeError("the head's scores did not cover every chunk given out")
+        self.head_above = {m: self._head_flags.get(m, np.zeros(self.head_items.size, bool)) for m in self.models}
+        self._head_flags = {}
 
     def finish_stage(self, plan_progress=False):
         p = self.pending
         if p["kind"] == "head":
+            users = p["users"]
+            self.head_scored[users] = p["stop"]
+            self.sizes[users] = 1 + p["stop"]
+            pairs = int((p["stop"] - p["start"]).sum()) + (self.M if p["stage"] == 1 else 0)
+            top = int(p["stop"].max()) if users.size else 0
+            design = "the proxy's head" if len(self.rungs) == 1 else f"the proxy's head, rung {top:,}"
+            self.stages.append({"stage": p["stage"], "users": int(users.size), "pairs": pairs,
+                                "sizes": _sizes_text(1 + p["stop"]),
+                                "full": int((p["stop"] == self.inputs["n_items"][users] - 1).sum()), "design": design,
+                                "_kind": "head", "_users": users, "_start": p["start"], "_stop": p["stop"]})
+            open_ = np.zeros(self.M, bool)
+            for m in self.models:
+                open_ |= self.above[m] < self.k_max
+            go = np.flatnonzero(open_ & (self.head_scored < self.heads))
+            if go.size:                   # the head ladder's next rung for the users it has not settled
+                rungs = np.asarray(self.rungs)
+                new = np.minimum(rungs[np.searchsorted(rungs, self.head_scored[go], side="right")], self.heads[go])
+                self.pending = {"stage": len(self.stages) + 1, "kind": "head", "users": go,
+                                "start": self.head_scored[go], "stop": new}
+                return
             self.x = {m: a.copy() for m, a in self.above.items()}
             self._keep_head_outcomes()
-            self.sizes[:] = 1 + self.heads
-            pairs, design, sizes, users = self.M + int(self.heads.sum()), "the proxy's head", self.heads + 1, self.M
-            self.stages.append({"stage": 1, "users": users, "pairs": pairs, "sizes": _sizes_text(sizes),
-                                "full": int((self.heads == self.inputs["n_items"] - 1).sum()), "design": design,
-                                "_users": np.arange(self.M), "_start": np.zeros(self.M, np.int64),
-                                "_stop": np.zeros(self.M, np.int64)})
             need = np.zeros(self.M, bool)
             for m in self.models:
                 need |= self.x[m] < self.k_max
             need &= self.tails > 0
             ladder = ("a ladder planned after it" if self.config["tail_n_max"] is None else
                       f"a ladder to {self.config['tail_n_max']:,} while no sampled tail item ranks above")
-            self._decide("plan", f"head of {self.config['head']:,} proxy candidates scored; {int(need.sum()):,} of "
-                         f"{self.M:,} users have x < {self.k_max} for some model and get a tail sample of "
-                         f"{self.config['tail_n']:,} ({ladder})")
+            self._decide("plan", f"{self._head_text()}; {int(need.sum()):,} of {self.M:,} users have x < {self.k_max} "
+                         f"for some model and get a tail sample of {self.config['tail_n']:,} ({ladder})")
             new = np.minimum(self.config["tail_n"], self.tails)
         else:
             self.tail_sizes[p["users"]] = p["stop"]
@@ -372,9 +436,9 @@ class StrataRun(StagedRun):
             self.stages.append({"stage": p["stage"], "users": int(p["users"].size),
                                 "pairs": int((p["stop"] - p["start"]).sum()), "sizes": _sizes_text(p["stop"]),
                                 "full": int((p["stop"] == self.tails[p["users"]]).sum()),
-                                "design": p.get("design", "the tail"),
+                                "design": p.get("design", "the tail"), "_kind": "tail",
                                 "_users": p["users"], "_start": p["start"], "_stop": p["stop"]})
-            if len(self.stages) == 2:
+            if self._tail_stages() == 1:
                 self._judge_proxy()
                 if self.config["tail_n_max"] is None and self.pilot_cells is not None:
                     self._plan_tail()             # the other users: planned on the pilot's cells and theirs
@@ -401,7 +465,7 @@ class StrataRun(StagedRun):
         else:
             self.pending = None
             self.done = True
-            if self.planned and len(self.stages) >= 2 and (
+            if self.planned and self._tail_stages() and (
                     self.strata_plan is None or (self.uniform_stage and p.get("design") != "the tail")):
                 self._plan_tail()             # (again, after the uniform first stage: on it)
             self._decide("done", f"the design is complete after stage {len(self.stages)}")
@@ -451,10 +515,18 @@ class StrataRun(StagedRun):
         # the pilot of other users prices the heads up to its own (their outcomes seen as a smaller head's)
         heads = head_candidates(c["head"]) if decide and c["plan_users"] > self.M else None
         first = self.first_ranks() if decide and self.uniform_stage else None
+        # what the head costs the users planned for: a ladder run's own, or the ladder the others will run
+        costs = None
+        if self.head_ladder:
+            costs = {None: float(self.head_scored.mean())}
+        elif heads and c["head_ladder"]:
+            from .design import head_ladder_cost
+
+            costs = {h: float(head_ladder_cost(self.head_above, self.heads, h, self.k_max).mean()) for h in heads}
         pl = plan_strata(pilots, n=c["n"], tail_n=c["tail_n"], metrics=c["metrics"], M=c["plan_users"],
                          target_ratio=c["target_ratio"], max_cost=c["max_cost"], assurance=c["assurance"],
                          uniform=decide, heads=heads, head_above=self.head_above, first_ranks=first,
-                         growth=c["growth"])
+                         growth=c["growth"], head_costs=costs)
         self.strata_plan = pl
         t = pl.table
         mine = t[(t.kind == "stratified") & (t.tail_n_max == pl.tail_n_max)
@@ -499,7 +571,9 @@ class StrataRun(StagedRun):
 
     def cells(self):
         """{model: (n_items, heads, above, tail_sizes, ranks)}: every user's stratified cell so far (the
-        arguments of :func:`sampling_lib.estimators.strata_estimate`)."""
+        arguments of :func:`sampling_lib.estimators.strata_estimate`). A user the head ladder settled at a rung
+        keeps its whole head m_u with x_u the items above among those scored (>= k_max): its metrics are 0
+        either way, and the estimator's grid, set by the users' heads, stays the whole head's."""
         return {m: (self.inputs["n_items"], self.heads, self.x[m], self.tail_sizes, 1 + self.above[m] - self.x[m])
                 for m in self.models}
 
@@ -514,20 +588,23 @@ class StrataRun(StagedRun):
         return pd.concat(out, ignore_index=True)
 
     def ranks_table(self):
-        """The stratified cells per user and model: user, model, n_items, head, head_above, tail_size, tail_rank."""
+        """The stratified cells per user and model: user, model, n_items, head, head_above, tail_size, tail_rank,
+        head_scored (a head ladder's users settled at a rung: head_above counts the items scored, at least
+        k_max, and head is the head they would have had)."""
         from .io import id_text
 
         users = self.inputs["users"].to_numpy()
         users = id_text(users) if users.dtype == object else users
         return pd.concat([pd.DataFrame({"user": users, "model": m, "n_items": self.inputs["n_items"],
                                         "head": self.heads, "head_above": self.x[m], "tail_size": self.tail_sizes,
-                                        "tail_rank": 1 + self.above[m] - self.x[m]}) for m in self.models],
-                         ignore_index=True)
+                                        "tail_rank": 1 + self.above[m] - self.x[m], "head_scored": self.head_scored})
+                          for m in self.models], ignore_index=True)
 
     def stage_negatives(self, j):
         st = self.stages[j]
-        if j == 0:
-            return np.repeat(np.arange(self.M), self.heads), self.head_items
+        if st["_kind"] == "head":
+            at = self._head_places(st["_users"], st["_start"], st["_stop"])
+            return self._head_owner[at], self.head_items[at]
         places = self.tail_order.positions(st["_users"], st["_start"], st["_stop"])
         u = np.repeat(st["_users"], st["_stop"] - st["_start"])
         return u, self.tail_candidates.items(places, u)

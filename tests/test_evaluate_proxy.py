@@ -52,9 +52,10 @@ def test_the_head_is_the_proxys_top_m_and_no_pair_is_scored_twice(run):
     for u, items in seen.groupby("user").item:
         items = set(items)
         cand = [i for i in order if i != held[u] and i not in set(hist[u])]
-        head = set(cand[:HEAD])
-        assert held[u] in items and head <= items                # the held-out item and the proxy's top m
-        tail = items - head - {held[u]}
+        scored = ranks.loc[u, "head_scored"]                     # the head ladder (rungs 10, 20): the first
+        head = set(cand[:scored])                                # items of the proxy's top m, none beyond
+        assert held[u] in items and head <= items and not set(cand[scored:HEAD]) & items
+        tail = items - set(cand[:HEAD]) - {held[u]}
         assert not tail & set(hist[u])                           # never an excluded item
         assert len(tail) == ranks.loc[u, "tail_size"]
         assert ranks.loc[u, "n_items"] == N_ITEMS - len(set(hist[u]))
@@ -72,6 +73,11 @@ def test_head_counts_and_tail_ranks_by_brute_force(run):
             own = g.score[g.item == held[u]].item()
             others = g[g.item != held[u]]
             in_head = others.item.isin(head)
+            # the head ladder's rule: a user leaves at the first rung (10, then 20) where both models have
+            # 10 or more of its head items at or above the held-out one
+            first = {k: np.asarray(models[k]([u] * 11, cand[:10] + [held[u]]), dtype=float) for k in "AB"}
+            settled_at_10 = all(int((v[:10] >= v[10]).sum()) >= 10 for v in first.values())
+            assert ranks.loc[u, "head_scored"] == (10 if settled_at_10 else min(HEAD, len(cand)))
             # pessimistic ties: an item scored equal to the held-out one ranks above it
             assert ranks.loc[u, "head_above"] == int((others.score[in_head] >= own).sum())
             assert ranks.loc[u, "tail_rank"] == 1 + int((others.score[~in_head] >= own).sum())
@@ -243,7 +249,7 @@ def test_a_saved_stratified_evaluation_is_a_cascade_table_that_the_cli_corrects_
     assert (c.groupby("user").label.sum() == 1).all()
     counts = c[c.label == 0].groupby(["user", "stratum"]).size().unstack(fill_value=0)
     cells = res.ranks.set_index("user")
-    assert (counts["head"].reindex(cells.index, fill_value=0) == cells["head"]).all()
+    assert (counts["head"].reindex(cells.index, fill_value=0) == cells["head_scored"]).all()   # (a head ladder)
     assert (counts["tail"].reindex(cells.index, fill_value=0) == cells["tail_size"]).all()
     c["score"] = models[m](c.user.to_numpy(), c.item.to_numpy())
     c.to_csv(tmp_path / "scored.csv", index=False)

@@ -38,7 +38,7 @@ from ._plan import _predict_designs, _target, candidate_designs, choose_design
 from ._predict import assurance_margin, influence_cells, sensitivity_factors, union_interval
 
 __all__ = ["predict_strata", "plan_strata", "StrataPlan", "tail_candidates", "pilot_size", "describe_strata",
-           "head_candidates", "smaller_head_cells"]
+           "head_candidates", "smaller_head_cells", "head_rungs", "head_ladder_cost"]
 
 #: The pilot of a stratified plan: at least this many users (all of them when there are fewer).
 PILOT_MIN_USERS = 300
@@ -74,6 +74,79 @@ def head_candidates(head):
     """
     head = check_int(head, "head", low=1)
     return sorted({-(-head // d) for d in HEAD_DIVISORS}, reverse=True)
+
+
+def head_rungs(head, k_max):
+    """The head ladder's rungs: ``head`` halved (rounded up) while the half holds at least ``k_max`` items,
+    smallest first. A user leaves the ladder at the first rung where every model ranks ``k_max`` or more of
+    the proxy's first items at or above the held-out item: its top-``k_max`` metrics are then 0 whatever
+    the rest of the head holds (:class:`sampling_lib.stratarun.StrataRun`, ``head_ladder``). The rungs
+    double, as the tail ladder's samples do (TORS24 Algorithm 1), and halve from ``head`` so that a smaller
+    head's rungs (:func:`head_candidates`) are the larger head's.
+
+    Examples
+    --------
+    >>> head_rungs(100, 10), head_rungs(200, 10), head_rungs(8, 10)
+    ([13, 25, 50, 100], [13, 25, 50, 100, 200], [8])
+    """
+    head = check_int(head, "head", low=1)
+    k_max = check_int(k_max, "k_max", low=1)
+    out = [head]
+    while -(-out[-1] // 2) >= k_max and -(-out[-1] // 2) < out[-1]:
+        out.append(-(-out[-1] // 2))
+    return out[::-1]
+
+
+def head_ladder_cost(head_above, heads, head, k_max):
+    """Head items the head ladder scores per user (:func:`head_rungs`): the first rung, capped at the user's
+    head, at which every model has ``k_max`` or more head items at or above the held-out item; the whole
+    head (``min(head, m_u)``) for the others.
+
+    Parameters
+    ----------
+    head_above : dict {model: array_like of bool}
+        Per model, every head item's outcome, users in order and each head in the proxy's order (m_u entries
+        per user; :attr:`sampling_lib.stratarun.StrataRun.head_above` of a run that scored whole heads).
+    heads : array_like of int
+        The m_u of those heads.
+    head : int >= 1
+        The head size whose ladder is priced (at most the heads scored: ``min(head, m_u)`` per user).
+    k_max : int >= 1
+        The largest cutoff K of the metrics.
+
+    Returns
+    -------
+    ndarray of int64
+        Per user, the head items scored.
+
+    Examples
+    --------
+    >>> flags = {"a": [1] * 12 + [0] * 13 + [0, 1, 1]}         # users of 25 and 3 head items
+    >>> head_ladder_cost(flags, [25, 3], 25, 10).tolist(), head_ladder_cost(flags, [25, 3], 25, 5).tolist()
+    ([13, 3], [7, 3])
+    """
+    m = np.asarray(heads, dtype=np.int64)
+    head = check_int(head, "head", low=1)
+    if not isinstance(head_above, dict) or not head_above:
+        raise ValueError("head_above must map each model to its head outcomes")
+    h = np.minimum(head, m)
+    ptr = np.r_[0, np.cumsum(m)]
+    cost = h.copy()
+    settled = np.zeros(m.size, bool)
+    for rung in head_rungs(head, k_max):
+        at = np.minimum(rung, h)
+        now = np.ones(m.size, bool)
+        for mdl, flags in head_above.items():
+            flags = np.asarray(flags, dtype=bool)
+            if flags.shape != (int(m.sum()),):
+                raise ValueError(f"head_above[{mdl!r}] must hold one entry per head item ({int(m.sum())}); got shape "
+                                 f"{flags.shape}")
+            cs = np.r_[0, np.cumsum(flags, dtype=np.int64)]
+            now &= cs[ptr[:-1] + at] - cs[ptr[:-1]] >= k_max
+        new = now & ~settled
+        cost[new] = at[new]
+        settled |= now
+    return cost
 
 
 def smaller_head_cells(cells, head_above, head):
@@ -272,7 +345,7 @@ def _moments_table(fit, groups, parsed, factors, below, P, M, z, tail_n, tail_n_
     lo, hi = union_interval(per, below, z)
     hw = 0.5 * (hi - lo)
     fhw = z * np.sqrt(np.maximum(second - value ** 2, 0.0) / M)
-    head = float(np.average(fit.heads, weights=fit.counts))
+    head = fit.head_mean
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = hw / fhw
     return pd.DataFrame({"design": describe_strata(head, tail_n, tail_n_max), "metric": [p[0] for p in parsed],
@@ -404,7 +477,7 @@ def _fits_at(cells, k_max):
 
 
 def _scan_tails(alts, h, tail_n, T_min, *, metrics, M, confidence_level, margin, bound, max_cost, Nbar, best,
-                refine=True):
+                refine=True, head_shift=0.0):
     """The tail ladders of one head size, scored for :func:`plan_strata`: (rows, best), ``best`` the cost of
     the cheapest design meeting the target so far (over the head sizes).
 
@@ -423,7 +496,7 @@ def _scan_tails(alts, h, tail_n, T_min, *, metrics, M, confidence_level, margin,
             # users all sit at tail rank 1 puts a fit at its limit, under which every design looks exact
             ts = _predict_many(fs, min(tail_n, t_max), t_max, metrics, M=M, confidence_level=confidence_level,
                                penalty=fs[0].penalty)
-            t = ts[0].assign(ratio=np.max([u.ratio for u in ts], axis=0), cost=max(u.cost[0] for u in ts),
+            t = ts[0].assign(ratio=np.max([u.ratio for u in ts], axis=0), cost=max(u.cost[0] for u in ts) + head_shift,
                              halfwidth=np.max([u.halfwidth for u in ts], axis=0))
             if h is not None:         # named by the setting (two settings' mean heads may round alike)
                 t = t.assign(design=describe_strata(h, min(tail_n, t_max), t_max))
@@ -465,7 +538,7 @@ def _scan_tails(alts, h, tail_n, T_min, *, metrics, M, confidence_level, margin,
 
 def plan_strata(pilots, *, n, tail_n, metrics=("recall@10", "ndcg@10"), M=None, n_items_mean=None,
                 target_ratio=1.3, max_cost=None, assurance=0.9, confidence_level=0.95, uniform=True,
-                max_size=None, heads=None, head_above=None, first_ranks=None, growth=2.0):
+                max_size=None, heads=None, head_above=None, first_ranks=None, growth=2.0, head_costs=None):
     """Choose the head size and the tail ladder of a stratified evaluation from a pilot, and say whether the
     uniform ladder would cost less.
 
@@ -510,6 +583,10 @@ def plan_strata(pilots, *, n, tail_n, metrics=("recall@10", "ndcg@10"), M=None, 
         n_items < n are left out, as the uniform route's planner leaves out users ranked in full.
     growth : float > 1, default 2.0, keyword-only
         The uniform ladder's growth (with ``first_ranks``: :func:`candidate_designs`' ``growths``).
+    head_costs : dict, optional, keyword-only
+        The head items per user that each head size priced costs the users planned for, keyed by the sizes
+        of ``heads`` (None: the pilot's own heads): a head ladder's (:func:`head_ladder_cost` on the pilot's
+        outcomes, or the items a ladder run scored). Default: the whole head, the pilot's mean m_u.
 
     Returns
     -------
@@ -591,9 +668,15 @@ def plan_strata(pilots, *, n, tail_n, metrics=("recall@10", "ndcg@10"), M=None, 
         # its own pull a smooth prior to the known block; on MovieLens 100K a head of 50 read from a pilot of
         # 100 was priced at 7.1% with a tail to 550, where the others' re-plan found none below 10.7%), and a
         # finer top would only sharpen a price that is not calibrated
+        shift = 0.0
+        if head_costs is not None:               # the head's cost as the users planned for pay it (a ladder)
+            if h not in head_costs:
+                raise ValueError(f"head_costs must give the cost of every head priced; {h!r} is missing")
+            # (the predicted cost counts the cells' mean head: a known tail block is not the head's)
+            shift = check_float(head_costs[h], f"head_costs[{h!r}]", low=0.0) - float(next(iter(at.values()))[1].mean())
         found, best = _scan_tails(alts, h, tail_n, T_min, metrics=metrics, M=M, confidence_level=confidence_level,
                                   margin=margin, bound=bound, max_cost=max_cost, Nbar=Nbar, best=best,
-                                  refine=bool(np.array_equal(mh, own)))
+                                  refine=bool(np.array_equal(mh, own)), head_shift=shift)
         rows += found
     if uniform and first_ranks is not None:
         rows.append(_uniform_rows(first_ranks, cells, N_u, n=n, M=M, metrics=metrics, target_ratio=target_ratio,

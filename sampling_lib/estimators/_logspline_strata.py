@@ -193,6 +193,8 @@ class StrataFit:
     known : tuple (k, y) of ndarray of int, shape (C,), or None
         With ``known_tail`` (:func:`logspline_strata_fit`): per cell, the k tail items after the head scored
         exactly and the y of them above the held-out item (the kernel then shifted by y on the rest).
+    head_mean : float
+        The users' mean head m_u as given (the cells of users with x >= k_max are pooled with m = k_max).
     """
 
     n_items: np.ndarray
@@ -211,6 +213,7 @@ class StrataFit:
     grid: object = dataclasses.field(repr=False)
     K: np.ndarray = dataclasses.field(repr=False)
     known: tuple = dataclasses.field(default=None, repr=False)
+    head_mean: float = None
 
     @property
     def users(self):
@@ -418,7 +421,9 @@ def logspline_strata_fit(n_items, heads, above, tail_sizes, ranks, counts=None, 
         Users per entry (default one each).
     k_max : int, keyword-only
         The largest cutoff K of the metrics to be estimated: users with x_u >= k_max have
-        R_u > k_max, F = 0, and need no prior.
+        R_u > k_max, F = 0, and need no prior: their cells are pooled, one per N_u, as
+        (N_u, k_max, k_max, 0, 1) (``fit.head_mean`` keeps the users' mean head), and the grid is set by
+        the other users' tails.
     min_group_users : int, default 200, keyword-only
         The smallest group of head counts (:func:`strata_groups`).
     coordinate : {"tail", "rank"}, default "tail", keyword-only
@@ -487,13 +492,19 @@ def logspline_strata_fit(n_items, heads, above, tail_sizes, ranks, counts=None, 
                                     counts=np.ones(np.size(n_items)) if counts is None else counts)
     if c.sum() <= 0:
         raise ValueError("counts must hold at least one user")
+    head_mean = float(np.average(m, weights=c))
+    k, y = (None, None) if known_tail is None else _check_known(known_tail, N, m, s, r, coordinate)
+    # users with x >= k_max have F = 0 whatever else they hold: one cell per N_u, (N_u, k_max, k_max, 0, 1), so
+    # a head scored in rungs (stopped once x >= k_max) and the whole head give the same cells and draws
+    done = x >= k_max
+    m, x, s, r = (np.where(done, v, a) for a, v in ((m, k_max), (x, k_max), (s, 0), (r, 1)))
     if known_tail is None:
         return _fit_cells(*_cells(N, m, x, s, r, c), k_max, min_group_users, penalty, knot_spacing, exact_ranks,
-                          coordinate)
-    k, y = _check_known(known_tail, N, m, s, r, coordinate)
+                          coordinate, head_mean=head_mean)
+    k, y = np.where(done, 0, k), np.where(done, 0, y)
     N, m, x, s, r, c, k, y = _cells(N, m, x, s, r, c, k, y)
     return _fit_cells(N, m, x, s, r, c, k_max, min_group_users, penalty, knot_spacing, exact_ranks, coordinate,
-                      known=(k, y))
+                      known=(k, y), head_mean=head_mean)
 
 
 def _check_known(known_tail, N, m, s, r, coordinate):
@@ -522,8 +533,11 @@ def _check_known(known_tail, N, m, s, r, coordinate):
     return k, y
 
 
-def _grid_of(N, m, s, k_max, knot_spacing, exact_ranks, coordinate):
-    """The grid of cells: N = max N (or max T + 1), the sampled tails' largest s + 1, exact values >= k_max."""
+def _grid_of(N, m, s, k_max, knot_spacing, exact_ranks, coordinate, x=None):
+    """The grid of cells: N = max N (or max T + 1), the sampled tails' largest s + 1, exact values >= k_max;
+    over the cells with x < k_max (those with a prior) when ``x`` is given and any has."""
+    if x is not None and (x < k_max).any():
+        N, m, s = N[x < k_max], m[x < k_max], s[x < k_max]
     T = N - 1 - m
     sampled = (s >= 1) & (T >= 1)
     n_grid = max(2, grid_size_n(s[sampled] + 1)) if sampled.any() else 2
@@ -532,8 +546,8 @@ def _grid_of(N, m, s, k_max, knot_spacing, exact_ranks, coordinate):
 
 
 def _fit_cells(N, m, x, s, r, c, k_max, min_group_users, penalty, knot_spacing, exact_ranks, coordinate,
-               ranges=None, beta0=None, grid=None, known=None):
-    grid = _grid_of(N, m, s, k_max, knot_spacing, exact_ranks, coordinate) if grid is None else grid
+               ranges=None, beta0=None, grid=None, known=None, head_mean=None):
+    grid = _grid_of(N, m, s, k_max, knot_spacing, exact_ranks, coordinate, x) if grid is None else grid
     inside = x < k_max
     K = np.zeros((grid.lo.size, N.size))
     if inside.any():
@@ -552,7 +566,8 @@ def _fit_cells(N, m, x, s, r, c, k_max, min_group_users, penalty, knot_spacing, 
         group[gr.cells] = j
     return StrataFit(n_items=N, heads=m, above=x, tail_sizes=s, ranks=r, counts=c, group=group, groups=groups,
                      k_max=k_max, coordinate=coordinate, penalty=penalty, knot_spacing=knot_spacing,
-                     exact_ranks=int(min(max(exact_ranks, k_max), grid.N)), grid=grid, K=K, known=known)
+                     exact_ranks=int(min(max(exact_ranks, k_max), grid.N)), grid=grid, K=K, known=known,
+                     head_mean=float(np.average(m, weights=c)) if head_mean is None else head_mean)
 
 
 # ----------------------------------------------------------------------------
@@ -755,7 +770,9 @@ def strata_estimate(n_items, heads, above, tail_sizes, ranks, *, metrics=("recal
     with np.errstate(invalid="ignore", divide="ignore"):
         full_hw = np.where(var > 0, z_critical(ci) * np.sqrt(np.where(var > 0, var, 0.0) / M), np.nan)
         ratio = (hi - lo) / (2.0 * full_hw)
-    sizes = 1 + fit.heads + _known_of(fit)[0] + fit.tail_sizes
+    # the items each user scored, as given (the fit pools the cells of users with x >= k_max)
+    k_known = 0 if known_tail is None else np.asarray(known_tail[0], dtype=np.int64)
+    sizes = 1 + np.asarray(heads, dtype=np.int64) + k_known + np.asarray(tail_sizes, dtype=np.int64)
     return pd.DataFrame({
         "model": model, "metric": [p[0] for p in parsed], "K": Ks, "naive": naive, "naive_ci_low": nlo,
         "naive_ci_high": nhi, "estimate": est, "se": se, "ci_low": lo, "ci_high": hi, "method": STRATA_METHOD,

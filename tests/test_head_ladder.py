@@ -1,0 +1,156 @@
+"""The head ladder (``evaluate(..., proxy=, head_ladder=True)``): the proxy's head scored in rungs, a user left
+out once every model has k_max items at or above its held-out item.
+
+The checks recompute what the library reports from the test's own bookkeeping: the rungs by a loop, each
+user's last rung from the scores, the pairs a counting wrapper saw, and the estimate of the same evaluation
+with the whole head scored.
+"""
+import numpy as np
+import pandas as pd
+import pytest
+
+from sampling_lib import evaluate
+from sampling_lib.design import head_ladder_cost, head_rungs, plan_strata
+from test_evaluate import N_ITEMS, Counter, _population
+from test_evaluate_proxy import _proxy_vector
+
+HEAD, TAIL_N, K_MAX = 40, 20, 10
+
+
+@pytest.mark.parametrize("head, k_max", [(1, 1), (9, 10), (10, 10), (19, 10), (20, 10), (100, 10), (777, 3)])
+def test_head_rungs_halve_the_head_down_to_k_max(head, k_max):
+    r = head_rungs(head, k_max)
+    assert r[-1] == head and all(a < b for a, b in zip(r, r[1:]))
+    assert all(b == 2 * a or b == 2 * a - 1 for a, b in zip(r, r[1:]))         # each the next halved, up
+    assert r[0] >= k_max or r == [head]
+    assert -(-r[0] // 2) < k_max or r[0] == 1                                   # no rung below it would do
+
+
+def test_head_ladder_cost_is_a_loop_over_users_and_rungs():
+    rng = np.random.default_rng(5)
+    m = rng.integers(0, 60, size=300)
+    flags = {k: rng.random(int(m.sum())) < p for k, p in (("a", 0.3), ("b", 0.5))}
+    ptr = np.r_[0, np.cumsum(m)]
+    for head, k_max in ((50, 5), (33, 10), (8, 10)):
+        got = head_ladder_cost(flags, m, head, k_max)
+        for u in range(m.size):
+            h = min(head, m[u])
+            want = h
+            for rung in head_rungs(head, k_max):
+                at = min(rung, h)
+                if all(f[ptr[u]:ptr[u] + at].sum() >= k_max for f in flags.values()):
+                    want = at
+                    break
+            assert got[u] == want, (u, head, k_max)
+
+
+@pytest.fixture(scope="module")
+def pair():
+    held, hist, models = _population(M=400, seed=21)
+    prox = _proxy_vector(models)
+    out = {}
+    for ladder in (False, True):
+        counters = {m: Counter(f) for m, f in models.items()}
+        res = evaluate(counters, held, N_ITEMS, exclude=hist, n=20, proxy=prox, head=HEAD, tail_n=TAIL_N,
+                       tail_n_max=80, seed=5, n_boot=200, progress=False, head_ladder=ladder)
+        out[ladder] = (res, counters)
+    return held, hist, models, prox, out
+
+
+def test_the_ladder_changes_the_cost_never_the_estimate(pair):
+    """The same seed with and without the ladder: the same table (every column), the same tail per user, and
+    fewer pairs, each of them one the whole head's evaluation scored too."""
+    *_, out = pair
+    (whole, cw), (ladder, cl) = out[False], out[True]
+    pd.testing.assert_frame_equal(whole.table, ladder.table)
+    w = whole.ranks.set_index(["user", "model"])
+    g = ladder.ranks.set_index(["user", "model"])
+    pd.testing.assert_series_equal(w.tail_size, g.tail_size)
+    assert (w.head_scored == w["head"]).all() and (g.head_scored <= g["head"]).all()
+    assert (g.head_scored < g["head"]).any()
+    seen_w, seen_l = cw["A"].seen(), cl["A"].seen()
+    assert len(seen_l) == int(ladder.cost.pairs_per_model[0]) < len(seen_w) == int(whole.cost.pairs_per_model[0])
+    assert not seen_l.duplicated().any()
+    assert len(seen_l.merge(seen_w)) == len(seen_l)                              # a subset of the whole's
+    per_user = g.xs("A", level="model")
+    assert len(seen_l) == int((1 + per_user.head_scored + per_user.tail_size).sum())
+
+
+def test_a_user_leaves_at_the_first_rung_where_every_model_has_k_max_above(pair):
+    """Each user's last rung recomputed from the scores: the first of 10, 20, 40 (capped at its head) where
+    both models rank 10 or more of the proxy's first items at or above the held-out one (pessimistic ties)."""
+    held, hist, models, prox, out = pair
+    ranks = out[True][0].ranks
+    scored = ranks.drop_duplicates("user").set_index("user").head_scored
+    order = np.lexsort((np.arange(N_ITEMS), -prox))
+    assert head_rungs(HEAD, K_MAX) == [10, 20, 40]
+    for u in scored.index:
+        cand = [i for i in order if i != held[u] and i not in set(hist[u])][:HEAD]
+        above = {k: np.asarray(f([u] * len(cand), cand)) >= np.asarray(f([u], [held[u]]))[0]
+                 for k, f in models.items()}
+        want = len(cand)
+        for rung in (10, 20, 40):
+            if all(a[:min(rung, len(cand))].sum() >= K_MAX for a in above.values()):
+                want = min(rung, len(cand))
+                break
+        assert scored[u] == want, u
+
+
+def test_the_stages_and_the_saved_candidates_say_what_was_scored(pair, tmp_path):
+    *_, out = pair
+    res = out[True][0]
+    d = res.design
+    heads = d[d.design.str.startswith("the proxy's head")]
+    assert list(heads.design) == [f"the proxy's head, rung {r}" for r in (10, 20, 40)]
+    assert list(heads.users) == sorted(heads.users, reverse=True)
+    text = " ".join(res.summary().split())
+    assert "in rungs of 10, 20, 40" in text and "items scored" in text
+    c = pd.read_csv(res.save(tmp_path / "saved") / "candidates.csv")
+    n_head = c[(c.label == 0) & (c.stratum == "head")].groupby("user").size()
+    r = res.ranks.drop_duplicates("user").set_index("user")
+    assert (n_head.reindex(r.index, fill_value=0) == r.head_scored).all()
+
+
+def test_plan_strata_prices_the_head_at_the_cost_it_is_given():
+    """head_costs replaces each head size's mean head in the cost of its designs, and nothing else."""
+    rng = np.random.default_rng(2)
+    P = 400
+    m = np.full(P, 30)
+    x = rng.integers(0, 14, P)
+    s = np.where(x < K_MAX, 40, 0)
+    r = np.where(s > 0, 1 + rng.binomial(s, 0.02), 1)
+    cells = {"A": (np.full(P, 1000), m, x, s, r)}
+    kw = dict(n=50, tail_n=40, M=4000, uniform=False)
+    base = plan_strata(cells, **kw).table
+    cheap = plan_strata(cells, head_costs={None: 12.5}, **kw).table
+    pd.testing.assert_series_equal(cheap.cost, base.cost - 30 + 12.5, check_names=False)
+    pd.testing.assert_series_equal(cheap.ratio, base.ratio)
+    with pytest.raises(ValueError, match="head_costs must give the cost of every head priced"):
+        plan_strata(cells, head_costs={30: 12.5}, **kw)
+
+
+def test_a_planned_pilot_scores_whole_heads_and_prices_the_others_ladder():
+    """The pilot that plans for other users scores whole heads (it says why); the others run the ladder, and
+    the plan prices each head at the ladder's cost on the pilot's outcomes."""
+    held, hist, models = _population(M=700, seed=23)
+    res = evaluate(models, held, N_ITEMS, exclude=hist, n=20, proxy=_proxy_vector(models), head=HEAD, tail_n=TAIL_N,
+                   seed=6, n_boot=0, progress=False, target_ratio=2.0)
+    pilot = res.parts["pilot"]
+    first = pilot.ranks.drop_duplicates("user")
+    assert (first.head_scored == first["head"]).all()
+    assert any("a pilot that plans for other users scores whole heads" in t for t in pilot.design.decision)
+    if res.config["proxy_pays"]:
+        rest = res.parts["rest"].ranks.drop_duplicates("user")
+        assert (rest.head_scored <= rest["head"]).all() and (rest.head_scored < rest["head"]).any()
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(head_ladder=True), ValueError, "head_ladder applies with proxy"),
+    (dict(proxy="vector", head_ladder="yes"), TypeError, "head_ladder must be True or False"),
+])
+def test_bad_head_ladder_settings_name_the_argument(kwargs, error, message):
+    held, hist, models = _population(M=20, seed=7)
+    if kwargs.get("proxy") == "vector":
+        kwargs = dict(kwargs, proxy=_proxy_vector(models))
+    with pytest.raises(error, match=message):
+        evaluate(models, held, N_ITEMS, exclude=hist, n=20, n_boot=10, progress=False, **kwargs)
