@@ -75,7 +75,7 @@ class PairCounter:
 def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recall@10", "ndcg@10"),
                      target_ratio=None, max_cost=None, n_boot=1000, seed=0, data_rng=0,
                      max_dense_items=DENSE_ITEMS_MAX, full_boot=100_000, synthetic=None, progress=False,
-                     population=None, proxy=None, head=None, tail_n=None, tail_n_max=None):
+                     population=None, proxy=None, head=None, tail_n=None, tail_n_max=None, head_ladder=None):
     """:func:`sampling_lib.evaluate` on real recommenders, ``draws`` times, beside full ranking.
 
     Parameters
@@ -102,9 +102,9 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
         the proxy ranker (a per-item vector for ``popularity``, its pair scorer otherwise) and not evaluated,
         or :data:`RANDOM_PROXY` ("random": a useless proxy, uniform random scores per item from ``data_rng``);
         the other models are the costly ones, and only their scored pairs count as cost. ``head``,
-        ``tail_n`` and ``tail_n_max`` as :func:`sampling_lib.evaluate` (``tail_n_max`` None: the tail is
-        planned for ``target_ratio`` / ``max_cost``, and ``predicted_share`` is that plan's; given, the design
-        is fixed and the target is not passed). ``first_predicted_share`` and ``hand_first_plan_share`` (the
+        ``tail_n``, ``tail_n_max`` and ``head_ladder`` as :func:`sampling_lib.evaluate` (each an error
+        without ``proxy``; ``tail_n_max`` None: the tail is planned for ``target_ratio`` / ``max_cost``, and
+        ``predicted_share`` is that plan's; given, the design is fixed and the target is not passed). ``first_predicted_share`` and ``hand_first_plan_share`` (the
         uniform route's) are then NaN.
 
     Returns
@@ -152,9 +152,14 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
     held = dict(enumerate(split.test_items.astype(np.int64)))
     N_u = info["n_candidates"]
     strata = {}
+    if proxy is None:
+        given = [k for k, v in (("head", head), ("tail_n", tail_n), ("tail_n_max", tail_n_max),
+                                ("head_ladder", head_ladder)) if v is not None]
+        if given:
+            raise ValueError(f"{given[0]} applies with proxy (a stratified evaluation)")
     if proxy == RANDOM_PROXY:           # a useless proxy: i.i.d. uniform scores per item, seeded by data_rng
         scores = np.random.default_rng(np.random.SeedSequence([int(data_rng), 0x70726F78])).random(N)
-        strata = dict(proxy=scores, head=head, tail_n=tail_n, tail_n_max=tail_n_max)
+        strata = dict(proxy=scores, head=head, tail_n=tail_n, tail_n_max=tail_n_max, head_ladder=head_ladder)
     elif proxy is not None:
         if proxy not in ranks:
             raise ValueError(f"proxy must name one of the fitted models {sorted(ranks)} or {RANDOM_PROXY!r}; got "
@@ -162,7 +167,8 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
         if len(ranks) < 2:
             raise ValueError("proxy needs at least one other model to evaluate")
         fitted = info["fitted"][proxy]
-        strata = dict(proxy=_proxy_of(fitted, N), head=head, tail_n=tail_n, tail_n_max=tail_n_max)
+        strata = dict(proxy=_proxy_of(fitted, N), head=head, tail_n=tail_n, tail_n_max=tail_n_max,
+                      head_ladder=head_ladder)
     truth = {m: _metric_rows(parsed, R).mean(axis=1) for m, R in ranks.items() if m != proxy}
     full_hw = {m: full_ranking_halfwidth(R, metrics, n_boot=full_boot, rng=data_rng) for m, R in ranks.items()
                if m != proxy}

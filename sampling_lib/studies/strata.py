@@ -5,7 +5,8 @@ construction, runs the stratified evaluation on them (the proxy's head, then the
 tail, with the library's seeded nested orders, :mod:`sampling_lib.stratarun`), and counts each final tail
 cell (s, r) beside its probability under :func:`sampling_lib.kernels.strata_ladder_law` (notebook 14).
 :func:`proxy_frontier` sets stratified designs beside the planned uniform ladder on the same draws
-(notebook 14, ``benchmarks/bench_proxy.py``).
+(notebook 14, ``benchmarks/bench_proxy.py``). :func:`head_ladder_check` runs one evaluation with and without
+the head ladder and recomputes the ladder's rungs from the scores, outside the run (notebook 14).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from .._validation import check_int
 from ..kernels import next_tail_size
 
 __all__ = ["strata_ladder_simulation", "pool_rare_cells", "proxy_frontier", "strata_tail_cells",
-           "strata_consistency"]
+           "strata_consistency", "head_ladder_check"]
 
 
 def strata_ladder_simulation(n_items, head, above, R, *, tail_n, tail_n_max, users, seed=0,
@@ -306,3 +307,70 @@ def strata_consistency(pmf, head, sizes, *, tail_n, tail_n_max, replicates, metr
                 rows.append({"M": M, "replicate": k, "metric": met, "estimate": float(e), "truth": t,
                              "error": float(e) - t, "cost": 1 + head + float(s.mean())})
     return pd.DataFrame(rows)
+
+
+def head_ladder_check(population, costly, proxy, *, head, tail_n, tail_n_max, n=100,
+                      metrics=("recall@10", "ndcg@10"), n_boot=200, seed=0):
+    """One stratified evaluation of a fitted model with the whole head and with the head ladder (the same seed),
+    and the ladder's pairs recomputed outside the run.
+
+    Parameters
+    ----------
+    population : tuple
+        ``global_ranks_from_data(..., keep_models=True)``'s result.
+    costly, proxy : str
+        Labels of two of its fitted models: the one evaluated (scored through a
+        :class:`~sampling_lib.studies.PairCounter`) and the proxy ranker (its scoring not counted).
+    head, tail_n, tail_n_max, n, metrics, n_boot, seed
+        As :func:`sampling_lib.evaluate` (a fixed design: ``tail_n_max`` given).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row: ``model``, ``proxy``, ``users``, ``pairs_whole`` and ``pairs_ladder`` (counted by the wrappers),
+        ``pairs_recomputed`` (the held-out items, the rungs the rule gives on the whole run's head items
+        scored again by the model, :func:`sampling_lib.design.head_ladder_cost`, and the ladder run's tails),
+        ``rungs_agree`` (the share of users whose head items scored equal that recomputation),
+        ``table_max_diff`` (the largest absolute difference between the two tables' estimate, ci_low, ci_high
+        and naive columns), ``cost_share_whole`` and ``cost_share_ladder`` (pairs / sum of N_u).
+    """
+    from ..design import head_ladder_cost
+    from ..evaluation import evaluate
+    from ..metrics import parse_metrics
+    from ..recommenders import pair_scorer
+    from .evaluation import PairCounter, _proxy_of
+
+    ranks, N, info = population
+    for label in (costly, proxy):
+        if label not in info["fitted"]:
+            raise ValueError(f"{label!r} is not one of the fitted models {sorted(info['fitted'])}")
+    split = info["split"]
+    M = int(split.n_users)
+    train = split.train.tocsr()
+    exclude = {u: train.indices[train.indptr[u]:train.indptr[u + 1]] for u in range(M)}
+    held = split.test_items.astype(np.int64)
+    f = pair_scorer(info["fitted"][costly])
+    kw = dict(exclude=exclude, n=n, metrics=metrics, proxy=_proxy_of(info["fitted"][proxy], N), head=head,
+              tail_n=tail_n, tail_n_max=tail_n_max, n_boot=n_boot, seed=seed, progress=False)
+    res, pairs = {}, {}
+    for ladder in (False, True):
+        counter = PairCounter(f, N)
+        res[ladder] = evaluate({costly: counter}, dict(enumerate(held)), N, head_ladder=ladder, **kw)
+        pairs[ladder] = counter.pairs
+    whole, lad = res[False], res[True]
+    # the whole run's head items (users in order, each head in the proxy's order), scored again here
+    neg = whole.negatives[0]
+    u, it = neg.user.to_numpy(np.int64), neg.item.to_numpy(np.int64)
+    flags = np.asarray(f(u, it), dtype=float) >= np.asarray(f(u, held[u]), dtype=float)   # pessimistic ties
+    heads = np.bincount(u, minlength=M)
+    k_max = max(K for _, _, K in parse_metrics(metrics))
+    rungs = head_ladder_cost({costly: flags}, heads, head, k_max)
+    r = lad.ranks.set_index("user").loc[np.arange(M)]
+    cols = ["estimate", "ci_low", "ci_high", "naive"]
+    diff = np.nanmax(np.abs(whole.table[cols].to_numpy(float) - lad.table[cols].to_numpy(float)))
+    N_sum = float(np.asarray(info["n_candidates"]).sum())
+    return pd.DataFrame([{
+        "model": costly, "proxy": proxy, "users": M, "pairs_whole": pairs[False], "pairs_ladder": pairs[True],
+        "pairs_recomputed": int(M + rungs.sum() + r.tail_size.sum()),
+        "rungs_agree": float(np.mean(r.head_scored.to_numpy() == rungs)), "table_max_diff": float(diff),
+        "cost_share_whole": pairs[False] / N_sum, "cost_share_ladder": pairs[True] / N_sum}])
