@@ -268,9 +268,11 @@ def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "n
         K of the metrics, smallest first (:func:`sampling_lib.design.head_rungs`), and leave a user out of
         the rungs after the first where every model ranks K or more of its head items at or above the
         held-out item (its metrics are then 0). The estimate is the one of the whole head, item for item;
-        only the cost falls, by up to the share of users the head settles. A planned design's pilot scores
-        whole heads (their outcomes price the smaller heads and the ladder the other users run). False: one
-        stage for the whole head (fewer round trips).
+        only the cost falls, by up to the share of users the head settles. A planned design's pilot runs it
+        too: its outcomes up to each user's last rung price the smaller heads and their ladders exactly
+        (:func:`sampling_lib.design.head_ladder_cost`); the head items of its uniform first stage beyond a
+        user's last rung are scored with that stage. False: one stage for the whole head (fewer round
+        trips).
 
     Returns
     -------

@@ -10,8 +10,10 @@ The state behind :func:`sampling_lib.evaluate` with ``proxy=``: a :class:`Strata
    the head halved down to k_max, smallest first): a user leaves the ladder at the first rung where
    every model has k_max or more items at or above the held-out item, since its top-K metrics are then 0
    whatever the rest of its head holds. The estimate is the whole head's, item for item: only the cost
-   falls (a pilot that decides for other users scores whole heads: its outcomes price the smaller
-   heads, the ladder and the uniform first stage);
+   falls. A pilot's outcomes up to each user's last rung price the smaller heads and their ladders
+   (:func:`sampling_lib.design.head_ladder_cost`, :func:`sampling_lib.design.smaller_head_cells`: a
+   settled user's unscored items make its block a censored one, "tail rank > y", with no tail sample),
+   and the head items of its uniform first stage beyond a user's last rung are scored with that stage;
 2. **the tail**, for the users for whom some model has x_u < k_max (the largest K of the metrics; the
    others have F(R_u) = 0 exactly): ``tail_n`` negatives drawn uniformly from the rest of its
    candidates (the nested prefixes of a seeded order of the tail, :class:`sampling_lib.nested.NestedOrder`,
@@ -105,8 +107,7 @@ class StrataRun(StagedRun):
         (None: planned), ``plan_users`` (the users a plan prices, default this run's), ``pilot_cells``
         (a pilot's :meth:`cells`), ``uniform_first`` (bool: draw a uniform first stage of n items per
         user, scored at the end of a planned pilot when it pays, :meth:`first_ranks`) and ``head_ladder``
-        (bool, default False: score the head in rungs, module docstring; a pilot that decides for other
-        users scores whole heads, and says so)).
+        (bool, default False: score the head in rungs, module docstring)).
     proxy : array_like, callable or DataFrame
         One proxy score per catalogue item, a callable ``proxy(users, items) -> scores``, or a top-m table
         ``user, item[, rank]`` (:mod:`sampling_lib.proxy`).
@@ -142,11 +143,10 @@ class StrataRun(StagedRun):
                                                                                    low=self.M))
         self.strata_plan = None           # the tail's plan (StrataPlan) when tail_n_max is planned
         self.planned = tail_n_max is None
-        #: whether the others' plan rests on this run (a pilot): it scores whole heads, whose outcomes price them
+        #: whether the others' plan rests on this run (a pilot)
         self.decides = self.planned and self.pilot_cells is None and self.config["plan_users"] > self.M
-        asked = bool(config.get("head_ladder", False))
-        self.head_ladder = asked and not self.decides and not self.uniform_first
-        self.config["head_ladder"] = asked
+        self.head_ladder = bool(config.get("head_ladder", False))
+        self.config["head_ladder"] = self.head_ladder
         inp = self.inputs
         C = inp["n_items"] - 1
         m = head_sizes(head, C)
@@ -197,6 +197,8 @@ class StrataRun(StagedRun):
         from .design import head_rungs
         self.rungs = head_rungs(head, self.k_max) if self.head_ladder else [head]
         self.head_scored = np.zeros(self.M, np.int64)
+        self._item_scored = np.zeros(self.head_items.size, bool)      # per head item: scored
+        self._stage_head_above = {}   # the uniform first stage's head items scored after the head (first_ranks)
         self.tail_sizes = np.zeros(self.M, np.int64)
         self.pending = {"stage": 1, "kind": "head", "users": np.arange(self.M), "start": self.head_scored.copy(),
                         "stop": np.minimum(self.rungs[0], self.heads)}
@@ -250,12 +252,13 @@ class StrataRun(StagedRun):
         self._plan_tail()                                 # on the cells
         if self.strata_plan.kind == "stratified":
             return False
-        extra = int(np.maximum(self.first_tail - self.tail_sizes, 0).sum())
+        extra = int(np.maximum(self.first_tail - self.tail_sizes, 0).sum()) + int(self._stage_head_places().size)
         others = self.config["plan_users"] - self.M
         scale = float(sum(st["pairs"] for st in self.stages)) / self.M * others
         self.uniform_stage = extra <= UNIFORM_STAGE_SHARE * scale
         lean = ("the cells price the uniform ladder low, so these users' uniform first stage of "
-                f"{self.config['n']:,} items (the head's share of it and the first tail items) decides")
+                f"{self.config['n']:,} items (the head's share of it, some beyond the rung where the head ladder "
+                "settled a user, and the first tail items) decides")
         if self.uniform_stage:
             text = (f"{lean}: its {extra:,} pairs not yet scored are {extra / scale:.1%} of the other users' cost at "
                     f"the pilot's pairs per user (at most {UNIFORM_STAGE_SHARE:.0%})" if extra else
@@ -269,6 +272,13 @@ class StrataRun(StagedRun):
             self._plan_tail()                             # on the stage, already complete
         return self.uniform_stage and extra > 0
 
+    def _stage_head_places(self):
+        """The places in head_items of the uniform first stage's head items not scored yet (beyond the rung where
+        the head ladder settled their user)."""
+        if not self.uniform_first:
+            return np.zeros(0, np.int64)
+        return np.flatnonzero(self.first_head & ~self._item_scored)
+
     def first_ranks(self):
         """{model: ndarray}: each user's sampled rank in the uniform first stage (1..n; :meth:`_draw_uniform_first`),
         1 + the head items in it and the first tail items in it at or above the held-out item (the tie rule
@@ -278,13 +288,16 @@ class StrataRun(StagedRun):
         if not self.uniform_first:
             raise RuntimeError("this run holds no uniform first stage (config uniform_first)")
         short = self.first_tail > self.tail_sizes
+        if self._stage_head_places().size:
+            raise RuntimeError("the uniform first stage is not complete: some of its head items are not scored")
         if short.any():
             raise RuntimeError(f"the uniform first stage is not complete: {int(short.sum()):,} users' tail samples are "
                                "shorter than their part of it")
         owner = np.repeat(np.arange(self.M), self.heads)
         out = {}
         for m in self.models:
-            head = np.bincount(owner[self.first_head & self.head_above[m]], minlength=self.M)
+            above = self.head_above[m] | self._stage_head_above.get(m, False)
+            head = np.bincount(owner[self.first_head & above], minlength=self.M)
             out[m] = 1 + head + self._first_tail_above.get(m, np.zeros(self.M, np.int64))
         return out
 
@@ -303,7 +316,7 @@ class StrataRun(StagedRun):
         p = self.pending
         if p is None:
             return 0
-        pairs = int((p["stop"] - p["start"]).sum())
+        pairs = int(p["places"].size) if "places" in p else int((p["stop"] - p["start"]).sum())
         return pairs + self.M if p["kind"] == "head" and p["stage"] == 1 else pairs
 
     def chunks(self, size):
@@ -316,7 +329,7 @@ class StrataRun(StagedRun):
                 for a in range(0, self.M, size):
                     u = np.arange(a, min(a + size, self.M))
                     yield u, self.inputs["held"][u], np.ones(u.size, bool)
-            places = self._head_places(p["users"], p["start"], p["stop"])
+            places = p["places"] if "places" in p else self._head_places(p["users"], p["start"], p["stop"])
             for a in range(0, places.size, size):
                 at = places[a:a + size]
                 self._head_chunks.append(at)
@@ -347,8 +360,16 @@ class StrataRun(StagedRun):
             if at is None or not (np.array_equal(items, self.head_items[at])
                                   and np.array_equal(users, self._head_owner[at])):
                 raise RuntimeError("the head's scores did not arrive in the order of its chunks")
+            self._item_scored[at] = True
             for m in self.models:
-                self._head_flags.setdefault(m, np.zeros(self.head_items.size, bool))[at] = self.last_above[m]
+                if self.pending.get("uniform_part"):
+                    # head items of the uniform first stage, scored after the head was complete: they count in
+                    # the stage's ranks (first_ranks), not in the cells' x, tail rank or head outcomes
+                    self._stage_head_above.setdefault(m, np.zeros(self.head_items.size, bool))[at] = \
+                        self.last_above[m]
+                    self.above[m] -= np.bincount(users[self.last_above[m]], minlength=self.M)
+                else:
+                    self._head_flags.setdefault(m, np.zeros(self.head_items.size, bool))[at] = self.last_above[m]
         elif self.uniform_first and self.pending is not None and self.pending["kind"] == "tail":
             # the tail's chunks come in the order :meth:`chunks` gave them (checked)
             u, it, inside = self._first_chunks.popleft() if self._first_chunks else (None, None, None)
@@ -375,9 +396,7 @@ class StrataRun(StagedRun):
         """What the head stage scored, for the decision after it."""
         c = self.config
         if len(self.rungs) == 1:
-            why = (" (a pilot that plans for other users scores whole heads: their outcomes price the plan)"
-                   if c["head_ladder"] and self.decides else "")
-            return f"head of {c['head']:,} proxy candidates scored{why}"
+            return f"head of {c['head']:,} proxy candidates scored"
         left = int((self.head_scored < self.heads).sum())
         return (f"head of {c['head']:,} proxy candidates scored in rungs of {', '.join(f'{r:,}' for r in self.rungs)}: "
                 f"{left:,} of {self.M:,} users left at a rung short of their head (every model with {self.k_max} or "
@@ -398,6 +417,14 @@ class StrataRun(StagedRun):
 
     def finish_stage(self, plan_progress=False):
         p = self.pending
+        if p["kind"] == "head" and p.get("uniform_part"):
+            at = p["places"]
+            self.sizes += np.bincount(self._head_owner[at], minlength=self.M)
+            self.stages.append({"stage": p["stage"], "users": int(p["users"].size), "pairs": int(at.size),
+                                "sizes": _sizes_text(np.bincount(self._head_owner[at])[p["users"]]), "full": 0,
+                                "design": p["design"], "_kind": "head", "_users": p["users"], "_places": at})
+            self._stage_tail_part(p)
+            return
         if p["kind"] == "head":
             users = p["users"]
             self.head_scored[users] = p["stop"]
@@ -453,12 +480,25 @@ class StrataRun(StagedRun):
             new = next_tail_size(self.tail_sizes, self.config["tail_n_max"], self.tails)
         go = np.flatnonzero(need & (new > self.tail_sizes))
         if not go.size and self._uniform_stage_pays():
-            # the pilot's last stage: the tail part of each user's uniform first stage not yet scored
-            go = np.flatnonzero(self.first_tail > self.tail_sizes)
-            new = np.maximum(self.tail_sizes, self.first_tail)
-            design = "the uniform first stage's tail part"
-        else:
-            design = "the tail"
+            # the pilot's last stages: the head items of each user's uniform first stage not yet scored (beyond
+            # the rung where the head ladder settled it), then its tail part not yet scored
+            at = self._stage_head_places()
+            if at.size:
+                self.pending = {"stage": len(self.stages) + 1, "kind": "head", "uniform_part": True, "places": at,
+                                "users": np.unique(self._head_owner[at]),
+                                "design": "the uniform first stage's head part"}
+                return
+            self._stage_tail_part(p)
+            return
+        self._next_tail(go, new, "the tail", p)
+
+    def _stage_tail_part(self, p):
+        """The uniform first stage's tail part not yet scored as the pilot's last stage (else the end)."""
+        go = np.flatnonzero(self.first_tail > self.tail_sizes)
+        self._next_tail(go, np.maximum(self.tail_sizes, self.first_tail), "the uniform first stage's tail part", p)
+
+    def _next_tail(self, go, new, design, p):
+        """The next tail stage for the users ``go`` (their samples to ``new``), or the end of the design."""
         if go.size:
             self.pending = {"stage": len(self.stages) + 1, "kind": "tail", "users": go,
                             "start": self.tail_sizes[go], "stop": new[go], "new": new[go], "design": design}
@@ -520,12 +560,12 @@ class StrataRun(StagedRun):
         first = self.first_ranks() if decide and self.uniform_stage else None
         # what the head costs the users planned for: a ladder run's own, or the ladder the others will run
         costs = None
-        if self.head_ladder:
-            costs = {None: float(self.head_scored.mean())}
-        elif heads and c["head_ladder"]:
+        if heads and c["head_ladder"]:       # a pilot's outcomes: exact for a ladder's rungs (module docstring)
             from .design import head_ladder_cost
 
             costs = {h: float(head_ladder_cost(self.head_above, self.heads, h, self.k_max).mean()) for h in heads}
+        elif self.head_ladder:
+            costs = {None: float(self.head_scored.mean())}
         pl = plan_strata(pilots, n=c["n"], tail_n=c["tail_n"], metrics=c["metrics"], M=c["plan_users"],
                          target_ratio=c["target_ratio"], max_cost=c["max_cost"], assurance=c["assurance"],
                          uniform=decide, heads=heads, head_above=self.head_above, first_ranks=first,
@@ -606,7 +646,7 @@ class StrataRun(StagedRun):
     def stage_negatives(self, j):
         st = self.stages[j]
         if st["_kind"] == "head":
-            at = self._head_places(st["_users"], st["_start"], st["_stop"])
+            at = st["_places"] if "_places" in st else self._head_places(st["_users"], st["_start"], st["_stop"])
             return self._head_owner[at], self.head_items[at]
         places = self.tail_order.positions(st["_users"], st["_start"], st["_stop"])
         u = np.repeat(st["_users"], st["_stop"] - st["_start"])

@@ -129,19 +129,60 @@ def test_plan_strata_prices_the_head_at_the_cost_it_is_given():
         plan_strata(cells, head_costs={30: 12.5}, **kw)
 
 
-def test_a_planned_pilot_scores_whole_heads_and_prices_the_others_ladder():
-    """The pilot that plans for other users scores whole heads (it says why); the others run the ladder, and
-    the plan prices each head at the ladder's cost on the pilot's outcomes."""
-    held, hist, models = _population(M=700, seed=23)
-    res = evaluate(models, held, N_ITEMS, exclude=hist, n=20, proxy=_proxy_vector(models), head=HEAD, tail_n=TAIL_N,
-                   seed=6, n_boot=0, progress=False, target_ratio=2.0)
-    pilot = res.parts["pilot"]
-    first = pilot.ranks.drop_duplicates("user")
-    assert (first.head_scored == first["head"]).all()
-    assert any("a pilot that plans for other users scores whole heads" in t for t in pilot.design.decision)
-    if res.config["proxy_pays"]:
-        rest = res.parts["rest"].ranks.drop_duplicates("user")
-        assert (rest.head_scored <= rest["head"]).all() and (rest.head_scored < rest["head"]).any()
+def test_a_planned_evaluation_runs_the_ladder_and_prices_each_head_at_its_ladder_cost():
+    """A planned evaluation: the pilot and the other users run the ladder; the pilot's plan prices each head
+    size at head_ladder_cost on the pilot's outcomes (which, for the rungs of a ladder, the pilot's partial
+    outcomes give exactly), and the stratified rows' cost is the whole head's plus that difference."""
+    from sampling_lib.evaluation import _drive, _Bar
+    from sampling_lib.stagerun import check_inputs
+    from sampling_lib.stratarun import StrataRun
+
+    held, hist, models = _population(M=300, seed=23)
+    prox = _proxy_vector(models)
+    config = dict(n=20, metrics=["recall@10", "ndcg@10"], target_ratio=1.5, max_cost=None, seed=6,
+                  ties="pessimistic", assurance=0.9, growth=2.0, head=HEAD, tail_n=TAIL_N, tail_n_max=None,
+                  plan_users=3000)
+    runs = {}
+    for ladder in (False, True):
+        run = StrataRun(None, None, None, config=dict(config, head_ladder=ladder),
+                        inputs=check_inputs(held, N_ITEMS, hist), proxy=prox)
+        _drive(run, models, 500, _Bar(False, 0))
+        runs[ladder] = run
+    whole, lad = runs[False], runs[True]
+    assert (lad.head_scored <= lad.heads).all() and (lad.head_scored < lad.heads).any()
+    assert (whole.head_scored == whole.heads).all()
+    for h in (40, 20, 10):
+        # the ladder's cost from its own partial outcomes equals that from the whole head's
+        np.testing.assert_array_equal(head_ladder_cost(lad.head_above, lad.heads, h, K_MAX),
+                                      head_ladder_cost(whole.head_above, whole.heads, h, K_MAX))
+    # a smaller head's cells from the ladder's outcomes: the whole head's, except that a user the ladder settled
+    # at a rung beyond the smaller head has its block's items above counted up to that rung (a censored block,
+    # "tail rank > y"; no tail sample)
+    from sampling_lib.design import smaller_head_cells
+    for m in models:
+        for h in (20, 10):
+            a = smaller_head_cells(lad.cells()[m], lad.head_above[m], h)
+            b = smaller_head_cells(whole.cells()[m], whole.head_above[m], h)
+            np.testing.assert_array_equal(np.minimum(a[2], K_MAX), np.minimum(b[2], K_MAX))   # (>= K: F = 0)
+            live = a[2] < K_MAX                                          # the users a prior is fitted to
+            for j in (0, 1, 3, 4, 5):
+                np.testing.assert_array_equal(a[j][live], b[j][live])
+            cut = live & (lad.head_scored < lad.heads)
+            np.testing.assert_array_equal(a[6][live & ~cut], b[6][live & ~cut])
+            assert (a[6][cut] <= b[6][cut]).all() and (a[3][cut] == 0).all()
+            assert (a[2][cut] + a[6][cut] >= K_MAX).all()                # still settled as a whole
+            assert cut.any() or h == 20
+    # each head's stratified rows: the whole head's cost, shifted to the ladder's (the same tails' prices)
+    t = lad.strata_plan.table
+    for h in (40, 20, 10):
+        rows = t[(t.kind == "stratified") & (t["head"] == h)]
+        if len(rows):
+            shift = head_ladder_cost(lad.head_above, lad.heads, h, K_MAX).mean() - np.minimum(h, lad.heads).mean()
+            base = plan_strata(lad.cells(), n=20,
+                               tail_n=TAIL_N, M=3000, target_ratio=1.5, uniform=False, heads=[h],
+                               head_above=lad.head_above).table
+            both = rows.merge(base, on=["model", "design", "metric"], suffixes=("", "_whole"))
+            assert len(both) and np.allclose(both.cost, both.cost_whole + shift)
 
 
 @pytest.mark.parametrize("kwargs, error, message", [

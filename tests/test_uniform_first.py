@@ -68,16 +68,33 @@ def _drive(run, scorers):
     return run
 
 
-@pytest.fixture(scope="module")
-def driven():
+@pytest.fixture(scope="module", params=[False, True], ids=["whole-head", "head-ladder"])
+def driven(request):
     """A planned pilot of 300 deciding for 5,700 other users, model A's scores of one user as the proxy: on
     these seeds its plan on the cells says the proxy does not pay and the stage is cheap against the other
-    users' cost, so the stage runs (the test says so if that changes)."""
+    users' cost, so the stage runs (the test says so if that changes). With the head ladder (rungs 10, 20) the
+    head costs so little that the cells say the proxy pays; the test makes their plan say it does not (the
+    stage's mechanics are the test's subject, not the verdict), and the stage's head items beyond a settled
+    user's rung are then scored as a stage of their own."""
+    import dataclasses
+
+    import sampling_lib.design as design
+
     held, hist, models = _population(M=300, seed=2)
     prox = np.asarray(models["A"](["u0"] * N_ITEMS, np.arange(N_ITEMS)), dtype=float)
     counters = {m: Counter(f) for m, f in models.items()}
-    run = _drive(StrataRun(held, N_ITEMS, hist, config=_config(tail_n_max=None, target_ratio=1.3, plan_users=6000),
-                           proxy=prox), counters)
+    plan = design.plan_strata
+
+    def on_the_cells_it_does_not_pay(*args, **kw):
+        pl = plan(*args, **kw)
+        return dataclasses.replace(pl, kind="uniform") if kw.get("first_ranks") is None else pl
+
+    with pytest.MonkeyPatch.context() as mp:
+        if request.param:
+            mp.setattr(design, "plan_strata", on_the_cells_it_does_not_pay)
+        run = _drive(StrataRun(held, N_ITEMS, hist, config=_config(tail_n_max=None, target_ratio=1.3,
+                                                                   plan_users=6000, head_ladder=request.param),
+                               proxy=prox), counters)
     return held, hist, models, counters, run
 
 
@@ -99,7 +116,22 @@ def test_the_uniform_first_stage_ranks_are_a_recount_of_its_scores(driven):
             own = f([uid], [held[uid]])[0]
             assert first[m][u] == 1 + int((f([uid] * items.size, items) >= own).sum())
         settled_with_tail += all(run.x[m][u] >= 10 for m in models) and run.tail_sizes[u] > 0
+        # the cells: x from the head items up to the user's last rung, the tail rank from its tail sample, none
+        # of the stage's later head items in either
+        a = run.head_ptr[u]
+        scored = run.head_items[a:a + run.head_scored[u]]
+        k = int(run.tail_sizes[u])
+        sample = run.tail_candidates.items(run.tail_order.positions(np.array([u]), np.array([0]), np.array([k])),
+                                           np.full(k, u))
+        for m, f in models.items():
+            own = f([uid], [held[uid]])[0]
+            assert run.x[m][u] == int((f([uid] * scored.size, scored) >= own).sum())
+            assert run.cells()[m][4][u] == 1 + int((f([uid] * k, sample) >= own).sum())
     assert settled_with_tail > 0                   # the head settles them, and they still hold the stage
+    designs = [st["design"] for st in run.stages]
+    if run.head_ladder:
+        assert (run.head_scored < run.heads).any()
+        assert "the uniform first stage's head part" in designs
     last = run.stages[-1]
     assert last["design"] == "the uniform first stage's tail part"
     assert np.array_equal(last["_stop"], run.first_tail[last["_users"]])

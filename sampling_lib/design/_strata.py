@@ -106,7 +106,10 @@ def head_ladder_cost(head_above, heads, head, k_max):
     ----------
     head_above : dict {model: array_like of bool}
         Per model, every head item's outcome, users in order and each head in the proxy's order (m_u entries
-        per user; :attr:`sampling_lib.stratarun.StrataRun.head_above` of a run that scored whole heads).
+        per user; :attr:`sampling_lib.stratarun.StrataRun.head_above`). Outcomes of a head ladder (False
+        beyond a user's last rung) give the same costs for any head whose rungs are among its own (the heads
+        of :func:`head_candidates`): a user settled at rung rho is settled there under any head >= rho, and
+        under a smaller head at none of its rungs.
     heads : array_like of int
         The m_u of those heads.
     head : int >= 1
