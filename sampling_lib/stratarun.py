@@ -143,8 +143,6 @@ class StrataRun(StagedRun):
                                                                                    low=self.M))
         self.strata_plan = None           # the tail's plan (StrataPlan) when tail_n_max is planned
         self.planned = tail_n_max is None
-        #: whether the others' plan rests on this run (a pilot)
-        self.decides = self.planned and self.pilot_cells is None and self.config["plan_users"] > self.M
         self.head_ladder = bool(config.get("head_ladder", False))
         self.config["head_ladder"] = self.head_ladder
         inp = self.inputs
@@ -184,6 +182,7 @@ class StrataRun(StagedRun):
             hp, hi, self.head_ties = heads_and_edge_ties(scores, inp["ptr"], inp["bad"], m)
         self.head_ptr, self.head_items = hp, hi
         self.heads = np.diff(hp).astype(np.int64)
+        self._head_owner = np.repeat(np.arange(self.M), self.heads)        # per head item, its user
         self.tail_ptr, self.tail_bad = tail_exclusions(inp["ptr"], inp["bad"], hp, hi)
         self.tail_candidates = CandidateMap(self.tail_ptr, self.tail_bad)
         self.tails = C - self.heads                           # T_u
@@ -220,7 +219,7 @@ class StrataRun(StagedRun):
         h = np.zeros(self.M, np.int64)
         go = n1 > 0
         h[go] = rng.hypergeometric(self.heads[go], self.tails[go], n1[go])
-        owner = np.repeat(np.arange(self.M), self.heads)
+        owner = self._head_owner
         keys = rng.random(owner.size)
         order = np.lexsort((keys, owner))                  # within each user's head, by a uniform key
         place = np.empty(owner.size, np.int64)
@@ -293,7 +292,7 @@ class StrataRun(StagedRun):
         if short.any():
             raise RuntimeError(f"the uniform first stage is not complete: {int(short.sum()):,} users' tail samples are "
                                "shorter than their part of it")
-        owner = np.repeat(np.arange(self.M), self.heads)
+        owner = self._head_owner
         out = {}
         for m in self.models:
             above = self.head_above[m] | self._stage_head_above.get(m, False)
@@ -378,13 +377,6 @@ class StrataRun(StagedRun):
             for m in self.models if inside is not None else ():
                 add = np.bincount(users[inside & self.last_above[m]], minlength=self.M)
                 self._first_tail_above[m] = self._first_tail_above.get(m, 0) + add
-
-    @property
-    def _head_owner(self):
-        """Per head item (head_items' order), its user."""
-        if getattr(self, "_owner", None) is None:
-            self._owner = np.repeat(np.arange(self.M), self.heads)
-        return self._owner
 
     def _head_places(self, users, start, stop):
         """The places in head_items of each user's head items start..stop - 1 (users in order)."""
