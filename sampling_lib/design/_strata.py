@@ -499,7 +499,8 @@ def _scan_tails(alts, h, tail_n, T_min, *, metrics, M, confidence_level, margin,
             # users all sit at tail rank 1 puts a fit at its limit, under which every design looks exact
             ts = _predict_many(fs, min(tail_n, t_max), t_max, metrics, M=M, confidence_level=confidence_level,
                                penalty=fs[0].penalty)
-            t = ts[0].assign(ratio=np.max([u.ratio for u in ts], axis=0), cost=max(u.cost[0] for u in ts) + head_shift,
+            t = ts[0].assign(ratio=np.max([u.ratio for u in ts], axis=0),
+                             cost=max(u.cost[0] for u in ts) + head_shift,
                              halfwidth=np.max([u.halfwidth for u in ts], axis=0))
             if h is not None:         # named by the setting (two settings' mean heads may round alike)
                 t = t.assign(design=describe_strata(h, min(tail_n, t_max), t_max))
@@ -676,7 +677,8 @@ def plan_strata(pilots, *, n, tail_n, metrics=("recall@10", "ndcg@10"), M=None, 
             if h not in head_costs:
                 raise ValueError(f"head_costs must give the cost of every head priced; {h!r} is missing")
             # (the predicted cost counts the cells' mean head: a known tail block is not the head's)
-            shift = check_float(head_costs[h], f"head_costs[{h!r}]", low=0.0) - float(next(iter(at.values()))[1].mean())
+            mean_head = float(next(iter(at.values()))[1].mean())
+            shift = check_float(head_costs[h], f"head_costs[{h!r}]", low=0.0) - mean_head
         found, best = _scan_tails(alts, h, tail_n, T_min, metrics=metrics, M=M, confidence_level=confidence_level,
                                   margin=margin, bound=bound, max_cost=max_cost, Nbar=Nbar, best=best,
                                   refine=bool(np.array_equal(mh, own)), head_shift=shift)

@@ -104,8 +104,8 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
         the other models are the costly ones, and only their scored pairs count as cost. ``head``,
         ``tail_n``, ``tail_n_max`` and ``head_ladder`` as :func:`sampling_lib.evaluate` (each an error
         without ``proxy``; ``tail_n_max`` None: the tail is planned for ``target_ratio`` / ``max_cost``, and
-        ``predicted_share`` is that plan's; given, the design is fixed and the target is not passed). ``first_predicted_share`` and ``hand_first_plan_share`` (the
-        uniform route's) are then NaN.
+        ``predicted_share`` is that plan's; given, the design is fixed and the target is not passed).
+        ``first_predicted_share`` and ``hand_first_plan_share`` (the uniform route's) are then NaN.
 
     Returns
     -------
