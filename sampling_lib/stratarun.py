@@ -510,7 +510,7 @@ class StrataRun(StagedRun):
         at its limit (all mass at tail rank 1), under which every design looks exact.
 
         The doubling rung, not the smallest multiple of ``tail_n`` that resolves: that one costs less (on
-        Last.fm 2K 1,800 instead of 3,200, 0.73% of full ranking against about 1.0%), but on Gowalla (10
+        Last.fm 2K 1,800 instead of 3,200, 0.73% of full ranking against 1.05%), but on Gowalla (10
         draws, head 200) its plans realized a mean Recall@10 ratio of 1.33 and passed 1.3 in 7 single
         evaluations, where the doubling rung's realized 1.28 and 3, at 0.95% against 0.84% of full ranking
         (benchmarks/README.md, "The head ladder"): the deeper pilot prices the tail better."""
