@@ -43,6 +43,7 @@ References
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 
 import numpy as np
@@ -196,6 +197,7 @@ class StrataRun(StagedRun):
         from .design import head_rungs
         self.rungs = head_rungs(head, self.k_max) if self.head_ladder else [head]
         self.head_scored = np.zeros(self.M, np.int64)
+        self.head_random = False      # after the first tail sample: no model's head beats a random one (z < 1.645)
         self._item_scored = np.zeros(self.head_items.size, bool)      # per head item: scored
         self._stage_head_above = {}   # the uniform first stage's head items scored after the head (first_ranks)
         self.tail_sizes = np.zeros(self.M, np.int64)
@@ -565,6 +567,11 @@ class StrataRun(StagedRun):
                          target_ratio=c["target_ratio"], max_cost=c["max_cost"], assurance=c["assurance"],
                          uniform=decide, heads=heads, head_above=self.head_above, first_ranks=first,
                          growth=c["growth"], head_costs=costs)
+        # a head no better than random: the plan's price of it is not trusted (a random proxy kept on the panel
+        # cost more than the fall-back in every draw, benchmarks/README.md "The head ladder"); it falls back
+        distrust = decide and self.head_random and pl.kind == "stratified"
+        if distrust:
+            pl = dataclasses.replace(pl, kind="uniform")
         self.strata_plan = pl
         t = pl.table
         mine = t[(t.kind == "stratified") & (t.tail_n_max == pl.tail_n_max)
@@ -583,7 +590,10 @@ class StrataRun(StagedRun):
             on = "uniform first stage" if pl.uniform_on == "first stage" else pl.uniform_on
             text += (f"; the cheapest uniform design predicted to meet it from these users' {on}: {uni.design}, "
                      f"{float(uni.cost_share):.2%}")
-        if decide:
+        if distrust:
+            text += ("; the proxy does not pay: its head is no better than a random one for any model (one-sided z "
+                     "below 1.645, after the first tail sample), so the plan's price of it is not trusted")
+        elif decide:
             text += "; the proxy pays" if pl.kind == "stratified" else "; the proxy does not pay"
         self._decide("plan", text, predicted_items_per_user=cost, predicted_ratio=ratio,
                      chosen=describe_strata(c["head"] if pl.head is None else pl.head, c["tail_n"], pl.tail_n_max),
@@ -600,12 +610,13 @@ class StrataRun(StagedRun):
                          for m, (z, r, k) in out.items())
         self._decide("proxy", "the head's items above the held-out one, against a random head of its size: " + text)
         z = [z for z, _, _ in out.values() if np.isfinite(z)]
-        if z and max(z) < 1.645:           # (no user with information: nothing to say)
+        self.head_random = bool(z) and max(z) < 1.645     # (no user with information: nothing to say)
+        if self.head_random:
             self.head_notes.append(
                 "proxy: its head holds no more of the items ranked above the held-out one than a random set of "
                 f"its size would ({text}; one-sided z below 1.645). With a proxy no better than random the head "
-                "is paid for nothing: a planned evaluation (no tail_n_max) falls back to the uniform ladder when "
-                "its pilot predicts the ladder cheaper (README, 'A cheap proxy ranker first')")
+                "is paid for nothing: a planned evaluation (no tail_n_max) falls back to the uniform ladder "
+                "(README, 'A cheap proxy ranker first')")
 
     def cells(self):
         """{model: (n_items, heads, above, tail_sizes, ranks)}: every user's stratified cell so far (the

@@ -195,3 +195,23 @@ def test_bad_head_ladder_settings_name_the_argument(kwargs, error, message):
         kwargs = dict(kwargs, proxy=_proxy_vector(models))
     with pytest.raises(error, match=message):
         evaluate(models, held, N_ITEMS, exclude=hist, n=20, n_boot=10, progress=False, **kwargs)
+
+
+def test_a_head_no_better_than_random_falls_back_whatever_its_price(monkeypatch):
+    """Where no model's head beats a random head of its size (one-sided z < 1.645 after the first tail sample),
+    the pilot's verdict is that the proxy does not pay, and the other users run the uniform ladder; the same
+    run with an enriched head keeps the stratified design. head_enrichment is replaced by a stub here so that
+    both verdicts are exercised on one population (its own tests are in tests/test_strata.py)."""
+    import sampling_lib.stratarun as stratarun
+
+    held, hist, models = _population(M=700, seed=23)
+    kw = dict(exclude=hist, n=20, proxy=_proxy_vector(models), head=HEAD, tail_n=TAIL_N, seed=6, n_boot=0,
+              progress=False, target_ratio=2.0)
+    kept = evaluate(models, held, N_ITEMS, **kw)
+    assert kept.config["proxy_pays"]                               # an enriched head: the plan's price stands
+    monkeypatch.setattr(stratarun, "head_enrichment", lambda *a: (0.4, 1.02, 80))
+    res = evaluate(models, held, N_ITEMS, **kw)
+    assert not res.config["proxy_pays"] and "sample_size" in res.parts["rest"].ranks.columns
+    text = " ".join(res.parts["pilot"].design.decision)
+    assert "the proxy does not pay: its head is no better than a random one" in text
+    assert any("falls back to the uniform ladder" in x for x in res.notes)
