@@ -201,7 +201,7 @@ def test_a_head_no_better_than_random_falls_back_whatever_its_price(monkeypatch)
     """Where no model's head beats a random head of its size (one-sided z < 1.645 after the first tail sample),
     the pilot's verdict is that the proxy does not pay, and the other users run the uniform ladder; the same
     run with an enriched head keeps the stratified design. head_enrichment is replaced by a stub here so that
-    both verdicts are exercised on one population (its own tests are in tests/test_strata.py)."""
+    both verdicts are exercised on one population (its own tests are in tests/test_evaluate_proxy.py)."""
     import sampling_lib.stratarun as stratarun
 
     held, hist, models = _population(M=700, seed=23)
