@@ -215,3 +215,19 @@ def test_a_head_no_better_than_random_falls_back_whatever_its_price(monkeypatch)
     text = " ".join(res.parts["pilot"].design.decision)
     assert "the proxy does not pay: its head is no better than a random one" in text
     assert any("falls back to the uniform ladder" in x for x in res.notes)
+
+
+def test_the_study_recomputes_the_ladder_outside_the_run():
+    """studies.head_ladder_check (notebook 14's claims) on a small synthetic population: the two tables equal,
+    every user's last rung and the pairs counted equal to their recomputation, and the ladder cheaper."""
+    from sampling_lib import studies
+    from sampling_lib.experiments import global_ranks_from_data
+
+    pop = global_ranks_from_data(None, {m: studies.PANEL_MODELS[m] for m in ("itemknn", "popularity")}, rng=3,
+                                 keep_models=True, synthetic={"n_users": 300, "n_items": 400})
+    c = studies.head_ladder_check(pop, "itemknn", "popularity", head=40, tail_n=10, tail_n_max=80, n=20,
+                                  n_boot=50, seed=3).iloc[0]
+    assert c.table_max_diff == 0.0 and c.rungs_agree == 1.0
+    assert c.pairs_ladder == c.pairs_recomputed < c.pairs_whole
+    with pytest.raises(ValueError, match="not one of the fitted models"):
+        studies.head_ladder_check(pop, "ease", "popularity", head=40, tail_n=10, tail_n_max=80)
