@@ -76,6 +76,19 @@ def head_candidates(head):
     return sorted({-(-head // d) for d in HEAD_DIVISORS}, reverse=True)
 
 
+def _head_counts(flags, heads, name):
+    """Per-user prefix counts of head outcomes: a function ``at -> `` the items at or above the held-out item
+    among each user's first ``at`` head items (``flags``: users in order, m_u = ``heads`` entries each; one
+    cumulative sum, read at any prefix)."""
+    flags = np.asarray(flags, dtype=bool)
+    if flags.shape != (int(heads.sum()),):
+        raise ValueError(f"{name} must hold one entry per head item ({int(heads.sum())}, users in order); got shape "
+                         f"{flags.shape}")
+    start = np.r_[0, np.cumsum(heads)][:-1]
+    cs = np.r_[0, np.cumsum(flags, dtype=np.int64)]
+    return lambda at: cs[start + at] - cs[start]
+
+
 def head_rungs(head, k_max):
     """The head ladder's rungs: ``head`` halved (rounded up) while the half holds at least ``k_max`` items,
     smallest first. A user leaves the ladder at the first rung where every model ranks ``k_max`` or more of
@@ -133,19 +146,12 @@ def head_ladder_cost(head_above, heads, head, k_max):
     if not isinstance(head_above, dict) or not head_above:
         raise ValueError("head_above must map each model to its head outcomes")
     h = np.minimum(head, m)
-    ptr = np.r_[0, np.cumsum(m)]
+    counts = [_head_counts(flags, m, f"head_above[{mdl!r}]") for mdl, flags in head_above.items()]
     cost = h.copy()
     settled = np.zeros(m.size, bool)
     for rung in head_rungs(head, k_max):
         at = np.minimum(rung, h)
-        now = np.ones(m.size, bool)
-        for mdl, flags in head_above.items():
-            flags = np.asarray(flags, dtype=bool)
-            if flags.shape != (int(m.sum()),):
-                raise ValueError(f"head_above[{mdl!r}] must hold one entry per head item ({int(m.sum())}); got shape "
-                                 f"{flags.shape}")
-            cs = np.r_[0, np.cumsum(flags, dtype=np.int64)]
-            now &= cs[ptr[:-1] + at] - cs[ptr[:-1]] >= k_max
+        now = np.logical_and.reduce([count(at) >= k_max for count in counts])
         new = now & ~settled
         cost[new] = at[new]
         settled |= now
@@ -185,15 +191,11 @@ def smaller_head_cells(cells, head_above, head):
     N, m, x, s, r = (np.asarray(a, dtype=np.int64) for a in cells)
     flags = np.asarray(head_above, dtype=bool)
     head = check_int(head, "head", low=1)
-    if flags.shape != (int(m.sum()),):
-        raise ValueError(f"head_above must hold one entry per head item ({int(m.sum())}, users in order); got shape "
-                         f"{flags.shape}")
-    ptr = np.r_[0, np.cumsum(m)]
-    cs = np.r_[0, np.cumsum(flags, dtype=np.int64)]
-    if not np.array_equal(cs[ptr[1:]] - cs[ptr[:-1]], x):
+    count = _head_counts(flags, m, "head_above")
+    if not np.array_equal(count(m), x):
         raise ValueError("head_above must sum to each user's head count (above)")
     h = np.minimum(head, m)
-    xh = cs[ptr[:-1] + h] - cs[ptr[:-1]]
+    xh = count(h)
     return N, h, xh, s, r, m - h, x - xh
 
 
