@@ -201,6 +201,7 @@ class StrataRun(StagedRun):
         self._item_scored = np.zeros(self.head_items.size, bool)      # per head item: scored
         self._stage_head_above = {}   # the uniform first stage's head items scored after the head (first_ranks)
         self.tail_sizes = np.zeros(self.M, np.int64)
+        self.checked = False          # reopened by the precision check (extend_tail): no plan again at its end
         self.pending = {"stage": 1, "kind": "head", "users": np.arange(self.M), "start": self.head_scored.copy(),
                         "stop": np.minimum(self.rungs[0], self.heads)}
         self._first_chunks = deque()  # the tail stages' chunks: (users, items, within the uniform first stage)
@@ -499,7 +500,7 @@ class StrataRun(StagedRun):
         else:
             self.pending = None
             self.done = True
-            if self.planned and self._tail_stages() and (
+            if self.planned and not self.checked and self._tail_stages() and (
                     self.strata_plan is None or (self.uniform_stage and p.get("design") != "the tail")):
                 self._plan_tail()             # (again, after the uniform first stage: on it)
             self._decide("done", f"the design is complete after stage {len(self.stages)}")
@@ -598,6 +599,38 @@ class StrataRun(StagedRun):
         self._decide("plan", text, predicted_items_per_user=cost, predicted_ratio=ratio,
                      chosen=describe_strata(c["head"] if pl.head is None else pl.head, c["tail_n"], pl.tail_n_max),
                      meets=meets)
+
+    def open_tails(self):
+        """Per user: whether its tail ladder would go on above the current top (some model with x_u < k_max
+        ranks no sampled tail item above the held-out one, and the tail has items not yet drawn)."""
+        out = np.zeros(self.M, bool)
+        if not self.x:
+            return out
+        for m in self.models:
+            out |= (self.x[m] < self.k_max) & (self.above[m] == self.x[m])
+        return out & (self.tail_sizes > 0) & (self.tail_sizes < self.tails)
+
+    def extend_tail(self, top, why):
+        """Reopen a finished design: the tail ladder's top is raised to ``top`` and the users :meth:`open_tails`
+        names (their ladder stopped at its top with no sampled tail item above the held-out one) go on
+        climbing (doubling, as before, capped at ``top``) while none ranks above. Every rule still looks at observed data only, so the design stays ignorable and the final
+        cells keep their hypergeometric kernel. ``why`` is said as the decision. Returns the users going on
+        (0: nothing to do, the run stays done)."""
+        if not self.done:
+            raise RuntimeError("extend_tail reopens a finished design; this one is still running")
+        top = check_int(top, "top", low=int(self.config["tail_n_max"] or 1) + 1)
+        new = next_tail_size(self.tail_sizes, top, self.tails)
+        go = np.flatnonzero(self.open_tails() & (new > self.tail_sizes))
+        if not go.size:
+            return 0
+        self.config["tail_n_max"] = top
+        self.done = False
+        self.checked = True
+        self._decide("check", f"{why}: the tail ladder goes on to {top:,} for the {go.size:,} users whose sample "
+                     "holds no tail item above the held-out one")
+        self.pending = {"stage": len(self.stages) + 1, "kind": "tail", "users": go, "start": self.tail_sizes[go],
+                        "stop": new[go], "new": new[go], "design": "the tail, after the precision check"}
+        return int(go.size)
 
     def _judge_proxy(self):
         """After the first tail sample: does the head hold more of the items above the held-out one than a
