@@ -488,11 +488,11 @@ def _planned_strata(scorers, held_out, n_items, exclude, config, proxy, batch, p
         return dataclasses.replace(res_p, notes=notes + [x for x in res_p.notes if x not in notes],
                                    config=dict(res_p.config, proxy_pays=pl is None or pl.kind == "stratified"))
     stratified = isinstance(run_r, StrataRun)
-    checked = []
+    checked, check_share = [], float("nan")
     if stratified:
         h_p, h_r = run_p.config["head"], run_r.config["head"]
-        table, table_p, table_r, checked = _precision_check(run_p, run_r, table_p, scorers, batch, progress, n_boot,
-                                                            confidence_level)
+        table, table_p, table_r, checked, check_share = _precision_check(
+            run_p, run_r, table_p, scorers, batch, progress, n_boot, confidence_level)
         res_p = _result(run_p, table_p, n_boot, confidence_level)        # (the check may have reopened it)
         if h_r == h_p:
             how = (f"the proxy pays: the pilot's {P:,} users and the other {M - P:,} ran the same stratified design; "
@@ -521,7 +521,7 @@ def _planned_strata(scorers, held_out, n_items, exclude, config, proxy, batch, p
         negatives={k: r.negatives for k, r in parts.items()}, plans=[], notes=notes,
         config=dict(run_p.config, confidence_level=confidence_level, n_boot=n_boot, parts="pilot and rest",
                     proxy_pays=stratified, planned_head=run_r.config["head"] if stratified else None,
-                    **_uniform_price(run_p)),
+                    check_share=check_share, **_uniform_price(run_p)),
         parts=parts)
 
 
@@ -556,7 +556,7 @@ def _precision_check(run_p, run_r, table_p, scorers, batch, progress, n_boot, co
     when no user can go on (every tail resolved or exhausted), or before a top at which the users it would
     reopen could leave ``max_cost`` if each climbed to it. Each step is a decision of the run it reopens and
     a note, and the pairs the check scored are a note. Returns (the table, the pilot's table, the other users'
-    table, notes).
+    table, notes, the pairs the check scored as a share of full ranking: ``result.config["check_share"]``).
 
     Why: the other users' top is planned after their first tail sample, on the pilot's cells and theirs
     (:func:`sampling_lib.design.plan_strata`), and that prediction can be optimistic. On Gowalla (ALS-64,
@@ -613,7 +613,7 @@ def _precision_check(run_p, run_r, table_p, scorers, batch, progress, n_boot, co
     if pairs() > before:
         notes.append(f"the precision check scored {pairs() - before:,} pairs per model ({(pairs() - before) / total:.2%} "
                      "of full ranking) beyond the planned design")
-    return table, table_p, table_r, notes
+    return table, table_p, table_r, notes, (pairs() - before) / total
 
 
 def _uniform_price(run):

@@ -69,7 +69,14 @@ def test_an_optimistic_plan_is_checked_and_the_ladder_goes_on_to_the_target(opti
     if res.table.precision_ratio.max() > 1.1:
         assert "resolved or exhausted" in checks[-1]
     assert sum(x.startswith("the precision check:") for x in res.notes) == len(checks)
-    assert any(x.startswith("the precision check scored") for x in res.notes)
+    said = next(x for x in res.notes if x.startswith("the precision check scored"))
+    # the pairs it scored: the stages after the first check decision, from the design table
+    d = res.design
+    first = {p: g.index[g.decision.str.contains("the precision check")].min() for p, g in d.groupby("part")}
+    after = sum(int(g.loc[g.index > first[p], "pairs"].sum()) for p, g in d.groupby("part") if first[p] == first[p])
+    assert f"scored {after:,} pairs per model" in said
+    total = sum(N - len(set(hist[u])) for u in held)
+    assert res.config["check_share"] == pytest.approx(after / total)
     # the ladder's rule on the final cells of both parts (the pilot's users join once the top passes the
     # pilot's own): a user below its part's final top has a sampled tail item above the held-out one for
     # every model with x < 10, or has its whole tail
@@ -121,7 +128,7 @@ def test_a_plan_that_meets_the_target_is_left_as_it_is():
     """Without the stub the plan's top meets the target on this population: no check decision, and the
     table's ratios are within the target."""
     *_, res = _run()
-    assert not _checks(res) and res.table.precision_ratio.max() <= 1.3
+    assert not _checks(res) and res.table.precision_ratio.max() <= 1.3 and res.config["check_share"] == 0
 
 
 def test_extend_tail_reopens_only_a_finished_design_above_its_top():

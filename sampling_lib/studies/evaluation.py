@@ -124,8 +124,10 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
         size its plan chose for the other users, at most ``head``; NaN when they fell back or without a
         plan), ``predicted_ratio`` (the last plan's predicted worst ratio over the metrics; NaN without a
         plan), ``uniform_predicted_share`` (a planned stratified evaluation's pilot: its price of the
-        cheapest uniform design meeting the target; else NaN) and ``uniform_priced_on`` ("first stage" or
-        "cells": what the pilot priced it on; else None).
+        cheapest uniform design meeting the target; else NaN), ``uniform_priced_on`` ("first stage" or
+        "cells": what the pilot priced it on; else None) and ``check_share`` (the pairs the precision check
+        scored beyond the planned stratified design, as a share of full ranking: 0 when it did not act;
+        NaN when the other users fell back or without a plan).
 
     Examples
     --------
@@ -215,6 +217,7 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
                     "first_predicted_share": first, "proxy": proxy, "proxy_paid": paid,
                     "planned_head": planned_head, "predicted_ratio": predicted_ratio,
                     "uniform_predicted_share": uni_share, "uniform_priced_on": uni_on,
+                    "check_share": res.config.get("check_share", np.nan),
                     "hand_first_plan_share": hand,
                     "stages": int(cost.stages), "calls": c.calls, "seconds": seconds,
                     "scoring_seconds": sum(x.seconds for x in counters.values())})
