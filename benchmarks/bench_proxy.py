@@ -21,8 +21,12 @@ Part ``cascade`` (``--parts cascade``): published cascade protocols corrected
 tail draws, and "top-20 only" as bounds. Goal: the corrected Recall@10 interval covers the full-ranking truth
 in >= 93% of draws; its width beside the naive metric's error.
 
+Part ``concentration`` (``--parts concentration``): where each proxy puts the tail items that beat the
+held-out item (:func:`sampling_lib.studies.tail_concentration`: ALS-64 costly, the first ``--heads`` value as
+the head, 1,500 users), beside the share a proxy that knows nothing would give.
+
 Needs ../shared/data (skipped per data set when absent). Usage:
-    .venv/bin/python benchmarks/bench_proxy.py [--parts frontier,cascade] [--draws 3] [--only TEXT]
+    .venv/bin/python benchmarks/bench_proxy.py [--parts frontier,cascade,concentration] [--draws 3] [--only TEXT]
         [--heads 100,400] [--tail-n 100]
 """
 from __future__ import annotations
@@ -82,9 +86,19 @@ def cascade(label, draws):
     return t, summary
 
 
+def concentration(label, head, proxies):
+    """The concentration part on one data set: ALS-64 costly, each proxy's order of the tail items above."""
+    t0 = time.perf_counter()
+    wanted = {m: PANEL_MODELS[m] for m in ("als-64",) + tuple(proxies)}
+    pop = global_ranks_from_data(PANEL_DATASETS[label].ratings(SHARED), wanted, rng=0, keep_models=True)
+    t = pd.concat([studies.tail_concentration(pop, "als-64", p, head=head) for p in proxies], ignore_index=True)
+    print(f"{label}: concentration {time.perf_counter() - t0:.0f} s", flush=True)
+    return t.assign(dataset=label)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--parts", default="frontier", help="frontier, cascade (comma-separated)")
+    ap.add_argument("--parts", default="frontier", help="frontier, cascade, concentration (comma-separated)")
     ap.add_argument("--draws", type=int, default=3)
     ap.add_argument("--only", default=None, help="data sets named by these labels, or whose label contains one of "
                     "them when none is a label (comma-separated)")
@@ -102,7 +116,7 @@ def main():
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     heads = [int(x) for x in args.heads.split(",")]
-    tables, sums, ctables = [], [], []
+    tables, sums, ctables, conc = [], [], [], []
     wanted = args.only.split(",") if args.only else None
     exact = wanted is not None and any(o in PANEL_DATASETS for o in wanted)
     for label in PANEL_DATASETS:
@@ -123,6 +137,10 @@ def main():
             ctables.append(t)
             print(s.round(4).to_string(index=False), flush=True)
             pd.concat(ctables).to_csv(out / "proxy_cascade.csv", index=False)
+        if "concentration" in args.parts.split(","):
+            conc.append(concentration(label, heads[0], [p for p in args.proxies.split(",") if p != "random"]))
+            print(conc[-1].round(3).to_string(index=False), flush=True)
+            pd.concat(conc).to_csv(out / "proxy_concentration.csv", index=False)
     if sums:
         pd.concat(sums).to_csv(out / "proxy_frontier_summary.csv", index=False)
 

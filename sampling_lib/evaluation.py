@@ -610,10 +610,11 @@ def _precision_check(run_p, run_r, table_p, scorers, batch, progress, n_boot, co
         if "pilot " in go:
             table_p = run_p.estimate_table(n_boot=n_boot, confidence_level=confidence_level)
         table, table_r = _strata_parts_table(run_p, run_r, table_p, n_boot, confidence_level)
-    if pairs() > before:
-        notes.append(f"the precision check scored {pairs() - before:,} pairs per model ({(pairs() - before) / total:.2%} "
-                     "of full ranking) beyond the planned design")
-    return table, table_p, table_r, notes, (pairs() - before) / total
+    more = pairs() - before
+    if more:
+        notes.append(f"the precision check scored {more:,} pairs per model ({more / total:.2%} of full ranking) "
+                     "beyond the planned design")
+    return table, table_p, table_r, notes, more / total
 
 
 def _uniform_price(run):

@@ -613,8 +613,8 @@ class StrataRun(StagedRun):
     def extend_tail(self, top, why):
         """Reopen a finished design: the tail ladder's top is raised to ``top`` and the users :meth:`open_tails`
         names (their ladder stopped at its top with no sampled tail item above the held-out one) go on
-        climbing (doubling, as before, capped at ``top``) while none ranks above. Every rule still looks at observed data only, so the design stays ignorable and the final
-        cells keep their hypergeometric kernel. ``why`` is said as the decision. Returns the users going on
+        climbing (doubling, as before, capped at ``top``) while none ranks above. Every rule still looks at
+        observed data only, so the design stays ignorable and the final cells keep their hypergeometric kernel. ``why`` is said as the decision. Returns the users going on
         (0: nothing to do, the run stays done)."""
         if not self.done:
             raise RuntimeError("extend_tail reopens a finished design; this one is still running")

@@ -231,3 +231,31 @@ def test_the_study_recomputes_the_ladder_outside_the_run():
     assert c.pairs_ladder == c.pairs_recomputed < c.pairs_whole
     with pytest.raises(ValueError, match="not one of the fitted models"):
         studies.head_ladder_check(pop, "ease", "popularity", head=40, tail_n=10, tail_n_max=80)
+
+
+def test_tail_concentration_against_the_global_ranks():
+    """studies.tail_concentration with the costly model as its own proxy and no head: the items above the
+    held-out item are the proxy's first R_u - 1, so the share in the tail's first ceil(f T_u) positions is
+    sum min(R_u - 1, ceil(f T_u)) / sum (R_u - 1), from the population's global ranks (computed apart)."""
+    from sampling_lib import studies
+    from sampling_lib.experiments import global_ranks_from_data
+
+    pop = global_ranks_from_data(None, {m: studies.PANEL_MODELS[m] for m in ("itemknn", "popularity")}, rng=3,
+                                 keep_models=True, synthetic={"n_users": 300, "n_items": 400})
+    ranks, N, info = pop
+    t = studies.tail_concentration(pop, "itemknn", "itemknn", head=0, users=10_000, k_max=10,
+                                   fractions=[0.01, 0.1, 0.5, 1.0])
+    R = np.asarray(ranks["itemknn"], dtype=np.int64)
+    T = np.asarray(info["n_candidates"], dtype=np.int64) - 1
+    first = np.ceil(np.outer([0.01, 0.1, 0.5, 1.0], T))
+    want = np.minimum(R - 1, first).sum(axis=1) / (R - 1).sum()
+    np.testing.assert_allclose(t.share, want, rtol=1e-12)
+    np.testing.assert_allclose(t.uniform_share, ((R - 1) * first / T).sum(axis=1) / (R - 1).sum(), rtol=1e-12)
+    assert t.users.iloc[0] == t.drawn.iloc[0] == R.size and t.share.iloc[-1] == 1.0
+    # popularity as the proxy knows less than the model itself
+    p = studies.tail_concentration(pop, "itemknn", "popularity", head=0, fractions=[0.1])
+    assert p.share.iloc[0] < t.share.iloc[1]
+    with pytest.raises(ValueError, match="fractions must be"):
+        studies.tail_concentration(pop, "itemknn", "popularity", head=0, fractions=[0.0, 0.5])
+    with pytest.raises(ValueError, match="not one of the fitted models"):
+        studies.tail_concentration(pop, "ease", "popularity", head=0)

@@ -7,6 +7,8 @@ cell (s, r) beside its probability under :func:`sampling_lib.kernels.strata_ladd
 :func:`proxy_frontier` sets stratified designs beside the planned uniform ladder on the same draws
 (notebook 14, ``benchmarks/bench_proxy.py``). :func:`head_ladder_check` runs one evaluation with and without
 the head ladder and recomputes the ladder's rungs from the scores, outside the run (notebook 14).
+:func:`tail_concentration` measures where a proxy puts the tail items that beat the held-out item
+(``benchmarks/bench_proxy.py --parts concentration``).
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from .._validation import check_int
 from ..kernels import next_tail_size
 
 __all__ = ["strata_ladder_simulation", "pool_rare_cells", "proxy_frontier", "strata_tail_cells",
-           "strata_consistency", "head_ladder_check"]
+           "strata_consistency", "head_ladder_check", "tail_concentration"]
 
 
 def strata_ladder_simulation(n_items, head, above, R, *, tail_n, tail_n_max, users, seed=0,
@@ -374,3 +376,84 @@ def head_ladder_check(population, costly, proxy, *, head, tail_n, tail_n_max, n=
         "pairs_recomputed": int(M + rungs.sum() + r.tail_size.sum()),
         "rungs_agree": float(np.mean(r.head_scored.to_numpy() == rungs)), "table_max_diff": float(diff),
         "cost_share_whole": pairs[False] / N_sum, "cost_share_ladder": pairs[True] / N_sum}])
+
+
+#: The leading shares of the tail :func:`tail_concentration` reports by default.
+CONCENTRATION_FRACTIONS = (0.01, 0.02, 0.05, 0.1, 0.25, 0.5)
+
+
+def tail_concentration(population, costly, proxy, *, head, users=1500, k_max=10,
+                       fractions=CONCENTRATION_FRACTIONS, seed=0):
+    """Where a proxy puts the tail items that beat the held-out item: the share of them in the tail's first
+    ``fractions`` (in the proxy's order), for the users the head does not settle.
+
+    For ``users`` test users drawn from ``seed``, every candidate (the items outside the user's history,
+    held-out item aside) is scored by the costly model and by the proxy, the candidates are ordered by the
+    proxy (descending; ties by item id, as :func:`sampling_lib.proxy.heads_and_edge_ties`), the first
+    ``head`` are the head, and an item beats the held-out item when the costly model scores it at or
+    above (pessimistic ties). Users with x >= ``k_max`` head items above are settled by the head and left
+    out. Under a proxy that knows nothing the items above are spread uniformly over the tail, so the share
+    in the first fraction f is f on average; the excess is what sampling the tail unequally (more often
+    near the head, statAP / infAP's known inclusion probabilities) could exploit.
+
+    Parameters
+    ----------
+    population : tuple
+        ``global_ranks_from_data(..., keep_models=True)``'s result.
+    costly, proxy : str
+        Labels of two of its fitted models.
+    head, users, k_max : int
+        The head size, the users drawn (all of them if fewer) and the largest cut-off K.
+    fractions : sequence of float in (0, 1]
+    seed : int
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per fraction: ``fraction``, ``share`` (tail items above in the tail's first ceil(f T_u)
+        positions, over all tail items above, pooled over the unsettled users), ``uniform_share`` (the same
+        share if each user's items above were spread uniformly over its tail: sum ceil(f T_u) / T_u
+        weighted by the users' items above), ``items_above`` (pooled), ``users`` (unsettled), ``drawn``
+        (users drawn), ``head``, ``model``, ``proxy``.
+    """
+    from ..recommenders import pair_scorer
+
+    ranks, N, info = population
+    for label in (costly, proxy):
+        if label not in info["fitted"]:
+            raise ValueError(f"{label!r} is not one of the fitted models {sorted(info['fitted'])}")
+    head = check_int(head, "head", low=0)
+    k_max = check_int(k_max, "k_max", low=1)
+    f = np.asarray(fractions, dtype=float)
+    if f.ndim != 1 or not f.size or (f <= 0).any() or (f > 1).any():
+        raise ValueError(f"fractions must be a non-empty 1-D sequence in (0, 1]; got {fractions!r}")
+    split = info["split"]
+    M = int(split.n_users)
+    train = split.train.tocsr()
+    held = split.test_items.astype(np.int64)
+    pick = np.sort(np.random.default_rng(seed).permutation(M)[:check_int(users, "users", low=1)])
+    score, prox = pair_scorer(info["fitted"][costly]), pair_scorer(info["fitted"][proxy])
+    inside = np.zeros(f.size)
+    uniform = np.zeros(f.size)
+    total, unsettled = 0, 0
+    for u in pick:
+        cand = np.setdiff1d(np.arange(N), np.r_[train.indices[train.indptr[u]:train.indptr[u + 1]], held[u]])
+        if cand.size <= head:
+            continue
+        uu = np.full(cand.size, u)
+        order = np.lexsort((cand, -np.asarray(prox(uu, cand), dtype=float)))
+        s = np.asarray(score(uu, cand), dtype=float)[order]
+        above = s >= float(np.asarray(score(np.array([u]), np.array([held[u]])), dtype=float)[0])
+        if int(above[:head].sum()) >= k_max:
+            continue
+        unsettled += 1
+        pos = np.flatnonzero(above[head:])
+        T = cand.size - head
+        first = np.ceil(f * T)
+        inside += (pos[None, :] < first[:, None]).sum(axis=1)
+        uniform += pos.size * first / T
+        total += pos.size
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share, uni = inside / total, uniform / total
+    return pd.DataFrame({"fraction": f, "share": share, "uniform_share": uni, "items_above": total,
+                         "users": unsettled, "drawn": pick.size, "head": head, "model": costly, "proxy": proxy})
