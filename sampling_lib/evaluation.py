@@ -582,12 +582,14 @@ def _precision_check(run_p, run_r, table_p, scorers, batch, progress, n_boot, co
         # the next top at which some user goes on (a pilot's users only above the pilot's own top)
         reach = max([int(r.tails[r.open_tails()].max()) for r in runs.values() if r.open_tails().any()], default=0)
         go = {}
-        while not go and top < reach:
-            top = int(np.ceil(CHECK_GROWTH * top))
+        while True:                   # (at the current top only a pilot below it can go on)
             for k, r in runs.items():
                 open_ = r.open_tails() & (r.tail_sizes < np.minimum(top, r.tails))
                 if top > int(r.config["tail_n_max"]) and open_.any():
                     go[k] = float((np.minimum(top, r.tails[open_]) - r.tail_sizes[open_]).sum())
+            if go or top >= reach:
+                break
+            top = int(np.ceil(CHECK_GROWTH * top))
         if not go:
             run_r._decide("check", f"{why}; every user's tail ladder is resolved or exhausted: the design stays "
                           "as it is")

@@ -113,6 +113,23 @@ def test_an_optimistic_plan_is_checked_and_the_ladder_goes_on_to_the_target(opti
             assert row.ci_low <= truth[row.metric] <= row.ci_high, (m, row.metric, truth[row.metric])
 
 
+def test_a_pilot_below_the_others_top_goes_on_first(monkeypatch):
+    """The other users' planned top above the pilot's own (stubbed at 2,000; the pilot's resolving top is 640
+    here): the check's first step reopens the pilot's users at that top, without raising it."""
+    real = design.plan_strata
+
+    def plan(*args, **kw):
+        pl = real(*args, **kw)
+        return pl if kw.get("uniform", True) else dataclasses.replace(pl, tail_n_max=2000)
+
+    monkeypatch.setattr(design, "plan_strata", plan)
+    *_, res = _run(target_ratio=1.02)
+    pilot = [d for d in res.parts["pilot"].design.decision if "the precision check" in d]
+    assert res.parts["pilot"].config["tail_n_max"] >= 2000
+    assert pilot and "the tail ladder goes on to 2,000" in pilot[0]
+    assert any(x.startswith("pilot: the precision check") for x in res.notes)
+
+
 def test_the_check_stays_within_max_cost(optimistic):
     """With a budget and no target (the most precise design within it), the check goes on only while every
     user it reopens could climb to the new top within max_cost: the cost the wrapper counted stays within it,
