@@ -259,7 +259,8 @@ def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "n
         by their users' shares). Then **the precision check**: while the estimate's own precision ratio is
         above ``target_ratio``, the tail ladder's top is raised 1.5-fold and the users whose ladder stopped
         at it without a sampled tail item above go on (within ``max_cost``; :func:`_precision_check`), since
-        the top planned after the other users' first tail sample can be optimistic; each step is a note.
+        the top planned after the other users' first tail sample can be optimistic; one note says what it
+        did (``result.config["check_share"]``: the pairs it scored, as a share of full ranking).
         ``result.notes`` says which, and ``result.parts`` holds the two parts ("pilot", "rest"). A
         stratified evaluation keeps no ``workdir``.
     head, tail_n, tail_n_max : int, optional, keyword-only
@@ -554,8 +555,8 @@ def _precision_check(run_p, run_r, table_p, scorers, batch, progress, n_boot, co
     item above the held-out one goes on climbing (:meth:`sampling_lib.stratarun.StrataRun.extend_tail`; a
     pilot's users join once the top passes the pilot's own, resolving top). It stops when the target is met,
     when no user can go on (every tail resolved or exhausted), or before a top at which the users it would
-    reopen could leave ``max_cost`` if each climbed to it. Each step is a decision of the run it reopens and
-    a note, and the pairs the check scored are a note. Returns (the table, the pilot's table, the other users'
+    reopen could leave ``max_cost`` if each climbed to it. Each step is a decision of the run it reopens; one
+    note says what the check saw first, its steps, the pairs they scored and why it stopped. Returns (the table, the pilot's table, the other users'
     table, notes, the pairs the check scored as a share of full ranking: ``result.config["check_share"]``).
 
     Why: the other users' top is planned after their first tail sample, on the pilot's cells and theirs
@@ -572,13 +573,14 @@ def _precision_check(run_p, run_r, table_p, scorers, batch, progress, n_boot, co
     target = float(c["target_ratio"])
     total = float(run_p.inputs["n_items"].sum() + run_r.inputs["n_items"].sum())
     pairs = lambda: sum(st["pairs"] for r in runs.values() for st in r.stages)     # noqa: E731
-    before, top, notes = pairs(), int(c["tail_n_max"]), []
+    before, top, steps, first, stop = pairs(), int(c["tail_n_max"]), [], None, ""
     while True:
         worst = table.loc[table.precision_ratio.idxmax()] if table.precision_ratio.notna().any() else None
         if worst is None or not worst.precision_ratio > target:
             break
         why = (f"the precision check: the estimate's precision ratio {worst.precision_ratio:.2f} ({worst.metric}, "
                f"{worst.model}) is above the target {target:g}")
+        first = first or why
         # the next top at which some user goes on (a pilot's users only above the pilot's own top)
         reach = max([int(r.tails[r.open_tails()].max()) for r in runs.values() if r.open_tails().any()], default=0)
         go = {}
@@ -591,19 +593,16 @@ def _precision_check(run_p, run_r, table_p, scorers, batch, progress, n_boot, co
                 break
             top = int(np.ceil(CHECK_GROWTH * top))
         if not go:
-            run_r._decide("check", f"{why}; every user's tail ladder is resolved or exhausted: the design stays "
-                          "as it is")
-            notes.append(run_r.decisions[-1]["decision"])
+            stop = "every user's tail ladder is resolved or exhausted"
+            run_r._decide("check", f"{why}; {stop}: the design stays as it is")
             break
         if c["max_cost"] is not None and pairs() + sum(go.values()) > c["max_cost"] * total:
-            run_r._decide("check", f"{why}; a tail ladder to {top:,} could leave max_cost = {c['max_cost']:g}: the "
-                          "design stays as it is")
-            notes.append(run_r.decisions[-1]["decision"])
+            stop = f"a tail ladder to {top:,} could leave max_cost = {c['max_cost']:g}"
+            run_r._decide("check", f"{why}; {stop}: the design stays as it is")
             break
         for k in go:
             r = runs[k]
-            r.extend_tail(top, why)
-            notes.append(f"{k.strip()}: {r.decisions[-1]['decision']}" if r is run_p else r.decisions[-1]["decision"])
+            steps.append((top, r.extend_tail(top, why), k.strip()))
             bar = _Bar(progress, _predicted_total(r))
             try:
                 _drive(r, scorers, batch, bar, label=k)
@@ -612,10 +611,20 @@ def _precision_check(run_p, run_r, table_p, scorers, batch, progress, n_boot, co
         if "pilot " in go:
             table_p = run_p.estimate_table(n_boot=n_boot, confidence_level=confidence_level)
         table, table_r = _strata_parts_table(run_p, run_r, table_p, n_boot, confidence_level)
-    more = pairs() - before
-    if more:
-        notes.append(f"the precision check scored {more:,} pairs per model ({more / total:.2%} of full ranking) "
-                     "beyond the planned design")
+    more, notes = pairs() - before, []
+    if first is not None:                 # one note: what the check saw, what it did, and why it stopped
+        said = []
+        if steps:
+            who = "; ".join(f"{name} {next(u for _, u, w in steps if w == k):,} users to "
+                            + ", ".join(f"{t:,}" for t, _, w in steps if w == k)
+                            for k, name in (("other users'", "the other users'"), ("pilot", "the pilot's"))
+                            if any(w == k for _, _, w in steps))
+            said.append(f"the tail ladder went on in {len(steps)} step{'s' * (len(steps) > 1)} ({who}), scoring "
+                        f"{more:,} pairs per model ({more / total:.2%} of full ranking) beyond the planned design; "
+                        f"the ratio is now {table.precision_ratio.max():.2f}")
+        if stop:
+            said.append(f"it stopped: {stop}")
+        notes.append(f"{first}: " + "; ".join(said))
     return table, table_p, table_r, notes, more / total
 
 

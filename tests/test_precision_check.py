@@ -68,13 +68,16 @@ def test_an_optimistic_plan_is_checked_and_the_ladder_goes_on_to_the_target(opti
     # the check stops at the target, or says why it cannot go on
     if res.table.precision_ratio.max() > 1.1:
         assert "resolved or exhausted" in checks[-1]
-    assert sum(x.startswith("the precision check:") for x in res.notes) == len(checks)
-    said = next(x for x in res.notes if x.startswith("the precision check scored"))
+    said = [x for x in res.notes if x.startswith("the precision check:")]
+    assert len(said) == 1
     # the pairs it scored: the stages after the first check decision, from the design table
     d = res.design
     first = {p: g.index[g.decision.str.contains("the precision check")].min() for p, g in d.groupby("part")}
     after = sum(int(g.loc[g.index > first[p], "pairs"].sum()) for p, g in d.groupby("part") if first[p] == first[p])
-    assert f"scored {after:,} pairs per model" in said
+    assert f"scoring {after:,} pairs per model" in said[0]
+    assert f"the ratio is now {res.table.precision_ratio.max():.2f}" in said[0]
+    steps = re.search(r"went on in (\d+) step", said[0])
+    assert int(steps.group(1)) == sum(d.decision.str.count("the tail ladder goes on to"))
     total = sum(N - len(set(hist[u])) for u in held)
     assert res.config["check_share"] == pytest.approx(after / total)
     # the ladder's rule on the final cells of both parts (the pilot's users join once the top passes the
@@ -127,7 +130,8 @@ def test_a_pilot_below_the_others_top_goes_on_first(monkeypatch):
     pilot = [d for d in res.parts["pilot"].design.decision if "the precision check" in d]
     assert res.parts["pilot"].config["tail_n_max"] >= 2000
     assert pilot and "the tail ladder goes on to 2,000" in pilot[0]
-    assert any(x.startswith("pilot: the precision check") for x in res.notes)
+    assert any(x.startswith("the precision check:") and re.search(r"the pilot.s [\d,]+ users to 2,000", x)
+               for x in res.notes)
 
 
 def test_the_check_stays_within_max_cost(optimistic):
@@ -139,6 +143,7 @@ def test_the_check_stays_within_max_cost(optimistic):
     assert len(counters["A"].seen()) <= 0.03 * total
     checks = _checks(res)
     assert checks and "could leave max_cost = 0.03" in checks[-1]
+    assert any(x.startswith("the precision check:") and "it stopped: a tail ladder to" in x for x in res.notes)
 
 
 def test_a_plan_that_meets_the_target_is_left_as_it_is():
