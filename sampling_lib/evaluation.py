@@ -556,8 +556,9 @@ def _precision_check(run_p, run_r, table_p, scorers, batch, progress, n_boot, co
     pilot's users join once the top passes the pilot's own, resolving top). It stops when the target is met,
     when no user can go on (every tail resolved or exhausted), or before a top at which the users it would
     reopen could leave ``max_cost`` if each climbed to it. Each step is a decision of the run it reopens; one
-    note says what the check saw first, its steps, the pairs they scored and why it stopped. Returns (the table, the pilot's table, the other users'
-    table, notes, the pairs the check scored as a share of full ranking: ``result.config["check_share"]``).
+    note says what the check saw first, its steps, the pairs they scored and why it stopped. Returns (the
+    table, the pilot's table, the other users' table, notes, the pairs the check scored as a share of full
+    ranking: ``result.config["check_share"]``).
 
     Why: the other users' top is planned after their first tail sample, on the pilot's cells and theirs
     (:func:`sampling_lib.design.plan_strata`), and that prediction can be optimistic. On Gowalla (ALS-64,

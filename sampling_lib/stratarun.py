@@ -31,9 +31,11 @@ scored is cheap against the other users' cost (:data:`UNIFORM_STAGE_SHARE`), the
 it, and the uniform ladder is priced by its own planner on it, as it would be on the other users' first
 stage; else on the pilot's cells, which price it low (:func:`sampling_lib.design.plan_strata`).
 
-Every rule looks at observed data only, so the design is ignorable; the estimate is the default
-estimator on the stratified cells (:func:`sampling_lib.estimators.strata_estimate`: one log-spline prior
-per group of head counts x, the kernel of the tail shifted by x).
+After a planned run, :func:`sampling_lib.evaluate` checks the estimate's precision ratio against the
+target and may reopen the run (:meth:`StrataRun.extend_tail`: the precision check). Every rule looks at
+observed data only, so the design is ignorable; the estimate is the default estimator on the stratified
+cells (:func:`sampling_lib.estimators.strata_estimate`: one log-spline prior per group of head counts x, the
+kernel of the tail shifted by x).
 
 References
 ----------
@@ -614,8 +616,9 @@ class StrataRun(StagedRun):
         """Reopen a finished design: the tail ladder's top is raised to ``top`` and the users :meth:`open_tails`
         names (their ladder stopped at its top with no sampled tail item above the held-out one) go on
         climbing (doubling, as before, capped at ``top``) while none ranks above. Every rule still looks at
-        observed data only, so the design stays ignorable and the final cells keep their hypergeometric kernel. ``why`` is said as the decision. Returns the users going on
-        (0: nothing to do, the run stays done)."""
+        observed data only, so the design stays ignorable and the final cells keep their hypergeometric
+        kernel. ``why`` is said as the decision. Returns the users going on (0: nothing to do, the run stays
+        done). Used by :func:`sampling_lib.evaluate`'s precision check (``evaluation._precision_check``)."""
         if not self.done:
             raise RuntimeError("extend_tail reopens a finished design; this one is still running")
         top = check_int(top, "top", low=int(self.config["tail_n_max"] or 1) + 1)

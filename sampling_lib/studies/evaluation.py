@@ -127,7 +127,7 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
         cheapest uniform design meeting the target; else NaN), ``uniform_priced_on`` ("first stage" or
         "cells": what the pilot priced it on; else None) and ``check_share`` (the pairs the precision check
         scored beyond the planned stratified design, as a share of full ranking: 0 when it did not act;
-        NaN when the other users fell back or without a plan).
+        NaN when the other users fell back, when the pilot was every user, or without a plan).
 
     Examples
     --------
