@@ -244,8 +244,9 @@ def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "n
         :func:`sampling_lib.design.plan_strata` then predicts on its cells the cost and precision of every
         head size up to ``head`` (:func:`sampling_lib.design.head_candidates`: ``head``, half and a
         quarter of it), every tail ladder (its top bisected between the doubling rungs for ``head``), and
-        the uniform designs. The cells price the uniform ladder low, so where that plan says the proxy does
-        not pay, the pilot plans again with the uniform designs priced on a uniform first stage of n items
+        the uniform designs. The cells price the uniform ladder off its own planner's price (low behind a good
+        head, high behind popularity on Last.fm 2K), so the pilot plans again with the uniform designs priced on
+        a uniform first stage of n items
         per pilot user (a share of its head and the first items of its tail, the rest scored as the pilot's
         last stage), when that stage costs at most 5% of the other users' cost at the pilot's pairs per
         user (:data:`sampling_lib.stratarun.UNIFORM_STAGE_SHARE`) and ``max_cost`` leaves room for it

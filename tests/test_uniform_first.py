@@ -157,7 +157,7 @@ def test_the_stage_is_not_run_where_it_costs_more_than_its_share_of_the_others_c
     assert not small.uniform_stage
     assert all(st["design"] != "the uniform first stage's tail part" for st in small.stages)
     text = " ".join(d["decision"] for d in small.decisions)
-    assert "the cells price the uniform ladder low, but a uniform first stage would take" in text
+    assert "the cells do not price the uniform ladder as its planner does, but a uniform first stage would take" in text
     assert "the verdict stands" in text and "from these users' cells" in text
     assert [st["pairs"] for st in small.stages] == [st["pairs"] for st in big.stages[:-1]]
 
