@@ -480,13 +480,13 @@ def _planned_strata(scorers, held_out, n_items, exclude, config, proxy, batch, p
     finally:
         bar.close()
     table_p = run_p.estimate_table(n_boot=n_boot, confidence_level=confidence_level)
-    res_p = _result(run_p, table_p, n_boot, confidence_level)
     notes = run_p.input_notes()
     unused = inputs["unused_exclude_users"]
     if unused:
         notes.append(f"exclude: {unused:,} users without a held-out item were not used")
     pl = run_p.strata_plan
     if run_r is None:                   # the pilot is every user: the plan's verdict, nothing fell back
+        res_p = _result(run_p, table_p, n_boot, confidence_level)
         return dataclasses.replace(res_p, notes=notes + [x for x in res_p.notes if x not in notes],
                                    config=dict(res_p.config, proxy_pays=pl is None or pl.kind == "stratified"))
     stratified = isinstance(run_r, StrataRun)
@@ -495,7 +495,6 @@ def _planned_strata(scorers, held_out, n_items, exclude, config, proxy, batch, p
         h_p, h_r = run_p.config["head"], run_r.config["head"]
         table, table_p, table_r, checked, check_share = _precision_check(
             run_p, run_r, table_p, scorers, batch, progress, n_boot, confidence_level)
-        res_p = _result(run_p, table_p, n_boot, confidence_level)        # (the check may have reopened it)
         if h_r == h_p:
             how = (f"the proxy pays: the pilot's {P:,} users and the other {M - P:,} ran the same stratified design; "
                    "one estimate takes every user's cells")
@@ -509,7 +508,8 @@ def _planned_strata(scorers, held_out, n_items, exclude, config, proxy, batch, p
         how = (f"the proxy does not pay: the pilot's {P:,} users ran the stratified design, the other {M - P:,} the "
                "uniform ladder; the table combines the two estimates by their users' shares (normal "
                "approximation of each interval's two sides)")
-    res_r = _result(run_r, table_r, n_boot, confidence_level)
+    # (after the precision check, which may have reopened the pilot)
+    res_p, res_r = _result(run_p, table_p, n_boot, confidence_level), _result(run_r, table_r, n_boot, confidence_level)
     parts = {"pilot": res_p, "rest": res_r}
     notes.append(how)
     notes += checked
@@ -584,11 +584,12 @@ def _precision_check(run_p, run_r, table_p, scorers, batch, progress, n_boot, co
                f"{worst.model}) is above the target {target:g}")
         first = first or why
         # the next top at which some user goes on (a pilot's users only above the pilot's own top)
-        reach = max([int(r.tails[r.open_tails()].max()) for r in runs.values() if r.open_tails().any()], default=0)
+        opens = {k: r.open_tails() for k, r in runs.items()}
+        reach = max([int(r.tails[opens[k]].max()) for k, r in runs.items() if opens[k].any()], default=0)
         go = {}
         while True:                   # (at the current top only a pilot below it can go on)
             for k, r in runs.items():
-                open_ = r.open_tails() & (r.tail_sizes < np.minimum(top, r.tails))
+                open_ = opens[k] & (r.tail_sizes < np.minimum(top, r.tails))
                 if top > int(r.config["tail_n_max"]) and open_.any():
                     go[k] = float((np.minimum(top, r.tails[open_]) - r.tail_sizes[open_]).sum())
             if go or top >= reach:

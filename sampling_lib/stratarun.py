@@ -29,7 +29,8 @@ other users plans its tail after its first tail sample on both. A pilot that dec
 head and the first items of its tail's order (:meth:`StrataRun.first_ranks`). Where the part of it not yet
 scored is cheap against the other users' cost (:data:`UNIFORM_STAGE_SHARE`), the pilot's last stage scores
 it, and the uniform ladder is priced by its own planner on it, as it would be on the other users' first
-stage; else on the pilot's cells, which price it low (:func:`sampling_lib.design.plan_strata`).
+stage; else on the pilot's cells, which may price it off its own planner's price either way
+(:func:`sampling_lib.design.plan_strata`).
 
 After a planned run, :func:`sampling_lib.evaluate` checks the estimate's precision ratio against the
 target and may reopen the run (:meth:`StrataRun.extend_tail`: the precision check). Every rule looks at
@@ -256,18 +257,17 @@ class StrataRun(StagedRun):
         others = self.config["plan_users"] - self.M
         scale = float(sum(st["pairs"] for st in self.stages)) / self.M * others
         self.uniform_stage = extra <= UNIFORM_STAGE_SHARE * scale
-        lean = ("the cells do not price the uniform ladder as its planner does, so these users' uniform first stage of "
-                f"{self.config['n']:,} items (the head's share of it, some beyond the rung where the head ladder "
-                "settled a user, and the first tail items) decides")
+        lean = ("the cells do not price the uniform ladder as its planner does, so these users' uniform first "
+                f"stage of {self.config['n']:,} items (the head's share of it, some beyond the rung where the head "
+                "ladder settled a user, and the first tail items) decides")
         if self.uniform_stage:
             text = (f"{lean}: its {extra:,} pairs not yet scored are {extra / scale:.1%} of the other users' cost at "
                     f"the pilot's pairs per user (at most {UNIFORM_STAGE_SHARE:.0%})" if extra else
                     f"{lean}: all of it is already scored")
         else:
             text = (f"the cells do not price the uniform ladder as its planner does, but a uniform first stage would "
-                    f"take {extra:,} more "
-                    f"pairs, {extra / scale:.1%} of the other users' cost at the pilot's pairs per user (more than "
-                    f"{UNIFORM_STAGE_SHARE:.0%}): the verdict stands")
+                    f"take {extra:,} more pairs, {extra / scale:.1%} of the other users' cost at the pilot's pairs per "
+                    f"user (more than {UNIFORM_STAGE_SHARE:.0%}): the verdict stands")
         self._decide("plan", text)
         if self.uniform_stage and not extra:
             self._plan_tail()                             # on the stage, already complete
@@ -466,11 +466,7 @@ class StrataRun(StagedRun):
                     self.config["tail_n_max"] = max(int(self.strata_plan.tail_n_max), self.config["tail_n"])
                 elif self.config["tail_n_max"] is None:
                     self._pilot_ladder()
-            tail_top = np.zeros(self.M, bool)
-            for m in self.models:
-                tail_top |= (self.x[m] < self.k_max) & (self.above[m] == self.x[m])
-            need = tail_top & (self.tail_sizes > 0) & (self.tail_sizes < np.minimum(self.config["tail_n_max"],
-                                                                                     self.tails))
+            need = self.open_tails() & (self.tail_sizes < self.config["tail_n_max"])
             new = next_tail_size(self.tail_sizes, self.config["tail_n_max"], self.tails)
         go = np.flatnonzero(need & (new > self.tail_sizes))
         if not go.size and self._uniform_stage_pays():
