@@ -112,6 +112,48 @@ def test_ease_float32_close():
     np.testing.assert_allclose(a, b, atol=1e-5)
 
 
+def _blas_threads():
+    from threadpoolctl import threadpool_info
+
+    return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+
+
+@pytest.mark.parametrize("threshold", [5, 50])
+def test_ease_factors_with_one_blas_thread_from_its_threshold(monkeypatch, threshold):
+    # OpenBLAS's multi-threaded Cholesky crashed the process from N = 15,800 (EASE's docstring):
+    # from EASE_ONE_THREAD_ITEMS items on, the factorization sees one BLAS thread, below it the
+    # caller's setting; the solve always sees the caller's; the fit is the same either way
+    from threadpoolctl import threadpool_limits
+
+    import sampling_lib._models as models
+
+    if not _blas_threads():
+        pytest.skip("no BLAS library seen by threadpoolctl")
+    seen = []
+    real_factor, real_solve = models.sla.cho_factor, models.sla.cho_solve
+
+    def factor(*a, **k):
+        seen.append(("factor", _blas_threads()))
+        return real_factor(*a, **k)
+
+    def solve(*a, **k):
+        seen.append(("solve", _blas_threads()))
+        return real_solve(*a, **k)
+
+    monkeypatch.setattr(models.sla, "cho_factor", factor)
+    monkeypatch.setattr(models.sla, "cho_solve", solve)
+    monkeypatch.setattr(models, "EASE_ONE_THREAD_ITEMS", threshold)
+    X = sp.random(40, 12, density=0.3, random_state=1, format="csr")
+    with threadpool_limits(limits=2, user_api="blas"):
+        ambient = _blas_threads()
+        B = EASE(lam=10.0).fit(X).B_
+        after = _blas_threads()
+    want = [1] * len(ambient) if 12 >= threshold else ambient
+    assert seen == [("factor", want), ("solve", ambient)]
+    assert after == ambient
+    np.testing.assert_allclose(B, _ease_reference((X > 0).astype(float), 10.0), atol=1e-10)
+
+
 def test_als_cg_with_f_steps_equals_exact_solve():
     # CG on an f x f SPD system is exact after f steps (in exact arithmetic)
     X = sp.random(50, 30, density=0.15, random_state=3, format="csr")
