@@ -267,7 +267,15 @@ def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "n
     head, tail_n, tail_n_max : int, optional, keyword-only
         With ``proxy``: the head size (default ``n``), the first tail sample (default ``n``) and the
         largest (default: planned; given, the design is fixed and ``target_ratio`` / ``max_cost`` do not
-        apply). A planned design takes ``head`` as the pilot's head and the largest it may choose.
+        apply). A planned design takes ``head`` as the pilot's head and the largest it may choose. Left
+        out in a planned design with the head ladder, **the pilot's head climbs**: its ladder goes on above
+        ``n`` (200, 400, ...) while its last rung paid for itself, i.e. the users it settled would each
+        have needed a tail ladder to resolution of at least T_u / K items (K the smallest cutoff), and
+        those items sum to at least the rung's pairs (:func:`sampling_lib.design.head_climb_pays`); the
+        pilot's head is the last rung scored, the plan chooses the other users' head among it and its
+        halves, and the head's decision says each rung's verdict (``result.config["head_climb"]``).
+        The heads are asked of the proxy again at each rung climbed (a callable proxy must rank the same
+        way each time; if it does not, the climb stops there and says so).
     head_ladder : bool, optional, keyword-only
         With ``proxy`` (default True): score each user's head in rungs, ``head`` halved down to the largest
         K of the metrics, smallest first (:func:`sampling_lib.design.head_rungs`), and leave a user out of
@@ -331,7 +339,8 @@ def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "n
         if head_ladder is not None and not isinstance(head_ladder, (bool, np.bool_)):
             raise TypeError(f"head_ladder must be True or False; got {head_ladder!r}")
         config.update(head=n if head is None else head, tail_n=n if tail_n is None else tail_n, tail_n_max=tail_n_max,
-                      head_ladder=True if head_ladder is None else bool(head_ladder))
+                      head_ladder=True if head_ladder is None else bool(head_ladder),
+                      head_climb=head is None and tail_n_max is None and head_ladder is not False)
         check_proxy_settings(config["head"], config["tail_n"], tail_n_max)
         if tail_n_max is None:                # planned: the tail's top, and the uniform ladder as the fall-back
             return _planned_strata(scorers, held_out, n_items, exclude, config, proxy, batch, progress, n_boot,
@@ -474,7 +483,7 @@ def _planned_strata(scorers, held_out, n_items, exclude, config, proxy, batch, p
 
                 run_r = StagedRun(None, None, None, inputs=sub, config={
                     k: v for k, v in dict(config, seed=rest_seed).items()
-                    if k not in ("head", "tail_n", "tail_n_max", "head_ladder")})
+                    if k not in ("head", "tail_n", "tail_n_max", "head_ladder", "head_climb")})
             bar.total(_predicted_total(run_p) + _predicted_total(run_r))
             _drive(run_r, scorers, batch, bar, label="other users' ")
     finally:

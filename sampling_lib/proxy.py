@@ -137,9 +137,13 @@ def heads_from_callable(proxy, users, n_items, ptr, bad, m, *, ids=None, block_u
             if k == 0:
                 heads.append(np.zeros(0, np.int64))
                 continue
-            top = np.argpartition(-row, k - 1)[:k] if k < N else np.arange(N)
+            if k < N:                 # every candidate at or above the k-th score, so that ties at the edge
+                kth = row[np.argpartition(-row, k - 1)[k - 1]]        # go by catalogue position too
+                top = np.flatnonzero(row >= kth)
+            else:
+                top = np.arange(N)
             # proxy order, ties by catalogue position (stable over positions)
-            top = top[np.lexsort((top, -row[top]))]
+            top = top[np.lexsort((top, -row[top]))][:k]
             heads.append(top.astype(np.int64))
     return np.r_[0, np.cumsum(m)].astype(np.int64), (np.concatenate(heads) if heads else np.zeros(0, np.int64))
 

@@ -21,7 +21,10 @@ The state behind :func:`sampling_lib.evaluate` with ``proxy=``: a :class:`Strata
    tail sample doubled up to ``tail_n_max``, while some model with x_u < k_max ranks no sampled tail
    item above the held-out one.
 
-A *planned* run (``tail_n_max`` None) is a pilot: its ladder runs to resolution (:meth:`StrataRun._pilot_ladder`)
+A *planned* run (``tail_n_max`` None) is a pilot: given no head (``head_climb``), its head ladder climbs above
+``head`` while its last rung paid for itself (:meth:`StrataRun._climb`, :func:`sampling_lib.design.head_climb_pays`:
+the tails to resolution its settled users need not run against its pairs; the heads grow a rung at a time,
+asked of the proxy again), its tail ladder runs to resolution (:meth:`StrataRun._pilot_ladder`),
 and its cells then plan the others' head size, their tail and whether the proxy pays
 (:func:`sampling_lib.design.plan_strata`); given ``pilot_cells`` (seen as the planned head's), a run of the
 other users plans its tail after its first tail sample on both. A pilot that decides for other users
@@ -58,7 +61,7 @@ from .metrics import parse_metrics
 from .nested import CandidateMap, NestedOrder
 from .proxy import (head_enrichment, head_sizes, heads_and_edge_ties, heads_from_callable, heads_from_table,
                     tail_exclusions)
-from .design import describe_strata
+from .design import describe_strata, head_climb_top
 from .stagerun import StagedRun, _batches, _sizes_text
 
 __all__ = ["StrataRun", "check_proxy_settings", "UNIFORM_STAGE_SHARE"]
@@ -141,7 +144,7 @@ class StrataRun(StagedRun):
         super().__init__(held_out, n_items, exclude, inputs=inputs, config={
             k: v for k, v in config.items()
             if k not in ("head", "tail_n", "tail_n_max", "plan_users", "pilot_cells", "uniform_first",
-                         "head_ladder")})
+                         "head_ladder", "head_climb")})
         self.config.update(head=head, tail_n=tail_n, tail_n_max=tail_n_max,
                            plan_users=self.M if plan_users is None else check_int(plan_users, "plan_users",
                                                                                    low=self.M))
@@ -151,7 +154,22 @@ class StrataRun(StagedRun):
         self.config["head_ladder"] = self.head_ladder
         inp = self.inputs
         C = inp["n_items"] - 1
+        self.k_max = max(K for _, _, K in parse_metrics(self.config["metrics"]))
+        k_min = min(K for _, _, K in parse_metrics(self.config["metrics"]))
+        # a planned pilot without a given head climbs its head ladder above ``head`` while a rung pays
+        # (_climb; not a retriever's table, whose lists are the heads)
+        self.climb = (bool(config.get("head_climb", False)) and self.head_ladder and self.planned
+                      and self.pilot_cells is None and not isinstance(proxy, pd.DataFrame))
+        self.config["head_climb"] = self.climb
+        self.climb_from = head            # the head the pilot reaches in any case
+        self.climb_notes = []             # each climbing rung's verdict, said with the head's decision
+        top = head                        # the largest rung the head ladder may reach
+        if self.climb:
+            mc = self.config["max_cost"]
+            room = None if mc is None else mc * float(inp["n_items"].mean()) - 1 - tail_n
+            top = head_climb_top(head, C, k_min, room)
         m = head_sizes(head, C)
+        self._head_builder = None         # sizes -> (head_ptr, head_items, edge ties): the climb's longer heads
         self.head_ties = 0                # users whose head edge the tie rule decided (per-item scores only)
         self.head_notes = []              # what a top-m table's reading decided (evaluate's notes)
         if isinstance(proxy, pd.DataFrame):
@@ -176,29 +194,28 @@ class StrataRun(StagedRun):
             keep = np.concatenate([np.arange(hp[u], hp[u] + sizes[u]) for u in range(self.M)]) if self.M else hp[:0]
             hp, hi = np.r_[0, np.cumsum(sizes)].astype(np.int64), hi[keep]
         elif callable(proxy):
-            hp, hi = heads_from_callable(proxy, inp["users"].to_numpy(), inp["N"], inp["ptr"], inp["bad"], m,
-                                         ids=None if inp["ids"] is None else inp["ids"].to_numpy())
+            ids = None if inp["ids"] is None else inp["ids"].to_numpy()
+
+            def build(sizes):
+                return (*heads_from_callable(proxy, inp["users"].to_numpy(), inp["N"], inp["ptr"], inp["bad"], sizes,
+                                             ids=ids), 0)
+
+            self._head_builder = build
+            hp, hi, _ = build(m)
         else:
             scores = np.asarray(proxy, dtype=float)
             if scores.shape != (inp["N"],):
                 raise ValueError(f"proxy as scores must hold one score per catalogue item ({inp['N']}); got shape "
                                  f"{scores.shape}")
-            hp, hi, self.head_ties = heads_and_edge_ties(scores, inp["ptr"], inp["bad"], m)
-        self.head_ptr, self.head_items = hp, hi
-        self.heads = np.diff(hp).astype(np.int64)
-        self._head_owner = np.repeat(np.arange(self.M), self.heads)        # per head item, its user
-        self.tail_ptr, self.tail_bad = tail_exclusions(inp["ptr"], inp["bad"], hp, hi)
-        self.tail_candidates = CandidateMap(self.tail_ptr, self.tail_bad)
-        self.tails = C - self.heads                           # T_u
-        seq = np.random.SeedSequence(self.config["seed"]).spawn(3)[2]
-        self.tail_order = NestedOrder(self.tails, rng=np.random.default_rng(seq))
-        self.k_max = max(K for _, _, K in parse_metrics(self.config["metrics"]))
+            self._head_builder = lambda sizes: heads_and_edge_ties(scores, inp["ptr"], inp["bad"], sizes)
+            hp, hi, self.head_ties = self._head_builder(m)
+        self._set_heads(hp, hi)
         self.x = {}                                           # model -> head items at or above the held-out
         self.head_above = {}          # model -> per head item (head_items' order): above the held-out one
         self._head_flags = {}         # the same, filled rung by rung
         self._head_chunks = deque()   # the head chunks given out: their places in head_items (checked on return)
         from .design import head_rungs
-        self.rungs = head_rungs(head, self.k_max) if self.head_ladder else [head]
+        self.rungs = head_rungs(top, self.k_max) if self.head_ladder else [head]
         self.head_scored = np.zeros(self.M, np.int64)
         self.head_random = False      # after the first tail sample: no model's head beats a random one (z < 1.645)
         self._item_scored = np.zeros(self.head_items.size, bool)      # per head item: scored
@@ -206,12 +223,87 @@ class StrataRun(StagedRun):
         self.tail_sizes = np.zeros(self.M, np.int64)
         self.checked = False          # reopened by the precision check (extend_tail): no plan again at its end
         self.pending = {"stage": 1, "kind": "head", "users": np.arange(self.M), "start": self.head_scored.copy(),
-                        "stop": np.minimum(self.rungs[0], self.heads)}
+                        "stop": np.minimum(self.rungs[0], self.heads), "rung": self.rungs[0]}
         self._first_chunks = deque()  # the tail stages' chunks: (users, items, within the uniform first stage)
         self._uniform_asked = False
         self.uniform_stage = False        # whether the plan prices the fall-back on the uniform first stage
         if self.uniform_first:
             self._draw_uniform_first()
+
+    def _set_heads(self, hp, hi):
+        """The heads (CSR: each user's proxy-ordered head items) and what follows from them: each user's tail
+        (its candidates less the head), T_u, and the tail's seeded order (its own stream of the seed)."""
+        inp = self.inputs
+        self.head_ptr, self.head_items = hp, hi
+        self.heads = np.diff(hp).astype(np.int64)
+        self._head_owner = np.repeat(np.arange(self.M), self.heads)        # per head item, its user
+        self.tail_ptr, self.tail_bad = tail_exclusions(inp["ptr"], inp["bad"], hp, hi)
+        self.tail_candidates = CandidateMap(self.tail_ptr, self.tail_bad)
+        self.tails = inp["n_items"] - 1 - self.heads                     # T_u
+        seq = np.random.SeedSequence(self.config["seed"]).spawn(3)[2]
+        self.tail_order = NestedOrder(self.tails, rng=np.random.default_rng(seq))
+
+    def _grow_head(self, size):
+        """A climbing pilot's heads made longer, to the proxy's first ``size`` items per user, between the head's
+        rungs (no tail drawn yet): asked of the proxy again (the heads are built no longer than the climb has
+        reached, so memory follows the head, not the catalogue), the scored items keep their outcomes, the
+        tail becomes the rest, and its order and the uniform first stage are drawn afresh from their streams
+        of the seed, as for a run given ``head=size``. Returns False, changing nothing, if the proxy's new
+        heads do not begin with the old ones (a callable that ranks differently when asked again)."""
+        if self._head_chunks or self._tail_stages():
+            raise RuntimeError("the head grows between its rungs, before the tail")
+        old_ptr, old_items, old = self.head_ptr, self.head_items, self.heads
+        hp, hi, ties = self._head_builder(head_sizes(size, self.inputs["n_items"] - 1))
+        place = np.arange(old_items.size) - np.repeat(old_ptr[:-1], old)
+        at = hp[:-1][self._head_owner] + place           # each old head item's place in the new heads
+        if np.any(np.diff(hp) < old) or not np.array_equal(hi[at], old_items):
+            return False
+        scored = np.zeros(hi.size, bool)
+        scored[at] = self._item_scored
+        flags = {}
+        for m, f in self._head_flags.items():
+            flags[m] = np.zeros(hi.size, bool)
+            flags[m][at] = f
+        self._item_scored, self._head_flags, self.head_ties = scored, flags, ties
+        self._set_heads(hp, hi)
+        self.config["head"] = int(size)
+        if self.uniform_first:
+            self._draw_uniform_first()
+        return True
+
+    def _climb(self, p, go, open_):
+        """A climbing pilot's head ladder after a rung (``p``, the stage just scored; ``go``, the users it
+        leaves unsettled; ``open_``, per user, some model below k_max): below the head it was given the ladder
+        goes on as always; from there on it climbs one rung more while the last rung paid for itself
+        (:func:`sampling_lib.design.head_climb_pays`; the heads grow to the next rung, :meth:`_grow_head`),
+        else the head is the rung scored. Returns the users of the next rung (none: the head is complete)."""
+        from .design import head_climb_pays
+
+        top = int(p["rung"])
+        if top < self.climb_from and go.size:
+            return go
+        k_min = min(K for _, _, K in parse_metrics(self.config["metrics"]))
+        users, stop = p["users"], p["stop"]
+        settled = ~open_[users]
+        pairs = int((stop - p["start"]).sum())
+        tails = self.inputs["n_items"][users[settled]] - 1 - stop[settled]
+        gain = float(tails.sum()) / k_min
+        last = top == self.rungs[-1]
+        what = f"{int(settled.sum()):,} users settled, {gain:,.0f} tail items saved against {pairs:,} scored"
+        if go.size and not last and head_climb_pays(pairs, tails, k_min):
+            up = self.rungs[self.rungs.index(top) + 1]
+            if self._grow_head(up):
+                self.climb_notes.append(f"the rung to {top:,} paid ({what})")
+                return go
+            why = (f"it paid ({what}), but asked again for heads of {up:,}, the proxy ranked some user's candidates "
+                   "differently (a proxy must rank the same way each time it is asked): the head stays")
+        else:
+            why = ("no user left unsettled" if not go.size else "the largest rung a climb may reach" if last
+                   else f"{what}: it did not pay")
+        if top >= self.climb_from:
+            self.climb_notes.append(f"the rung to {top:,}: {why}")
+        self.rungs = [r for r in self.rungs if r <= max(top, self.climb_from)]
+        return go[:0]
 
     def _draw_uniform_first(self):
         """The uniform first stage each user would get from the uniform route: n - 1 negatives drawn without
@@ -389,10 +481,16 @@ class StrataRun(StagedRun):
     def _head_text(self):
         """What the head stage scored, for the decision after it."""
         c = self.config
+        climbed = ""
+        if self.climb_notes:
+            climbed = (f" (the ladder climbs above {self.climb_from:,} while its last rung paid for itself: the tails "
+                       f"to resolution its settled users need not run, T_u / K each, against its pairs; "
+                       f"{'; '.join(self.climb_notes)})")
         if len(self.rungs) == 1:
-            return f"head of {c['head']:,} proxy candidates scored"
+            return f"head of {c['head']:,} proxy candidates scored{climbed}"
         left = int((self.head_scored < self.heads).sum())
-        return (f"head of {c['head']:,} proxy candidates scored in rungs of {', '.join(f'{r:,}' for r in self.rungs)}: "
+        return (f"head of {c['head']:,} proxy candidates{climbed} scored in rungs of "
+                f"{', '.join(f'{r:,}' for r in self.rungs)}: "
                 f"{left:,} of {self.M:,} users left at a rung short of their head (every model with {self.k_max} or "
                 f"more items at or above the held-out item there, so their metrics are 0); "
                 f"{int(self.head_scored.sum()):,} of the heads' {int(self.heads.sum()):,} items scored")
@@ -433,12 +531,16 @@ class StrataRun(StagedRun):
             open_ = np.zeros(self.M, bool)
             for m in self.models:
                 open_ |= self.above[m] < self.k_max
-            go = np.flatnonzero(open_ & (self.head_scored < self.heads))
+            if self.climb:                # the users a climb could take further (their candidates not exhausted)
+                go = self._climb(p, np.flatnonzero(open_ & (self.head_scored < self.inputs["n_items"] - 1)), open_)
+            else:
+                go = np.flatnonzero(open_ & (self.head_scored < self.heads))
             if go.size:                   # the head ladder's next rung for the users it has not settled
                 rungs = np.asarray(self.rungs)
-                new = np.minimum(rungs[np.searchsorted(rungs, self.head_scored[go], side="right")], self.heads[go])
+                rung = int(rungs[np.searchsorted(rungs, p["rung"], side="right")])
+                new = np.minimum(rung, self.heads[go])
                 self.pending = {"stage": len(self.stages) + 1, "kind": "head", "users": go,
-                                "start": self.head_scored[go], "stop": new}
+                                "start": self.head_scored[go], "stop": new, "rung": rung}
                 return
             self.x = {m: a.copy() for m, a in self.above.items()}
             self._keep_head_outcomes()

@@ -43,10 +43,12 @@ from ._law import (_cost, _count_cdf, _count_pmf, _hypergeom_cdf, _log_survive, 
 from ._plan import PlanResult, candidate_designs, choose_design, judged_column, plan
 from ._predict import RATIO_PREDICTION_SD, assurance_margin, predict
 from ._strata import (StrataPlan, describe_strata, head_candidates, pilot_size, plan_strata, predict_strata,
-                      smaller_head_cells, tail_candidates, head_rungs, head_ladder_cost)
+                      smaller_head_cells, tail_candidates, head_rungs, head_ladder_cost,
+                      head_climb_top, head_climb_pays)
 from ..sampling import Design  # noqa: F401  (the designs this package plans; defined with the samplers)
 
 __all__ = ["design_law", "predict", "plan", "PlanResult", "candidate_designs", "choose_design", "judged_column",
            "assurance_margin", "RATIO_PREDICTION_SD", "resolution_width", "shared_cost", "later_stages",
            "first_rungs", "predict_strata", "plan_strata", "StrataPlan", "tail_candidates", "pilot_size",
-           "describe_strata", "head_candidates", "smaller_head_cells", "head_rungs", "head_ladder_cost"]
+           "describe_strata", "head_candidates", "smaller_head_cells", "head_rungs", "head_ladder_cost",
+           "head_climb_top", "head_climb_pays"]

@@ -110,6 +110,47 @@ def head_rungs(head, k_max):
     return out[::-1]
 
 
+def head_climb_top(head, n_candidates, k_min, room=None):
+    """The largest head a pilot's head ladder may climb to above ``head`` (:func:`head_climb_pays`): ``head``
+    doubled up to the first size at least 4 max C_u / k_min, and within ``room`` items per user (a budget);
+    never below ``head``. A rung a -> 2a is climbed only after the rung a/2 -> a paid, which needs
+    a/2 <= T_u / k_min for some user it scored (the rung cost a/2 per user, a settled user saves at most
+    T_u / k_min), so no climbed rung ends above 4 max T_u / k_min.
+
+    Examples
+    --------
+    >>> head_climb_top(100, [17631, 900], 10), head_climb_top(100, [1681], 10), head_climb_top(100, [1681], 10, 250)
+    (12800, 800, 200)
+    """
+    head = check_int(head, "head", low=1)
+    k_min = check_int(k_min, "k_min", low=1)
+    C = int(np.max(np.asarray(n_candidates, dtype=np.int64), initial=0))
+    top = head
+    while top < 4 * C / k_min and (room is None or 2 * top <= room):
+        top *= 2
+    return top
+
+
+def head_climb_pays(rung_pairs, settled_tails, k_min):
+    """Whether a pilot's last head rung paid for itself, so that its head ladder climbs one rung more.
+
+    The rung scored ``rung_pairs`` head items and settled the users whose tails (T_u items each, beyond the
+    rung) are ``settled_tails``: each of them would otherwise have needed a tail ladder to resolution, at
+    least T_u / k_min sampled items (:meth:`sampling_lib.stratarun.StrataRun._pilot_ladder`). The rung
+    pays when sum T_u / k_min >= rung_pairs. This prices the pilot's own tail, an upper bound on what a
+    planned tail costs the other users, so the climb leans to larger heads; the plan then chooses among
+    the pilot's head and its halves on their exact costs (:func:`head_candidates`,
+    :func:`plan_strata`). The rung that does not pay is kept (it is scored).
+
+    Examples
+    --------
+    >>> head_climb_pays(1000, [5000, 6000], 10), head_climb_pays(1000, [5000], 10)
+    (True, False)
+    """
+    k_min = check_int(k_min, "k_min", low=1)
+    return float(np.sum(np.asarray(settled_tails, dtype=float))) / k_min >= float(rung_pairs)
+
+
 def head_ladder_cost(head_above, heads, head, k_max):
     """Head items the head ladder scores per user (:func:`head_rungs`): the first rung, capped at the user's
     head, at which every model has ``k_max`` or more head items at or above the held-out item; the whole

@@ -121,9 +121,10 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
         ``stages``, ``calls``, ``seconds`` (the whole call) and ``scoring_seconds`` (inside the scorers);
         ``proxy_paid`` (a planned stratified evaluation: 1 when its plan kept the stratified design for every
         user, 0 when the other users fell back to the uniform ladder; else NaN), ``planned_head`` (the head
-        size its plan chose for the other users, at most ``head``; NaN when they fell back or without a
-        plan), ``predicted_ratio`` (the last plan's predicted worst ratio over the metrics; NaN without a
-        plan), ``uniform_predicted_share`` (a planned stratified evaluation's pilot: its price of the
+        size its plan chose for the other users, at most the pilot's; NaN when they fell back or without a
+        plan), ``pilot_head`` (a planned stratified evaluation's pilot head: with ``head`` None, the head its
+        climb reached; else NaN), ``predicted_ratio`` (the last plan's predicted worst ratio over the
+        metrics; NaN without a plan), ``uniform_predicted_share`` (a planned stratified evaluation's pilot: its price of the
         cheapest uniform design meeting the target; else NaN), ``uniform_priced_on`` ("first stage" or
         "cells": what the pilot priced it on; else None) and ``check_share`` (the pairs the precision check
         scored beyond the planned stratified design, as a share of full ranking: 0 when it did not act;
@@ -196,6 +197,9 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
         paid = np.nan if proxy is None or tail_n_max is not None else float(res.config["proxy_pays"])
         ph = res.config.get("planned_head") if paid == 1 else None
         planned_head = np.nan if ph is None else float(ph)
+        # the pilot's head (where the pilot climbed, the head its climb reached)
+        pilot = res.parts.get("pilot") if getattr(res, "parts", None) else None
+        pilot_head = np.nan if np.isnan(paid) else float((pilot or res).config["head"])
         # the pilot's price of the uniform ladder, and on what (its uniform first stage or its cells)
         uni_share = res.config.get("uniform_predicted_share", np.nan)
         uni_on = res.config.get("uniform_priced_on")
@@ -215,7 +219,7 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
                     "pairs_reported": int(cost.pairs_per_model), "repeats": repeats,
                     "cost_share": c.pairs / float(N_u.sum()), "predicted_share": cost.predicted_share,
                     "first_predicted_share": first, "proxy": proxy, "proxy_paid": paid,
-                    "planned_head": planned_head, "predicted_ratio": predicted_ratio,
+                    "planned_head": planned_head, "pilot_head": pilot_head, "predicted_ratio": predicted_ratio,
                     "uniform_predicted_share": uni_share, "uniform_priced_on": uni_on,
                     "check_share": res.config.get("check_share", np.nan),
                     "hand_first_plan_share": hand,
