@@ -213,3 +213,16 @@ def test_a_proxy_that_ranks_differently_when_asked_again_stops_the_climb_and_say
     assert "the proxy ranked some user's candidates differently" in " ".join(pilot.design.decision)
     seen = counters["A"].seen()
     assert not seen.duplicated().any() and len(seen) == int(res.cost.pairs_per_model.iloc[0])
+
+
+def test_head_climb_check_recomputes_the_climb_on_fitted_models():
+    from sampling_lib import studies
+    from sampling_lib.experiments import global_ranks_from_data
+
+    pop = global_ranks_from_data(None, {m: studies.PANEL_MODELS[m] for m in ("itemknn", "popularity")}, rng=2,
+                                 keep_models=True, synthetic={"n_users": 400, "n_items": 1500})
+    c = studies.head_climb_check(pop, "itemknn", "popularity", tail_n=10, n=20, n_boot=50, seed=1).iloc[0]
+    assert c.head_climbed == c.head_recomputed
+    assert c.table_max_diff == 0 and c.ranks_equal and c.pairs_climbed == c.pairs_given
+    with pytest.raises(ValueError, match="'ease' is not one of the fitted models"):
+        studies.head_climb_check(pop, "ease", "popularity", tail_n=10)

@@ -86,7 +86,7 @@ from .sampled_hit_ratio import (simulate_shr, shr_moments, shr_tail_frequencies,
 from .evaluation import EVALUATION_MODELS, RANDOM_PROXY, PairCounter, evaluation_study, evaluation_summary
 from .cascade import cascade_study, cascade_tables
 from .popularity import POPULARITY_FITS, popularity_estimator_table
-from .strata import (head_ladder_check, pool_rare_cells, proxy_frontier, strata_consistency,
+from .strata import (head_climb_check, head_ladder_check, pool_rare_cells, proxy_frontier, strata_consistency,
                      strata_ladder_simulation, strata_tail_cells, tail_concentration)
 from .mapping_functions import (beta_map_accuracy, beta_map_steps, beta_map_differences,
                                 beta_map_monotonicity, max_position_difference)
@@ -227,5 +227,6 @@ __all__ = [
     "proxy_frontier",
     "tail_concentration",
     "head_ladder_check",
+    "head_climb_check",
     "cascade_tables",
 ]

@@ -378,6 +378,108 @@ def head_ladder_check(population, costly, proxy, *, head, tail_n, tail_n_max, n=
         "cost_share_whole": pairs[False] / N_sum, "cost_share_ladder": pairs[True] / N_sum}])
 
 
+def head_climb_check(population, costly, proxy, *, tail_n, n=100, metrics=("recall@10", "ndcg@10"),
+                     target_ratio=1.3, n_boot=200, seed=0):
+    """A planned stratified evaluation whose pilot's head climbs (no ``head`` given), the same evaluation given
+    the head the climb reached and given ``head=n`` (no climb), and the climb recomputed outside the run.
+
+    Parameters
+    ----------
+    population : tuple
+        ``global_ranks_from_data(..., keep_models=True)``'s result.
+    costly, proxy : str
+        Labels of two of its fitted models: the one evaluated (scored through a
+        :class:`~sampling_lib.studies.PairCounter`) and the proxy ranker (its scoring not counted).
+    tail_n, n, metrics, target_ratio, n_boot, seed
+        As :func:`sampling_lib.evaluate`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row: ``model``, ``proxy``, ``pilot_users``, ``head_climbed`` (the pilot's head),
+        ``head_recomputed`` (the rule of :func:`sampling_lib.design.head_climb_pays` applied to each pilot user's
+        candidates ordered by the proxy here, by item id among ties, and the costly model's scores: a user is
+        settled at the first rung holding ``k_max`` items it ranks at or above the held-out item),
+        ``planned_head`` (the other users'; NaN when they fell back or the pilot was every user),
+        ``table_max_diff`` and ``ranks_equal`` (the climbed evaluation against the one given its head: the
+        largest absolute difference of estimate, ci_low, ci_high and naive; the cells per user),
+        ``pairs_climbed`` and ``pairs_given`` (counted by the wrappers), ``cost_share_climbed`` and
+        ``cost_share_n`` (pairs / sum of N_u, climbed and with ``head=n``), and the largest precision ratio
+        of each, ``ratio_climbed`` and ``ratio_n``.
+    """
+    from ..design import head_climb_pays, head_climb_top, head_rungs
+    from ..evaluation import evaluate
+    from ..metrics import parse_metrics
+    from ..recommenders import pair_scorer
+    from .evaluation import PairCounter, _proxy_of
+
+    ranks, N, info = population
+    for label in (costly, proxy):
+        if label not in info["fitted"]:
+            raise ValueError(f"{label!r} is not one of the fitted models {sorted(info['fitted'])}")
+    split = info["split"]
+    M = int(split.n_users)
+    train = split.train.tocsr()
+    exclude = {u: train.indices[train.indptr[u]:train.indptr[u + 1]] for u in range(M)}
+    held = split.test_items.astype(np.int64)
+    f = pair_scorer(info["fitted"][costly])
+    prox = _proxy_of(info["fitted"][proxy], N)
+    kw = dict(exclude=exclude, n=n, metrics=metrics, proxy=prox, tail_n=tail_n, target_ratio=target_ratio,
+              n_boot=n_boot, seed=seed, progress=False)
+    res, pairs = {}, {}
+    for key in ("climbed", "given", "n"):
+        head = None if key == "climbed" else n if key == "n" else int(_pilot(res["climbed"]).config["head"])
+        counter = PairCounter(f, N)
+        res[key] = evaluate({costly: counter}, dict(enumerate(held)), N, head=head, **kw)
+        pairs[key] = counter.pairs
+    a, b = res["climbed"], res["given"]
+    pilot = _pilot(a)
+    users = np.unique(pilot.ranks.user.to_numpy(np.int64))
+    # each pilot user's settling position: the proxy's order of its candidates (ties by item id), the k_max-th
+    # item the costly model ranks at or above the held-out one (pessimistic ties); C_u its candidates
+    k_max = max(K for _, _, K in parse_metrics(metrics))
+    k_min = min(K for _, _, K in parse_metrics(metrics))
+    settle, C = np.full(users.size, np.iinfo(np.int64).max), np.zeros(users.size, np.int64)
+    items = np.arange(N)
+    for j, u in enumerate(users):
+        cand = np.setdiff1d(items, np.r_[exclude[u], held[u]])
+        C[j] = cand.size
+        p = np.asarray(prox[cand] if isinstance(prox, np.ndarray) else prox(np.full(cand.size, u), cand), dtype=float)
+        order = cand[np.lexsort((cand, -p))]
+        above = np.asarray(f(np.full(order.size, u), order), dtype=float) >= float(f([u], [held[u]])[0])
+        hits = np.flatnonzero(above)
+        if hits.size >= k_max:
+            settle[j] = hits[k_max - 1] + 1
+    rungs, want, prev = head_rungs(head_climb_top(n, C, k_min), k_max), n, 0
+    for r in rungs:
+        live = (settle > prev) & (C > prev)                 # the users this rung scores
+        at = np.minimum(r, C)
+        done = live & (settle <= at)
+        left = live & ~done & (C > r)
+        if r >= n and (not left.any() or r == rungs[-1]
+                       or not head_climb_pays(int((at - prev)[live].sum()), (C - at)[done], k_min)):
+            want = r
+            break
+        if r < n and not left.any():
+            break
+        prev = r
+    cols = ["estimate", "ci_low", "ci_high", "naive"]
+    diff = np.nanmax(np.abs(a.table[cols].to_numpy(float) - b.table[cols].to_numpy(float)))
+    N_sum = float(np.asarray(info["n_candidates"]).sum())
+    return pd.DataFrame([{
+        "model": costly, "proxy": proxy, "pilot_users": int(users.size), "head_climbed": int(pilot.config["head"]),
+        "head_recomputed": int(want), "planned_head": float(a.config.get("planned_head") or np.nan),
+        "table_max_diff": float(diff), "ranks_equal": bool(a.ranks.equals(b.ranks)),
+        "pairs_climbed": pairs["climbed"], "pairs_given": pairs["given"],
+        "cost_share_climbed": pairs["climbed"] / N_sum, "cost_share_n": pairs["n"] / N_sum,
+        "ratio_climbed": float(a.table.precision_ratio.max()), "ratio_n": float(res["n"].table.precision_ratio.max())}])
+
+
+def _pilot(res):
+    """A planned stratified evaluation's pilot part (the result itself when the pilot was every user)."""
+    return res.parts["pilot"] if res.parts is not None and "pilot" in res.parts else res
+
+
 #: The leading shares of the tail :func:`tail_concentration` reports by default.
 CONCENTRATION_FRACTIONS = (0.01, 0.02, 0.05, 0.1, 0.25, 0.5)
 
@@ -392,8 +494,8 @@ def tail_concentration(population, costly, proxy, *, head, users=1500, k_max=10,
     proxy (descending; ties by item id, as :func:`sampling_lib.proxy.heads_and_edge_ties`), the first
     ``head`` are the head, and an item beats the held-out item when the costly model scores it at or
     above (pessimistic ties). Users with x >= ``k_max`` head items above are settled by the head and left
-    out, as are users whose candidates all fit in the head (no tail). Under a proxy that knows nothing the items above are spread uniformly over the tail, so the share
-    in the first fraction f is f on average; the excess is what sampling the tail unequally (more often
+    out, as are users whose candidates all fit in the head (no tail). Under a proxy that knows nothing the
+    items above are spread uniformly over the tail, so the share in the first fraction f is f on average; the excess is what sampling the tail unequally (more often
     near the head, statAP / infAP's known inclusion probabilities) could exploit.
 
     Parameters
