@@ -22,12 +22,12 @@ tail draws, and "top-20 only" as bounds. Goal: the corrected Recall@10 interval 
 in >= 93% of draws; its width beside the naive metric's error.
 
 Part ``concentration`` (``--parts concentration``): where each proxy puts the tail items that beat the
-held-out item (:func:`sampling_lib.studies.tail_concentration`: ALS-64 costly, the first ``--heads`` value as
+held-out item (:func:`sampling_lib.studies.tail_concentration`: ALS-64 costly, the first ``--heads`` number as
 the head, 1,500 users), beside the share a proxy that knows nothing would give.
 
 Needs ../shared/data (skipped per data set when absent). Usage:
     .venv/bin/python benchmarks/bench_proxy.py [--parts frontier,cascade,concentration] [--draws 3] [--only TEXT]
-        [--heads 100,400] [--tail-n 100]
+        [--heads 100,400|climb] [--tail-n 100]
 """
 from __future__ import annotations
 
@@ -102,7 +102,9 @@ def main():
     ap.add_argument("--draws", type=int, default=3)
     ap.add_argument("--only", default=None, help="data sets named by these labels, or whose label contains one of "
                     "them when none is a label (comma-separated)")
-    ap.add_argument("--heads", default="100,400")
+    ap.add_argument("--heads", default="100,400",
+                    help="head sizes (comma-separated); 'climb': no head given, so a planned design's pilot climbs "
+                         "(with --tail-max-factor 0)")
     ap.add_argument("--tail-n", type=int, default=100)
     ap.add_argument("--tail-max-factor", type=int, default=16,
                     help="the tail ladder's top as a multiple of --tail-n; 0: planned for --target, with the uniform "
@@ -115,7 +117,7 @@ def main():
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    heads = [int(x) for x in args.heads.split(",")]
+    heads = [None if x.strip() == "climb" else int(x) for x in args.heads.split(",")]
     tables, sums, ctables, conc = [], [], [], []
     wanted = args.only.split(",") if args.only else None
     exact = wanted is not None and any(o in PANEL_DATASETS for o in wanted)
@@ -138,7 +140,8 @@ def main():
             print(s.round(4).to_string(index=False), flush=True)
             pd.concat(ctables).to_csv(out / "proxy_cascade.csv", index=False)
         if "concentration" in args.parts.split(","):
-            conc.append(concentration(label, heads[0], [p for p in args.proxies.split(",") if p != "random"]))
+            head = next((h for h in heads if h is not None), 100)
+            conc.append(concentration(label, head, [p for p in args.proxies.split(",") if p != "random"]))
             print(conc[-1].round(3).to_string(index=False), flush=True)
             pd.concat(conc).to_csv(out / "proxy_concentration.csv", index=False)
     if sums:

@@ -76,9 +76,10 @@ def test_the_frontier_sets_each_stratified_design_beside_the_ladder_on_the_same_
     models = {m: PANEL_MODELS[m] for m in ("itemknn", "popularity")}
     pop = global_ranks_from_data(None, models, rng=0, keep_models=True,
                                  synthetic={"n_users": 200, "n_items": 300})
-    table, summary = proxy_frontier(pop, ["itemknn"], ["popularity"], heads=[10, 30], tail_n=5, tail_n_max=40,
+    table, summary = proxy_frontier(pop, ["itemknn"], ["popularity"], heads=[10, 30, None], tail_n=5, tail_n_max=40,
                                     draws=1, n=20, metrics=["recall@10"], n_boot=40, full_boot=500)
     assert set(table.model) == {"itemknn"}                                    # the proxy is not evaluated
+    # (no head with a fixed design would be head n: not run twice)
     assert list(summary.design) == ["uniform ladder (target 1.3)", "head 10 + tail 5..40", "head 30 + tail 5..40"]
     assert table.groupby("design").truth.nunique().eq(1).all() and table.truth.nunique() == 1   # same users
     assert (table.pairs_counted == table.pairs_reported).all() and (table.repeats == 0).all()
@@ -91,8 +92,12 @@ def test_the_frontier_sets_each_stratified_design_beside_the_ladder_on_the_same_
     # a planned design (a pilot of 300 deciding for 100 others): its price of the ladder against the ladder's
     # cost on the same draw, both as the table reports them
     pop = global_ranks_from_data(None, models, rng=0, keep_models=True, synthetic={"n_users": 400, "n_items": 300})
-    table, summary = proxy_frontier(pop, ["itemknn"], ["popularity"], heads=[10], tail_n=5, tail_n_max=None,
+    table, summary = proxy_frontier(pop, ["itemknn"], ["popularity"], heads=[10, None], tail_n=5, tail_n_max=None,
                                     draws=1, n=20, metrics=["recall@10"], n_boot=40, full_boot=500)
+    assert list(summary.design)[1:] == ["head 10 + tail 5..planned (target 1.3)",
+                                        "climbing head + tail 5..planned (target 1.3)"]
+    climbed = table[table.design.str.startswith("climbing")].iloc[0]
+    assert np.isnan(climbed["head"]) and climbed.pilot_head >= 20 and summary.pilot_head.iloc[2] == climbed.pilot_head
     ladder, planned = table[table.proxy == "-"].iloc[0], table[table.proxy == "popularity"].iloc[0]
     assert 0 < planned.uniform_predicted_share < 1 and planned.uniform_priced_on in ("first stage", "cells")
     assert planned.uniform_price_ratio == pytest.approx(planned.uniform_predicted_share / ladder.cost_share)

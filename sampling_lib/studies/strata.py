@@ -119,8 +119,9 @@ def proxy_frontier(population, costly, proxies, *, heads, tail_n, tail_n_max, dr
     costly, proxies : sequence of str
         The models evaluated, and those used as proxy rankers (never evaluated, their scoring not counted);
         ``"random"`` is a useless proxy (uniform random scores per item).
-    heads : sequence of int
-        Head sizes tried with every proxy; ``tail_n`` / ``tail_n_max`` the tail ladder's first and largest
+    heads : sequence of int or None
+        Head sizes tried with every proxy (None: no head given, so a planned design's pilot climbs; not tried
+        with a fixed ``tail_n_max``); ``tail_n`` / ``tail_n_max`` the tail ladder's first and largest
         sample. ``tail_n_max`` may be a list (each tried); None is the planned design (the top sized for
         ``target_ratio`` from a pilot, with the uniform ladder as the fall-back,
         :func:`sampling_lib.design.plan_strata`).
@@ -137,7 +138,8 @@ def proxy_frontier(population, costly, proxies, *, heads, tail_n, tail_n_max, dr
     summary : pandas.DataFrame
         Per (dataset, model, design, proxy, metric): draws, mean cost share, mean and largest realized
         precision ratio, coverage, mean relative error, the share of draws in which the proxy paid, the
-        mean planned head and the mean ``uniform_price_ratio`` (planned designs).
+        mean pilot head (where it climbed, the head reached), the mean planned head and the mean
+        ``uniform_price_ratio`` (planned designs).
     """
     from .evaluation import evaluation_study
 
@@ -156,10 +158,14 @@ def proxy_frontier(population, costly, proxies, *, heads, tail_n, tail_n_max, dr
         pop = ({m: ranks[m] for m in list(costly) + ([] if proxy == RANDOM_PROXY else [proxy])}, N, info)
         for h in heads:
             for t_max in tops:
+                if h is None and t_max is not None:     # no head, a fixed design: head n (tried if in heads)
+                    continue
                 s = evaluation_study(population=pop, proxy=proxy, head=h, tail_n=tail_n, tail_n_max=t_max,
                                      target_ratio=None if t_max is not None else target_ratio, **common)
                 top = f"{t_max}" if t_max is not None else f"planned (target {target_ratio})"
-                rows.append(s.assign(design=f"head {h} + tail {tail_n}..{top}", head=h, planned=t_max is None))
+                what = "climbing head" if h is None else f"head {h}"
+                rows.append(s.assign(design=f"{what} + tail {tail_n}..{top}", head=h if h is not None else np.nan,
+                                     planned=t_max is None))
     table = pd.concat(rows, ignore_index=True)
     # a planned design's pilot priced the uniform ladder: against what the ladder cost on the same draw
     ladder = rows[0].set_index(["dataset", "model", "draw", "metric"]).cost_share
@@ -168,7 +174,8 @@ def proxy_frontier(population, costly, proxies, *, heads, tail_n, tail_n_max, dr
     summary = (table.groupby(["dataset", "model", "design", "proxy", "metric"], sort=False)
                .agg(draws=("draw", "nunique"), cost_share=("cost_share", "mean"), ratio=("ratio", "mean"),
                     ratio_max=("ratio", "max"), coverage=("covered", "mean"), rel_error=("rel_error", "mean"),
-                    proxy_paid=("proxy_paid", "mean"), planned_head=("planned_head", "mean"),
+                    proxy_paid=("proxy_paid", "mean"), pilot_head=("pilot_head", "mean"),
+                    planned_head=("planned_head", "mean"),
                     uniform_price_ratio=("uniform_price_ratio", "mean"), planned=("planned", "first"))
                .reset_index())
     return table, summary
