@@ -502,8 +502,9 @@ def tail_concentration(population, costly, proxy, *, head, users=1500, k_max=10,
     ``head`` are the head, and an item beats the held-out item when the costly model scores it at or
     above (pessimistic ties). Users with x >= ``k_max`` head items above are settled by the head and left
     out, as are users whose candidates all fit in the head (no tail). Under a proxy that knows nothing the
-    items above are spread uniformly over the tail, so the share in the first fraction f is f on average; the excess is what sampling the tail unequally (more often
-    near the head, statAP / infAP's known inclusion probabilities) could exploit.
+    items above are spread uniformly over the tail, so the share in the first fraction f is f on average;
+    the excess is what sampling the tail unequally (more often near the head, statAP / infAP's known
+    inclusion probabilities) could exploit.
 
     Parameters
     ----------
