@@ -318,6 +318,24 @@ def strata_consistency(pmf, head, sizes, *, tail_n, tail_n_max, replicates, metr
     return pd.DataFrame(rows)
 
 
+def _check_population(population, costly, proxy):
+    """A fitted population's parts for one costly model and one proxy: N, info, M, each user's history, the
+    held-out items, the costly model's pair scorer and the proxy as ``evaluate`` takes it."""
+    from ..recommenders import pair_scorer
+    from .evaluation import _proxy_of
+
+    ranks, N, info = population
+    for label in (costly, proxy):
+        if label not in info["fitted"]:
+            raise ValueError(f"{label!r} is not one of the fitted models {sorted(info['fitted'])}")
+    split = info["split"]
+    M = int(split.n_users)
+    train = split.train.tocsr()
+    exclude = {u: train.indices[train.indptr[u]:train.indptr[u + 1]] for u in range(M)}
+    held = split.test_items.astype(np.int64)
+    return N, info, M, exclude, held, pair_scorer(info["fitted"][costly]), _proxy_of(info["fitted"][proxy], N)
+
+
 def head_ladder_check(population, costly, proxy, *, head, tail_n, tail_n_max, n=100,
                       metrics=("recall@10", "ndcg@10"), n_boot=200, seed=0):
     """One stratified evaluation of a fitted model with the whole head and with the head ladder (the same seed),
@@ -346,20 +364,10 @@ def head_ladder_check(population, costly, proxy, *, head, tail_n, tail_n_max, n=
     from ..design import head_ladder_cost
     from ..evaluation import evaluate
     from ..metrics import parse_metrics
-    from ..recommenders import pair_scorer
-    from .evaluation import PairCounter, _proxy_of
+    from .evaluation import PairCounter
 
-    ranks, N, info = population
-    for label in (costly, proxy):
-        if label not in info["fitted"]:
-            raise ValueError(f"{label!r} is not one of the fitted models {sorted(info['fitted'])}")
-    split = info["split"]
-    M = int(split.n_users)
-    train = split.train.tocsr()
-    exclude = {u: train.indices[train.indptr[u]:train.indptr[u + 1]] for u in range(M)}
-    held = split.test_items.astype(np.int64)
-    f = pair_scorer(info["fitted"][costly])
-    kw = dict(exclude=exclude, n=n, metrics=metrics, proxy=_proxy_of(info["fitted"][proxy], N), head=head,
+    N, info, M, exclude, held, f, prox = _check_population(population, costly, proxy)
+    kw = dict(exclude=exclude, n=n, metrics=metrics, proxy=prox, head=head,
               tail_n=tail_n, tail_n_max=tail_n_max, n_boot=n_boot, seed=seed, progress=False)
     res, pairs = {}, {}
     for ladder in (False, True):
@@ -417,20 +425,9 @@ def head_climb_check(population, costly, proxy, *, tail_n, n=100, metrics=("reca
     from ..design import head_climb_pays, head_climb_top, head_rungs
     from ..evaluation import evaluate
     from ..metrics import parse_metrics
-    from ..recommenders import pair_scorer
-    from .evaluation import PairCounter, _proxy_of
+    from .evaluation import PairCounter
 
-    ranks, N, info = population
-    for label in (costly, proxy):
-        if label not in info["fitted"]:
-            raise ValueError(f"{label!r} is not one of the fitted models {sorted(info['fitted'])}")
-    split = info["split"]
-    M = int(split.n_users)
-    train = split.train.tocsr()
-    exclude = {u: train.indices[train.indptr[u]:train.indptr[u + 1]] for u in range(M)}
-    held = split.test_items.astype(np.int64)
-    f = pair_scorer(info["fitted"][costly])
-    prox = _proxy_of(info["fitted"][proxy], N)
+    N, info, M, exclude, held, f, prox = _check_population(population, costly, proxy)
     kw = dict(exclude=exclude, n=n, metrics=metrics, proxy=prox, tail_n=tail_n, target_ratio=target_ratio,
               n_boot=n_boot, seed=seed, progress=False)
     res, pairs = {}, {}
