@@ -268,14 +268,15 @@ def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "n
         With ``proxy``: the head size (default ``n``), the first tail sample (default ``n``) and the
         largest (default: planned; given, the design is fixed and ``target_ratio`` / ``max_cost`` do not
         apply). A planned design takes ``head`` as the pilot's head and the largest it may choose. Left
-        out in a planned design with the head ladder, **the pilot's head climbs**: its ladder goes on above
-        ``n`` (200, 400, ...) while its last rung paid for itself, i.e. the users it settled would each
-        have needed a tail ladder to resolution of at least T_u / K items (K the smallest cutoff), and
-        those items sum to at least the rung's pairs (:func:`sampling_lib.design.head_climb_pays`); the
-        pilot's head is the last rung scored, the plan chooses the other users' head among it and its
-        halves, and the head's decision says each rung's verdict (``result.config["head_climb"]``).
-        The heads are asked of the proxy again at each rung climbed (a callable proxy must rank the same
-        way each time; if it does not, the climb stops there and says so).
+        out in a planned design with the head ladder, **the pilot's head climbs**: its ladder (``n``
+        halved down to K, then doubled: 13, 25, 50, 100, 200, ... for n = 100) goes on from its first
+        rung while its last rung paid for itself, i.e. the users it settled would each have needed a tail
+        ladder to resolution of at least T_u / K items (K the smallest cutoff), and those items sum to at
+        least the rung's pairs (:func:`sampling_lib.design.head_climb_pays`); the pilot's head is the last
+        rung scored (below ``n`` or above it), the plan chooses the other users' head among it and its
+        halves, and the head's decision says each rung's verdict (``result.config["head_climb"]``). The
+        heads are asked of the proxy again at each rung past ``n`` and where the climb stops below it (a
+        callable proxy must rank the same way each time; if it does not, the climb stops and says so).
     head_ladder : bool, optional, keyword-only
         With ``proxy`` (default True): score each user's head in rungs, ``head`` halved down to the largest
         K of the metrics, smallest first (:func:`sampling_lib.design.head_rungs`), and leave a user out of

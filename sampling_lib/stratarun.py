@@ -21,10 +21,10 @@ The state behind :func:`sampling_lib.evaluate` with ``proxy=``: a :class:`Strata
    tail sample doubled up to ``tail_n_max``, while some model with x_u < k_max ranks no sampled tail
    item above the held-out one.
 
-A *planned* run (``tail_n_max`` None) is a pilot: given no head (``head_climb``), its head ladder climbs above
-``head`` while its last rung paid for itself (:meth:`StrataRun._climb`, :func:`sampling_lib.design.head_climb_pays`:
-the tails to resolution its settled users need not run against its pairs; the heads grow a rung at a time,
-asked of the proxy again), its tail ladder runs to resolution (:meth:`StrataRun._pilot_ladder`),
+A *planned* run (``tail_n_max`` None) is a pilot: given no head (``head_climb``), its head ladder climbs rung by
+rung while its last rung paid for itself (:meth:`StrataRun._climb`, :func:`sampling_lib.design.head_climb_pays`:
+the tails to resolution its settled users need not run against its pairs; the heads are resized a rung at a
+time, asked of the proxy again), its tail ladder runs to resolution (:meth:`StrataRun._pilot_ladder`),
 and its cells then plan the others' head size, their tail and whether the proxy pays
 (:func:`sampling_lib.design.plan_strata`); given ``pilot_cells`` (seen as the planned head's), a run of the
 other users plans its tail after its first tail sample on both. A pilot that decides for other users
@@ -161,7 +161,6 @@ class StrataRun(StagedRun):
         self.climb = (bool(config.get("head_climb", False)) and self.head_ladder and self.planned
                       and self.pilot_cells is None and not isinstance(proxy, pd.DataFrame))
         self.config["head_climb"] = self.climb
-        self.climb_from = head            # the head the pilot reaches in any case
         self.climb_notes = []             # each climbing rung's verdict, said with the head's decision
         top = head                        # the largest rung the head ladder may reach
         if self.climb:
@@ -243,27 +242,32 @@ class StrataRun(StagedRun):
         seq = np.random.SeedSequence(self.config["seed"]).spawn(3)[2]
         self.tail_order = NestedOrder(self.tails, rng=np.random.default_rng(seq))
 
-    def _grow_head(self, size):
-        """A climbing pilot's heads made longer, to the proxy's first ``size`` items per user, between the head's
-        rungs (no tail drawn yet): asked of the proxy again (the heads are built no longer than the climb has
-        reached, so memory follows the head, not the catalogue), the scored items keep their outcomes, the
-        tail becomes the rest, and its order and the uniform first stage are drawn afresh from their streams
-        of the seed, as for a run given ``head=size``. Returns False, changing nothing, if the proxy's new
-        heads do not begin with the old ones (a callable that ranks differently when asked again)."""
+    def _resize_head(self, size):
+        """A climbing pilot's heads made the proxy's first ``size`` items per user, between the head's rungs (no
+        tail drawn yet, nothing scored beyond ``size``): asked of the proxy again (the heads are built no longer
+        than the climb has reached, so memory follows the head, not the catalogue), the scored items keep their
+        outcomes, the tail becomes the rest, and its order and the uniform first stage are drawn afresh from
+        their streams of the seed, as for a run given ``head=size``. Returns False, changing nothing, if the
+        old and new heads disagree on the items they share (a callable that ranks differently when asked
+        again)."""
         if self._head_chunks or self._tail_stages():
-            raise RuntimeError("the head grows between its rungs, before the tail")
+            raise RuntimeError("the head changes size between its rungs, before the tail")
         old_ptr, old_items, old = self.head_ptr, self.head_items, self.heads
         hp, hi, ties = self._head_builder(head_sizes(size, self.inputs["n_items"] - 1))
+        common = np.minimum(old, np.diff(hp))
         place = np.arange(old_items.size) - np.repeat(old_ptr[:-1], old)
-        at = hp[:-1][self._head_owner] + place           # each old head item's place in the new heads
-        if np.any(np.diff(hp) < old) or not np.array_equal(hi[at], old_items):
+        keep = place < common[self._head_owner]            # the old head items the new heads hold
+        if (self._item_scored & ~keep).any():
+            raise RuntimeError("the head cannot be cut below an item already scored")
+        at = hp[:-1][self._head_owner[keep]] + place[keep]   # their places in the new heads
+        if not np.array_equal(hi[at], old_items[keep]):
             return False
         scored = np.zeros(hi.size, bool)
-        scored[at] = self._item_scored
+        scored[at] = self._item_scored[keep]
         flags = {}
         for m, f in self._head_flags.items():
             flags[m] = np.zeros(hi.size, bool)
-            flags[m][at] = f
+            flags[m][at] = f[keep]
         self._item_scored, self._head_flags, self.head_ties = scored, flags, ties
         self._set_heads(hp, hi)
         self.config["head"] = int(size)
@@ -273,15 +277,15 @@ class StrataRun(StagedRun):
 
     def _climb(self, p, go, open_):
         """A climbing pilot's head ladder after a rung (``p``, the stage just scored; ``go``, the users it
-        leaves unsettled; ``open_``, per user, some model below k_max): below the head it was given the ladder
-        goes on as always; from there on it climbs one rung more while the last rung paid for itself
-        (:func:`sampling_lib.design.head_climb_pays`; the heads grow to the next rung, :meth:`_grow_head`),
-        else the head is the rung scored. Returns the users of the next rung (none: the head is complete)."""
+        leaves unsettled; ``open_``, per user, some model below k_max): the ladder climbs one rung more while
+        the last rung paid for itself (:func:`sampling_lib.design.head_climb_pays`), from its first rung on
+        (``n`` halved down to k_max, then doubled: 13, 25, 50, 100, 200, ... for n = 100 and K = 10); the
+        heads are resized to each rung as it comes (:meth:`_resize_head`: built at ``n``, grown above it, cut
+        below it where the climb stops there). Returns the users of the next rung (none: the head is
+        complete, the last rung scored)."""
         from .design import head_climb_pays
 
         top = int(p["rung"])
-        if top < self.climb_from and go.size:
-            return go
         k_min = min(K for _, _, K in parse_metrics(self.config["metrics"]))
         users, stop = p["users"], p["stop"]
         settled = ~open_[users]
@@ -292,7 +296,7 @@ class StrataRun(StagedRun):
         what = f"{int(settled.sum()):,} users settled, {gain:,.0f} tail items saved against {pairs:,} scored"
         if go.size and not last and head_climb_pays(pairs, tails, k_min):
             up = self.rungs[self.rungs.index(top) + 1]
-            if self._grow_head(up):
+            if up <= int(self.config["head"]) or self._resize_head(up):
                 self.climb_notes.append(f"the rung to {top:,} paid ({what})")
                 return go
             why = (f"it paid ({what}), but asked again for heads of {up:,}, the proxy ranked some user's candidates "
@@ -300,9 +304,10 @@ class StrataRun(StagedRun):
         else:
             why = ("no user left unsettled" if not go.size else "the largest rung a climb may reach" if last
                    else f"{what}: it did not pay")
-        if top >= self.climb_from:
-            self.climb_notes.append(f"the rung to {top:,}: {why}")
-        self.rungs = [r for r in self.rungs if r <= max(top, self.climb_from)]
+        self.climb_notes.append(f"the rung to {top:,}: {why}")
+        if top < int(self.config["head"]) and not self._resize_head(top):
+            raise RuntimeError("the proxy ranked differently when asked again for a shorter head")
+        self.rungs = [r for r in self.rungs if r <= top]
         return go[:0]
 
     def _draw_uniform_first(self):
@@ -483,9 +488,8 @@ class StrataRun(StagedRun):
         c = self.config
         climbed = ""
         if self.climb_notes:
-            climbed = (f" (the ladder climbs above {self.climb_from:,} while its last rung paid for itself: the tails "
-                       f"to resolution its settled users need not run, T_u / K each, against its pairs; "
-                       f"{'; '.join(self.climb_notes)})")
+            climbed = (f" (the ladder climbs while its last rung paid for itself: the tails to resolution its settled "
+                       f"users need not run, T_u / K each, against its pairs; {'; '.join(self.climb_notes)})")
         if len(self.rungs) == 1:
             return f"head of {c['head']:,} proxy candidates scored{climbed}"
         left = int((self.head_scored < self.heads).sum())

@@ -1,5 +1,6 @@
-"""The head climb (``evaluate(..., proxy=)`` with a planned design and no ``head``): the pilot's head ladder goes on
-above ``n`` while its last rung paid for itself, and the head is then cut to the rung scored.
+"""The head climb (``evaluate(..., proxy=)`` with a planned design and no ``head``): the pilot's head ladder climbs
+rung by rung (``n`` halved down to K, then doubled) while its last rung paid for itself; the head is the last
+rung scored, below ``n`` or above it.
 
 The checks recompute what the library decides from the test's own bookkeeping: the rule's top and verdict by
 loops, each climbing rung's settled users and pairs from the models' scores and the proxy's order, and the
@@ -68,13 +69,13 @@ def test_the_pilot_climbs_and_reports_it(climbed):
     assert h > NEG                                             # the premise: this population climbs
     assert not res.parts["rest"].config["head_climb"]
     said = " ".join(pilot.design.decision)
-    assert f"head of {h:,} proxy candidates (the ladder climbs above {NEG}" in said
-    assert f"the rung to {h // 2:,} paid" in said and (f"the rung to {h:,}: " in said or f"at {h:,}: " in said)
+    assert f"head of {h:,} proxy candidates (the ladder climbs while its last rung paid" in said
+    assert f"the rung to {h // 2:,} paid" in said and f"the rung to {h:,}: " in said
 
 
 def test_the_climb_follows_its_rule_recomputed_from_the_scores(climbed):
     """Each pilot user's head items above the held-out one, by model, from the models and the proxy's order;
-    then the rungs from 10 up: a rung at or above n is followed by the next while it paid."""
+    then the rungs from the first (10) up: each is followed by the next while it paid."""
     held, hist, models, prox, out = climbed
     res = out[None][0]
     pilot_users = res.parts["pilot"].ranks.query("model == 'A'").user.to_numpy()
@@ -100,12 +101,8 @@ def test_the_climb_follows_its_rule_recomputed_from_the_scores(climbed):
         pairs = sum(min(a, C[u]) - prev for u in users)
         done = [u for u in users if settled(u, a)]
         left = [u for u in users if not settled(u, a) and C[u] > a]
-        if a >= NEG and (not left or a == rungs[-1] or not head_climb_pays(pairs, [C[u] - min(a, C[u])
-                                                                                for u in done], K)):
+        if not left or a == rungs[-1] or not head_climb_pays(pairs, [C[u] - min(a, C[u]) for u in done], K):
             want = a
-            break
-        if a < NEG and not left:
-            want = NEG
             break
         prev = a
     assert res.parts["pilot"].config["head"] == want
@@ -226,3 +223,26 @@ def test_head_climb_check_recomputes_the_climb_on_fitted_models():
     assert c.table_max_diff == 0 and c.ranks_equal and c.pairs_climbed == c.pairs_given
     with pytest.raises(ValueError, match="'ease' is not one of the fitted models"):
         studies.head_climb_check(pop, "ease", "popularity", tail_n=10)
+
+
+def test_a_climb_that_stops_below_n_cuts_the_head_to_the_rung_scored():
+    """A proxy that knows nothing on a small catalogue: few users are settled by the first rung, whose pairs
+    the tails to resolution they save (T_u / K, about 60 items) do not repay, so the head is that rung, below
+    n; the evaluation is still the one given that head."""
+    held, hist, models = _population(M=M, N=600, seed=9)
+    prox = np.random.default_rng(0).random(600)
+    counters, out = {}, []
+    for head in (None, "reached"):
+        h = None if head is None else out[0].parts["pilot"].config["head"]
+        counters[head] = {m: Counter(f) for m, f in models.items()}
+        out.append(evaluate(counters[head], held, 600, exclude=hist, n=40, proxy=prox, head=h, tail_n=10,
+                            target_ratio=1.3, seed=2, n_boot=100, progress=False))
+    a, b = out
+    h = a.parts["pilot"].config["head"]
+    assert h == head_rungs(40, K)[0] < 40
+    assert "it did not pay" in " ".join(a.parts["pilot"].design.decision)
+    assert (a.parts["pilot"].ranks["head"] <= h).all()
+    pd.testing.assert_frame_equal(a.table, b.table)
+    pd.testing.assert_frame_equal(a.ranks, b.ranks)
+    sa, sb = counters[None]["A"].seen(), counters["reached"]["A"].seen()
+    assert len(sa) == len(sb) and not sa.duplicated().any()

@@ -111,11 +111,12 @@ def head_rungs(head, k_max):
 
 
 def head_climb_top(head, n_candidates, k_min, room=None):
-    """The largest head a pilot's head ladder may climb to above ``head`` (:func:`head_climb_pays`): ``head``
-    doubled up to the first size at least 4 max C_u / k_min, and within ``room`` items per user (a budget);
-    never below ``head``. A rung a -> 2a is climbed only after the rung a/2 -> a paid, which needs
-    a/2 <= T_u / k_min for some user it scored (the rung cost a/2 per user, a settled user saves at most
-    T_u / k_min), so no climbed rung ends above 4 max T_u / k_min.
+    """The largest head a pilot's head ladder may climb to (:func:`head_climb_pays`; its rungs are
+    :func:`head_rungs` of this top, so ``head``'s halves and doublings): ``head`` doubled up to the first size
+    at least 4 max C_u / k_min, and within ``room`` items per user (a budget); never below ``head``. A rung
+    a -> 2a is climbed only after the rung a/2 -> a paid, which needs a/2 <= T_u / k_min for some user it
+    scored (the rung cost a/2 per user, a settled user saves at most T_u / k_min), so no climbed rung ends
+    above 4 max T_u / k_min.
 
     Examples
     --------

@@ -454,19 +454,16 @@ def head_climb_check(population, costly, proxy, *, tail_n, n=100, metrics=("reca
         hits = np.flatnonzero(above)
         if hits.size >= k_max:
             settle[j] = hits[k_max - 1] + 1
-    rungs, want, prev = head_rungs(head_climb_top(n, C, k_min), k_max), n, 0
-    for r in rungs:
+    rungs, prev = head_rungs(head_climb_top(n, C, k_min), k_max), 0
+    for want in rungs:                                      # from the first rung, while the last one paid
         live = (settle > prev) & (C > prev)                 # the users this rung scores
-        at = np.minimum(r, C)
+        at = np.minimum(want, C)
         done = live & (settle <= at)
-        left = live & ~done & (C > r)
-        if r >= n and (not left.any() or r == rungs[-1]
-                       or not head_climb_pays(int((at - prev)[live].sum()), (C - at)[done], k_min)):
-            want = r
+        left = live & ~done & (C > want)
+        if not left.any() or want == rungs[-1] or not head_climb_pays(int((at - prev)[live].sum()), (C - at)[done],
+                                                                       k_min):
             break
-        if r < n and not left.any():
-            break
-        prev = r
+        prev = want
     cols = ["estimate", "ci_low", "ci_high", "naive"]
     diff = np.nanmax(np.abs(a.table[cols].to_numpy(float) - b.table[cols].to_numpy(float)))
     N_sum = float(np.asarray(info["n_candidates"]).sum())
