@@ -275,8 +275,8 @@ def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "n
         least the rung's pairs (:func:`sampling_lib.design.head_climb_pays`); the pilot's head is the last
         rung scored (below ``n`` or above it), the plan chooses the other users' head among it and its
         halves, and the head's decision says each rung's verdict (``result.config["head_climb"]``). The
-        heads are asked of the proxy again at each rung past ``n`` and where the climb stops below it (a
-        callable proxy must rank the same way each time; if it does not, the climb stops and says so).
+        heads are asked of the proxy again at each rung past ``n`` (a callable proxy must rank the same
+        way each time; if it does not, the climb stops and says so).
     head_ladder : bool, optional, keyword-only
         With ``proxy`` (default True): score each user's head in rungs, ``head`` halved down to the largest
         K of the metrics, smallest first (:func:`sampling_lib.design.head_rungs`), and leave a user out of

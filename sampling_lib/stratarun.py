@@ -156,7 +156,7 @@ class StrataRun(StagedRun):
         C = inp["n_items"] - 1
         self.k_max = max(K for _, _, K in parse_metrics(self.config["metrics"]))
         k_min = min(K for _, _, K in parse_metrics(self.config["metrics"]))
-        # a planned pilot without a given head climbs its head ladder above ``head`` while a rung pays
+        # a planned pilot without a given head climbs its head ladder rung by rung while a rung pays
         # (_climb; not a retriever's table, whose lists are the heads)
         self.climb = (bool(config.get("head_climb", False)) and self.head_ladder and self.planned
                       and self.pilot_cells is None and not isinstance(proxy, pd.DataFrame))
@@ -169,6 +169,7 @@ class StrataRun(StagedRun):
             top = head_climb_top(head, C, k_min, room)
         m = head_sizes(head, C)
         self._head_builder = None         # sizes -> (head_ptr, head_items, edge ties): the climb's longer heads
+        self._edge_ties = None            # sizes -> the users whose head edge the tie rule decides (per-item scores)
         self.head_ties = 0                # users whose head edge the tie rule decided (per-item scores only)
         self.head_notes = []              # what a top-m table's reading decided (evaluate's notes)
         if isinstance(proxy, pd.DataFrame):
@@ -207,6 +208,7 @@ class StrataRun(StagedRun):
                 raise ValueError(f"proxy as scores must hold one score per catalogue item ({inp['N']}); got shape "
                                  f"{scores.shape}")
             self._head_builder = lambda sizes: heads_and_edge_ties(scores, inp["ptr"], inp["bad"], sizes)
+            self._edge_ties = lambda sizes: self._head_builder(sizes)[2]
             hp, hi, self.head_ties = self._head_builder(m)
         self._set_heads(hp, hi)
         self.x = {}                                           # model -> head items at or above the held-out
@@ -244,16 +246,22 @@ class StrataRun(StagedRun):
 
     def _resize_head(self, size):
         """A climbing pilot's heads made the proxy's first ``size`` items per user, between the head's rungs (no
-        tail drawn yet, nothing scored beyond ``size``): asked of the proxy again (the heads are built no longer
-        than the climb has reached, so memory follows the head, not the catalogue), the scored items keep their
-        outcomes, the tail becomes the rest, and its order and the uniform first stage are drawn afresh from
-        their streams of the seed, as for a run given ``head=size``. Returns False, changing nothing, if the
-        old and new heads disagree on the items they share (a callable that ranks differently when asked
-        again)."""
+        tail drawn yet, nothing scored beyond ``size``): longer, asked of the proxy again (the heads are built no
+        longer than the climb has reached, so memory follows the head, not the catalogue); shorter, the prefix
+        of the heads held. The scored items keep their outcomes, the tail becomes the rest, and its order and
+        the uniform first stage are drawn afresh from their streams of the seed, as for a run given
+        ``head=size``. Returns False, changing nothing, if the old and new heads disagree on the items they
+        share (a callable that ranks differently when asked again)."""
         if self._head_chunks or self._tail_stages():
             raise RuntimeError("the head changes size between its rungs, before the tail")
         old_ptr, old_items, old = self.head_ptr, self.head_items, self.heads
-        hp, hi, ties = self._head_builder(head_sizes(size, self.inputs["n_items"] - 1))
+        sizes = head_sizes(size, self.inputs["n_items"] - 1)
+        if size < int(self.config["head"]):
+            keep = (np.arange(old_items.size) - np.repeat(old_ptr[:-1], old)) < sizes[self._head_owner]
+            hp, hi = np.r_[0, np.cumsum(np.minimum(old, sizes))].astype(np.int64), old_items[keep]
+            ties = 0 if self._edge_ties is None else self._edge_ties(sizes)
+        else:
+            hp, hi, ties = self._head_builder(sizes)
         common = np.minimum(old, np.diff(hp))
         place = np.arange(old_items.size) - np.repeat(old_ptr[:-1], old)
         keep = place < common[self._head_owner]            # the old head items the new heads hold
@@ -281,7 +289,7 @@ class StrataRun(StagedRun):
         the last rung paid for itself (:func:`sampling_lib.design.head_climb_pays`), from its first rung on
         (``n`` halved down to k_max, then doubled: 13, 25, 50, 100, 200, ... for n = 100 and K = 10); the
         heads are resized to each rung as it comes (:meth:`_resize_head`: built at ``n``, grown above it, cut
-        below it where the climb stops there). Returns the users of the next rung (none: the head is
+        to its prefix where the climb stops below it). Returns the users of the next rung (none: the head is
         complete, the last rung scored)."""
         from .design import head_climb_pays
 
@@ -305,8 +313,8 @@ class StrataRun(StagedRun):
             why = ("no user left unsettled" if not go.size else "the largest rung a climb may reach" if last
                    else f"{what}: it did not pay")
         self.climb_notes.append(f"the rung to {top:,}: {why}")
-        if top < int(self.config["head"]) and not self._resize_head(top):
-            raise RuntimeError("the proxy ranked differently when asked again for a shorter head")
+        if top < int(self.config["head"]):
+            self._resize_head(top)                    # a prefix of the heads held: it cannot disagree
         self.rungs = [r for r in self.rungs if r <= top]
         return go[:0]
 
