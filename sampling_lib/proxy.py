@@ -44,7 +44,7 @@ from ._validation import check_int, show_value
 from .nested import candidate_items
 
 __all__ = ["heads_from_scores", "heads_from_callable", "heads_from_table", "head_sizes", "tail_exclusions",
-           "head_enrichment"]
+           "head_enrichment", "table_head_notes"]
 
 
 def head_sizes(m, n_candidates):
@@ -235,6 +235,25 @@ def heads_and_edge_ties(scores, ptr, bad, m):
     edge = (ext_sizes > m) & (m > 0)                                       # a candidate beyond a non-empty head
     ties = int(np.sum(v[ext[ext_p[1:][edge] - 2]] == v[ext[ext_p[1:][edge] - 1]]))
     return head_ptr, ext[keep], ties
+
+
+def table_head_notes(listed, given, m, head, M):
+    """The notes of a retriever's top-m table read as heads (:func:`heads_from_table`; ``listed``: per user,
+    whether its list held its held-out item, dropped from the head since it is scored as the held-out item;
+    ``given``: each user's list length after that; ``m``: the head sizes, ``head`` as given; ``M``: users):
+    users whose list held their held-out item, users the table does not list, lists cut to ``head``."""
+    notes = []
+    if listed.any():
+        notes.append(f"proxy: the top-m table lists the held-out item of {int(listed.sum()):,} of {M:,} users; it is "
+                     "scored as the held-out item, not as a head candidate, so their heads hold one item less")
+    if (given == 0).any():
+        notes.append(f"proxy: {int((given == 0).sum()):,} of {M:,} users are not in the top-m table (or only with "
+                     "their held-out item): their head is empty and their tail is drawn from all their candidates")
+    cut = given > m
+    if cut.any():
+        notes.append(f"proxy: the top-m table lists more than head = {head:,} items (or than their candidates) for "
+                     f"{int(cut.sum()):,} of {M:,} users: their first items (by rank, else file order) form the head")
+    return notes
 
 
 def head_enrichment(head, x, tail_size, tail_hits, k_max):

@@ -60,7 +60,7 @@ from .kernels import next_tail_size
 from .metrics import parse_metrics
 from .nested import CandidateMap, NestedOrder
 from .proxy import (head_enrichment, head_sizes, heads_and_edge_ties, heads_from_callable, heads_from_table,
-                    tail_exclusions)
+                    table_head_notes, tail_exclusions)
 from .design import describe_strata, head_climb_top
 from .stagerun import StagedRun, _batches, _sizes_text
 
@@ -85,23 +85,6 @@ def _joined(pilot, own):
     if len(pilot) == 7:
         own = tuple(own) + (np.zeros_like(own[0]), np.zeros_like(own[0]))
     return tuple(np.concatenate(a) for a in zip(pilot, own))
-
-
-def _table_notes(listed, given, m, head, M):
-    """The notes of a retriever's top-m table: users whose list held their held-out item (dropped from the
-    head: it is scored as the held-out item), users the table does not list, lists cut to ``head``."""
-    notes = []
-    if listed.any():
-        notes.append(f"proxy: the top-m table lists the held-out item of {int(listed.sum()):,} of {M:,} users; it is "
-                     "scored as the held-out item, not as a head candidate, so their heads hold one item less")
-    if (given == 0).any():
-        notes.append(f"proxy: {int((given == 0).sum()):,} of {M:,} users are not in the top-m table (or only with "
-                     "their held-out item): their head is empty and their tail is drawn from all their candidates")
-    cut = given > m
-    if cut.any():
-        notes.append(f"proxy: the top-m table lists more than head = {head:,} items (or than their candidates) for "
-                     f"{int(cut.sum()):,} of {M:,} users: their first items (by rank, else file order) form the head")
-    return notes
 
 
 class StrataRun(StagedRun):
@@ -189,7 +172,7 @@ class StrataRun(StagedRun):
                                               inp["held"], inp["ptr"], inp["bad"])
             # a retriever's list is the head as it is (its length per user), capped at m; said in the notes
             given = np.diff(hp)
-            self.head_notes += _table_notes(listed, given, m, head, self.M)
+            self.head_notes += table_head_notes(listed, given, m, head, self.M)
             sizes = np.minimum(given, m)
             keep = np.concatenate([np.arange(hp[u], hp[u] + sizes[u]) for u in range(self.M)]) if self.M else hp[:0]
             hp, hi = np.r_[0, np.cumsum(sizes)].astype(np.int64), hi[keep]
