@@ -113,6 +113,15 @@ SLOW = [
     ("tests/test_cli_design.py::", 3.0),
     ("tests/test_ncf_short_sets.py::", 1.3),
     ("tests/test_runner_signals.py::", 10.5),
+    ("tests/test_precision_check.py::test_a_pilot_below_the_others_top_goes_on_first", 7.3),
+    ("tests/test_precision_check.py::test_an_optimistic_plan_is_checked_and_the_ladder_goes", 6.4),
+    ("tests/test_precision_check.py::test_the_check_stays_within_max_cost", 4.6),
+    ("tests/test_head_climb.py::test_a_callable_proxy_climbs_as_a_given_head_does", 2.8),
+    ("tests/test_head_climb.py::test_a_proxy_that_ranks_differently_when_asked_again", 2.6),
+    ("tests/test_head_climb.py::test_head_climb_check_recomputes_the_climb_on_fitted", 2.5),
+    ("tests/test_head_climb.py::test_a_climb_that_stops_below_n_cuts_the_head", 2.3),
+    ("tests/test_head_climb.py::test_the_pilot_climbs", 2.8),         # the module fixture: two evaluations
+    ("tests/test_head_climb.py::test_the_climb_follows", 0.3),
 ]
 
 #: group name -> node id prefixes of tests that share an expensive fixture (one unit, one worker).
@@ -129,6 +138,10 @@ GROUPS = {
     # module fixtures: one evaluation, one NCF-like folder
     "evaluate module": ("tests/test_evaluate.py::",),
     "ncf short sets": ("tests/test_ncf_short_sets.py::",),
+    "head climb module": ("tests/test_head_climb.py::test_the_pilot_climbs",
+                          "tests/test_head_climb.py::test_the_climb_follows",
+                          "tests/test_head_climb.py::test_a_climbed_evaluation",
+                          "tests/test_head_climb.py::test_the_edge_ties"),
     # the same-seed test reuses notebook 01's smoke run when both run in the same worker
     "notebook 01": (
         "tests/test_notebooks.py::test_notebook_runs_with_smoke_parameters[01",
