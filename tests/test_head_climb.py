@@ -17,7 +17,7 @@ from sampling_lib.proxy import heads_and_edge_ties
 from sampling_lib.stagerun import check_inputs
 from test_evaluate import Counter, _population
 
-N, M, NEG = 2000, 500, 20          # catalogue, users, n (the head the pilot reaches in any case)
+N, M, NEG = 2000, 500, 20          # catalogue, users, n (the head the pilot's heads are first built at)
 K = 10
 
 

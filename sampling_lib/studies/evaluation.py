@@ -124,9 +124,9 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
         size its plan chose for the other users, at most the pilot's; NaN when they fell back or without a
         plan), ``pilot_head`` (a planned stratified evaluation's pilot head: with ``head`` None, the head its
         climb reached; else NaN), ``predicted_ratio`` (the last plan's predicted worst ratio over the
-        metrics; NaN without a plan), ``uniform_predicted_share`` (a planned stratified evaluation's pilot: its price of the
-        cheapest uniform design meeting the target; else NaN), ``uniform_priced_on`` ("first stage" or
-        "cells": what the pilot priced it on; else None) and ``check_share`` (the pairs the precision check
+        metrics; NaN without a plan), ``uniform_predicted_share`` (a planned stratified evaluation's pilot:
+        its price of the cheapest uniform design meeting the target; else NaN), ``uniform_priced_on``
+        ("first stage" or "cells": what the pilot priced it on; else None) and ``check_share`` (the pairs the precision check
         scored beyond the planned stratified design, as a share of full ranking: 0 when it did not act;
         NaN when the other users fell back, when the pilot was every user, or without a plan).
 
