@@ -61,7 +61,7 @@ from .metrics import parse_metrics
 from .nested import CandidateMap, NestedOrder
 from .proxy import (head_enrichment, head_sizes, heads_and_edge_ties, heads_from_callable, heads_from_table,
                     table_head_notes, tail_exclusions)
-from .design import describe_strata, head_climb_top
+from .design import describe_strata, head_climb_pays, head_climb_top
 from .stagerun import StagedRun, _batches, _sizes_text
 
 __all__ = ["StrataRun", "check_proxy_settings", "UNIFORM_STAGE_SHARE"]
@@ -137,8 +137,8 @@ class StrataRun(StagedRun):
         self.config["head_ladder"] = self.head_ladder
         inp = self.inputs
         C = inp["n_items"] - 1
-        self.k_max = max(K for _, _, K in parse_metrics(self.config["metrics"]))
-        k_min = min(K for _, _, K in parse_metrics(self.config["metrics"]))
+        cutoffs = [K for _, _, K in parse_metrics(self.config["metrics"])]
+        self.k_max, self.k_min = max(cutoffs), min(cutoffs)
         # a planned pilot without a given head climbs its head ladder rung by rung while a rung pays
         # (_climb; not a retriever's table, whose lists are the heads)
         self.climb = (bool(config.get("head_climb", False)) and self.head_ladder and self.planned
@@ -149,7 +149,7 @@ class StrataRun(StagedRun):
         if self.climb:
             mc = self.config["max_cost"]
             room = None if mc is None else mc * float(inp["n_items"].mean()) - 1 - tail_n
-            top = head_climb_top(head, C, k_min, room)
+            top = head_climb_top(head, C, self.k_min, room)
         m = head_sizes(head, C)
         self._head_builder = None         # sizes -> (head_ptr, head_items, edge ties): the climb's longer heads
         self._edge_ties = None            # sizes -> the users whose head edge the tie rule decides (per-item scores)
@@ -239,15 +239,14 @@ class StrataRun(StagedRun):
             raise RuntimeError("the head changes size between its rungs, before the tail")
         old_ptr, old_items, old = self.head_ptr, self.head_items, self.heads
         sizes = head_sizes(size, self.inputs["n_items"] - 1)
+        place = np.arange(old_items.size) - np.repeat(old_ptr[:-1], old)       # within its user's head
         if size < int(self.config["head"]):
-            keep = (np.arange(old_items.size) - np.repeat(old_ptr[:-1], old)) < sizes[self._head_owner]
-            hp, hi = np.r_[0, np.cumsum(np.minimum(old, sizes))].astype(np.int64), old_items[keep]
+            hp = np.r_[0, np.cumsum(np.minimum(old, sizes))].astype(np.int64)
+            hi = old_items[place < sizes[self._head_owner]]
             ties = 0 if self._edge_ties is None else self._edge_ties(sizes)
         else:
             hp, hi, ties = self._head_builder(sizes)
-        common = np.minimum(old, np.diff(hp))
-        place = np.arange(old_items.size) - np.repeat(old_ptr[:-1], old)
-        keep = place < common[self._head_owner]            # the old head items the new heads hold
+        keep = place < np.minimum(old, np.diff(hp))[self._head_owner]    # the old head items the new heads hold
         if (self._item_scored & ~keep).any():
             raise RuntimeError("the head cannot be cut below an item already scored")
         at = hp[:-1][self._head_owner[keep]] + place[keep]   # their places in the new heads
@@ -274,10 +273,8 @@ class StrataRun(StagedRun):
         heads are resized to each rung as it comes (:meth:`_resize_head`: built at ``n``, grown above it, cut
         to its prefix where the climb stops below it). Returns the users of the next rung (none: the head is
         complete, the last rung scored)."""
-        from .design import head_climb_pays
-
         top = int(p["rung"])
-        k_min = min(K for _, _, K in parse_metrics(self.config["metrics"]))
+        k_min = self.k_min
         users, stop = p["users"], p["stop"]
         settled = ~open_[users]
         pairs = int((stop - p["start"]).sum())
@@ -614,7 +611,7 @@ class StrataRun(StagedRun):
         from .design import tail_candidates
 
         c = self.config
-        k_min = min(K for _, _, K in parse_metrics(c["metrics"]))
+        k_min = self.k_min
         live = self.tails[self.tails >= 1]
         if not live.size:
             c["tail_n_max"] = c["tail_n"]
