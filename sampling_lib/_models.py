@@ -215,6 +215,49 @@ class ItemKNN(Recommender):
 EASE_ONE_THREAD_ITEMS = 10_000
 
 
+#: Rows per block where EASE's fit works through its N x N matrix (a block is this many rows of N).
+_BLOCK_ROWS = 1024
+
+
+def _spd_inverse_inplace(G):
+    """The inverse of the symmetric positive definite C-ordered ``G``, computed in G's memory.
+
+    LAPACK ``potrf`` (Cholesky) then ``potri`` (the inverse from the factor) on G's transpose, a
+    Fortran-ordered view of the same symmetric matrix, so neither copies it; ``potri`` leaves one
+    triangle, which :func:`_mirror_lower` copies to the other in row blocks. Returns a C-ordered array
+    sharing G's memory. One BLAS thread from :data:`EASE_ONE_THREAD_ITEMS` rows (:class:`EASE`).
+    """
+    N = G.shape[0]
+    A = G.T                                      # Fortran order, the same matrix (G is symmetric)
+    potrf, potri = sla.get_lapack_funcs(("potrf", "potri"), (A,))
+    with _one_blas_thread_from(N, EASE_ONE_THREAD_ITEMS):
+        c, info = potrf(A, lower=False, overwrite_a=True, clean=False)
+        if info == 0:
+            c, info = potri(c, lower=False, overwrite_c=True)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"EASE's Gram matrix X^T X + lam I is not positive definite "
+                                    f"(LAPACK info {info}): raise lam")
+    if not np.shares_memory(c, G):               # f2py copied after all: keep the result, not G
+        c = np.asfortranarray(c)
+    P = c.T                                      # C order; potri's upper triangle is the view's lower
+    _mirror_lower(P)
+    return P
+
+
+def _mirror_lower(P):
+    """Copy the lower triangle of the square C-ordered ``P`` onto its upper one, in place, in row blocks
+    of :data:`_BLOCK_ROWS` (each block's diagonal square, then its rows right of it from the columns
+    below it)."""
+    N = P.shape[0]
+    for a in range(0, N, _BLOCK_ROWS):
+        b = min(a + _BLOCK_ROWS, N)
+        sq = P[a:b, a:b]
+        iu = np.triu_indices(b - a, 1)
+        sq[iu] = sq.T[iu]
+        if b < N:
+            P[a:b, b:] = P[b:, a:b].T
+
+
 def _one_blas_thread_from(N, threshold):
     """Context: BLAS limited to one thread when ``N >= threshold``, else no change."""
     if N < threshold:
@@ -227,21 +270,22 @@ def _one_blas_thread_from(N, threshold):
 class EASE(Recommender):
     """EASE^R, Steck (2019): closed-form item-item linear autoencoder.
 
-    ``G = X^T X + lambda I``, ``P = G^{-1}`` by a Cholesky solve
-    (``scipy.linalg.cho_factor`` / ``cho_solve`` against the identity; never
-    ``inv``), ``B = I - P diag(1/diag(P))`` i.e. ``B_ij = -P_ij / P_jj`` off the
-    diagonal and ``B_jj = 0``. Scores are ``X_u B``. The dense N x N matrices are
-    inherent to EASE (fine up to N ~ 20K items: 3.2 GB in float64, half with
-    ``dtype=np.float32``).
+    ``G = X^T X + lambda I``, ``P = G^{-1}`` from its Cholesky factor (LAPACK
+    ``potrf`` then ``potri``, both in G's own memory; never ``inv``),
+    ``B = I - P diag(1/diag(P))`` i.e. ``B_ij = -P_ij / P_jj`` off the diagonal and
+    ``B_jj = 0``. Scores are ``X_u B``. The dense N x N matrix is inherent to EASE, and
+    the fit holds one (plus row blocks): 3.2 GB in float64 at N = 20K, 13.4 GB at
+    N = 41K, half with ``dtype=np.float32``. (A solve against the identity held two.)
 
-    From :data:`EASE_ONE_THREAD_ITEMS` items on, the Cholesky factorization runs with
-    BLAS limited to one thread, whatever thread count the process or the user set:
-    OpenBLAS 0.3.31 (the wheels' BLAS) crashed the process with a segmentation fault
-    in its multi-threaded ``dpotrf`` from N = 15,800 on the 2-core reference machine,
-    with 2, 3 or 4 threads, upper or lower, while one thread factored N = 17,632 in
-    42 s (OpenMathLib/OpenBLAS issues 352 and 2562 report the same at larger N). One
-    thread costs about 1.4x at N = 14,000 (18.6 s against 13.4 s). The solve against
-    the identity keeps the caller's threads (2 threads solved N = 17,632 in 116 s).
+    From :data:`EASE_ONE_THREAD_ITEMS` items on, the factorization and the inversion
+    run with BLAS limited to one thread, whatever thread count the process or the user
+    set: OpenBLAS 0.3.31 (the wheels' BLAS) crashed the process with a segmentation
+    fault in its multi-threaded ``dpotrf`` from N = 15,800 on the 2-core reference
+    machine, with 2, 3 or 4 threads, upper or lower, while one thread factored
+    N = 17,632 in 42 s (OpenMathLib/OpenBLAS issues 352 and 2562 report the same at
+    larger N). ``potri``'s parallel triangular inverse and product are built like
+    ``potrf``'s, so they get the same limit. One thread costs about 1.4x at N = 14,000
+    (18.6 s against 13.4 s for the factorization).
 
     Parameters
     ----------
@@ -276,21 +320,19 @@ class EASE(Recommender):
         X = _check_train(train)
         self.n_users_, self.n_items_ = X.shape
         N = self.n_items_
-        # refuse up front rather than let the OOM killer decide (EASE holds up to three N x N matrices)
-        check_array_size((N, N), f"EASE's dense item x item matrix (N={N} items, about 3 at once)",
+        # refuse up front rather than let the OOM killer decide (EASE holds one N x N matrix)
+        check_array_size((N, N), f"EASE's dense item x item matrix (N={N} items)",
                          itemsize=np.dtype(self.dtype).itemsize)
         G = _dense_gram(X, self.dtype)
         G[np.diag_indices(N)] += lam
-        with _one_blas_thread_from(N, EASE_ONE_THREAD_ITEMS):
-            cf = sla.cho_factor(G, lower=False, overwrite_a=True, check_finite=False)
-        P = sla.cho_solve(cf, np.eye(N, dtype=self.dtype), overwrite_b=True, check_finite=False)
-        del cf, G
+        P = _spd_inverse_inplace(G)          # G's memory: no second N x N matrix
         d = np.diag(P).copy()
-        P /= -d[None, :]
+        for a in range(0, N, _BLOCK_ROWS):   # in row blocks: no N x N temporary
+            P[a:a + _BLOCK_ROWS] /= -d[None, :]
         P[np.diag_indices(N)] = 0.0
-        # C order: scipy's sparse @ dense ravels the dense operand, which copies an F-ordered
+        # C order (P is): scipy's sparse @ dense ravels the dense operand, which copies an F-ordered
         # N x N matrix on every scoring call
-        self.B_ = np.ascontiguousarray(P)
+        self.B_ = P
         self._X = X.astype(self.dtype)
         self.fit_time_ = time.perf_counter() - t0
         return self

@@ -121,8 +121,8 @@ def _blas_threads():
 @pytest.mark.parametrize("threshold", [5, 50])
 def test_ease_factors_with_one_blas_thread_from_its_threshold(monkeypatch, threshold):
     # OpenBLAS's multi-threaded Cholesky crashed the process from N = 15,800 (EASE's docstring):
-    # from EASE_ONE_THREAD_ITEMS items on, the factorization sees one BLAS thread, below it the
-    # caller's setting; the solve always sees the caller's; the fit is the same either way
+    # from EASE_ONE_THREAD_ITEMS items on, the factorization and the inversion see one BLAS thread,
+    # below it the caller's setting; the fit is the same either way
     from threadpoolctl import threadpool_limits
 
     import sampling_lib._models as models
@@ -130,18 +130,17 @@ def test_ease_factors_with_one_blas_thread_from_its_threshold(monkeypatch, thres
     if not _blas_threads():
         pytest.skip("no BLAS library seen by threadpoolctl")
     seen = []
-    real_factor, real_solve = models.sla.cho_factor, models.sla.cho_solve
+    real = models.sla.get_lapack_funcs
 
-    def factor(*a, **k):
-        seen.append(("factor", _blas_threads()))
-        return real_factor(*a, **k)
+    def watched(names, arrays):
+        def wrap(name, f):
+            def call(*a, **k):
+                seen.append((name, _blas_threads()))
+                return f(*a, **k)
+            return call
+        return tuple(wrap(n, f) for n, f in zip(names, real(names, arrays)))
 
-    def solve(*a, **k):
-        seen.append(("solve", _blas_threads()))
-        return real_solve(*a, **k)
-
-    monkeypatch.setattr(models.sla, "cho_factor", factor)
-    monkeypatch.setattr(models.sla, "cho_solve", solve)
+    monkeypatch.setattr(models.sla, "get_lapack_funcs", watched)
     monkeypatch.setattr(models, "EASE_ONE_THREAD_ITEMS", threshold)
     X = sp.random(40, 12, density=0.3, random_state=1, format="csr")
     with threadpool_limits(limits=2, user_api="blas"):
@@ -149,9 +148,41 @@ def test_ease_factors_with_one_blas_thread_from_its_threshold(monkeypatch, thres
         B = EASE(lam=10.0).fit(X).B_
         after = _blas_threads()
     want = [1] * len(ambient) if 12 >= threshold else ambient
-    assert seen == [("factor", want), ("solve", ambient)]
+    assert seen == [("potrf", want), ("potri", want)]
     assert after == ambient
     np.testing.assert_allclose(B, _ease_reference((X > 0).astype(float), 10.0), atol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_ease_inverts_in_the_gram_matrix_memory_in_row_blocks(monkeypatch, dtype):
+    # the fit holds one N x N matrix: potrf / potri overwrite the Gram matrix, the mirrored triangle
+    # and the column scaling go by row blocks (here 4 rows, so 13 items make 3 full blocks and a
+    # partial one); the result is the per-column constrained ridge's, C-ordered
+    import sampling_lib._models as models
+
+    monkeypatch.setattr(models, "_BLOCK_ROWS", 4)
+    grams = []
+    real = models._dense_gram
+
+    def gram(*a, **k):
+        grams.append(real(*a, **k))
+        return grams[-1]
+
+    monkeypatch.setattr(models, "_dense_gram", gram)
+    X = sp.random(60, 13, density=0.3, random_state=4, format="csr")
+    B = EASE(lam=3.0, dtype=dtype).fit(X).B_
+    assert B.flags.c_contiguous and B.dtype == dtype
+    assert np.shares_memory(B, grams[0])
+    np.testing.assert_allclose(B, _ease_reference((X > 0).astype(float), 3.0),
+                               atol=1e-10 if dtype == np.float64 else 1e-5)
+
+
+def test_spd_inverse_inplace_refuses_a_matrix_that_is_not_positive_definite():
+    from sampling_lib._models import _spd_inverse_inplace
+
+    G = np.array([[1.0, 2.0], [2.0, 1.0]])
+    with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
+        _spd_inverse_inplace(G)
 
 
 def test_als_cg_with_f_steps_equals_exact_solve():
