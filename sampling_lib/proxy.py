@@ -46,6 +46,30 @@ from .nested import candidate_items
 __all__ = ["heads_from_scores", "heads_from_callable", "heads_from_table", "head_sizes", "tail_exclusions",
            "head_enrichment", "table_head_notes"]
 
+#: Head items per block of users where heads and tail exclusions are built: the temporaries are a few int64
+#: arrays of this many entries (32 MB each), whatever the heads' total. A head of thousands for 30,000 users
+#: built at once held about eight arrays of the heads' total size (a Gowalla evaluation behind popularity was
+#: killed by the OOM killer at 17.5 GB; benchmarks/README.md, "The head climb").
+HEAD_BLOCK_ITEMS = 1 << 22
+
+
+def _user_blocks(sizes, block=None):
+    """Consecutive user ranges (a, b) whose ``sizes`` sum to at most ``block`` (:data:`HEAD_BLOCK_ITEMS`); a
+    user larger than a block is a block of its own.
+
+    Examples
+    --------
+    >>> list(_user_blocks(np.array([2, 2, 5, 1]), 4))
+    [(0, 2), (2, 3), (3, 4)]
+    """
+    block = HEAD_BLOCK_ITEMS if block is None else block
+    c = np.r_[0, np.cumsum(np.asarray(sizes, dtype=np.int64))]
+    a, M = 0, c.size - 1
+    while a < M:
+        b = max(a + 1, int(np.searchsorted(c, c[a] + block, side="right")) - 1)
+        yield a, b
+        a = b
+
 
 def head_sizes(m, n_candidates):
     """Each user's head size: ``m`` (an int, or one per user) capped at its C_u candidates.
@@ -97,17 +121,21 @@ def heads_from_scores(scores, ptr, bad, m):
     place = np.empty_like(order)
     place[order] = np.arange(order.size)
     ptr = np.asarray(ptr, dtype=np.int64)
-    M = ptr.size - 1
-    seg = np.repeat(np.arange(M), np.diff(ptr))
-    bad_places = place[np.asarray(bad, dtype=np.int64)]
-    # sorted within each user's segment: the skip rule of candidate_items needs it
-    key = np.lexsort((bad_places, seg))
-    bad_sorted = bad_places[key]
+    bad = np.asarray(bad, dtype=np.int64)
     m = np.asarray(m, dtype=np.int64)
-    users = np.repeat(np.arange(M), m)
-    k = np.arange(users.size) - np.repeat(np.cumsum(m) - m, m)
-    head = order[candidate_items(k, users, ptr, bad_sorted)]
-    return np.r_[0, np.cumsum(m)].astype(np.int64), head
+    head_ptr = np.r_[0, np.cumsum(m)].astype(np.int64)
+    head = np.empty(int(head_ptr[-1]), np.int64)
+    for a, b in _user_blocks(m):                        # bounded temporaries (HEAD_BLOCK_ITEMS)
+        bp = ptr[a:b + 1] - ptr[a]
+        seg = np.repeat(np.arange(b - a), np.diff(bp))
+        bad_places = place[bad[ptr[a]:ptr[b]]]
+        # sorted within each user's segment: the skip rule of candidate_items needs it
+        bad_sorted = bad_places[np.lexsort((bad_places, seg))]
+        mm = m[a:b]
+        users = np.repeat(np.arange(b - a), mm)
+        k = np.arange(users.size) - np.repeat(np.cumsum(mm) - mm, mm)
+        head[head_ptr[a]:head_ptr[b]] = order[candidate_items(k, users, bp, bad_sorted)]
+    return head_ptr, head
 
 
 def heads_from_callable(proxy, users, n_items, ptr, bad, m, *, ids=None, block_users=None):
@@ -201,14 +229,16 @@ def tail_exclusions(ptr, bad, head_ptr, head_items):
     """Each user's excluded positions, held-out item *and head*, sorted (CSR): the tail's candidates are the
     catalogue less these (:func:`sampling_lib.nested.candidate_items` maps tail positions to items)."""
     ptr, head_ptr = np.asarray(ptr, dtype=np.int64), np.asarray(head_ptr, dtype=np.int64)
-    M = ptr.size - 1
-    su = np.repeat(np.arange(M), np.diff(ptr))
-    hu = np.repeat(np.arange(M), np.diff(head_ptr))
-    u = np.r_[su, hu]
-    it = np.r_[np.asarray(bad, dtype=np.int64), np.asarray(head_items, dtype=np.int64)]
-    o = np.lexsort((it, u))
-    counts = np.bincount(u, minlength=M)
-    return np.r_[0, np.cumsum(counts)].astype(np.int64), it[o]
+    bad, head_items = np.asarray(bad, dtype=np.int64), np.asarray(head_items, dtype=np.int64)
+    counts = np.diff(ptr) + np.diff(head_ptr)
+    out_ptr = np.r_[0, np.cumsum(counts)].astype(np.int64)
+    out = np.empty(int(out_ptr[-1]), np.int64)
+    for a, b in _user_blocks(counts):                   # bounded temporaries (HEAD_BLOCK_ITEMS)
+        u = np.r_[np.repeat(np.arange(b - a), np.diff(ptr[a:b + 1])),
+                  np.repeat(np.arange(b - a), np.diff(head_ptr[a:b + 1]))]
+        it = np.r_[bad[ptr[a]:ptr[b]], head_items[head_ptr[a]:head_ptr[b]]]
+        out[out_ptr[a]:out_ptr[b]] = it[np.lexsort((it, u))]
+    return out_ptr, out
 
 
 def heads_and_edge_ties(scores, ptr, bad, m):
@@ -224,17 +254,21 @@ def heads_and_edge_ties(scores, ptr, bad, m):
     """
     v = np.asarray(scores, dtype=float)
     ptr = np.asarray(ptr, dtype=np.int64)
+    bad = np.asarray(bad, dtype=np.int64)
     m = np.asarray(m, dtype=np.int64)
     n_cand = v.size - np.diff(ptr)
-    ext_p, ext = heads_from_scores(v, ptr, bad, np.minimum(m + 1, n_cand))
-    ext_sizes = np.diff(ext_p)
-    place = np.arange(ext.size) - np.repeat(ext_p[:-1], ext_sizes)       # place within the user's list
-    keep = place < np.repeat(m, ext_sizes)
-    sizes = np.minimum(ext_sizes, m)
+    ext_m = np.minimum(m + 1, n_cand)
+    sizes = np.minimum(ext_m, m)
     head_ptr = np.r_[0, np.cumsum(sizes)].astype(np.int64)
-    edge = (ext_sizes > m) & (m > 0)                                       # a candidate beyond a non-empty head
-    ties = int(np.sum(v[ext[ext_p[1:][edge] - 2]] == v[ext[ext_p[1:][edge] - 1]]))
-    return head_ptr, ext[keep], ties
+    head, ties = np.empty(int(head_ptr[-1]), np.int64), 0
+    for a, b in _user_blocks(ext_m):                    # bounded temporaries (HEAD_BLOCK_ITEMS)
+        ext_p, ext = heads_from_scores(v, ptr[a:b + 1] - ptr[a], bad[ptr[a]:ptr[b]], ext_m[a:b])
+        ext_sizes = np.diff(ext_p)
+        place = np.arange(ext.size) - np.repeat(ext_p[:-1], ext_sizes)       # place within the user's list
+        head[head_ptr[a]:head_ptr[b]] = ext[place < np.repeat(m[a:b], ext_sizes)]
+        edge = (ext_sizes > m[a:b]) & (m[a:b] > 0)                         # a candidate beyond a non-empty head
+        ties += int(np.sum(v[ext[ext_p[1:][edge] - 2]] == v[ext[ext_p[1:][edge] - 1]]))
+    return head_ptr, head, ties
 
 
 def table_head_notes(listed, given, m, head, M):
