@@ -3,7 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["unique_ints"]
+__all__ = ["unique_ints", "user_blocks", "BLOCK_ITEMS"]
+
+#: Entries per block of users where a per-user CSR structure is built (heads, exclusions): the temporaries are
+#: a few int64 arrays of this many entries (32 MB each), whatever the structure's total.
+BLOCK_ITEMS = 1 << 22
 
 
 def unique_ints(a):
@@ -26,3 +30,21 @@ def unique_ints(a):
     keep[0] = True
     np.not_equal(s[1:], s[:-1], out=keep[1:])
     return s[keep]
+
+
+def user_blocks(sizes, block=None):
+    """Consecutive user ranges (a, b) whose ``sizes`` sum to at most ``block`` (:data:`BLOCK_ITEMS`); a user
+    larger than a block is a block of its own.
+
+    Examples
+    --------
+    >>> list(user_blocks(np.array([2, 2, 5, 1]), 4))
+    [(0, 2), (2, 3), (3, 4)]
+    """
+    block = BLOCK_ITEMS if block is None else block
+    c = np.r_[0, np.cumsum(np.asarray(sizes, dtype=np.int64))]
+    a, M = 0, c.size - 1
+    while a < M:
+        b = max(a + 1, int(np.searchsorted(c, c[a] + block, side="right")) - 1)
+        yield a, b
+        a = b

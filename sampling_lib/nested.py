@@ -51,6 +51,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._arrays import user_blocks
+
 __all__ = ["NestedOrder", "EXPLICIT_MAX", "ROUNDS", "CandidateMap", "candidate_items"]
 
 #: Candidate lists up to this length get an explicit uniform permutation.
@@ -274,17 +276,23 @@ class CandidateMap:
         if self._empty:
             return
         count = np.diff(ptr)
-        seg = np.repeat(np.arange(ptr.size - 1), count)
-        shifted = ex - (np.arange(ex.size) - ptr[seg])          # e_j - j within each user's segment
         width = int(count.max())
         if width <= _PADDED_MAX:
+            seg = np.repeat(np.arange(ptr.size - 1), count)
+            shifted = ex - (np.arange(ex.size) - ptr[seg])      # e_j - j within each user's segment
             table = np.full((ptr.size - 1, width), np.iinfo(np.int64).max, dtype=np.int64)
             table[seg, np.arange(ex.size) - ptr[seg]] = shifted
             self._table, self._key = table, None
-        else:
-            self._big = np.int64(int(shifted.max()) + 2)
-            self._key = seg * self._big + shifted               # sorted: users in order, non-decreasing inside
-            self._table = None
+            return
+        # e_j - j <= e_j < N: one bound for every user, so the key is computed in blocks of users (bounded
+        # temporaries: a proxy's heads make these exclusions long)
+        self._big = np.int64(int(ex.max()) + 2)
+        self._key = np.empty(ex.size, np.int64)                 # sorted: users in order, non-decreasing inside
+        for a, b in user_blocks(count):
+            local = np.repeat(np.arange(a, b), count[a:b])
+            j = np.arange(ptr[a], ptr[b]) - ptr[local]          # j within each user's segment
+            self._key[ptr[a]:ptr[b]] = local * self._big + (ex[ptr[a]:ptr[b]] - j)
+        self._table = None
 
     def items(self, positions, users):
         """The item ids of ``positions`` (0..C_u - 1) of ``users``, elementwise."""

@@ -39,37 +39,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._arrays import unique_ints
+from ._arrays import unique_ints, user_blocks
 from ._validation import check_int, show_value
 from .nested import candidate_items
 
 __all__ = ["heads_from_scores", "heads_from_callable", "heads_from_table", "head_sizes", "tail_exclusions",
            "head_enrichment", "table_head_notes"]
-
-#: Head items per block of users where heads and tail exclusions are built: the temporaries are a few int64
-#: arrays of this many entries (32 MB each), whatever the heads' total. A head of thousands for 30,000 users
-#: built at once held about eight arrays of the heads' total size (a Gowalla evaluation behind popularity was
-#: killed by the OOM killer at 17.5 GB; benchmarks/README.md, "The head climb").
-HEAD_BLOCK_ITEMS = 1 << 22
-
-
-def _user_blocks(sizes, block=None):
-    """Consecutive user ranges (a, b) whose ``sizes`` sum to at most ``block`` (:data:`HEAD_BLOCK_ITEMS`); a
-    user larger than a block is a block of its own.
-
-    Examples
-    --------
-    >>> list(_user_blocks(np.array([2, 2, 5, 1]), 4))
-    [(0, 2), (2, 3), (3, 4)]
-    """
-    block = HEAD_BLOCK_ITEMS if block is None else block
-    c = np.r_[0, np.cumsum(np.asarray(sizes, dtype=np.int64))]
-    a, M = 0, c.size - 1
-    while a < M:
-        b = max(a + 1, int(np.searchsorted(c, c[a] + block, side="right")) - 1)
-        yield a, b
-        a = b
-
 
 def head_sizes(m, n_candidates):
     """Each user's head size: ``m`` (an int, or one per user) capped at its C_u candidates.
@@ -125,7 +100,7 @@ def heads_from_scores(scores, ptr, bad, m):
     m = np.asarray(m, dtype=np.int64)
     head_ptr = np.r_[0, np.cumsum(m)].astype(np.int64)
     head = np.empty(int(head_ptr[-1]), np.int64)
-    for a, b in _user_blocks(m):                        # bounded temporaries (HEAD_BLOCK_ITEMS)
+    for a, b in user_blocks(m):                        # bounded temporaries (BLOCK_ITEMS)
         bp = ptr[a:b + 1] - ptr[a]
         seg = np.repeat(np.arange(b - a), np.diff(bp))
         bad_places = place[bad[ptr[a]:ptr[b]]]
@@ -233,7 +208,7 @@ def tail_exclusions(ptr, bad, head_ptr, head_items):
     counts = np.diff(ptr) + np.diff(head_ptr)
     out_ptr = np.r_[0, np.cumsum(counts)].astype(np.int64)
     out = np.empty(int(out_ptr[-1]), np.int64)
-    for a, b in _user_blocks(counts):                   # bounded temporaries (HEAD_BLOCK_ITEMS)
+    for a, b in user_blocks(counts):                   # bounded temporaries (BLOCK_ITEMS)
         u = np.r_[np.repeat(np.arange(b - a), np.diff(ptr[a:b + 1])),
                   np.repeat(np.arange(b - a), np.diff(head_ptr[a:b + 1]))]
         it = np.r_[bad[ptr[a]:ptr[b]], head_items[head_ptr[a]:head_ptr[b]]]
@@ -261,7 +236,7 @@ def heads_and_edge_ties(scores, ptr, bad, m):
     sizes = np.minimum(ext_m, m)
     head_ptr = np.r_[0, np.cumsum(sizes)].astype(np.int64)
     head, ties = np.empty(int(head_ptr[-1]), np.int64), 0
-    for a, b in _user_blocks(ext_m):                    # bounded temporaries (HEAD_BLOCK_ITEMS)
+    for a, b in user_blocks(ext_m):                    # bounded temporaries (BLOCK_ITEMS)
         ext_p, ext = heads_from_scores(v, ptr[a:b + 1] - ptr[a], bad[ptr[a]:ptr[b]], ext_m[a:b])
         ext_sizes = np.diff(ext_p)
         place = np.arange(ext.size) - np.repeat(ext_p[:-1], ext_sizes)       # place within the user's list

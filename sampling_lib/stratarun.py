@@ -221,8 +221,8 @@ class StrataRun(StagedRun):
         self.head_ptr, self.head_items = hp, hi
         self.heads = np.diff(hp).astype(np.int64)
         self._head_owner = np.repeat(np.arange(self.M), self.heads)        # per head item, its user
-        self.tail_ptr, self.tail_bad = tail_exclusions(inp["ptr"], inp["bad"], hp, hi)
-        self.tail_candidates = CandidateMap(self.tail_ptr, self.tail_bad)
+        # (the exclusions are not kept: the map holds what it needs, 8 bytes a head item)
+        self.tail_candidates = CandidateMap(*tail_exclusions(inp["ptr"], inp["bad"], hp, hi))
         self.tails = inp["n_items"] - 1 - self.heads                     # T_u
         seq = np.random.SeedSequence(self.config["seed"]).spawn(3)[2]
         self.tail_order = NestedOrder(self.tails, rng=np.random.default_rng(seq))

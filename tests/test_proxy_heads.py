@@ -1,4 +1,4 @@
-"""The proxy's heads and the tails' exclusions, built in blocks of users (sampling_lib.proxy).
+"""The proxy's heads, the tails' exclusions and their candidate map, built in blocks of users.
 
 Each builder is checked against a per-user brute force (sort the user's candidates by the proxy score,
 descending, ties by catalogue position) with blocks far smaller than the instance, so that every block
@@ -7,8 +7,10 @@ boundary and a user larger than a block are crossed.
 import numpy as np
 import pytest
 
-import sampling_lib.proxy as proxy
-from sampling_lib.proxy import _user_blocks, heads_and_edge_ties, heads_from_scores, tail_exclusions
+import sampling_lib._arrays as arrays
+from sampling_lib._arrays import user_blocks
+from sampling_lib.nested import CandidateMap
+from sampling_lib.proxy import heads_and_edge_ties, heads_from_scores, tail_exclusions
 
 
 def _instance(seed, M=23, N=40):
@@ -35,7 +37,7 @@ def _brute_heads(v, excluded, m):
 @pytest.mark.parametrize("block", [1, 5, 17, 1 << 22])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_blocked_heads_equal_the_per_user_brute_force(monkeypatch, block, seed):
-    monkeypatch.setattr(proxy, "HEAD_BLOCK_ITEMS", block)
+    monkeypatch.setattr(arrays, "BLOCK_ITEMS", block)
     v, ptr, bad, m, excluded = _instance(seed)
     want, want_ties = _brute_heads(v, excluded, m)
     hp, hi = heads_from_scores(v, ptr, bad, m)
@@ -47,7 +49,7 @@ def test_blocked_heads_equal_the_per_user_brute_force(monkeypatch, block, seed):
 
 @pytest.mark.parametrize("block", [1, 6, 1 << 22])
 def test_blocked_tail_exclusions_are_each_users_sorted_union(monkeypatch, block):
-    monkeypatch.setattr(proxy, "HEAD_BLOCK_ITEMS", block)
+    monkeypatch.setattr(arrays, "BLOCK_ITEMS", block)
     v, ptr, bad, m, excluded = _instance(3)
     hp, hi = heads_from_scores(v, ptr, bad, m)
     tp, tb = tail_exclusions(ptr, bad, hp, hi)
@@ -58,8 +60,22 @@ def test_blocked_tail_exclusions_are_each_users_sorted_union(monkeypatch, block)
 
 def test_user_blocks_cover_every_user_once_within_the_bound():
     sizes = np.array([0, 3, 9, 0, 2, 2, 2, 12, 1])
-    blocks = list(_user_blocks(sizes, 6))
+    blocks = list(user_blocks(sizes, 6))
     assert [a for a, _ in blocks] == [0] + [b for _, b in blocks[:-1]] and blocks[-1][1] == sizes.size
     for a, b in blocks:
         assert b - a == 1 or sizes[a:b].sum() <= 6
-    assert list(_user_blocks(np.zeros(0, np.int64), 6)) == []
+    assert list(user_blocks(np.zeros(0, np.int64), 6)) == []
+
+
+@pytest.mark.parametrize("block", [1, 7, 1 << 22])
+def test_blocked_candidate_map_maps_positions_to_each_users_candidates(monkeypatch, block):
+    # users excluding more than the padded table's width take the blocked key (here every head is long)
+    monkeypatch.setattr(arrays, "BLOCK_ITEMS", block)
+    v, ptr, bad, m, excluded = _instance(4)
+    hp, hi = heads_from_scores(v, ptr, bad, np.minimum(m + 5, v.size - np.diff(ptr)))
+    cmap = CandidateMap(*tail_exclusions(ptr, bad, hp, hi))
+    assert cmap._key is not None
+    for u, e in enumerate(excluded):
+        cand = np.setdiff1d(np.arange(v.size), np.r_[e, hi[hp[u]:hp[u + 1]]])
+        got = cmap.items(np.arange(cand.size), np.full(cand.size, u))
+        assert got.tolist() == cand.tolist()
