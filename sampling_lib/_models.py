@@ -225,7 +225,8 @@ def _spd_inverse_inplace(G):
     LAPACK ``potrf`` (Cholesky) then ``potri`` (the inverse from the factor) on G's transpose, a
     Fortran-ordered view of the same symmetric matrix, so neither copies it; ``potri`` leaves one
     triangle, which :func:`_mirror_lower` copies to the other in row blocks. Returns a C-ordered array
-    sharing G's memory. One BLAS thread from :data:`EASE_ONE_THREAD_ITEMS` rows (:class:`EASE`).
+    sharing G's memory (a test checks that it does). One BLAS thread from :data:`EASE_ONE_THREAD_ITEMS`
+    rows (:class:`EASE`).
     """
     N = G.shape[0]
     A = G.T                                      # Fortran order, the same matrix (G is symmetric)
@@ -237,10 +238,8 @@ def _spd_inverse_inplace(G):
     if info != 0:
         raise np.linalg.LinAlgError(f"EASE's Gram matrix X^T X + lam I is not positive definite "
                                     f"(LAPACK info {info}): raise lam")
-    if not np.shares_memory(c, G):               # f2py copied after all: keep the result, not G
-        c = np.asfortranarray(c)
-    P = c.T                                      # C order; potri's upper triangle is the view's lower
-    _mirror_lower(P)
+    P = np.asfortranarray(c).T                   # C order (c is A itself: f2py did not copy it); potri's
+    _mirror_lower(P)                             # upper triangle is the view's lower
     return P
 
 

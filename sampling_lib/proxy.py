@@ -46,6 +46,7 @@ from .nested import candidate_items
 __all__ = ["heads_from_scores", "heads_from_callable", "heads_from_table", "head_sizes", "tail_exclusions",
            "head_enrichment", "table_head_notes"]
 
+
 def head_sizes(m, n_candidates):
     """Each user's head size: ``m`` (an int, or one per user) capped at its C_u candidates.
 
