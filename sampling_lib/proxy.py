@@ -44,7 +44,7 @@ from ._validation import check_int, show_value
 from .nested import candidate_items
 
 __all__ = ["heads_from_scores", "heads_from_callable", "heads_from_table", "head_sizes", "tail_exclusions",
-           "head_enrichment", "table_head_notes"]
+           "head_enrichment", "head_enrichment_stage", "table_head_notes"]
 
 
 def head_sizes(m, n_candidates):
@@ -324,3 +324,50 @@ def head_enrichment(head, x, tail_size, tail_hits, k_max):
         return float("nan"), float("nan"), int(use.sum())
     xo = x[ok]
     return float((xo - e).sum() / np.sqrt(v.sum())), float(xo.sum() / e.sum()), int(use.sum())
+
+
+def head_enrichment_stage(in_stage, owner, above, tail_sizes_in, tail_hits):
+    """:func:`head_enrichment` on a uniform sample of each user's candidates (a pilot's uniform first stage):
+    every user, no truncation.
+
+    User u's uniform sample of n_u = h_u + t_u candidates holds h_u of its head and t_u of its tail, and
+    a_u = xh_u + xt_u of them beat the held-out item. If the proxy's order carried no information on which
+    candidates beat it, the head part would be a random h_u of the n_u, so xh_u would be
+    hypergeometric(n_u, a_u, h_u) given a_u; z = sum (xh_u - E0) / sqrt(sum Var0) and ``ratio`` =
+    sum xh_u / sum E0 as in :func:`head_enrichment` (the same caveat on a global proxy's z). The users the head
+    settles count too: after the first tail sample, :func:`head_enrichment` sees only the users the head left
+    unsettled, the proxy's failures, and behind a strong proxy that climbed to a large head it lost its power
+    (40 users left of 1,053 on a held-out data set: z = 1.5; benchmarks/README.md, "The rest of the panel").
+
+    Parameters
+    ----------
+    in_stage, owner, above : array_like, one entry per head item
+        Whether the item is in its user's uniform sample, its user (0..M-1), whether it beats the held-out
+        item (its value where the item is not in the sample is not read).
+    tail_sizes_in, tail_hits : array_like of int, one entry per user
+        t_u and xt_u.
+
+    Returns
+    -------
+    (z, ratio, users) : (float, float, int)
+        ``users``: those whose law is not a point (0 < h_u < n_u, 0 < a_u < n_u); NaN z and ratio when none.
+
+    Examples
+    --------
+    >>> z, ratio, users = head_enrichment_stage([1, 1, 1, 1], [0, 0, 1, 1], [1, 0, 0, 0], [8, 8], [1, 2])
+    >>> round(ratio, 3), users          # 1 head hit where a random head part would hold 0.4 + 0.4
+    (1.25, 2)
+    """
+    in_stage, above = np.asarray(in_stage, dtype=bool), np.asarray(above, dtype=bool)
+    own = np.asarray(owner, dtype=np.int64)[in_stage]
+    t, xt = np.asarray(tail_sizes_in, dtype=np.float64), np.asarray(tail_hits, dtype=np.float64)
+    h = np.bincount(own, minlength=t.size).astype(np.float64)
+    xh = np.bincount(own[above[in_stage]], minlength=t.size).astype(np.float64)
+    n, a = h + t, xh + xt
+    use = (h > 0) & (t > 0) & (a > 0) & (a < n)
+    h, xh, n, a = h[use], xh[use], n[use], a[use]
+    e = h * a / n
+    v = h * a * (n - a) * (n - h) / (n * n * (n - 1))
+    if not v.sum() > 0:
+        return float("nan"), float("nan"), int(use.sum())
+    return float((xh - e).sum() / np.sqrt(v.sum())), float(xh.sum() / e.sum()), int(use.sum())

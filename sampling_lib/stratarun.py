@@ -59,8 +59,8 @@ from ._validation import check_int, show_value
 from .kernels import next_tail_size
 from .metrics import parse_metrics
 from .nested import CandidateMap, NestedOrder
-from .proxy import (head_enrichment, head_sizes, heads_and_edge_ties, heads_from_callable, heads_from_table,
-                    table_head_notes, tail_exclusions)
+from .proxy import (head_enrichment, head_enrichment_stage, head_sizes, heads_and_edge_ties, heads_from_callable,
+                    heads_from_table, table_head_notes, tail_exclusions)
 from .design import describe_strata, head_climb_pays, head_climb_top
 from .stagerun import StagedRun, _batches, _sizes_text
 
@@ -202,6 +202,7 @@ class StrataRun(StagedRun):
         self.rungs = head_rungs(top, self.k_max) if self.head_ladder else [head]
         self.head_scored = np.zeros(self.M, np.int64)
         self.head_random = False      # after the first tail sample: no model's head beats a random one (z < 1.645)
+        self._judged = None           # on what head_random was judged (_judge_proxy)
         self._item_scored = np.zeros(self.head_items.size, bool)      # per head item: scored
         self._stage_head_above = {}   # the uniform first stage's head items scored after the head (first_ranks)
         self.tail_sizes = np.zeros(self.M, np.int64)
@@ -647,6 +648,8 @@ class StrataRun(StagedRun):
         # the pilot of other users prices the heads up to its own (their outcomes seen as a smaller head's)
         heads = head_candidates(c["head"]) if decide and c["plan_users"] > self.M else None
         first = self.first_ranks() if decide and self.uniform_stage else None
+        if first is not None and self._judged != "on the pilot's uniform first stage":
+            self._judge_proxy(stage=True)
         # what the head costs the users planned for: a ladder run's own, or the ladder the others will run
         costs = None
         if heads and c["head_ladder"]:       # a pilot's outcomes: exact for a ladder's rungs (module docstring)
@@ -684,7 +687,7 @@ class StrataRun(StagedRun):
                      f"{float(uni.cost_share):.2%}")
         if distrust:
             text += ("; the proxy does not pay: its head is no better than a random one for any model (one-sided z "
-                     "below 1.645, after the first tail sample), so the plan's price of it is not trusted")
+                     f"below 1.645, {self._judged}), so the plan's price of it is not trusted")
         elif decide:
             text += "; the proxy pays" if pl.kind == "stratified" else "; the proxy does not pay"
         self._decide("plan", text, predicted_items_per_user=cost, predicted_ratio=ratio,
@@ -724,24 +727,34 @@ class StrataRun(StagedRun):
                         "stop": new[go], "new": new[go], "design": "the tail, after the precision check"}
         return int(go.size)
 
-    def _judge_proxy(self):
+    def _judge_proxy(self, stage=False):
         """After the first tail sample: does the head hold more of the items above the held-out one than a
-        random set of its size would (:func:`sampling_lib.proxy.head_enrichment`, per model)? Said as a
-        decision; where no model shows it (one-sided z < 1.645 for every model with information), also in
-        the notes: a proxy no better than random makes every user pay the head for nothing."""
-        out = {m: head_enrichment(self.heads, self.x[m], self.tail_sizes, self.above[m] - self.x[m], self.k_max)
-               for m in self.models}
+        random set of its size would (:func:`sampling_lib.proxy.head_enrichment`, per model)? With ``stage``, a
+        pilot's complete uniform first stage asks every pilot user (:func:`~sampling_lib.proxy.head_enrichment_stage`;
+        the first sees only those the head left unsettled) and its verdict replaces the first. Said as a decision;
+        where no model shows it (one-sided z < 1.645 for every model with information), also in the notes: a
+        proxy no better than random makes every user pay the head for nothing."""
+        if stage:
+            hit, zero = self._stage_head_above, 0 * self.first_tail
+            out = {m: head_enrichment_stage(self.first_head, self._head_owner, self.head_above[m] | hit.get(m, False),
+                                            self.first_tail, self._first_tail_above.get(m, zero)) for m in self.models}
+        else:
+            out = {m: head_enrichment(self.heads, self.x[m], self.tail_sizes, self.above[m] - self.x[m], self.k_max)
+                   for m in self.models}
+        self._judged = "on the pilot's uniform first stage" if stage else "after the first tail sample"
         text = "; ".join(f"{m}: {r:.2f}x (z = {z:.1f}, {k:,} users)" if np.isfinite(z) else f"{m}: no information"
                          for m, (z, r, k) in out.items())
-        self._decide("proxy", "the head's items above the held-out one, against a random head of its size: " + text)
+        self._decide("proxy", f"the head's items above the held-out one, against a random head of its size "
+                              f"({self._judged}): " + text)
         z = [z for z, _, _ in out.values() if np.isfinite(z)]
         self.head_random = bool(z) and max(z) < 1.645     # (no user with information: nothing to say)
+        self.head_notes = [x for x in self.head_notes if not x.startswith("proxy: its head holds no more")]
         if self.head_random:
             self.head_notes.append(
                 "proxy: its head holds no more of the items ranked above the held-out one than a random set of "
-                f"its size would ({text}; one-sided z below 1.645). With a proxy no better than random the head "
-                "is paid for nothing: a planned evaluation (no tail_n_max) falls back to the uniform ladder "
-                "(README, 'A cheap proxy ranker first')")
+                f"its size would ({self._judged}: {text}; one-sided z below 1.645). With a proxy no better than "
+                "random the head is paid for nothing: a planned evaluation (no tail_n_max) falls back to the "
+                "uniform ladder (README, 'A cheap proxy ranker first')")
 
     def cells(self):
         """{model: (n_items, heads, above, tail_sizes, ranks)}: every user's stratified cell so far (the

@@ -198,10 +198,11 @@ def test_bad_head_ladder_settings_name_the_argument(kwargs, error, message):
 
 
 def test_a_head_no_better_than_random_falls_back_whatever_its_price(monkeypatch):
-    """Where no model's head beats a random head of its size (one-sided z < 1.645 after the first tail sample),
-    the pilot's verdict is that the proxy does not pay, and the other users run the uniform ladder; the same
-    run with an enriched head keeps the stratified design. head_enrichment is replaced by a stub here so that
-    both verdicts are exercised on one population (its own tests are in tests/test_evaluate_proxy.py)."""
+    """Where no model's head beats a random head of its size (one-sided z < 1.645 after the first tail sample
+    and on the pilot's uniform first stage), the pilot's verdict is that the proxy does not pay, and the other
+    users run the uniform ladder; the same run with an enriched head keeps the stratified design. The two tests
+    are replaced by stubs here so that both verdicts are exercised on one population (their own tests are in
+    tests/test_evaluate_proxy.py)."""
     import sampling_lib.stratarun as stratarun
 
     held, hist, models = _population(M=700, seed=23)
@@ -210,6 +211,7 @@ def test_a_head_no_better_than_random_falls_back_whatever_its_price(monkeypatch)
     kept = evaluate(models, held, N_ITEMS, **kw)
     assert kept.config["proxy_pays"]                               # an enriched head: the plan's price stands
     monkeypatch.setattr(stratarun, "head_enrichment", lambda *a: (0.4, 1.02, 80))
+    monkeypatch.setattr(stratarun, "head_enrichment_stage", lambda *a: (0.4, 1.02, 290))
     res = evaluate(models, held, N_ITEMS, **kw)
     assert not res.config["proxy_pays"] and "sample_size" in res.parts["rest"].ranks.columns
     text = " ".join(res.parts["pilot"].design.decision)

@@ -141,6 +141,32 @@ def test_the_uniform_first_stage_ranks_are_a_recount_of_its_scores(driven):
     assert "uniform design predicted to meet it from these users' uniform first stage" in text
 
 
+def test_the_stage_judges_the_head_again_from_a_recount_of_its_scores(driven):
+    """Once the stage is complete the pilot asks again whether its head beats a random one, now of every
+    user's stage (proxy.head_enrichment_stage), and that verdict replaces the one after the first tail sample.
+    Its numbers against a recount: each user's stage split into its head and tail parts and scored, the head
+    part's hits against the hypergeometric(n_u, a_u, h_u) mean and variance from scipy."""
+    held, hist, models, counters, run = driven
+    said = [d["decision"] for d in run.decisions if d["action"] == "proxy"]
+    assert len(said) == 2 and "(after the first tail sample)" in said[0]
+    assert "(on the pilot's uniform first stage)" in said[1] and run._judged == "on the pilot's uniform first stage"
+    users = run.inputs["users"].to_numpy()
+    zs = []
+    for m, f in models.items():
+        xh, e, v, k = 0, 0.0, 0.0, 0
+        for u, uid in enumerate(users):
+            head, tail = _stage_items(run, u)
+            own = f([uid], [held[uid]])[0]
+            h, a_h = head.size, int((f([uid] * head.size, head) >= own).sum())
+            n, a = h + tail.size, a_h + int((f([uid] * tail.size, tail) >= own).sum())
+            if 0 < h < n and 0 < a < n:
+                law = stats.hypergeom(n, a, h)
+                xh, e, v, k = xh + a_h, e + law.mean(), v + law.var(), k + 1
+        zs.append((xh - e) / np.sqrt(v))
+        assert f"{m}: {xh / e:.2f}x (z = {zs[-1]:.1f}, {k:,} users)" in said[1]
+    assert run.head_random == (max(zs) < 1.645)
+
+
 def test_the_stage_is_not_run_where_it_costs_more_than_its_share_of_the_others_cost():
     """A random proxy (the plan on the cells says it does not pay) deciding for 5,700 other users runs the
     stage; deciding for one, the stage's pairs exceed 5% of that user's cost at the pilot's pairs per user,
