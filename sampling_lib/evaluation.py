@@ -341,7 +341,7 @@ def evaluate(score, held_out, n_items, *, exclude=None, metrics=("recall@10", "n
             raise TypeError(f"head_ladder must be True or False; got {head_ladder!r}")
         config.update(head=n if head is None else head, tail_n=n if tail_n is None else tail_n, tail_n_max=tail_n_max,
                       head_ladder=True if head_ladder is None else bool(head_ladder),
-                      head_climb=head is None and tail_n_max is None and head_ladder is not False)
+                      head_climb=head is None)        # (a planned pilot with the head ladder: StrataRun)
         check_proxy_settings(config["head"], config["tail_n"], tail_n_max)
         if tail_n_max is None:                # planned: the tail's top, and the uniform ladder as the fall-back
             return _planned_strata(scorers, held_out, n_items, exclude, config, proxy, batch, progress, n_boot,

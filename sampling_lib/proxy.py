@@ -44,7 +44,7 @@ from ._validation import check_int, show_value
 from .nested import candidate_items
 
 __all__ = ["heads_from_scores", "heads_from_callable", "heads_from_table", "head_sizes", "tail_exclusions",
-           "head_enrichment", "head_enrichment_stage", "table_head_notes"]
+           "head_enrichment", "head_enrichment_stage", "prefix_edge_ties", "table_head_notes"]
 
 
 def head_sizes(m, n_candidates):
@@ -242,9 +242,24 @@ def heads_and_edge_ties(scores, ptr, bad, m):
         ext_sizes = np.diff(ext_p)
         place = np.arange(ext.size) - np.repeat(ext_p[:-1], ext_sizes)       # place within the user's list
         head[head_ptr[a]:head_ptr[b]] = ext[place < np.repeat(m[a:b], ext_sizes)]
-        edge = (ext_sizes > m[a:b]) & (m[a:b] > 0)                         # a candidate beyond a non-empty head
-        ties += int(np.sum(v[ext[ext_p[1:][edge] - 2]] == v[ext[ext_p[1:][edge] - 1]]))
+        ties += prefix_edge_ties(v, ext_p, ext, m[a:b])
     return head_ptr, head, ties
+
+
+def prefix_edge_ties(scores, head_ptr, head_items, m):
+    """How many users' heads cut to their first ``m`` items end on a tie: a non-empty prefix followed, in the
+    longer heads held (``head_ptr``, ``head_items``, proxy order), by an item of the same proxy score (the tie
+    rule decided that edge). Users whose held heads are no longer than ``m`` have no candidate beyond it.
+
+    Examples
+    --------
+    >>> prefix_edge_ties(np.array([0.3, 0.3, 0.1]), np.array([0, 3]), np.array([0, 1, 2]), np.array([1]))
+    1
+    """
+    v, hp, m = np.asarray(scores, dtype=float), np.asarray(head_ptr, dtype=np.int64), np.asarray(m, dtype=np.int64)
+    edge = (np.diff(hp) > m) & (m > 0)
+    at = hp[:-1][edge] + m[edge]                       # the first item beyond each cut head
+    return int(np.sum(v[head_items[at - 1]] == v[head_items[at]]))
 
 
 def table_head_notes(listed, given, m, head, M):
@@ -320,10 +335,15 @@ def head_enrichment(head, x, tail_size, tail_hits, k_max):
     pmf = pmf[ok] / tot[ok, None]
     e = pmf @ np.arange(k_max)
     v = pmf @ np.arange(k_max) ** 2 - e ** 2
+    return _summed_z(x[ok], e, v, int(use.sum()))
+
+
+def _summed_z(x, e, v, users):
+    """(z, ratio, users) of per-user counts ``x`` with null means ``e`` and variances ``v``, summed over users
+    (Mantel and Haenszel): NaN z and ratio when no user's law has any spread."""
     if not v.sum() > 0:
-        return float("nan"), float("nan"), int(use.sum())
-    xo = x[ok]
-    return float((xo - e).sum() / np.sqrt(v.sum())), float(xo.sum() / e.sum()), int(use.sum())
+        return float("nan"), float("nan"), users
+    return float((x - e).sum() / np.sqrt(v.sum())), float(x.sum() / e.sum()), users
 
 
 def head_enrichment_stage(in_stage, owner, above, tail_sizes_in, tail_hits):
@@ -366,8 +386,4 @@ def head_enrichment_stage(in_stage, owner, above, tail_sizes_in, tail_hits):
     n, a = h + t, xh + xt
     use = (h > 0) & (t > 0) & (a > 0) & (a < n)
     h, xh, n, a = h[use], xh[use], n[use], a[use]
-    e = h * a / n
-    v = h * a * (n - a) * (n - h) / (n * n * (n - 1))
-    if not v.sum() > 0:
-        return float("nan"), float("nan"), int(use.sum())
-    return float((xh - e).sum() / np.sqrt(v.sum())), float(xh.sum() / e.sum()), int(use.sum())
+    return _summed_z(xh, h * a / n, h * a * (n - a) * (n - h) / (n * n * (n - 1)), int(use.sum()))

@@ -60,7 +60,7 @@ from .kernels import next_tail_size
 from .metrics import parse_metrics
 from .nested import CandidateMap, NestedOrder
 from .proxy import (head_enrichment, head_enrichment_stage, head_sizes, heads_and_edge_ties, heads_from_callable,
-                    heads_from_table, table_head_notes, tail_exclusions)
+                    heads_from_table, prefix_edge_ties, table_head_notes, tail_exclusions)
 from .design import describe_strata, head_climb_pays, head_climb_top
 from .stagerun import StagedRun, _batches, _sizes_text
 
@@ -69,6 +69,7 @@ __all__ = ["StrataRun", "check_proxy_settings", "UNIFORM_STAGE_SHARE"]
 #: A pilot prices the uniform ladder on a uniform first stage of its users when the stage's pairs not yet
 #: scored are at most this share of the other users' cost at the pilot's pairs per user.
 UNIFORM_STAGE_SHARE = 0.05
+_ON_STAGE = "on the pilot's uniform first stage"    # what the verdict on the head judged (_judge_proxy)
 
 
 def check_proxy_settings(head, tail_n, tail_n_max):
@@ -139,8 +140,7 @@ class StrataRun(StagedRun):
         C = inp["n_items"] - 1
         cutoffs = [K for _, _, K in parse_metrics(self.config["metrics"])]
         self.k_max, self.k_min = max(cutoffs), min(cutoffs)
-        # a planned pilot without a given head climbs its head ladder rung by rung while a rung pays
-        # (_climb; not a retriever's table, whose lists are the heads)
+        # a planned pilot given no head climbs its head ladder while a rung pays (_climb; not a top-m table's heads)
         self.climb = (bool(config.get("head_climb", False)) and self.head_ladder and self.planned
                       and self.pilot_cells is None and not isinstance(proxy, pd.DataFrame))
         self.config["head_climb"] = self.climb
@@ -152,7 +152,7 @@ class StrataRun(StagedRun):
             top = head_climb_top(head, C, self.k_min, room)
         m = head_sizes(head, C)
         self._head_builder = None         # sizes -> (head_ptr, head_items, edge ties): the climb's longer heads
-        self._edge_ties = None            # sizes -> the users whose head edge the tie rule decides (per-item scores)
+        self._proxy_scores = None         # per-item proxy scores (a cut head's edge ties are counted on them)
         self.head_ties = 0                # users whose head edge the tie rule decided (per-item scores only)
         self.head_notes = []              # what a top-m table's reading decided (evaluate's notes)
         if isinstance(proxy, pd.DataFrame):
@@ -191,7 +191,7 @@ class StrataRun(StagedRun):
                 raise ValueError(f"proxy as scores must hold one score per catalogue item ({inp['N']}); got shape "
                                  f"{scores.shape}")
             self._head_builder = lambda sizes: heads_and_edge_ties(scores, inp["ptr"], inp["bad"], sizes)
-            self._edge_ties = lambda sizes: self._head_builder(sizes)[2]
+            self._proxy_scores = scores
             hp, hi, self.head_ties = self._head_builder(m)
         self._set_heads(hp, hi)
         self.x = {}                                           # model -> head items at or above the held-out
@@ -244,7 +244,7 @@ class StrataRun(StagedRun):
         if size < int(self.config["head"]):
             hp = np.r_[0, np.cumsum(np.minimum(old, sizes))].astype(np.int64)
             hi = old_items[place < sizes[self._head_owner]]
-            ties = 0 if self._edge_ties is None else self._edge_ties(sizes)
+            ties = 0 if self._proxy_scores is None else prefix_edge_ties(self._proxy_scores, old_ptr, old_items, sizes)
         else:
             hp, hi, ties = self._head_builder(sizes)
         keep = place < np.minimum(old, np.diff(hp))[self._head_owner]    # the old head items the new heads hold
@@ -648,7 +648,7 @@ class StrataRun(StagedRun):
         # the pilot of other users prices the heads up to its own (their outcomes seen as a smaller head's)
         heads = head_candidates(c["head"]) if decide and c["plan_users"] > self.M else None
         first = self.first_ranks() if decide and self.uniform_stage else None
-        if first is not None and self._judged != "on the pilot's uniform first stage":
+        if first is not None and self._judged != _ON_STAGE:
             self._judge_proxy(stage=True)
         # what the head costs the users planned for: a ladder run's own, or the ladder the others will run
         costs = None
@@ -741,7 +741,7 @@ class StrataRun(StagedRun):
         else:
             out = {m: head_enrichment(self.heads, self.x[m], self.tail_sizes, self.above[m] - self.x[m], self.k_max)
                    for m in self.models}
-        self._judged = "on the pilot's uniform first stage" if stage else "after the first tail sample"
+        self._judged = _ON_STAGE if stage else "after the first tail sample"
         text = "; ".join(f"{m}: {r:.2f}x (z = {z:.1f}, {k:,} users)" if np.isfinite(z) else f"{m}: no information"
                          for m, (z, r, k) in out.items())
         self._decide("proxy", f"the head's items above the held-out one, against a random head of its size "
