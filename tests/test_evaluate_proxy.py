@@ -232,6 +232,29 @@ def test_the_study_evaluates_the_costly_models_only_and_counts_their_pairs():
                                  synthetic={"n_users": 50, "n_items": 60})
 
 
+def test_the_study_compares_a_plan_s_prediction_with_the_users_it_priced():
+    """With a pilot split off (700 users, a pilot of 300), the last plan priced the other 400: planned_share is
+    their cost on predicted_share's scale, pilot_share the pilot's, and the two add up to the counted pairs."""
+    from sampling_lib import studies
+    from sampling_lib.design import pilot_size
+
+    t = studies.evaluation_study(None, {"pop": ("popularity", {}), "knn": ("itemknn", {"neighbors": 20})},
+                                 proxy="pop", head=30, tail_n=20, draws=1, n=20, n_boot=50, full_boot=2000,
+                                 target_ratio=1.3, synthetic={"n_users": 700, "n_items": 400})
+    M, P = int(t.M.iloc[0]), pilot_size(int(t.M.iloc[0]))
+    assert P < M and t.pilot_share.gt(0).all() and t.planned_share.gt(0).all()
+    total = t.cost_share.to_numpy()                      # the wrapper's pairs over the sum of N_u
+    assert np.allclose(t.pilot_share + t.planned_share * (M - P) / M, total, rtol=1e-12)
+    assert not np.allclose(t.planned_share, total)       # the pilot costs more per user than the others
+    s = studies.evaluation_summary(t)
+    assert np.allclose(s.cost_over_predicted, s.planned_share / s.predicted_share)
+    # without a pilot split (every user in the pilot) the plan priced every user
+    one = studies.evaluation_study(None, {"pop": ("popularity", {}), "knn": ("itemknn", {"neighbors": 20})},
+                                   proxy="pop", head=30, tail_n=20, draws=1, n=20, n_boot=50, full_boot=2000,
+                                   target_ratio=1.3, synthetic={"n_users": 250, "n_items": 300})
+    assert np.allclose(one.planned_share, one.cost_share) and one.pilot_share.isna().all()
+
+
 def test_a_saved_stratified_evaluation_is_a_cascade_table_that_the_cli_corrects_to_the_same_table(tmp_path, capsys):
     """save() of a proxy= evaluation writes candidates.csv (not stage files a reader would take for uniform
     stages); scored again, `sampling-lib estimate` reads it as a cascade's table and prints the same table."""

@@ -115,7 +115,11 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
         ratio: halfwidth over full ranking's), ``estimated_ratio`` (the table's own ``precision_ratio``),
         ``pairs_counted`` (by :class:`PairCounter`, per model), ``pairs_reported`` (``result.cost``),
         ``repeats`` (pairs asked twice), ``cost_share`` (pairs counted / sum of N_u),
-        ``predicted_share`` (the last plan's prediction), ``first_predicted_share`` (the first plan's),
+        ``predicted_share`` (the last plan's prediction, in items per user of the users it priced, over the
+        mean N_u), ``planned_share`` (what those users cost, on the same scale: a planned stratified
+        evaluation's other users, the precision check's pairs on them included; else ``cost_share``),
+        ``pilot_share`` (a planned stratified evaluation's pilot: its pairs over the sum of N_u, paid before
+        the plan and not in its prediction; else NaN), ``first_predicted_share`` (the first plan's),
         ``hand_first_plan_share`` (the predicted cost of the design the hand-driven route's ``plan`` would
         choose on the same first stage: N = the median N_u, sets capped at the smallest N_u),
         ``stages``, ``calls``, ``seconds`` (the whole call) and ``scoring_seconds`` (inside the scorers);
@@ -203,6 +207,12 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
         # the pilot's price of the uniform ladder, and on what (its uniform first stage or its cells)
         uni_share = res.config.get("uniform_predicted_share", np.nan)
         uni_on = res.config.get("uniform_priced_on")
+        # the users the last plan priced: a planned stratified evaluation's other users (its pilot's pairs
+        # were paid before the plan and are not in its prediction), else every user
+        split = pilot is not None
+        planned = res.parts["rest"] if split else res
+        planned_share = float(planned.cost.items_per_user.iloc[0]) * M / float(N_u.sum())
+        pilot_share = float(pilot.cost.pairs_per_model.iloc[0]) / float(N_u.sum()) if split else np.nan
         for m, c in counters.items():
             repeats = c.repeats()             # one sort of every pair asked, per model and draw
             t = res.table[res.table.model == m].set_index("metric")
@@ -218,6 +228,7 @@ def evaluation_study(data=None, models=None, *, draws=10, n=100, metrics=("recal
                     "estimated_ratio": e.precision_ratio, "pairs_counted": c.pairs,
                     "pairs_reported": int(cost.pairs_per_model), "repeats": repeats,
                     "cost_share": c.pairs / float(N_u.sum()), "predicted_share": cost.predicted_share,
+                    "planned_share": planned_share, "pilot_share": pilot_share,
                     "first_predicted_share": first, "proxy": proxy, "proxy_paid": paid,
                     "planned_head": planned_head, "pilot_head": pilot_head, "predicted_ratio": predicted_ratio,
                     "uniform_predicted_share": uni_share, "uniform_priced_on": uni_on,
@@ -269,15 +280,18 @@ def _hand_driven_share(res, n, metrics, target_ratio, max_cost, N_u):
 
 def evaluation_summary(table):
     """Per (dataset, model, metric): draws, mean realized ratio and its largest, coverage, mean relative error,
-    mean cost share, realized over predicted cost, and whether the counted pairs equal the reported ones."""
+    mean cost share, realized over predicted cost (``cost_over_predicted``: the cost of the users the plan
+    priced, ``planned_share``, over its prediction; a planned stratified evaluation's pilot, paid before the
+    plan, is ``pilot_share``), and whether the counted pairs equal the reported ones."""
     g = table.groupby(["dataset", "model", "metric"], sort=False)
     out = g.agg(draws=("draw", "size"), ratio=("ratio", "mean"), ratio_max=("ratio", "max"),
                 estimated_ratio=("estimated_ratio", "mean"), coverage=("covered", "mean"),
                 rel_error=("rel_error", "mean"), cost_share=("cost_share", "mean"),
-                predicted_share=("predicted_share", "mean"), repeats=("repeats", "max"),
+                predicted_share=("predicted_share", "mean"), planned_share=("planned_share", "mean"),
+                pilot_share=("pilot_share", "mean"), repeats=("repeats", "max"),
                 first_plan_share=("first_predicted_share", "mean"),
                 hand_first_plan_share=("hand_first_plan_share", "mean"),
                 counted_is_reported=("pairs_counted", lambda s: bool(
                     (s == table.loc[s.index, "pairs_reported"]).all()))).reset_index()
-    out["cost_over_predicted"] = out.cost_share / out.predicted_share
+    out["cost_over_predicted"] = out.planned_share / out.predicted_share
     return out
