@@ -25,8 +25,14 @@ Part ``concentration`` (``--parts concentration``): where each proxy puts the ta
 held-out item (:func:`sampling_lib.studies.tail_concentration`: ALS-64 costly, the first ``--heads`` number as
 the head, 1,500 users), beside the share a proxy that knows nothing would give.
 
+Part ``inclusion`` (``--parts inclusion``): for the same users, how many times more often a tail sampled by a
+power of the proxy's rank (``proxy.rank_power_inclusion``, expected sizes 50 and 200) would draw each tail item
+above the held-out item than a uniform tail of the same size, by how many the user's tail holds
+(:func:`sampling_lib.studies.tail_inclusion`, every head of ``--heads``).
+
 Needs ../shared/data (skipped per data set when absent). Usage:
-    .venv/bin/python benchmarks/bench_proxy.py [--parts frontier,cascade,concentration] [--draws 3] [--only TEXT]
+    .venv/bin/python benchmarks/bench_proxy.py [--parts frontier,cascade,concentration,inclusion] [--draws 3]
+        [--only TEXT]
         [--heads 100,400|climb] [--tail-n 100]
 """
 from __future__ import annotations
@@ -96,9 +102,20 @@ def concentration(label, head, proxies):
     return t.assign(dataset=label)
 
 
+def inclusion(label, heads, proxies):
+    """The inclusion part on one data set: ALS-64 costly, each proxy's rank-power tail at each head."""
+    t0 = time.perf_counter()
+    wanted = {m: PANEL_MODELS[m] for m in ("als-64",) + tuple(proxies)}
+    pop = global_ranks_from_data(PANEL_DATASETS[label].ratings(SHARED), wanted, rng=0, keep_models=True)
+    t = pd.concat([studies.tail_inclusion(pop, "als-64", p, head=h) for p in proxies for h in heads],
+                  ignore_index=True)
+    print(f"{label}: inclusion {time.perf_counter() - t0:.0f} s", flush=True)
+    return t.assign(dataset=label)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--parts", default="frontier", help="frontier, cascade, concentration (comma-separated)")
+    ap.add_argument("--parts", default="frontier", help="frontier, cascade, concentration, inclusion (comma-separated)")
     ap.add_argument("--draws", type=int, default=3)
     ap.add_argument("--only", default=None, help="data sets named by these labels, or whose label contains one of "
                     "them when none is a label (comma-separated)")
@@ -118,7 +135,7 @@ def main():
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     heads = [None if x.strip() == "climb" else int(x) for x in args.heads.split(",")]
-    tables, sums, ctables, conc = [], [], [], []
+    tables, sums, ctables, conc, incl = [], [], [], [], []
     wanted = args.only.split(",") if args.only else None
     exact = wanted is not None and any(o in PANEL_DATASETS for o in wanted)
     for label in PANEL_DATASETS:
@@ -144,6 +161,11 @@ def main():
             conc.append(concentration(label, head, [p for p in args.proxies.split(",") if p != "random"]))
             print(conc[-1].round(3).to_string(index=False), flush=True)
             pd.concat(conc).to_csv(out / "proxy_concentration.csv", index=False)
+        if "inclusion" in args.parts.split(","):
+            incl.append(inclusion(label, [h for h in heads if h is not None] or [100],
+                                  [p for p in args.proxies.split(",") if p != "random"]))
+            print(incl[-1].round(3).to_string(index=False), flush=True)
+            pd.concat(incl).to_csv(out / "proxy_inclusion.csv", index=False)
     if sums:
         pd.concat(sums).to_csv(out / "proxy_frontier_summary.csv", index=False)
 

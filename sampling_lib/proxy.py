@@ -40,11 +40,11 @@ import numpy as np
 import pandas as pd
 
 from ._arrays import unique_ints, user_blocks
-from ._validation import check_int, show_value
+from ._validation import check_float, check_int, show_value
 from .nested import candidate_items
 
 __all__ = ["heads_from_scores", "heads_from_callable", "heads_from_table", "head_sizes", "tail_exclusions",
-           "head_enrichment", "head_enrichment_stage", "prefix_edge_ties", "table_head_notes"]
+           "head_enrichment", "head_enrichment_stage", "prefix_edge_ties", "table_head_notes", "rank_power_inclusion"]
 
 
 def head_sizes(m, n_candidates):
@@ -387,3 +387,55 @@ def head_enrichment_stage(in_stage, owner, above, tail_sizes_in, tail_hits):
     use = (h > 0) & (t > 0) & (a > 0) & (a < n)
     h, xh, n, a = h[use], xh[use], n[use], a[use]
     return _summed_z(xh, h * a / n, h * a * (n - a) * (n - h) / (n * n * (n - 1)), int(use.sum()))
+
+
+def rank_power_inclusion(T, size, power):
+    """Inclusion probabilities of a tail sampled by the proxy's rank: pi_t = min(1, c t^-power) for the tail
+    positions t = 1..T in the proxy's order, with c such that they sum to ``size`` (the expected sample size).
+
+    Positions whose c t^-power would pass 1 are taken with certainty and the rest share what is left
+    (water-filling: the smallest number j of certain positions with (size - j) w_{j+1} / sum_{t > j} w_t
+    <= 1, w_t = t^-power). ``power`` 0 is the uniform tail (size / T each); every pi_t is positive, so each
+    tail item can be drawn and a Horvitz-Thompson estimate [HT52] exists, as statAP's and infAP's sampling
+    with known inclusion probabilities needs [YA06].
+
+    Parameters
+    ----------
+    T : int >= 1
+        The tail's size.
+    size : float in (0, T]
+        The expected number of tail items sampled (sum of the pi_t).
+    power : float >= 0
+
+    Returns
+    -------
+    ndarray of float, shape (T,)
+        pi_1 >= pi_2 >= ... >= pi_T > 0.
+
+    References
+    ----------
+    .. [HT52] Horvitz, Thompson. A generalization of sampling without replacement from a finite universe. JASA
+       47 (1952).
+
+    Examples
+    --------
+    >>> rank_power_inclusion(4, 2, 1.0).round(3).tolist()        # c = 2 / (1 + 1/2 + 1/3 + 1/4)
+    [0.96, 0.48, 0.32, 0.24]
+    >>> rank_power_inclusion(4, 3, 2.0).round(3).tolist()        # the first two positions are certain
+    [1.0, 1.0, 0.64, 0.36]
+    """
+    T = check_int(T, "T", low=1)
+    size = check_float(size, "size", low=0.0, low_open=True, high=T)
+    power = check_float(power, "power", low=0.0)
+    w = np.arange(1, T + 1, dtype=float) ** -power
+    rest = np.cumsum(w[::-1])[::-1]                    # rest[j] = sum of w over positions j + 1..T
+    j = np.arange(T)
+    level = (size - j) / rest                          # c if the first j positions are certain
+    fits = (level * w <= 1.0 + 1e-12) & (size - j > 0)
+    if not fits.any():                                 # size == T: every position certain
+        return np.ones(T)
+    k = int(np.argmax(fits))
+    out = np.ones(T)
+    out[k:] = np.minimum(1.0, level[k] * w[k:])
+    return out
+

@@ -87,7 +87,7 @@ from .evaluation import EVALUATION_MODELS, RANDOM_PROXY, PairCounter, evaluation
 from .cascade import cascade_study, cascade_tables
 from .popularity import POPULARITY_FITS, popularity_estimator_table
 from .strata import (head_climb_check, head_ladder_check, pool_rare_cells, proxy_frontier, strata_consistency,
-                     strata_ladder_simulation, strata_tail_cells, tail_concentration)
+                     strata_ladder_simulation, strata_tail_cells, tail_concentration, tail_inclusion)
 from .mapping_functions import (beta_map_accuracy, beta_map_steps, beta_map_differences,
                                 beta_map_monotonicity, max_position_difference)
 from .rank_distribution import (mle_mse_identifiable, mle_consistency, RANK_DISTRIBUTION_ESTIMATORS,
@@ -226,6 +226,7 @@ __all__ = [
     "pool_rare_cells",
     "proxy_frontier",
     "tail_concentration",
+    "tail_inclusion",
     "head_ladder_check",
     "head_climb_check",
     "cascade_tables",

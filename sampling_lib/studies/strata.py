@@ -8,7 +8,8 @@ cell (s, r) beside its probability under :func:`sampling_lib.kernels.strata_ladd
 (notebook 14, ``benchmarks/bench_proxy.py``). :func:`head_ladder_check` runs one evaluation with and without
 the head ladder and recomputes the ladder's rungs from the scores, outside the run (notebook 14).
 :func:`tail_concentration` measures where a proxy puts the tail items that beat the held-out item
-(``benchmarks/bench_proxy.py --parts concentration``).
+(``benchmarks/bench_proxy.py --parts concentration``), and :func:`tail_inclusion` how much more often a tail
+sampled by the proxy's rank would draw them, by how many the user's tail holds (``--parts inclusion``).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from .._validation import check_int
 from ..kernels import next_tail_size
 
 __all__ = ["strata_ladder_simulation", "pool_rare_cells", "proxy_frontier", "strata_tail_cells",
-           "strata_consistency", "head_ladder_check", "tail_concentration"]
+           "strata_consistency", "head_ladder_check", "tail_concentration", "tail_inclusion"]
 
 
 def strata_ladder_simulation(n_items, head, above, R, *, tail_n, tail_n_max, users, seed=0,
@@ -520,6 +521,28 @@ def tail_concentration(population, costly, proxy, *, head, users=1500, k_max=10,
         weighted by the users' items above), ``items_above`` (pooled), ``users`` (unsettled), ``drawn``
         (users drawn), ``head``, ``model``, ``proxy``.
     """
+    f = np.asarray(fractions, dtype=float)
+    if f.ndim != 1 or not f.size or (f <= 0).any() or (f > 1).any():
+        raise ValueError(f"fractions must be a non-empty 1-D sequence in (0, 1]; got {fractions!r}")
+    inside = np.zeros(f.size)
+    uniform = np.zeros(f.size)
+    total, unsettled = 0, 0
+    tails, drawn = _unsettled_tails(population, costly, proxy, head, users, k_max, seed)
+    for T, pos in tails:
+        unsettled += 1
+        first = np.ceil(f * T)
+        inside += (pos[None, :] < first[:, None]).sum(axis=1)
+        uniform += pos.size * first / T
+        total += pos.size
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share, uni = inside / total, uniform / total
+    return pd.DataFrame({"fraction": f, "share": share, "uniform_share": uni, "items_above": total,
+                         "users": unsettled, "drawn": drawn, "head": head, "model": costly, "proxy": proxy})
+
+
+def _unsettled_tails(population, costly, proxy, head, users, k_max, seed):
+    """The tails of the users a head does not settle (:func:`tail_concentration`'s rule): a generator of
+    (T_u, positions of the tail items above, 0-based in the proxy's order) and the number of users drawn."""
     from ..recommenders import pair_scorer
 
     ranks, N, info = population
@@ -528,36 +551,114 @@ def tail_concentration(population, costly, proxy, *, head, users=1500, k_max=10,
             raise ValueError(f"{label!r} is not one of the fitted models {sorted(info['fitted'])}")
     head = check_int(head, "head", low=0)
     k_max = check_int(k_max, "k_max", low=1)
-    f = np.asarray(fractions, dtype=float)
-    if f.ndim != 1 or not f.size or (f <= 0).any() or (f > 1).any():
-        raise ValueError(f"fractions must be a non-empty 1-D sequence in (0, 1]; got {fractions!r}")
     split = info["split"]
     M = int(split.n_users)
     train = split.train.tocsr()
     held = split.test_items.astype(np.int64)
     pick = np.sort(np.random.default_rng(seed).permutation(M)[:check_int(users, "users", low=1)])
     score, prox = pair_scorer(info["fitted"][costly]), pair_scorer(info["fitted"][proxy])
-    inside = np.zeros(f.size)
-    uniform = np.zeros(f.size)
-    total, unsettled = 0, 0
-    for u in pick:
-        cand = np.setdiff1d(np.arange(N), np.r_[train.indices[train.indptr[u]:train.indptr[u + 1]], held[u]])
-        if cand.size <= head:
+
+    def tails():
+        for u in pick:
+            cand = np.setdiff1d(np.arange(N), np.r_[train.indices[train.indptr[u]:train.indptr[u + 1]], held[u]])
+            if cand.size <= head:
+                continue
+            uu = np.full(cand.size, u)
+            order = np.lexsort((cand, -np.asarray(prox(uu, cand), dtype=float)))
+            s = np.asarray(score(uu, cand), dtype=float)[order]
+            above = s >= float(np.asarray(score(np.array([u]), np.array([held[u]])), dtype=float)[0])
+            if int(above[:head].sum()) >= k_max:
+                continue
+            yield cand.size - head, np.flatnonzero(above[head:])
+    return tails(), int(pick.size)
+
+
+#: The bins of tail items above (Y_u) that :func:`tail_inclusion` reports: [1, 3], [4, 10], ..., [101, inf).
+INCLUSION_BINS = (1, 4, 11, 31, 101)
+
+
+def tail_inclusion(population, costly, proxy, *, head, tail_sizes=(50, 200), powers=(0.5, 1.0), users=1500,
+                   k_max=10, bins=INCLUSION_BINS, seed=0):
+    """What a tail sampled by the proxy's rank would do for the items above: the chance that each is drawn,
+    over a uniform tail's, by how many items above the user's tail holds.
+
+    The users and tails are :func:`tail_concentration`'s (drawn from ``seed``; those the head settles, with
+    ``k_max`` or more head items above, and those with no tail left out). For a tail of T_u items with Y_u >= 1
+    above the held-out item at proxy positions t, and inclusion probabilities pi_t of
+    :func:`sampling_lib.proxy.rank_power_inclusion` (expected size s, a power of the proxy's rank), the
+    user's **gain** is the mean pi_t of its items above over the uniform tail's s / T_u: how many times more
+    often a sampled item shows that the held-out item is beaten, the chance a sampled tail pays for (the
+    uniform ladder climbs until it shows it). Users with s >= T_u are left out of that tail size's rows.
+
+    A model of where the items above lie that every user shares (one curve of the proxy's positions, as the
+    rank-mass curve of :mod:`sampling_lib.popularity`) needs the gain not to depend on Y_u; the rows by bin
+    show whether it does, and ``pooled_gain`` is what such a curve would fit (the items above pooled, so
+    users with many weigh most).
+
+    Parameters
+    ----------
+    population : tuple
+        ``global_ranks_from_data(..., keep_models=True)``'s result.
+    costly, proxy : str
+        Labels of two of its fitted models.
+    head : int >= 0
+    tail_sizes : sequence of int >= 1
+        Expected tail sample sizes s.
+    powers : sequence of float >= 0
+        Powers of the proxy's rank (0: the uniform tail, gain 1).
+    users, k_max, seed : int
+        As :func:`tail_concentration`.
+    bins : sequence of int
+        Increasing left edges of the bins of Y_u (the first >= 1; the last bin is open).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (tail_size, power, bin) and one per (tail_size, power) over every bin (``bin`` "all"):
+        ``users``, ``items_above``, ``inclusion`` (the users' mean pi_t of their items above, averaged over users),
+        ``uniform`` (s / T_u averaged), ``gain`` (the users' gains averaged), ``top_gain`` (the gain if the
+        tail's first s positions were taken with certainty and no other: the share of the items above there
+        times T_u / s, averaged; not a design, since the rest could not be drawn), ``pooled_gain`` (per
+        (tail_size, power): the pi_t of every item above pooled over the users, over the same pooling of
+        s / T_u), ``tail_size``, ``power``, ``head``, ``model``, ``proxy``.
+    """
+    from ..proxy import rank_power_inclusion
+
+    sizes = [check_int(v, "tail_sizes", low=1) for v in tail_sizes]
+    powers = [float(v) for v in powers]
+    for v in powers:
+        if not np.isfinite(v) or v < 0:
+            raise ValueError(f"powers must be finite and >= 0; got {powers!r}")
+    edges = np.asarray(bins, dtype=np.int64)
+    if edges.ndim != 1 or not edges.size or edges[0] < 1 or np.any(np.diff(edges) <= 0):
+        raise ValueError(f"bins must be increasing left edges, the first >= 1; got {bins!r}")
+    labels = [f"{a}-{b - 1}" for a, b in zip(edges[:-1], edges[1:])] + [f">={edges[-1]}"]
+    rows, pooled = [], {}
+    cache = {}
+    tails, _ = _unsettled_tails(population, costly, proxy, head, users, k_max, seed)
+    for T, pos in tails:
+        if not pos.size or pos.size < edges[0]:
             continue
-        uu = np.full(cand.size, u)
-        order = np.lexsort((cand, -np.asarray(prox(uu, cand), dtype=float)))
-        s = np.asarray(score(uu, cand), dtype=float)[order]
-        above = s >= float(np.asarray(score(np.array([u]), np.array([held[u]])), dtype=float)[0])
-        if int(above[:head].sum()) >= k_max:
-            continue
-        unsettled += 1
-        pos = np.flatnonzero(above[head:])
-        T = cand.size - head
-        first = np.ceil(f * T)
-        inside += (pos[None, :] < first[:, None]).sum(axis=1)
-        uniform += pos.size * first / T
-        total += pos.size
-    with np.errstate(invalid="ignore", divide="ignore"):
-        share, uni = inside / total, uniform / total
-    return pd.DataFrame({"fraction": f, "share": share, "uniform_share": uni, "items_above": total,
-                         "users": unsettled, "drawn": pick.size, "head": head, "model": costly, "proxy": proxy})
+        b = int(np.searchsorted(edges, pos.size, side="right")) - 1
+        for s in sizes:
+            if s >= T:
+                continue
+            top = float(np.mean(pos < s)) * T / s
+            for a in powers:
+                key = (T, s, a)
+                if key not in cache:
+                    cache[key] = rank_power_inclusion(T, s, a)
+                pi = cache[key][pos]
+                rows.append((s, a, b, pos.size, pi.mean(), s / T, pi.mean() * T / s, top))
+                num, den = pooled.get((s, a), (0.0, 0.0))
+                pooled[(s, a)] = (num + pi.sum(), den + pos.size * s / T)
+    cols = ["tail_size", "power", "b", "items_above", "inclusion", "uniform", "gain", "top_gain"]
+    per = pd.DataFrame(rows, columns=cols)
+    out = []
+    for (s, a), g in per.groupby(["tail_size", "power"], sort=True):
+        for b, gg in list(g.groupby("b", sort=True)) + [(None, g)]:
+            out.append({"tail_size": s, "power": a, "bin": "all" if b is None else labels[int(b)], "users": len(gg),
+                        "items_above": int(gg.items_above.sum()), "inclusion": gg.inclusion.mean(),
+                        "uniform": gg.uniform.mean(), "gain": gg.gain.mean(), "top_gain": gg.top_gain.mean(),
+                        "pooled_gain": pooled[(s, a)][0] / pooled[(s, a)][1]})
+    return pd.DataFrame(out).assign(head=head, model=costly, proxy=proxy)
