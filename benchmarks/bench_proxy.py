@@ -16,10 +16,10 @@ predicts the proxy does not pay (``proxy_paid``); it also prices half and a quar
 (``planned_head``: the head the other users ran); ``tail_n`` is given.
 
 Part ``cascade`` (``--parts cascade``): published cascade protocols corrected
-(:func:`sampling_lib.cascade.cascade_estimate`, :func:`sampling_lib.studies.cascade_study`): EASE (up to
-6,000 items) as the costly model, item-KNN as the retriever, "retriever top-20 + 19 random" over ``--draws``
-tail draws, and "top-20 only" as bounds. Goal: the corrected Recall@10 interval covers the full-ranking truth
-in >= 93% of draws; its width beside the naive metric's error.
+(:func:`sampling_lib.cascade.cascade_estimate`, :func:`sampling_lib.studies.cascade_study`): EASE (on
+catalogues of up to ``--ease-items`` items, 6,000 by default) as the costly model, item-KNN as the retriever,
+"retriever top-20 + 19 random" over ``--draws`` tail draws, and "top-20 only" as bounds. Goal: the corrected
+Recall@10 interval covers the full-ranking truth in >= 93% of draws; its width beside the naive metric's error.
 
 Part ``concentration`` (``--parts concentration``): where each proxy puts the tail items that beat the
 held-out item (:func:`sampling_lib.studies.tail_concentration`: ALS-64 costly, the first ``--heads`` number as
@@ -46,6 +46,7 @@ import argparse
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from sampling_lib import studies
@@ -56,13 +57,31 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 PROXIES = ("popularity", "itemknn")
 
 
-def frontier(label, draws, heads, tail_n, tail_max_factor, target, proxies=PROXIES):
+def _ease_model(n_items, ease_items):
+    """EASE (lambda 200) where the catalogue has at most ``ease_items`` items, else None. Above DENSE_ITEMS_MAX
+    it is fitted in float32 (one N x N matrix: 6.7 GB at Gowalla's 40,981 items) with the library's array limit
+    raised to that matrix, unless SAMPLING_LIB_MAX_ARRAY_BYTES is set."""
+    if n_items > ease_items:
+        return None
+    name, params = PANEL_MODELS["ease-200"]
+    if n_items <= DENSE_ITEMS_MAX:
+        return name, params
+    need = int(4 * n_items * n_items * 1.05)
+    os.environ.setdefault("SAMPLING_LIB_MAX_ARRAY_BYTES", str(need))
+    return name, dict(params, dtype=np.float32)
+
+
+def frontier(label, draws, heads, tail_n, tail_max_factor, target, proxies=PROXIES, ease_items=DENSE_ITEMS_MAX):
     spec = PANEL_DATASETS[label]
     ratings = spec.ratings(SHARED)
-    costly = ["als-64"] + (["ease-200"] if ratings.n_items <= DENSE_ITEMS_MAX else [])
+    ease = _ease_model(ratings.n_items, ease_items)
+    costly = ["als-64"] + (["ease-200"] if ease is not None else [])
     models = {m: PANEL_MODELS[m] for m in costly + [p for p in proxies if p != studies.RANDOM_PROXY]}
+    if ease is not None:
+        models["ease-200"] = ease
     t0 = time.perf_counter()
-    ranks, N, info = global_ranks_from_data(ratings, models, rng=0, keep_models=True)
+    ranks, N, info = global_ranks_from_data(ratings, models, rng=0, keep_models=True,
+                                            max_dense_items=max(ease_items, DENSE_ITEMS_MAX))
     print(f"{label}: N = {N:,}, {info['M']:,} users, models fitted and ranked in full in "
           f"{time.perf_counter() - t0:.0f} s", flush=True)
     t0 = time.perf_counter()
@@ -77,10 +96,14 @@ def frontier(label, draws, heads, tail_n, tail_max_factor, target, proxies=PROXI
     return t, summary
 
 
-def cascade(label, draws):
+def cascade(label, draws, ease_items=DENSE_ITEMS_MAX):
     """The cascade part on one data set: EASE scored on item-KNN's top 20 + 19 random, and on the top 20 only."""
     t0 = time.perf_counter()
-    t = studies.cascade_study(PANEL_DATASETS[label].ratings(SHARED), "ease-200", "itemknn", m=20, r=19,
+    ratings = PANEL_DATASETS[label].ratings(SHARED)
+    models = {"ease-200": _ease_model(ratings.n_items, ease_items), "itemknn": PANEL_MODELS["itemknn"]}
+    pop = global_ranks_from_data(ratings, models, rng=0, keep_models=True,
+                                 max_dense_items=max(ease_items, DENSE_ITEMS_MAX))
+    t = studies.cascade_study(population=pop, costly="ease-200", retriever="itemknn", m=20, r=19,
                               draws=draws).assign(dataset=label)
     print(f"{label}: cascade {time.perf_counter() - t0:.0f} s", flush=True)
     g = t.groupby(["dataset", "protocol", "metric"], sort=False)
@@ -130,6 +153,10 @@ def main():
     ap.add_argument("--proxies", default=",".join(PROXIES),
                     help=f"proxy rankers (comma-separated; default {','.join(PROXIES)}); 'random': a useless proxy, "
                          "uniform random scores per item")
+    ap.add_argument("--ease-items", type=int, default=DENSE_ITEMS_MAX,
+                    help=f"EASE is evaluated (frontier) and corrected (cascade) on catalogues of at most this many "
+                         f"items (default {DENSE_ITEMS_MAX:,}); above {DENSE_ITEMS_MAX:,} it is fitted in float32 "
+                         "(Gowalla: 6.7 GB, about 13 minutes on one core)")
     ap.add_argument("--out", default="benchmarks/results")
     args = ap.parse_args()
     out = Path(args.out)
@@ -146,13 +173,13 @@ def main():
             continue
         if "frontier" in args.parts.split(","):
             t, s = frontier(label, args.draws, heads, args.tail_n, args.tail_max_factor, args.target,
-                            proxies=args.proxies.split(","))
+                            proxies=args.proxies.split(","), ease_items=args.ease_items)
             tables.append(t)
             sums.append(s)
             print(s.round(3).to_string(index=False), flush=True)
             pd.concat(tables).to_csv(out / "proxy_frontier.csv", index=False)
-        if "cascade" in args.parts.split(",") and PANEL_DATASETS[label].ratings(SHARED).n_items <= DENSE_ITEMS_MAX:
-            t, s = cascade(label, args.draws)
+        if "cascade" in args.parts.split(",") and PANEL_DATASETS[label].ratings(SHARED).n_items <= args.ease_items:
+            t, s = cascade(label, args.draws, args.ease_items)
             ctables.append(t)
             print(s.round(4).to_string(index=False), flush=True)
             pd.concat(ctables).to_csv(out / "proxy_cascade.csv", index=False)

@@ -75,5 +75,8 @@ def test_tail_inclusion_against_the_global_ranks():
     assert t.loc[(1.0, "1-3")].gain > t.loc[(1.0, ">=31")].gain > 1
     with pytest.raises(ValueError, match="bins must be"):
         studies.tail_inclusion(pop, "itemknn", "popularity", head=0, bins=[0, 4])
-    with pytest.raises(ValueError, match="powers must be"):
+    with pytest.raises(ValueError, match="powers must lie in"):
         studies.tail_inclusion(pop, "itemknn", "popularity", head=0, powers=[-1.0])
+    # no user left unsettled (k_max 1 and a head holding every candidate's first): an empty table, its columns
+    empty = studies.tail_inclusion(pop, "itemknn", "itemknn", head=5, k_max=1, tail_sizes=[20])
+    assert empty.empty and {"gain", "pooled_gain", "tail_size", "bin"} <= set(empty.columns)
