@@ -427,15 +427,18 @@ def rank_power_inclusion(T, size, power):
     T = check_int(T, "T", low=1)
     size = check_float(size, "size", low=0.0, low_open=True, high=T)
     power = check_float(power, "power", low=0.0)
-    w = np.arange(1, T + 1, dtype=float) ** -power
-    rest = np.cumsum(w[::-1])[::-1]                    # rest[j] = sum of w over positions j + 1..T
+    lw = -power * np.log(np.arange(1, T + 1, dtype=float))        # log w_t, in log space for large powers
+    rest = np.logaddexp.accumulate(lw[::-1])[::-1]                # log of sum of w over positions j + 1..T
     j = np.arange(T)
-    level = (size - j) / rest                          # c if the first j positions are certain
-    fits = (level * w <= 1.0 + 1e-12) & (size - j > 0)
-    if not fits.any():                                 # size == T: every position certain
+    with np.errstate(divide="ignore", invalid="ignore"):       # size - j <= 0: never the level
+        log_level = np.log(size - j) - rest                       # log c if the first j positions are certain
+    fits = (log_level + lw <= 1e-12) & (size - j > 0)
+    if not fits.any():                                            # size == T: every position certain
         return np.ones(T)
     k = int(np.argmax(fits))
     out = np.ones(T)
-    out[k:] = np.minimum(1.0, level[k] * w[k:])
+    out[k:] = np.minimum(1.0, np.exp(log_level[k] + lw[k:]))
+    if out[-1] <= 0.0:
+        raise ValueError(f"power must leave every inclusion probability positive; got {power} (T = {T}: the last "
+                         f"one underflows below {np.finfo(float).tiny:.0e})")
     return out
-

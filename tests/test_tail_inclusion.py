@@ -11,16 +11,18 @@ from sampling_lib.proxy import rank_power_inclusion
 
 
 def _bisected(T, size, power):
-    w = np.arange(1, T + 1, dtype=float) ** -power
-    lo, hi = 0.0, size / w[-1] + 1.0
+    """min(1, c w_t) summing to size, c by bisection on log c (w_t = t^-power, in log space)."""
+    lw = -power * np.log(np.arange(1, T + 1, dtype=float))
+    lo, hi = np.log(size) - np.log(np.exp(lw).sum()), np.log(size) - lw[-1] + 1.0
     for _ in range(200):
         c = 0.5 * (lo + hi)
-        lo, hi = (c, hi) if np.minimum(1.0, c * w).sum() < size else (lo, c)
-    return np.minimum(1.0, 0.5 * (lo + hi) * w)
+        lo, hi = (c, hi) if np.minimum(1.0, np.exp(c + lw)).sum() < size else (lo, c)
+    return np.minimum(1.0, np.exp(0.5 * (lo + hi) + lw))
 
 
 @pytest.mark.parametrize("T, size, power", [(1, 1, 1.0), (7, 3, 0.0), (50, 5, 0.5), (50, 20, 1.0), (300, 40, 2.0),
-                                            (300, 299.5, 3.0), (1000, 1, 1.0), (9, 9, 1.0)])
+                                            (300, 299.5, 3.0), (1000, 1, 1.0), (9, 9, 1.0), (10, 2.5, 50.0),
+                                            (40, 3.5, 150.0)])
 def test_rank_power_inclusion_is_the_water_filled_level(T, size, power):
     pi = rank_power_inclusion(T, size, power)
     np.testing.assert_allclose(pi, _bisected(T, size, power), rtol=1e-9, atol=1e-12)
@@ -39,6 +41,8 @@ def test_rank_power_inclusion_bad_input_names_itself():
         rank_power_inclusion(5, 2, -1.0)
     with pytest.raises(ValueError, match="T must"):
         rank_power_inclusion(0, 1, 1.0)
+    with pytest.raises(ValueError, match="power must leave every inclusion probability positive"):
+        rank_power_inclusion(1000, 2.5, 400.0)
 
 
 def test_tail_inclusion_against_the_global_ranks():
