@@ -597,11 +597,8 @@ def tail_inclusion(population, costly, proxy, *, head, tail_sizes=(50, 200), pow
 
     Parameters
     ----------
-    population : tuple
-        ``global_ranks_from_data(..., keep_models=True)``'s result.
-    costly, proxy : str
-        Labels of two of its fitted models.
-    head : int >= 0
+    population, costly, proxy, head
+        As :func:`tail_concentration` (``head`` >= 0).
     tail_sizes : sequence of int >= 1
         Expected tail sample sizes s.
     powers : sequence of float >= 0
