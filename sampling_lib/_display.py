@@ -197,8 +197,8 @@ def resolution_note(metrics, w, *, widened, popularity=False, stratified=False):
                 "above, T tail items, s sampled), so the metric leans on the prior's extrapolation there; its "
                 "interval is the union over the fitted, a 10x weaker and a 10x stronger smoothness penalty. Far "
                 "below resolution that is not enough: with one sampled tail item per about 2,150 tail items "
-                "(Gowalla, a cascade's top 20 + 19 random) it missed the truth in 10 of 10 draws (benchmarks/"
-                "README.md, 'Published cascade protocols corrected'). A larger head or tail_n_max in "
+                "(Gowalla, a cascade's top 20 + 19 random) it missed the truth in 10 of 10 draws, as on Yelp2018 "
+                "(benchmarks/README.md, 'Published cascade protocols corrected'). A larger head or tail_n_max in "
                 "evaluate(..., proxy=) resolves it; a published cascade's file cannot.")
     width = f" = {w:.1f}" if w is not None and np.isfinite(w) else ""
     head = (f"below resolution ({', '.join(metrics)}): K < (N-1)/(n-1){width}, so the metric lies inside "
