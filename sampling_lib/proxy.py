@@ -92,10 +92,20 @@ def heads_from_scores(scores, ptr, bad, m):
     >>> hi[hp[0]:hp[1]].tolist(), hi[hp[1]:hp[2]].tolist()
     ([1, 3], [4, 1])
     """
-    v = _check_scores(scores, "proxy")
-    order = np.argsort(-v, kind="stable")               # the catalogue in proxy order
+    return _heads_in_order(_proxy_order(_check_scores(scores, "proxy")), ptr, bad, m)
+
+
+def _proxy_order(v):
+    """The catalogue in proxy order (descending; ties by catalogue position) and each item's place in it."""
+    order = np.argsort(-v, kind="stable")
     place = np.empty_like(order)
     place[order] = np.arange(order.size)
+    return order, place
+
+
+def _heads_in_order(proxy_order, ptr, bad, m):
+    """:func:`heads_from_scores` given the catalogue's proxy order (:func:`_proxy_order`), sorted once."""
+    order, place = proxy_order
     ptr = np.asarray(ptr, dtype=np.int64)
     bad = np.asarray(bad, dtype=np.int64)
     m = np.asarray(m, dtype=np.int64)
@@ -228,7 +238,7 @@ def heads_and_edge_ties(scores, ptr, bad, m):
     >>> hi.tolist(), ties
     ([0], 1)
     """
-    v = np.asarray(scores, dtype=float)
+    v = _check_scores(scores, "proxy")
     ptr = np.asarray(ptr, dtype=np.int64)
     bad = np.asarray(bad, dtype=np.int64)
     m = np.asarray(m, dtype=np.int64)
@@ -237,8 +247,9 @@ def heads_and_edge_ties(scores, ptr, bad, m):
     sizes = np.minimum(ext_m, m)
     head_ptr = np.r_[0, np.cumsum(sizes)].astype(np.int64)
     head, ties = np.empty(int(head_ptr[-1]), np.int64), 0
+    proxy_order = _proxy_order(v)                      # sorted once, not per block
     for a, b in user_blocks(ext_m):                    # bounded temporaries (BLOCK_ITEMS)
-        ext_p, ext = heads_from_scores(v, ptr[a:b + 1] - ptr[a], bad[ptr[a]:ptr[b]], ext_m[a:b])
+        ext_p, ext = _heads_in_order(proxy_order, ptr[a:b + 1] - ptr[a], bad[ptr[a]:ptr[b]], ext_m[a:b])
         ext_sizes = np.diff(ext_p)
         place = np.arange(ext.size) - np.repeat(ext_p[:-1], ext_sizes)       # place within the user's list
         head[head_ptr[a]:head_ptr[b]] = ext[place < np.repeat(m[a:b], ext_sizes)]

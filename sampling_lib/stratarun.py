@@ -70,6 +70,7 @@ __all__ = ["StrataRun", "check_proxy_settings", "UNIFORM_STAGE_SHARE"]
 #: scored are at most this share of the other users' cost at the pilot's pairs per user.
 UNIFORM_STAGE_SHARE = 0.05
 _ON_STAGE = "on the pilot's uniform first stage"    # what the verdict on the head judged (_judge_proxy)
+_RANDOM_HEAD = "proxy: its head holds no more of the items ranked above the held-out one than a random set"
 
 
 def check_proxy_settings(head, tail_n, tail_n_max):
@@ -748,13 +749,12 @@ class StrataRun(StagedRun):
                               f"({self._judged}): " + text)
         z = [z for z, _, _ in out.values() if np.isfinite(z)]
         self.head_random = bool(z) and max(z) < 1.645     # (no user with information: nothing to say)
-        self.head_notes = [x for x in self.head_notes if not x.startswith("proxy: its head holds no more")]
+        self.head_notes = [x for x in self.head_notes if not x.startswith(_RANDOM_HEAD)]    # the verdict replaced
         if self.head_random:
             self.head_notes.append(
-                "proxy: its head holds no more of the items ranked above the held-out one than a random set of "
-                f"its size would ({self._judged}: {text}; one-sided z below 1.645). With a proxy no better than "
-                "random the head is paid for nothing: a planned evaluation (no tail_n_max) falls back to the "
-                "uniform ladder (README, 'A cheap proxy ranker first')")
+                f"{_RANDOM_HEAD} of its size would ({self._judged}: {text}; one-sided z below 1.645). With a proxy "
+                "no better than random the head is paid for nothing: a planned evaluation (no tail_n_max) falls back "
+                "to the uniform ladder (README, 'A cheap proxy ranker first')")
 
     def cells(self):
         """{model: (n_items, heads, above, tail_sizes, ranks)}: every user's stratified cell so far (the
