@@ -34,8 +34,10 @@ COLUMN_NOTES = {
                         "(see the compact view's note)",
     "clipped": "clipped: True when the estimator's value fell outside the metric's range (possible for the "
                "linear estimators BV, MN, CLS) and was set to the nearest end of the range",
-    "bound_low": "bound_low/high: point bounds from the ranks and item weights alone (no logs); no sampling "
-                 "uncertainty, so the truth can fall outside them",
+    "bound_low": "bound_low/high: popularity-sampled input: point bounds from the ranks and item weights alone "
+                 "(no logs); no sampling uncertainty, so the truth can fall outside them. A cascade's top m + "
+                 "random negatives: the design-only interval (no prior, user sampling included); its top m only: "
+                 "the bounds over these users (their interval is ci_low/high)",
     "N": "N, n: empty (or -1) when they vary per user",
     "full_halfwidth": "full_halfwidth: the half-width of the interval full ranking of these users would give, "
                       "estimated (z sqrt(Var F(R) / M), Var F(R) from the fit); precision_ratio: the interval's "
@@ -338,11 +340,12 @@ def estimate_view(table, *, n_items=None, sample_size=None, seed=None):
     bounds = "bound_low" in table.columns and bool(table["bound_low"].notna().any())   # popularity tables
     popular = _is_popularity(table)
     stratified = "method" in table.columns and bool(table["method"].astype(str).str.endswith("(stratified)").any())
-    from .cascade import BOUNDS_LABEL as _HEAD_ONLY_BOUNDS, BOUNDS_METHOD as _HEAD_ONLY
+    from .cascade import BOUNDS_LABEL as _HEAD_ONLY_BOUNDS, BOUNDS_METHOD as _HEAD_ONLY, DESIGN_BOUNDS_LABEL
 
     head_only = ("method" in table.columns and bool(table["method"].astype(str).eq(_HEAD_ONLY).any()))
+    design = bounds and stratified and not head_only         # a cascade's random negatives: the design's bounds
     if bounds:
-        columns.append(_HEAD_ONLY_BOUNDS if head_only else "bounds without logs")
+        columns.append(_HEAD_ONLY_BOUNDS if head_only else DESIGN_BOUNDS_LABEL if design else "bounds without logs")
     ratio = "precision_ratio" in table.columns and bool(table["precision_ratio"].notna().any())
     if ratio:
         columns.append(_RATIO)
@@ -362,7 +365,7 @@ def estimate_view(table, *, n_items=None, sample_size=None, seed=None):
             row.append(_num(d["precision_ratio"], 2))
         row.append(" ".join(m for m, on in ((_BELOW, below[i]), (_CLIPPED, clipped[i])) if on))
         rows.append(row)
-    text = [header, "", _render(columns, rows, right=("naive", "estimate")), ""]
+    text = [_wrap(header, indent=""), "", _render(columns, rows, right=("naive", "estimate")), ""]
     if below.any():
         metrics = list(dict.fromkeys(table["metric"][below]))
         widened = "sensitivity_low" in table.columns and bool(table["sensitivity_low"][below].notna().all())
@@ -379,6 +382,15 @@ def estimate_view(table, *, n_items=None, sample_size=None, seed=None):
                           "estimated, and the interval runs from the user bootstrap's lower end of the low bound "
                           "to its upper end of the high one. Scoring random negatives from the rest (stratum "
                           "'tail') turns the bounds into an estimate."))
+    elif design:
+        text.append(_wrap(f"{DESIGN_BOUNDS_LABEL}: where the metric lies whatever the tail ranks, from the design "
+                          "alone (no prior): each user's global rank lies between 1 + x + c (x head and c sampled "
+                          "tail items above the held-out one) and that plus the unsampled tail items; the high end "
+                          "also weighs each user whose sample holds no item above by the inverse chance of missing "
+                          "the items that would keep it in the top K (the smaller of the two, Bonferroni). A sample "
+                          "of s from T tail items cannot tell no item above from K of them when Ks is far below T: "
+                          "the low end is then near 0, and where the estimate lies inside this range is the prior's "
+                          "extrapolation, not the data's."))
     elif bounds:
         text.append(_wrap("bounds without logs: the range of the metric that holds whatever the logged "
                           "negatives (popularity-sampled evaluation)."))

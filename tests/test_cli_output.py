@@ -48,15 +48,17 @@ def flat(text):
 
 
 def _table_rows(out):
-    """The compact view's header line, column names and rows (up to the first blank line after the table)."""
+    """The compact view's header (its lines joined: it wraps at the output's width), column names and rows (up
+    to the first blank line after the table)."""
     lines = out.splitlines()
-    assert lines[1] == "", out
-    head, rows = lines[2], []
-    for ln in lines[3:]:
+    blank = lines.index("")
+    assert 1 <= blank <= 3 and max(len(ln) for ln in lines[:blank]) <= 100, out
+    head, rows = lines[blank + 1], []
+    for ln in lines[blank + 2:]:
         if not ln:
             break
         rows.append(ln)
-    return lines[0], head.split(), rows
+    return " ".join(lines[:blank]), head.split(), rows
 
 
 def test_compact_estimate_view(files, capsys):
