@@ -9,7 +9,10 @@ model's scores of every candidate it scored, this module corrects both:
   candidates outside the head): x_u, the head items scored at or above the held-out item, is known
   exactly; the tail's sampled rank is hypergeometric given the tail rank R - 1 - x_u. That is the
   stratified design of :mod:`sampling_lib.stratarun` with one tail stage, and
-  :func:`sampling_lib.estimators.strata_estimate` corrects it to the full catalogue;
+  :func:`sampling_lib.estimators.strata_estimate` corrects it to the full catalogue. Beside that estimate
+  (which leans on a smooth prior over the tail ranks below the tail's resolution),
+  :func:`cascade_bounds` gives the bounds the design alone guarantees, whatever the tail ranks:
+  ``bound_low`` / ``bound_high`` hold their interval;
 * **top-m only**: the data give x_u and nothing about the tail. The global rank lies anywhere in
   1 + x_u .. 1 + x_u + T_u (T_u = N_u - 1 - m_u tail items, all below or all above), so the metric is
   bounded, not estimated: ``bound_low`` / ``bound_high`` are the means of F(1 + x_u + T_u) and F(1 + x_u)
@@ -39,18 +42,26 @@ import numpy as np
 import pandas as pd
 
 from ._validation import check_int, show_value
+from .counts import bootstrap_loop
 from .inference import percentile_interval
 from .kernels import check_strata
 from .metrics import metric_matrix, parse_metrics
 from .ranking import TIE_RULES
 
-__all__ = ["cascade_cells", "cascade_estimate", "cascade_requests", "head_only_bounds", "CASCADE_COLUMNS"]
+__all__ = ["cascade_bounds", "cascade_cells", "cascade_estimate", "cascade_requests", "design_interval",
+           "head_only_bounds", "CASCADE_COLUMNS", "WEIGHT_MAX"]
 
 #: The columns of :func:`cascade_cells`.
 CASCADE_COLUMNS = ("model", "user", "n_items", "head", "head_above", "tail_size", "tail_rank")
 #: The ``method`` of a head-only table, and how the views label its bounds (``_display``, ``plotting``).
 BOUNDS_METHOD = "bounds (head only)"
 BOUNDS_LABEL = "bounds (tail unscored)"
+#: How the views label the design-only interval of a cascade with random negatives.
+DESIGN_BOUNDS_LABEL = "design-only interval"
+#: :func:`cascade_bounds` uses its design-based high bound for a user where that bound's largest weight 1/h is
+#: at most this (h: the chance that the tail sample misses an item set that would leave the held-out item in the
+#: top K), and the sure bound elsewhere. Either is valid; the choice only trades the bound's variance.
+WEIGHT_MAX = 2.0
 
 
 def cascade_cells(table, n_items, *, ties="pessimistic"):
@@ -182,7 +193,7 @@ def head_only_bounds(n_items, heads, above, metrics=("recall@10", "ndcg@10")):
 
     With only the head scored, the global rank R_u lies in 1 + x_u .. 1 + x_u + T_u (T_u = N_u - 1 - m_u):
     the tail's items may all rank below the held-out item, or all above. F is non-increasing in R, so
-    F(1 + x_u + T_u) <= F(R_u) <= F(1 + x_u) whatever the tail.
+    F(1 + x_u + T_u) <= F(R_u) <= F(1 + x_u) whatever the tail. :func:`cascade_bounds` with no tail sample.
 
     Returns
     -------
@@ -195,14 +206,142 @@ def head_only_bounds(n_items, heads, above, metrics=("recall@10", "ndcg@10")):
     >>> lo.ravel().tolist(), hi.ravel().tolist()
     ([0.0, 0.0], [1.0, 1.0])
     """
+    return cascade_bounds(n_items, heads, above, 0, 1, metrics)
+
+
+def cascade_bounds(n_items, heads, above, tail_sizes, ranks, metrics=("recall@10", "ndcg@10")):
+    """Per user, bounds on the metric that the design alone guarantees, whatever the tail ranks.
+
+    A user with x_u head items above the held-out item and a uniform tail sample of s_u of its
+    T_u = N_u - 1 - m_u tail items, c_u = r_u - 1 of them above, has the global rank
+    R_u = 1 + x_u + Y_u with Y_u (tail items above) unknown in c_u .. c_u + T_u - s_u: every sampled item
+    is placed, every unsampled one may rank above or below. F is non-increasing in R, so
+
+    * **low** = F(1 + x_u + c_u + T_u - s_u) <= F(R_u), surely;
+    * **high**, where the chance h(y) = C(T_u - y, s_u) / C(T_u, s_u) that the sample misses y given items is
+      at least 1 / :data:`WEIGHT_MAX` for the y = k_u = K - 1 - x_u items that would still leave the held-out
+      item in the top K: the design-based bound 1{c_u = 0} max_{y <= k_u} F(1 + x_u + y) / h(y). Given
+      Y_u, c_u is hypergeometric, so its expectation over the tail draw is h(Y_u) max_y F(1 + x_u + y) / h(y)
+      >= F(R_u) for every Y_u (0 when Y_u > k_u, where F(R_u) = 0). Elsewhere the sure bound
+      F(1 + x_u + c_u) >= F(R_u) (the naive metric). The choice depends on (N_u, m_u, x_u, s_u) only, never on
+      the draw, so the mean over users bounds the metric of the same users from above in expectation.
+
+    Far below the tail's resolution (k_u s_u << T_u) h(k_u) is near 1: the high bound is then near the share
+    of users whose sample holds no item above, which is what the data can tell. The low bound is near 0
+    there: a sample of s_u cannot tell a user with no tail item above from one with K of them, so the data
+    alone never certify that a user is in the top K (partial identification, Manski 2003; the interval of
+    :func:`cascade_estimate`'s ``bound_low`` / ``bound_high`` covers the set as Imbens and Manski 2004).
+    With s_u = 0 this is :func:`head_only_bounds`. The sample must be one uniform draw without replacement
+    of a size fixed before scoring: a ladder that draws more for some users after seeing their ranks is not
+    covered by the design-based bound.
+
+    Parameters
+    ----------
+    n_items, heads, above, tail_sizes, ranks : array_like of int, shape (M,)
+        N_u, m_u, x_u, s_u and r_u as :func:`sampling_lib.estimators.strata_estimate` (scalars broadcast).
+    metrics : str or sequence of str
+        Top-K metrics.
+
+    Returns
+    -------
+    (low, high) : ndarray, shape (M, m)
+        One column per metric.
+
+    References
+    ----------
+    Manski (2003), Partial Identification of Probability Distributions, ch. 1-2; [IM04]; [YA06] (metrics
+    from a sample with known inclusion probabilities: the weight 1/h).
+
+    Examples
+    --------
+    >>> lo, hi = cascade_bounds(20_000, 20, [0, 0, 3], 19, [1, 2, 1], "recall@10")
+    >>> lo.ravel().tolist(), np.round(hi.ravel(), 4).tolist()
+    ([0.0, 0.0, 0.0], [1.0086, 0.0, 1.0057])
+    """
+    low, high, _ = _bounds(n_items, heads, above, tail_sizes, ranks, metrics)
+    return low, high
+
+
+def _bounds(n_items, heads, above, tail_sizes, ranks, metrics):
+    """:func:`cascade_bounds`' (low, high) and the sure high bound F(1 + x_u + c_u) (the naive metric)."""
     parsed = metrics if (isinstance(metrics, list) and metrics and isinstance(metrics[0], tuple)) \
         else parse_metrics(metrics)
-    N, m, x, _, _ = check_strata(n_items, heads, above, 0, 1)
+    N, m, x, s, r = check_strata(n_items, heads, above, tail_sizes, ranks)
+    T, c = N - 1 - m, r - 1
     k = max(K for _, _, K in parsed)
     F = np.vstack([metric_matrix(parsed, k), np.zeros((1, len(parsed)))])     # ranks 1..k, then 0 beyond
-    best = np.minimum(1 + x, k + 1) - 1
-    worst = np.minimum(1 + x + (N - 1 - m), k + 1) - 1
-    return F[worst], F[best]
+    low = F[np.minimum(1 + x + c + T - s, k + 1) - 1]
+    sure = F[np.minimum(1 + x + c, k + 1) - 1]
+    high = sure.copy()
+    step = max(1, (1 << 22) // k)
+    for a in range(0, x.size, step):
+        b = slice(a, a + step)
+        high[b] = _design_high(F, parsed, T[b], x[b], s[b], c[b], sure[b])
+    return low, high, sure
+
+
+def _design_high(F, parsed, T, x, s, c, sure):
+    """:func:`cascade_bounds`' high bound of a block of users: design-based where its weight allows, else sure."""
+    k = F.shape[0] - 1
+    y = np.arange(k)[None, :]                                   # tail items above: 0..k-1
+    i = y[:, :-1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # log h(y) = sum_{i<y} log(1 - s/(T - i)); -inf once fewer than s items are left to miss
+        left = (T[:, None] - i - s[:, None]).astype(float)
+        term = np.where(left > 0, np.log(np.maximum(left, 1.0) / np.maximum(T[:, None] - i, 1)), -np.inf)
+        log_h = np.hstack([np.zeros((T.size, 1)), np.cumsum(term, axis=1)])
+        out = sure.copy()
+        for j, (_, _, K) in enumerate(parsed):
+            kj = K - 1 - x                                      # tail items above that keep it in the top K
+            fy = F[np.minimum(1 + x[:, None] + y, k + 1) - 1, j]
+            ok = (y <= np.minimum(kj, T)[:, None]) & (fy > 0)
+            ratio = np.where(ok, fy * np.exp(-log_h), 0.0)
+            u0 = ratio.max(axis=1)
+            last = np.clip(np.minimum(kj, T), 0, k - 1)
+            weight = np.exp(-log_h[np.arange(T.size), last])
+            use = (kj >= 0) & (weight <= WEIGHT_MAX)
+            out[:, j] = np.where(use, np.where(c == 0, u0, 0.0), sure[:, j])
+    return out
+
+
+def _bounds_replicates(parts, n_boot, g):
+    """The user bootstrap's replicates of the means of per-user arrays ``parts`` (each (M, m)), one (n_boot, m)
+    array per part, the users drawn jointly (a multinomial over the distinct rows)."""
+    M, m = parts[0].shape
+    rows, counts = np.unique(np.hstack(parts), axis=0, return_counts=True)
+    outs = bootstrap_loop(n_boot, g, lambda b, gen: gen.multinomial(M, counts / M, size=b),
+                          lambda C: C @ rows / M, cells=rows.shape[0], desc="bootstrap bounds")
+    reps = np.concatenate(outs)
+    return [reps[:, i * m:(i + 1) * m] for i in range(len(parts))]
+
+
+def _bounds_interval(low, high, n_boot, g, confidence_level):
+    """The user bootstrap's percentile intervals of the mean low and the mean high bound, per metric (NaN with
+    ``n_boot=0`` or one user): ``(low_lo, low_hi, high_lo, high_hi)``."""
+    M, m = low.shape
+    if n_boot == 0 or M < 2:
+        return (np.full(m, np.nan),) * 4
+    lo_b, hi_b = _bounds_replicates([low, high], n_boot, g)
+    return (*percentile_interval(lo_b, confidence_level), *percentile_interval(hi_b, confidence_level))
+
+
+def design_interval(low, high, sure, n_boot, g, confidence_level):
+    """The interval of :func:`cascade_estimate`'s ``bound_low`` / ``bound_high``, per metric.
+
+    The low end is the user bootstrap's lower percentile end of the mean low bound at ``confidence_level``;
+    the high end the smaller of the upper ends of the mean design-based and the mean sure high bound, each at
+    1 - (1 - confidence_level)/2 (Bonferroni over the two: each is a valid upper bound, and which is tighter
+    depends on the tail's resolution). So the truth escapes below with chance at most (1 - level)/2, and above
+    at most as much, up to the bootstrap's approximation [IM04]. With ``n_boot=0`` (or one user): the mean
+    low bound and the smaller mean high bound.
+    """
+    M, m = low.shape
+    if n_boot == 0 or M < 2:
+        return low.mean(axis=0), np.minimum(high.mean(axis=0), sure.mean(axis=0))
+    lo_b, hi_b, su_b = _bounds_replicates([low, high, sure], n_boot, g)
+    half = 1.0 - (1.0 - confidence_level) / 2.0
+    return (percentile_interval(lo_b, confidence_level)[0],
+            np.minimum(percentile_interval(hi_b, half)[1], percentile_interval(su_b, half)[1]))
 
 
 def cascade_estimate(table, n_items, *, metrics=("recall@10", "ndcg@10"), n_boot=1000, rng=None,
@@ -221,7 +360,9 @@ def cascade_estimate(table, n_items, *, metrics=("recall@10", "ndcg@10"), n_boot
     -------
     pandas.DataFrame
         The columns of :data:`sampling_lib.correct.ESTIMATE_COLUMNS`. With tail samples:
-        :func:`sampling_lib.estimators.strata_estimate`'s rows. Head only (no user with tail items left
+        :func:`sampling_lib.estimators.strata_estimate`'s rows (the estimate leans on its smooth prior below
+        the tail's resolution), with ``bound_low`` / ``bound_high`` the interval the design alone gives
+        (:func:`cascade_bounds`, no prior; :func:`design_interval`). Head only (no user with tail items left
         has a tail sample): ``estimate`` NaN, ``bound_low`` / ``bound_high`` the identified set's ends,
         ``naive`` the metric among the items scored (= ``bound_high``), ``ci_low`` / ``ci_high`` the
         bootstrap's ends of the set (module docstring), ``method`` "bounds (head only)".
@@ -259,36 +400,32 @@ def cascade_estimate(table, n_items, *, metrics=("recall@10", "ndcg@10"), n_boot
                              f"users with tail items left and fewer than {k_max} head items above have no tail "
                              "sample and the others have one: give every user's random negatives (stratum "
                              "'tail'), or none for the head-only bounds")
+        g = np.random.default_rng(rng)
         if sampled.any() or not left.any():
-            out.append(strata_estimate(c["n_items"], c["head"], c["head_above"], c["tail_size"], c["tail_rank"],
-                                       metrics=metrics, n_boot=n_boot, rng=rng,
-                                       confidence_level=confidence_level, model=model))
+            cols = [c[k].to_numpy() for k in ("n_items", "head", "head_above", "tail_size", "tail_rank")]
+            e = strata_estimate(*cols, metrics=metrics, n_boot=n_boot, rng=g, confidence_level=confidence_level,
+                                model=model)
+            e["bound_low"], e["bound_high"] = design_interval(*_bounds(*cols, parsed), n_boot, g, confidence_level)
+            out.append(e)
         else:
-            out.append(_bounds_table(model, c, parsed, n_boot, rng, confidence_level))
+            out.append(_bounds_table(model, c, parsed, n_boot, g, confidence_level))
     return pd.concat(out, ignore_index=True)
 
 
-def _bounds_table(model, c, parsed, n_boot, rng, confidence_level):
+def _bounds_table(model, c, parsed, n_boot, g, confidence_level):
     """The head-only rows of :func:`cascade_estimate`."""
     from ._estimate_rows import ESTIMATE_COLUMNS
 
     lo, hi = head_only_bounds(c["n_items"], c["head"], c["head_above"], parsed)
-    M, m = lo.shape
-    ci_lo = ci_hi = n_lo = n_hi = np.full(m, np.nan)
-    if n_boot > 0 and M >= 2:
-        g = np.random.default_rng(rng)
-        idx = g.integers(0, M, size=(n_boot, M))
-        lo_b, hi_b = lo[idx].mean(axis=1), hi[idx].mean(axis=1)
-        ci_lo, _ = percentile_interval(lo_b, confidence_level)
-        n_lo, n_hi = percentile_interval(hi_b, confidence_level)       # the naive metric is the upper bound
-        ci_hi = n_hi
+    ci_lo, _, n_lo, n_hi = _bounds_interval(lo, hi, n_boot, g, confidence_level)
+    ci_hi = n_hi                                                         # the naive metric is the upper bound
     N, sizes = c["n_items"].to_numpy(), 1 + c["head"].to_numpy()
     common = lambda v: int(v[0]) if (v == v[0]).all() else pd.NA      # noqa: E731
     return pd.DataFrame({
         "model": model, "metric": [p[0] for p in parsed], "K": [p[2] for p in parsed],
         "naive": hi.mean(axis=0), "naive_ci_low": n_lo, "naive_ci_high": n_hi, "estimate": np.nan,
         "se": np.nan, "ci_low": ci_lo, "ci_high": ci_hi, "method": BOUNDS_METHOD, "scheme": "hypergeometric",
-        "users": M, "N": common(N), "n": common(sizes), "confidence_level": confidence_level, "n_boot": n_boot,
+        "users": len(c), "N": common(N), "n": common(sizes), "confidence_level": confidence_level, "n_boot": n_boot,
         "sensitivity_low": np.nan, "sensitivity_high": np.nan, "bound_low": lo.mean(axis=0),
         "bound_high": hi.mean(axis=0), "below_resolution": True, "clipped": False, "full_halfwidth": np.nan,
         "precision_ratio": np.nan}, columns=list(ESTIMATE_COLUMNS))

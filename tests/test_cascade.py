@@ -2,15 +2,21 @@
 negatives (a stratified design with one tail stage), and the top-m only (bounds).
 
 Checked against brute force: the cells against counts from the scores one candidate at a time; the head-only
-bounds contain every user's true metric whatever the tail (any data); the corrected estimate of a simulated
-"top-m + r random" evaluation covers the truth where the naive metric among the scored items does not.
+bounds contain every user's true metric whatever the tail (any data); the design-only bounds of a "top-m + r
+random" evaluation hold in expectation for every tail rank (exact enumeration over the hypergeometric draw) and
+their interval covers the truth where only the weighted bound can be tight; the corrected estimate of a
+simulated "top-m + r random" evaluation covers the truth where the naive metric among the scored items does not.
 """
 import numpy as np
 import pandas as pd
 import pytest
 
-from sampling_lib.cascade import cascade_cells, cascade_estimate, head_only_bounds
-from sampling_lib.metrics import metric_values
+from scipy.stats import hypergeom
+
+from sampling_lib.cascade import (WEIGHT_MAX, cascade_bounds, cascade_cells, cascade_estimate, design_interval,
+                                  head_only_bounds)
+from sampling_lib.cascade import _bounds
+from sampling_lib.metrics import metric_matrix, metric_values
 
 
 def _population(M=1500, N=400, m=20, r=19, seed=0, tail=True):
@@ -67,6 +73,65 @@ def test_head_only_bounds_contain_every_user_s_true_metric():
     assert ((e.bound_low <= truth.mean(axis=0)) & (truth.mean(axis=0) <= e.bound_high)).all()
 
 
+@pytest.mark.parametrize("T", [1, 3, 8, 30, 200])
+def test_design_bounds_hold_for_every_tail_rank_in_expectation_over_the_draw(T):
+    # every Y (tail items above) in 0..T: the low bound never exceeds F(1 + x + Y) for a draw that can happen,
+    # and the high bound's expectation over the hypergeometric draw is at least F(1 + x + Y) (any data)
+    metrics = ["recall@5", "ndcg@5", "ap@3", "recall@1"]
+    F = np.vstack([metric_matrix(metrics, 10), np.zeros((T + 20, len(metrics)))])
+    weighted = 0
+    for s in sorted({0, 1, min(2, T), min(5, T), T // 2, T}):
+        for x in (0, 1, 4, 6):
+            c = np.arange(s + 1)
+            lo, hi = cascade_bounds(1 + 7 + T, 7, x, s, c + 1, metrics)
+            weighted += int((hi[0] > F[x] + 1e-12).any())           # the design-based bound, not the sure one
+            for Y in range(T + 1):
+                p = hypergeom(T, Y, s).pmf(c)
+                assert (p @ hi >= F[x + Y] - 1e-12).all(), (s, x, Y, p @ hi, F[x + Y])
+                assert (lo[p > 0] <= F[x + Y] + 1e-12).all(), (s, x, Y)
+    assert weighted > 0 or T <= 3
+
+
+def test_design_bounds_without_a_tail_sample_are_the_head_only_bounds():
+    N, m, x = np.array([50, 50, 300, 31]), np.array([20, 20, 0, 30]), np.array([0, 7, 0, 12])
+    F = np.vstack([metric_matrix(["recall@10", "ndcg@10"], 10), np.zeros((400, 2))])
+    lo, hi = cascade_bounds(N, m, x, 0, 1, ["recall@10", "ndcg@10"])
+    assert np.array_equal(lo, F[x + N - 1 - m]) and np.array_equal(hi, F[x])
+    assert all(np.array_equal(a, b) for a, b in zip((lo, hi), head_only_bounds(N, m, x, ["recall@10", "ndcg@10"])))
+
+
+def test_design_interval_covers_users_whom_only_the_weighted_bound_can_place():
+    # every user has exactly k = 9 tail items above (x = 0: recall@10 = 1 for all). The sample misses them
+    # with chance h(9) ~ 0.64 (weight ~1.56 <= WEIGHT_MAX), so an unweighted count of users with no sampled
+    # item above would say 0.64; the weighted bound covers 1 in >= 90% of 200 draws (nominal 98.75% above)
+    T, s, M = 400, 19, 300
+    assert 1 / hypergeom(T, 9, s).pmf(0) <= WEIGHT_MAX
+    rng = np.random.default_rng(5)
+    covered = 0
+    for _ in range(200):
+        c = rng.hypergeometric(9, T - 9, s, size=M)
+        parts = _bounds(1 + 20 + T, 20, 0, s, c + 1, ["recall@10"])
+        lo, hi = design_interval(*parts, 200, rng, 0.95)
+        assert lo[0] <= 1.0
+        covered += int(hi[0] >= 1.0 - 1e-12)
+    assert covered >= 180, covered
+
+
+def test_design_interval_is_tight_where_the_sample_places_users_far_below():
+    # half the users have no tail item above (recall@10 = 1), half a quarter of the tail above: their samples
+    # hold items above, so the naive metric counts them (x + c < 10) but the weighted bound does not
+    T, s, M = 4000, 19, 2000
+    rng = np.random.default_rng(6)
+    Y = np.where(np.arange(M) < M // 2, 0, T // 4)
+    c = rng.hypergeometric(Y, T - Y, s)
+    low, high, sure = _bounds(1 + 20 + T, 20, 0, s, c + 1, ["recall@10"])
+    lo, hi = design_interval(low, high, sure, 500, rng, 0.95)
+    h9 = hypergeom(T, 9, s).pmf(0)                              # the users at Y = 0 weigh 1 / h(9)
+    expected = 0.5 / h9 + 0.5 * hypergeom(T, T // 4, s).pmf(0) / h9
+    assert lo[0] <= 0.5 <= hi[0] < expected + 4 * high.std() / np.sqrt(M) < 0.6 and sure.mean() > 0.95
+    assert np.array_equal(design_interval(low, high, sure, 0, rng, 0.95)[1], [min(high.mean(), sure.mean())])
+
+
 def test_top_m_plus_random_negatives_is_corrected_to_the_full_catalogue():
     # one draw of 1,500 users: the corrected interval covers the truth (4 SE), the naive metric among the
     # 40 items scored lies far above it
@@ -78,6 +143,8 @@ def test_top_m_plus_random_negatives_is_corrected_to_the_full_catalogue():
         assert abs(row.estimate - truth) <= 4 * row.se, (mt, row.estimate, truth, row.se)
         assert row.naive > truth + 4 * row.se
         assert row.method.startswith("logspline")
+        assert row.bound_low <= truth <= row.bound_high                 # the design-only interval
+        assert row.bound_low <= row.estimate <= row.bound_high
 
 
 def test_bad_cascade_tables_are_named_in_one_line():
@@ -182,3 +249,24 @@ def test_requests_say_what_evaluate_s_notes_say():
     text = " | ".join(str(w.message) for w in caught)
     assert "exclude: 1 users without a held-out item were not used" in text, text
     assert "the tie went to the item first in the catalogue" in text, text
+
+
+def test_the_exact_check_of_the_bounds_passes_and_catches_an_unweighted_bound(monkeypatch):
+    from sampling_lib import cascade, studies
+
+    g = studies.bounds_expectation_gap([5, 60], ["recall@10", "ndcg@10"])
+    assert (g.deficit <= 1e-12).all() and (g.excess <= 1e-12).all() and g.weighted.any()
+    # the same check on a bound without its 1/h weight (1{c = 0} F(1 + x)): it falls short for some tail rank
+    def unweighted(F, parsed, T, x, s, c, sure):
+        return np.where((c == 0)[:, None], F[np.minimum(x, F.shape[0] - 1)], 0.0)
+    monkeypatch.setattr(cascade, "_design_high", unweighted)
+    assert studies.bounds_expectation_gap([60], "recall@10").deficit.max() > 0.1
+
+
+def test_coverage_study_keeps_the_users_and_draws_new_tails():
+    from sampling_lib import studies
+
+    t = studies.design_interval_coverage(3000, 10, 9, 400, 3, metrics=["recall@10"], n_boot=100, seed=1)
+    assert len(t) == 3 and t.truth.nunique() == 1 and t.naive.nunique() == 3
+    assert (t.bound_low <= t.bound_high).all() and t.below_resolution.all()
+    assert t.design_covered.all()

@@ -62,6 +62,20 @@ def test_the_head_only_file_gives_bounds_and_says_what_they_are(files, capsys):
     assert max(len(x) for x in out.splitlines()[1:]) <= 100
 
 
+def test_random_negatives_give_the_design_only_interval_beside_the_estimate(files, capsys):
+    d, t, _ = files
+    rc, out, err = cli(capsys, "estimate", d / "plain.csv", "-N", 80, "--n-boot", 50, "--quiet")
+    assert rc == 0, err
+    assert "design-only interval" in out.split("\n\n")[1] and "from the design alone" in " ".join(out.split())
+    assert max(len(x) for x in out.splitlines()) <= 100
+    table = cascade_estimate(t, 80, metrics=["recall@10", "ndcg@10"], n_boot=50, rng=0)
+    assert ((table.bound_low <= table.estimate) & (table.estimate <= table.bound_high)).all()
+    from sampling_lib.plotting import plot_estimates
+
+    labels = [x.get_text() for x in plot_estimates(table).legends[0].get_texts()]
+    assert "design-only interval" in labels, labels
+
+
 def test_the_head_only_figure_draws_bounds_not_an_extrapolated_estimate(files):
     from sampling_lib.plotting import plot_estimates
 

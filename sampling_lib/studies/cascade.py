@@ -9,6 +9,11 @@ candidates and of ``r`` negatives drawn uniformly from the rest -- and corrects 
 :func:`sampling_lib.cascade.cascade_estimate`, ``draws`` times (new tail draws each time; the head is the
 retriever's and does not change). Every row sets the corrected estimate and the naive metric among the
 scored items beside the full-ranking truth of the same users.
+
+:func:`bounds_expectation_gap` checks :func:`sampling_lib.cascade.cascade_bounds` exactly, over every tail
+rank, and :func:`design_interval_coverage` draws tail samples of fixed simulated users far below the tail's
+resolution, setting the estimate's interval and the design-only interval beside the users' own metric
+(notebook 14 section 7).
 """
 from __future__ import annotations
 
@@ -20,7 +25,7 @@ from ..metrics import parse_metrics
 from .design import _metric_rows, full_ranking_halfwidth
 from .panel_data import DENSE_ITEMS_MAX, PANEL_MODELS
 
-__all__ = ["cascade_study", "cascade_tables"]
+__all__ = ["bounds_expectation_gap", "cascade_study", "cascade_tables", "design_interval_coverage"]
 
 
 def cascade_tables(costly_rows, retriever_rows, train, held, m, r, rng):
@@ -95,7 +100,9 @@ def cascade_study(data=None, costly="ease-200", retriever="itemknn", *, m=20, r=
     pandas.DataFrame
         One row per (draw, metric) of the corrected protocol (``protocol`` "top-m + r random"): ``dataset, N, M,
         m, r, draw, metric, truth, naive, naive_error`` (naive - truth), ``estimate, ci_low, ci_high,
-        covered, halfwidth, full_halfwidth, ratio, rel_error``; and one row per metric of the head-only bounds
+        covered, halfwidth, full_halfwidth, ratio, rel_error``, ``bound_low, bound_high`` (the interval the
+        design alone gives, :func:`sampling_lib.cascade.cascade_bounds`) and ``bounds_covered`` (the truth
+        inside it); and one row per metric of the head-only bounds
         (``protocol`` "top-m only", ``draw`` -1, ``bound_low, bound_high``, ``covered`` = the truth inside
         [ci_low, ci_high]).
 
@@ -140,6 +147,8 @@ def cascade_study(data=None, costly="ease-200", retriever="itemknn", *, m=20, r=
                          "naive": x.naive, "naive_error": x.naive - truth[j], "estimate": x.estimate,
                          "ci_low": x.ci_low, "ci_high": x.ci_high,
                          "covered": bool(x.ci_low <= truth[j] <= x.ci_high), "halfwidth": hw,
+                         "bound_low": x.bound_low, "bound_high": x.bound_high,
+                         "bounds_covered": bool(x.bound_low <= truth[j] <= x.bound_high),
                          "full_halfwidth": full_hw[j], "ratio": hw / full_hw[j],
                          "rel_error": abs(x.estimate - truth[j]) / truth[j] if truth[j] > 0 else np.nan})
     head = cascade_tables(fc.score, fr.score, train, held, m, 0, np.random.default_rng([seed, draws]))
@@ -150,4 +159,109 @@ def cascade_study(data=None, costly="ease-200", retriever="itemknn", *, m=20, r=
                      "naive": x.naive, "naive_error": x.naive - truth[j], "ci_low": x.ci_low, "ci_high": x.ci_high,
                      "bound_low": x.bound_low, "bound_high": x.bound_high,
                      "covered": bool(x.ci_low <= truth[j] <= x.ci_high), "full_halfwidth": full_hw[j]})
+    return pd.DataFrame(rows)
+
+
+def bounds_expectation_gap(tails, metrics=("recall@10", "ndcg@10"), *, head=12, above=(0, 1, 4, 9)):
+    """:func:`sampling_lib.cascade.cascade_bounds` against every tail rank, exactly.
+
+    For each tail size T in ``tails``, sample size s in {0, 1, 2, 5, T/2, T} (those <= T), x in ``above``
+    and metric: over every Y = 0..T tail items above, the largest F(1 + x + Y) - E[high | Y] (the expectation
+    over the hypergeometric draw of c, ``scipy.stats.hypergeom``), and the largest low - F(1 + x + Y) over the
+    draws c that can happen. Both are <= 0 up to rounding when the bounds hold for any data.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``T, s, x, metric, deficit, excess, weighted`` (``weighted``: the high bound at c = 0 exceeds the sure
+        one, i.e. the design-based bound is in use).
+
+    Examples
+    --------
+    >>> g = bounds_expectation_gap([5], "recall@3", above=(0,))
+    >>> bool((g.deficit <= 1e-12).all() and (g.excess <= 1e-12).all())
+    True
+    """
+    from scipy.stats import hypergeom
+
+    from ..cascade import cascade_bounds
+    from ..metrics import metric_matrix
+
+    parsed = parse_metrics(metrics)
+    k = max(K for _, _, K in parsed)
+    head = check_int(head, "head", low=max(above))
+    rows = []
+    for T in tails:
+        T = check_int(T, "tails", low=1)
+        F = np.vstack([metric_matrix(parsed, k), np.zeros((T + max(above) + 2, len(parsed)))])
+        for s in sorted({v for v in (0, 1, 2, 5, T // 2, T) if v <= T}):
+            c = np.arange(s + 1)
+            Y = np.arange(T + 1)
+            P = hypergeom.pmf(c[None, :], T, Y[:, None], s)             # (Y, c)
+            for x in above:
+                lo, hi = cascade_bounds(1 + head + T, head, x, s, c + 1, parsed)
+                FY = F[x + Y]                                           # F(1 + x + Y), rows 0-based
+                for j, (name, _, _) in enumerate(parsed):
+                    excess = np.where(P > 0, lo[None, :, j] - FY[:, j:j + 1], -np.inf).max()
+                    rows.append({"T": T, "s": s, "x": x, "metric": name,
+                                 "deficit": float((FY[:, j] - P @ hi[:, j]).max()), "excess": float(excess),
+                                 "weighted": bool(hi[0, j] > F[x, j] + 1e-12)})
+    return pd.DataFrame(rows)
+
+
+def design_interval_coverage(n_items=20_000, head=20, tail=19, users=2000, draws=20, *,
+                             metrics=("recall@10", "ndcg@10"), shape=0.35, n_boot=500, confidence_level=0.95,
+                             seed=0, estimate=True):
+    """Tail draws of a cascade far below resolution on fixed simulated users: the estimate's interval and the
+    design-only interval beside the users' own metric.
+
+    ``users`` users with N_u = ``n_items`` candidates get global ranks R_u = 1 + floor((N - 1) V^(1/shape)),
+    V uniform (a Beta(shape, 1) law of R/N: a strong model's ranks), and a head of ``head`` negatives drawn
+    at random (x_u head items above: hypergeometric). Each draw samples ``tail`` of the T_u = N - 1 - head
+    tail items uniformly (c_u above: hypergeometric given Y_u = R_u - 1 - x_u); the users and their heads stay
+    fixed, so the truth is their own mean F(R_u), as full ranking's.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (draw, metric): ``truth, naive, bound_low, bound_high, design_covered`` (from
+        :func:`sampling_lib.cascade.cascade_bounds` and :func:`sampling_lib.cascade.design_interval`) and,
+        with ``estimate``, ``estimate, ci_low, ci_high, covered, below_resolution``
+        (:func:`sampling_lib.estimators.strata_estimate`).
+
+    Examples
+    --------
+    >>> t = design_interval_coverage(3000, 10, 9, 300, 2, n_boot=50, estimate=False)
+    >>> t.shape[0], bool((t.bound_low <= t.bound_high).all())
+    (4, True)
+    """
+    from ..cascade import _bounds, design_interval
+    from ..estimators import strata_estimate
+
+    N = check_int(n_items, "n_items", low=3)
+    m = check_int(head, "head", low=0, high=N - 2)
+    s = check_int(tail, "tail", low=1, high=N - 1 - m)
+    M = check_int(users, "users", low=2)
+    parsed = parse_metrics(metrics)
+    rng = np.random.default_rng(seed)
+    R = 1 + np.floor((N - 1) * rng.random(M) ** (1.0 / shape)).astype(np.int64)
+    x = rng.hypergeometric(R - 1, N - R, m)                             # head negatives above, of N - 1
+    Y, T = R - 1 - x, N - 1 - m
+    truth = _metric_rows(parsed, R).mean(axis=1)
+    rows = []
+    for k in range(check_int(draws, "draws", low=1)):
+        g = np.random.default_rng([seed, k])
+        c = g.hypergeometric(Y, T - Y, s)
+        cells = (np.full(M, N), np.full(M, m), x, np.full(M, s), c + 1)
+        lo, hi = design_interval(*_bounds(*cells, parsed), n_boot, g, confidence_level)
+        e = strata_estimate(*cells, metrics=metrics, n_boot=n_boot, rng=g, confidence_level=confidence_level) \
+            if estimate else None
+        for j, (name, _, _) in enumerate(parsed):
+            row = {"draw": k, "metric": name, "truth": truth[j], "bound_low": lo[j], "bound_high": hi[j],
+                   "design_covered": bool(lo[j] <= truth[j] <= hi[j])}
+            if e is not None:
+                r = e.iloc[j]
+                row.update(naive=r.naive, estimate=r.estimate, ci_low=r.ci_low, ci_high=r.ci_high,
+                           covered=bool(r.ci_low <= truth[j] <= r.ci_high), below_resolution=bool(r.below_resolution))
+            rows.append(row)
     return pd.DataFrame(rows)
