@@ -115,7 +115,8 @@ def cascade(label, draws, ease_items=DENSE_ITEMS_MAX):
                     naive_error=("naive_error", "mean"), estimate=("estimate", "mean"),
                     rel_error=("rel_error", "mean"), halfwidth=("halfwidth", "mean"), ratio=("ratio", "mean"),
                     coverage=("covered", "mean"), bound_low=("bound_low", "mean"),
-                    bound_high=("bound_high", "mean")).reset_index()
+                    bound_high=("bound_high", "mean"),
+                    design_coverage=("bounds_covered", lambda v: v.dropna().astype(float).mean())).reset_index()
     return t, summary
 
 

@@ -15,7 +15,7 @@ import shutil
 
 import numpy as np
 
-__all__ = ["estimate_view", "compare_view", "wide_view", "resolution_note", "resolution_width",
+__all__ = ["estimate_view", "compare_view", "wide_view", "resolution_note", "resolution_width", "table_kind",
            "format_range", "COLUMN_NOTES", "constant_value", "is_known", "terminal_width", "wrap", "wrap_command",
            "render", "MAX_WIDTH"]
 
@@ -56,6 +56,14 @@ _RESOLVE_POPULARITY = ("Popularity-sampled negatives get no staged design (choos
                        "their ranks would bias pop_mle and the Horvitz-Thompson estimate): a larger n at the "
                        "one stage resolves more; uniform negatives can be staged (README: 'Resolving a metric "
                        "below resolution').")
+
+
+def table_kind(table):
+    """What an estimate table is, for its notes: ``popularity`` (popularity-sampled negatives), ``stratified``
+    (a proxy's head and a sampled tail) and ``design`` (a cascade's design-only interval in ``bound_low/high``)."""
+    stratified = "method" in table.columns and bool(table["method"].astype(str).str.endswith("(stratified)").any())
+    bounds = "bound_low" in table.columns and bool(table["bound_low"].notna().any())
+    return {"popularity": _is_popularity(table), "stratified": stratified, "design": stratified and bounds}
 
 
 def _is_popularity(table):
@@ -176,7 +184,7 @@ def _header(table, n_items, sample_size, *, extra=(), seed=None):
 
 
 
-def resolution_note(metrics, w, *, widened, popularity=False, stratified=False):
+def resolution_note(metrics, w, *, widened, popularity=False, stratified=False, design=False):
     """The legend line of the below-resolution mark, describing the interval of the method used.
 
     Parameters
@@ -192,6 +200,8 @@ def resolution_note(metrics, w, *, widened, popularity=False, stratified=False):
         Popularity-sampled negatives: their estimators (notebook 11) and no staged design.
     stratified : bool, default False, keyword-only
         A stratified evaluation (a proxy's head and a sampled tail): its resolution is the tail's.
+    design : bool, default False, keyword-only
+        The table has a cascade's design-only interval (``bound_low/high``) beside the estimate.
     """
     if stratified:
         return (f"below resolution ({', '.join(metrics)}): for some users with fewer than K head items above "
@@ -200,8 +210,12 @@ def resolution_note(metrics, w, *, widened, popularity=False, stratified=False):
                 "interval is the union over the fitted, a 10x weaker and a 10x stronger smoothness penalty. Far "
                 "below resolution that is not enough: with one sampled tail item per about 2,150 tail items "
                 "(Gowalla, a cascade's top 20 + 19 random) it missed the truth in 10 of 10 draws, as on Yelp2018 "
-                "(benchmarks/README.md, 'Published cascade protocols corrected'). A larger head or tail_n_max in "
-                "evaluate(..., proxy=) resolves it; a published cascade's file cannot.")
+                "(benchmarks/README.md, 'Published cascade protocols corrected'). "
+                + ("The design-only interval beside it (bound_low/high) holds without the prior (it covered the truth in every "
+                   "draw there) and shows how little the sample says: its low end near 0 means the data alone "
+                   "cannot place any user in the top K. " if design else "")
+                + "A larger head or tail_n_max in evaluate(..., proxy=) resolves it; a published cascade's file "
+                "cannot.")
     width = f" = {w:.1f}" if w is not None and np.isfinite(w) else ""
     head = (f"below resolution ({', '.join(metrics)}): K < (N-1)/(n-1){width}, so the metric lies inside "
             "the first sampled bin and is extrapolated")
@@ -338,12 +352,11 @@ def estimate_view(table, *, n_items=None, sample_size=None, seed=None):
     columns = (["model"] if "model" in table.columns else []) + ["metric"] + varying
     columns += ["naive", "estimate", f"{level:.0%} interval" if level is not None else "interval"]
     bounds = "bound_low" in table.columns and bool(table["bound_low"].notna().any())   # popularity tables
-    popular = _is_popularity(table)
-    stratified = "method" in table.columns and bool(table["method"].astype(str).str.endswith("(stratified)").any())
     from .cascade import BOUNDS_LABEL as _HEAD_ONLY_BOUNDS, BOUNDS_METHOD as _HEAD_ONLY, DESIGN_BOUNDS_LABEL
 
     head_only = ("method" in table.columns and bool(table["method"].astype(str).eq(_HEAD_ONLY).any()))
-    design = bounds and stratified and not head_only         # a cascade's random negatives: the design's bounds
+    kind = table_kind(table)
+    popular, stratified, design = kind["popularity"], kind["stratified"], kind["design"]
     if bounds:
         columns.append(_HEAD_ONLY_BOUNDS if head_only else DESIGN_BOUNDS_LABEL if design else "bounds without logs")
     ratio = "precision_ratio" in table.columns and bool(table["precision_ratio"].notna().any())
@@ -370,7 +383,7 @@ def estimate_view(table, *, n_items=None, sample_size=None, seed=None):
         metrics = list(dict.fromkeys(table["metric"][below]))
         widened = "sensitivity_low" in table.columns and bool(table["sensitivity_low"][below].notna().all())
         text.append(_wrap(f"{_BELOW} " + resolution_note(metrics, w, widened=widened, popularity=popular,
-                                                         stratified=stratified)))
+                                                         stratified=stratified, design=design)))
     if clipped.any():
         text.append(_wrap(f"{_CLIPPED} clipped: the estimator's value fell outside the metric's range (the "
                           "linear estimators BV, MN and CLS can do that) and was set to the nearest end of it."))

@@ -68,6 +68,10 @@ def test_random_negatives_give_the_design_only_interval_beside_the_estimate(file
     assert rc == 0, err
     assert "design-only interval" in out.split("\n\n")[1] and "from the design alone" in " ".join(out.split())
     assert max(len(x) for x in out.splitlines()) <= 100
+    # csv: the note on stderr is the stratified one, and names the columns the interval is in
+    rc, out, err = cli(capsys, "estimate", d / "plain.csv", "-N", 80, "--n-boot", 50, "--quiet", "--format", "csv")
+    assert rc == 0 and "design-only interval beside it (bound_low/high)" in " ".join(err.split())
+    assert "tail's first sampled bin" in " ".join(err.split())
     table = cascade_estimate(t, 80, metrics=["recall@10", "ndcg@10"], n_boot=50, rng=0)
     assert ((table.bound_low <= table.estimate) & (table.estimate <= table.bound_high)).all()
     from sampling_lib.plotting import plot_estimates
