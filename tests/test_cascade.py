@@ -270,3 +270,23 @@ def test_coverage_study_keeps_the_users_and_draws_new_tails():
     assert len(t) == 3 and t.truth.nunique() == 1 and t.naive.nunique() == 3
     assert (t.bound_low <= t.bound_high).all() and t.below_resolution.all()
     assert t.design_covered.all()
+
+
+def test_design_interval_with_per_user_n_several_models_and_users_without_a_tail():
+    # per-user N_u (one user has no tail item left: its rank is known), two models: each row's design-only
+    # interval holds its own users' metric, the estimate lies inside it, and n_boot=0 gives the point bounds
+    t, R = _population(M=600, N=300, m=20, r=19, seed=8)
+    n_u = pd.Series(300, index=np.arange(600))
+    full = t[t.user == 0]
+    t = pd.concat([t[t.user != 0], full[full.stratum == "head"]])       # user 0: N_u = 21, every item in the head
+    n_u[0] = 21
+    two = pd.concat([t.assign(model="A"), t.assign(model="B", score=t.score + np.where(t.label == 1, 0.5, 0))])
+    e = cascade_estimate(two, n_u, metrics=["recall@10"], n_boot=200, rng=3)
+    assert list(e.model) == ["A", "B"] and (e.bound_low <= e.estimate).all() and (e.estimate <= e.bound_high).all()
+    u0 = t[t.user == 0]
+    R = R.copy()
+    R[0] = 1 + int((u0.score[u0.label == 0] >= u0.score[u0.label == 1].iloc[0]).sum())
+    truth = metric_values("recall@10", 300)[R - 1].mean()
+    assert e.bound_low[0] <= truth <= e.bound_high[0]
+    e0 = cascade_estimate(two, n_u, metrics=["recall@10"], n_boot=0)
+    assert e0.bound_low.notna().all() and (e0.bound_high <= e0.naive + 1e-12).all()
