@@ -211,8 +211,8 @@ def resolution_note(metrics, w, *, widened, popularity=False, stratified=False, 
                 "below resolution that is not enough: with one sampled tail item per about 2,150 tail items "
                 "(Gowalla, a cascade's top 20 + 19 random) it missed the truth in 10 of 10 draws, as on Yelp2018 "
                 "(benchmarks/README.md, 'Published cascade protocols corrected'). "
-                + ("The design-only interval beside it (bound_low/high) holds without the prior (it covered the truth in every "
-                   "draw there) and shows how little the sample says: its low end near 0 means the data alone "
+                + ("The design-only interval beside it (bound_low/high) holds without the prior (it covered "
+                   "the truth in every draw there) and shows how little the sample says: its low end near 0 means the data alone "
                    "cannot place any user in the top K. " if design else "")
                 + "A larger head or tail_n_max in evaluate(..., proxy=) resolves it; a published cascade's file "
                 "cannot.")
