@@ -325,20 +325,43 @@ def _bounds_interval(low, high, n_boot, g, confidence_level):
     return (*percentile_interval(lo_b, confidence_level), *percentile_interval(hi_b, confidence_level))
 
 
-def design_interval(low, high, sure, n_boot, g, confidence_level):
-    """The interval of :func:`cascade_estimate`'s ``bound_low`` / ``bound_high``, per metric.
+def design_interval(n_items, heads, above, tail_sizes, ranks, metrics=("recall@10", "ndcg@10"), *, n_boot=1000,
+                    rng=None, confidence_level=0.95):
+    """The design-only interval of a cascade's metrics: :func:`cascade_estimate`'s ``bound_low`` / ``bound_high``.
 
-    The low end is the user bootstrap's lower percentile end of the mean low bound at ``confidence_level``;
-    the high end the smaller of the upper ends of the mean design-based and the mean sure high bound, each at
-    1 - (1 - confidence_level)/2 (Bonferroni over the two: each is a valid upper bound, and which is tighter
-    depends on the tail's resolution). So the truth escapes below with chance at most (1 - level)/2, and above
-    at most as much, up to the bootstrap's approximation [IM04]. With ``n_boot=0`` (or one user): the mean
-    low bound and the smaller mean high bound.
+    The low end is the user bootstrap's lower percentile end of the mean low bound of :func:`cascade_bounds`
+    at ``confidence_level``; the high end the smaller of the upper ends of its mean high bound and of the mean
+    sure high bound F(1 + x_u + c_u) (the naive metric), each at 1 - (1 - confidence_level)/2 (Bonferroni over
+    the two: each is a valid upper bound, and which is tighter depends on the tail's resolution). So the truth
+    escapes below with chance at most (1 - level)/2, and above at most as much, up to the bootstrap's
+    approximation [IM04]. With ``n_boot=0`` (or one user): the mean low bound and the smaller mean high bound.
+
+    Parameters
+    ----------
+    n_items, heads, above, tail_sizes, ranks, metrics
+        As :func:`cascade_bounds`.
+    n_boot : int >= 0, default 1000, keyword-only
+    rng : None, int or numpy.random.Generator, keyword-only
+        Seeds the user bootstrap.
+    confidence_level : float in (0, 1), default 0.95, keyword-only
+
+    Returns
+    -------
+    (low, high) : ndarray, shape (m,)
+        One entry per metric.
+
+    Examples
+    --------
+    >>> lo, hi = design_interval(20_000, 20, [0, 0, 3, 12], 19, [1, 2, 1, 1], "recall@10", n_boot=0)
+    >>> lo.tolist(), np.round(hi, 4).tolist()
+    ([0.0], [0.5036])
     """
+    n_boot = check_int(n_boot, "n_boot", low=0)
+    low, high, sure = _bounds(n_items, heads, above, tail_sizes, ranks, metrics)
     M, m = low.shape
     if n_boot == 0 or M < 2:
         return low.mean(axis=0), np.minimum(high.mean(axis=0), sure.mean(axis=0))
-    lo_b, hi_b, su_b = _bounds_replicates([low, high, sure], n_boot, g)
+    lo_b, hi_b, su_b = _bounds_replicates([low, high, sure], n_boot, np.random.default_rng(rng))
     half = 1.0 - (1.0 - confidence_level) / 2.0
     return (percentile_interval(lo_b, confidence_level)[0],
             np.minimum(percentile_interval(hi_b, half)[1], percentile_interval(su_b, half)[1]))
@@ -405,7 +428,8 @@ def cascade_estimate(table, n_items, *, metrics=("recall@10", "ndcg@10"), n_boot
             cols = [c[k].to_numpy() for k in ("n_items", "head", "head_above", "tail_size", "tail_rank")]
             e = strata_estimate(*cols, metrics=metrics, n_boot=n_boot, rng=g, confidence_level=confidence_level,
                                 model=model)
-            e["bound_low"], e["bound_high"] = design_interval(*_bounds(*cols, parsed), n_boot, g, confidence_level)
+            e["bound_low"], e["bound_high"] = design_interval(*cols, parsed, n_boot=n_boot, rng=g,
+                                                              confidence_level=confidence_level)
             out.append(e)
         else:
             out.append(_bounds_table(model, c, parsed, n_boot, g, confidence_level))

@@ -110,8 +110,7 @@ def test_design_interval_covers_users_whom_only_the_weighted_bound_can_place():
     covered = 0
     for _ in range(200):
         c = rng.hypergeometric(9, T - 9, s, size=M)
-        parts = _bounds(1 + 20 + T, 20, 0, s, c + 1, ["recall@10"])
-        lo, hi = design_interval(*parts, 200, rng, 0.95)
+        lo, hi = design_interval(1 + 20 + T, 20, 0, s, c + 1, ["recall@10"], n_boot=200, rng=rng)
         assert lo[0] <= 1.0
         covered += int(hi[0] >= 1.0 - 1e-12)
     assert covered >= 180, covered
@@ -124,12 +123,13 @@ def test_design_interval_is_tight_where_the_sample_places_users_far_below():
     rng = np.random.default_rng(6)
     Y = np.where(np.arange(M) < M // 2, 0, T // 4)
     c = rng.hypergeometric(Y, T - Y, s)
-    low, high, sure = _bounds(1 + 20 + T, 20, 0, s, c + 1, ["recall@10"])
-    lo, hi = design_interval(low, high, sure, 500, rng, 0.95)
+    cells = (1 + 20 + T, 20, 0, s, c + 1, ["recall@10"])
+    low, high, sure = _bounds(*cells)
+    lo, hi = design_interval(*cells, n_boot=500, rng=rng)
     h9 = hypergeom(T, 9, s).pmf(0)                              # the users at Y = 0 weigh 1 / h(9)
     expected = 0.5 / h9 + 0.5 * hypergeom(T, T // 4, s).pmf(0) / h9
     assert lo[0] <= 0.5 <= hi[0] < expected + 4 * high.std() / np.sqrt(M) < 0.6 and sure.mean() > 0.95
-    assert np.array_equal(design_interval(low, high, sure, 0, rng, 0.95)[1], [min(high.mean(), sure.mean())])
+    assert np.array_equal(design_interval(*cells, n_boot=0)[1], [min(high.mean(), sure.mean())])
 
 
 def test_top_m_plus_random_negatives_is_corrected_to_the_full_catalogue():

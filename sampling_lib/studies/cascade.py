@@ -235,7 +235,7 @@ def design_interval_coverage(n_items=20_000, head=20, tail=19, users=2000, draws
     >>> t.shape[0], bool((t.bound_low <= t.bound_high).all())
     (4, True)
     """
-    from ..cascade import _bounds, design_interval
+    from ..cascade import design_interval
     from ..estimators import strata_estimate
 
     N = check_int(n_items, "n_items", low=3)
@@ -253,7 +253,7 @@ def design_interval_coverage(n_items=20_000, head=20, tail=19, users=2000, draws
         g = np.random.default_rng([seed, k])
         c = g.hypergeometric(Y, T - Y, s)
         cells = (np.full(M, N), np.full(M, m), x, np.full(M, s), c + 1)
-        lo, hi = design_interval(*_bounds(*cells, parsed), n_boot, g, confidence_level)
+        lo, hi = design_interval(*cells, parsed, n_boot=n_boot, rng=g, confidence_level=confidence_level)
         e = strata_estimate(*cells, metrics=metrics, n_boot=n_boot, rng=g, confidence_level=confidence_level) \
             if estimate else None
         for j, (name, _, _) in enumerate(parsed):
