@@ -60,10 +60,12 @@ _RESOLVE_POPULARITY = ("Popularity-sampled negatives get no staged design (choos
 
 def table_kind(table):
     """What an estimate table is, for its notes: ``popularity`` (popularity-sampled negatives), ``stratified``
-    (a proxy's head and a sampled tail) and ``design`` (a cascade's design-only interval in ``bound_low/high``)."""
+    (a proxy's head and a sampled tail), ``bounds`` (``bound_low/high`` filled) and ``design`` (a cascade's
+    design-only interval there)."""
     stratified = "method" in table.columns and bool(table["method"].astype(str).str.endswith("(stratified)").any())
     bounds = "bound_low" in table.columns and bool(table["bound_low"].notna().any())
-    return {"popularity": _is_popularity(table), "stratified": stratified, "design": stratified and bounds}
+    return {"popularity": _is_popularity(table), "stratified": stratified, "bounds": bounds,
+            "design": stratified and bounds}
 
 
 def _is_popularity(table):
@@ -351,12 +353,11 @@ def estimate_view(table, *, n_items=None, sample_size=None, seed=None):
     header = _header(table, n_items, sample_size, seed=seed)
     columns = (["model"] if "model" in table.columns else []) + ["metric"] + varying
     columns += ["naive", "estimate", f"{level:.0%} interval" if level is not None else "interval"]
-    bounds = "bound_low" in table.columns and bool(table["bound_low"].notna().any())   # popularity tables
     from .cascade import BOUNDS_LABEL as _HEAD_ONLY_BOUNDS, BOUNDS_METHOD as _HEAD_ONLY, DESIGN_BOUNDS_LABEL
 
     head_only = ("method" in table.columns and bool(table["method"].astype(str).eq(_HEAD_ONLY).any()))
     kind = table_kind(table)
-    popular, stratified, design = kind["popularity"], kind["stratified"], kind["design"]
+    popular, stratified, bounds, design = kind["popularity"], kind["stratified"], kind["bounds"], kind["design"]
     if bounds:
         columns.append(_HEAD_ONLY_BOUNDS if head_only else DESIGN_BOUNDS_LABEL if design else "bounds without logs")
     ratio = "precision_ratio" in table.columns and bool(table["precision_ratio"].notna().any())

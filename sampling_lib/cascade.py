@@ -264,8 +264,7 @@ def cascade_bounds(n_items, heads, above, tail_sizes, ranks, metrics=("recall@10
 
 def _bounds(n_items, heads, above, tail_sizes, ranks, metrics):
     """:func:`cascade_bounds`' (low, high) and the sure high bound F(1 + x_u + c_u) (the naive metric)."""
-    parsed = metrics if (isinstance(metrics, list) and metrics and isinstance(metrics[0], tuple)) \
-        else parse_metrics(metrics)
+    parsed = parse_metrics(metrics)
     N, m, x, s, r = check_strata(n_items, heads, above, tail_sizes, ranks)
     T, c = N - 1 - m, r - 1
     k = max(K for _, _, K in parsed)

@@ -208,6 +208,8 @@ def metric_from_pmf(pmf, metric, K=None):
 def parse_metrics(metrics):
     """Parse one metric name or a sequence of them: list of (``"name@K"``, name, K).
 
+    Its own output is returned as it is (callers that take names or parsed metrics call it either way).
+
     A metric named twice (also under another spelling: ``"Recall@10"``,
     ``"hr@10"`` and ``"recall@10"`` are one metric) is kept once, in its first
     place, with a ``UserWarning``: a table of results has one row per metric.
@@ -219,6 +221,8 @@ def parse_metrics(metrics):
     """
     if isinstance(metrics, str):
         metrics = (metrics,)
+    if isinstance(metrics, list) and metrics and isinstance(metrics[0], tuple):
+        return metrics                           # already parsed
     try:
         metrics = list(metrics)
     except TypeError:
@@ -247,6 +251,5 @@ def metric_matrix(metrics, N):
     >>> metric_matrix(["recall@2", "mrr@2"], 3).tolist()
     [[1.0, 1.0], [1.0, 0.5], [0.0, 0.0]]
     """
-    parsed = metrics if (isinstance(metrics, list) and metrics and isinstance(metrics[0], tuple)) \
-        else parse_metrics(metrics)
+    parsed = parse_metrics(metrics)
     return np.stack([metric_values(full, N) for full, _, _ in parsed], axis=1)

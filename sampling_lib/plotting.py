@@ -8,9 +8,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
 
-from ._display import constant_value, is_known
+from ._display import constant_value, is_known, table_kind
 from ._extras import require
 
 __all__ = ["plot_estimates"]
@@ -112,9 +111,8 @@ def plot_estimates(table, *, n_items=None, sample_size=None, title=None, panels_
     # a head-only cascade (sampling_lib.cascade): bounds of the tail left unscored, no estimate to extrapolate
     from .cascade import BOUNDS_LABEL, BOUNDS_METHOD, DESIGN_BOUNDS_LABEL
 
-    method = table["method"].astype(str) if "method" in table.columns else pd.Series([], dtype=str)
-    head_only = bool(method.eq(BOUNDS_METHOD).any())
-    bounds_label = (BOUNDS_LABEL if head_only else DESIGN_BOUNDS_LABEL if method.str.endswith("(stratified)").any()
+    head_only = "method" in table.columns and bool(table["method"].astype(str).eq(BOUNDS_METHOD).any())
+    bounds_label = (BOUNDS_LABEL if head_only else DESIGN_BOUNDS_LABEL if table_kind(table)["design"]
                     else "bounds without logs")
     for ax, metric in zip(axes, metrics):
         sub = table[table["metric"] == metric]

@@ -37,8 +37,9 @@ def _show(out, args, kind, *, n_items=None, sample_size=None):
             w = _display.resolution_width(n_items[1], sample_size[0]) if n_items and sample_size else None
             widened = "sensitivity_low" in below.columns and bool(below.sensitivity_low.notna().all())
             kind = _display.table_kind(out)
-            print(_display.wrap("note: " + _display.resolution_note(list(dict.fromkeys(below.metric)), w,
-                                                                    widened=widened, **kind)), file=sys.stderr)
+            print(_display.wrap("note: " + _display.resolution_note(
+                list(dict.fromkeys(below.metric)), w, widened=widened, popularity=kind["popularity"],
+                stratified=kind["stratified"], design=kind["design"])), file=sys.stderr)
         return
     if args.wide:
         text = _display.wide_view(out)

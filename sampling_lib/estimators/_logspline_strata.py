@@ -263,8 +263,7 @@ class StrataFit:
 
     def metric_matrix(self, metrics):
         """(parsed metrics, F on global ranks 1..min(max N, max K)); every K must be <= k_max."""
-        parsed = (metrics if isinstance(metrics, list) and metrics and isinstance(metrics[0], tuple)
-                  else parse_metrics(metrics))
+        parsed = parse_metrics(metrics)
         big = [p[0] for p in parsed if p[2] > self.k_max]
         if big:
             raise ValueError(f"metrics must have K <= k_max={self.k_max} (the fit counts users with x >= k_max as "

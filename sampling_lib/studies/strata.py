@@ -630,7 +630,7 @@ def tail_inclusion(population, costly, proxy, *, head, tail_sizes=(50, 200), pow
     rows, pooled = [], {}
     tails, _ = _unsettled_tails(population, costly, proxy, head, users, k_max, seed)
     for T, pos in tails:
-        if not pos.size or pos.size < edges[0]:
+        if pos.size < edges[0]:
             continue
         b = int(np.searchsorted(edges, pos.size, side="right")) - 1
         for s in sizes:
