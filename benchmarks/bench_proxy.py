@@ -30,8 +30,15 @@ power of the proxy's rank (``proxy.rank_power_inclusion``, expected sizes 50 and
 above the held-out item than a uniform tail of the same size, by how many the user's tail holds
 (:func:`sampling_lib.studies.tail_inclusion`, every head of ``--heads``).
 
+Part ``extension`` (``--parts extension``): fixed designs at the same cost with and without a tail drawn by
+the proxy's rank (:func:`sampling_lib.studies.extension_study`): EASE costly, each proxy's top m, a Poisson
+sample of the rest with inclusion probabilities a power of the proxy's rank (its items scored, so they join
+the head exactly) and r uniform draws from what is left, against a head and uniform draws alone
+(``--designs``; the default grid spends 100 and 300 scored items per user).
+
 Needs ../shared/data (skipped per data set when absent). Usage:
-    .venv/bin/python benchmarks/bench_proxy.py [--parts frontier,cascade,concentration,inclusion] [--draws 3]
+    .venv/bin/python benchmarks/bench_proxy.py [--parts frontier,cascade,concentration,inclusion,extension]
+        [--draws 3]
         [--only TEXT]
         [--heads 100,400|climb] [--tail-n 100]
 """
@@ -55,6 +62,12 @@ from sampling_lib.studies.panel_data import DENSE_ITEMS_MAX, PANEL_DATASETS, PAN
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 PROXIES = ("popularity", "itemknn")
+#: The extension part's default designs (m, expected extension size, power, r), fixed before the run: at 100
+#: and 300 scored items per user, a head with uniform draws (half and half; a quarter and three quarters)
+#: against a quarter's head, a Poisson extension by the proxy's rank (power 1 or 0.5) and uniform draws.
+EXTENSION_DESIGNS = tuple(d for b in (100, 300) for d in (
+    (b // 2, 0, 0.0, b // 2), (b // 4, 0, 0.0, 3 * b // 4), (b // 4, b // 4, 1.0, b // 2),
+    (b // 4, b // 4, 0.5, b // 2), (b // 4, b // 2, 1.0, b // 4)))
 #: the library's array limit as the user set it (None: the bench raises it for EASE's matrix, _ease_model)
 _USER_LIMIT = os.environ.get("SAMPLING_LIB_MAX_ARRAY_BYTES")
 
@@ -141,10 +154,28 @@ def inclusion(label, heads, proxies):
     return t.assign(dataset=label)
 
 
+def extension(label, draws, designs, proxies, ease_items=DENSE_ITEMS_MAX):
+    """The extension part on one data set: EASE costly, each proxy's fixed designs with and without a Poisson
+    extension of the head by the proxy's rank."""
+    t0 = time.perf_counter()
+    ratings = PANEL_DATASETS[label].ratings(SHARED)
+    models = {"ease-200": _ease_model(ratings.n_items, ease_items), **{p: PANEL_MODELS[p] for p in proxies}}
+    pop = global_ranks_from_data(ratings, models, rng=0, keep_models=True,
+                                 max_dense_items=max(ease_items, DENSE_ITEMS_MAX))
+    t = pd.concat([studies.extension_study(population=pop, costly="ease-200", proxy=p, designs=designs,
+                                           draws=draws) for p in proxies], ignore_index=True).assign(dataset=label)
+    print(f"{label}: extension {time.perf_counter() - t0:.0f} s", flush=True)
+    g = t.groupby(["dataset", "proxy", "metric", "m", "extension", "power", "r"], sort=False)
+    summary = g.agg(draws=("draw", "size"), cost=("cost", "mean"), ratio=("ratio", "mean"),
+                    ratio_max=("ratio", "max"), rel_error=("rel_error", "mean"),
+                    coverage=("covered", "mean")).reset_index()
+    return t, summary
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--parts", default="frontier",
-                    help="frontier, cascade, concentration, inclusion (comma-separated)")
+                    help="frontier, cascade, concentration, inclusion, extension (comma-separated)")
     ap.add_argument("--draws", type=int, default=3)
     ap.add_argument("--only", default=None, help="data sets named by these labels, or whose label contains one of "
                     "them when none is a label (comma-separated)")
@@ -163,12 +194,17 @@ def main():
                     help=f"EASE is evaluated (frontier) and corrected (cascade) on catalogues of at most this many "
                          f"items (default {DENSE_ITEMS_MAX:,}); above {DENSE_ITEMS_MAX:,} it is fitted in float32 "
                          "(Gowalla: 6.7 GB, about 13 minutes on one core)")
+    ap.add_argument("--designs", default=None,
+                    help="the extension part's designs m:size:power:r (comma-separated; size 0: no extension); "
+                         "default: 100 and 300 scored items per user, EXTENSION_DESIGNS")
     ap.add_argument("--out", default="benchmarks/results")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     heads = [None if x.strip() == "climb" else int(x) for x in args.heads.split(",")]
-    tables, sums, ctables, conc, incl = [], [], [], [], []
+    tables, sums, ctables, conc, incl, ext = [], [], [], [], [], []
+    designs = EXTENSION_DESIGNS if args.designs is None else [
+        (int(m), float(e), float(a), int(r)) for m, e, a, r in (d.split(":") for d in args.designs.split(","))]
     wanted = args.only.split(",") if args.only else None
     exact = wanted is not None and any(o in PANEL_DATASETS for o in wanted)
     for label in PANEL_DATASETS:
@@ -199,6 +235,12 @@ def main():
                                   [p for p in args.proxies.split(",") if p != "random"]))
             print(incl[-1].round(3).to_string(index=False), flush=True)
             pd.concat(incl).to_csv(out / "proxy_inclusion.csv", index=False)
+        if "extension" in args.parts.split(",") and PANEL_DATASETS[label].ratings(SHARED).n_items <= args.ease_items:
+            t, s = extension(label, args.draws, designs, [p for p in args.proxies.split(",") if p != "random"],
+                             args.ease_items)
+            ext.append(t)
+            print(s.round(4).to_string(index=False), flush=True)
+            pd.concat(ext).to_csv(out / "proxy_extension.csv", index=False)
     if sums:
         pd.concat(sums).to_csv(out / "proxy_frontier_summary.csv", index=False)
 

@@ -290,3 +290,62 @@ def test_design_interval_with_per_user_n_several_models_and_users_without_a_tail
     assert e.bound_low[0] <= truth <= e.bound_high[0]
     e0 = cascade_estimate(two, n_u, metrics=["recall@10"], n_boot=0)
     assert e0.bound_low.notna().all() and (e0.bound_high <= e0.naive + 1e-12).all()
+
+
+def test_a_tail_drawn_by_the_proxy_s_rank_has_the_stated_inclusion_law_and_leaves_a_uniform_rest():
+    # cascade_tables(extension=(size, power)): 4,000 users alike (history item 20, held-out item 0, the proxy
+    # ordering the catalogue by position); each candidate after the head is drawn with its own pi_t (z bound
+    # per position, 4 SE), and the uniform draws never meet the head or the extension
+    import scipy.sparse as sp
+
+    from sampling_lib.proxy import rank_power_inclusion
+    from sampling_lib.studies import cascade_tables
+
+    M, N, m, r, size, power = 4000, 30, 3, 4, 6.0, 1.0
+    train = sp.csr_matrix((np.ones(M), (np.arange(M), np.full(M, 20))), shape=(M, N))
+    held = np.zeros(M, np.int64)
+    P = np.tile(-np.arange(N, dtype=float), (M, 1))
+    S = np.random.default_rng(1).random((M, N))
+    t = cascade_tables(lambda us: S[us], lambda us: P[us], train, held, m, r, np.random.default_rng(2),
+                       extension=(size, power))
+    neg = t[t.label == 0]
+    head = neg[neg.stratum == "head"]
+    tail = neg[neg.stratum == "tail"]
+    assert (head.groupby("user").item.apply(lambda v: v.tolist()[:m] == [1, 2, 3])).all()
+    assert (tail.groupby("user").size() == r).all()
+    both = pd.concat([head[["user", "item"]], tail[["user", "item"]], pd.DataFrame({"user": range(M), "item": 20})])
+    assert not both.duplicated().any()                          # tail, head, extension, history: disjoint
+    ext = head.groupby("user").cumcount() >= m
+    counts = np.bincount(head.item[ext], minlength=N)
+    rest = [i for i in range(N) if i not in (0, 1, 2, 3, 20)]   # the rest, in the proxy's order
+    pi = rank_power_inclusion(len(rest), size, power)
+    freq = counts[rest] / M
+    assert np.all(np.abs(freq - pi) <= 4 * np.sqrt(pi * (1 - pi) / M) + 1e-12), (freq, pi)
+    assert abs(ext.sum() / M - size) <= 4 * np.sqrt(np.sum(pi * (1 - pi)) / M)
+    assert not counts[[0, 1, 2, 3, 20]].any()
+
+
+def test_a_head_extended_by_the_proxy_s_rank_is_corrected_to_the_full_catalogue():
+    # the extension's items join the head as exact counts: the corrected interval covers the brute-force
+    # truth (4 SE) and the naive metric among the scored items lies far above it
+    import scipy.sparse as sp
+
+    from sampling_lib.studies import cascade_tables
+
+    rng = np.random.default_rng(7)
+    M, N = 1500, 400
+    S = rng.normal(size=(M, N))
+    held = rng.integers(N, size=M)
+    S[np.arange(M), held] += 1.6
+    R = (S >= S[np.arange(M), held][:, None]).sum(axis=1)
+    P = S + rng.normal(size=(M, N))
+    t = cascade_tables(lambda us: S[us], lambda us: P[us], sp.csr_matrix((M, N)), held, 10, 19,
+                       np.random.default_rng(8), extension=(10, 1.0))
+    heads = t[(t.stratum == "head") & (t.label == 0)].groupby("user").size()
+    assert heads.min() >= 10 and heads.max() > 12 and abs(heads.mean() - 20) < 0.5    # 10 + Poisson, mean 10
+    e = cascade_estimate(t, N, metrics=["recall@10", "ndcg@10"], n_boot=300, rng=0).set_index("metric")
+    for mt in ("recall@10", "ndcg@10"):
+        truth = metric_values(mt, N)[R - 1].mean()
+        row = e.loc[mt]
+        assert abs(row.estimate - truth) <= 4 * row.se, (mt, row.estimate, truth, row.se)
+        assert row.naive > truth + 4 * row.se

@@ -20,15 +20,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .._validation import check_int
+from .._validation import check_float, check_int
 from ..metrics import parse_metrics
 from .design import _metric_rows, full_ranking_halfwidth
 from .panel_data import DENSE_ITEMS_MAX, PANEL_MODELS
 
-__all__ = ["bounds_expectation_gap", "cascade_study", "cascade_tables", "design_interval_coverage"]
+__all__ = ["bounds_expectation_gap", "cascade_study", "cascade_tables", "design_interval_coverage", "extension_study"]
 
 
-def cascade_tables(costly_rows, retriever_rows, train, held, m, r, rng):
+def cascade_tables(costly_rows, retriever_rows, train, held, m, r, rng, *, extension=None):
     """One draw's cascade score table: each user's held-out item, the retriever's top ``m`` candidates (history
     and held-out item excluded; ties by catalogue position) and ``r`` candidates drawn uniformly without
     replacement from the rest, with the costly model's scores.
@@ -37,6 +37,14 @@ def cascade_tables(costly_rows, retriever_rows, train, held, m, r, rng):
     (M, N) CSR history, ``held`` (M,) the held-out items; ``rng`` a Generator. Returns the table of
     :func:`sampling_lib.cascade.cascade_cells` (``user, item, score, label, stratum``).
 
+    ``extension`` = (size, power) adds, before the uniform draw, a Poisson sample of the rest with inclusion
+    probabilities pi_t = :func:`sampling_lib.proxy.rank_power_inclusion` (T_u, min(size, T_u), power) over its
+    T_u candidates in the retriever's order: each is drawn independently with its own pi_t, so the sample's
+    size is random with mean min(size, T_u). Those items are scored in full and kept as ``"head"`` rows (a
+    random extension of the head, chosen before any costly score is seen, so the design stays ignorable);
+    the ``r`` uniform draws come from what is left (fewer where fewer are left). With ``extension`` None the
+    draws are those of the plain protocol.
+
     Examples
     --------
     >>> import scipy.sparse as sp
@@ -44,9 +52,20 @@ def cascade_tables(costly_rows, retriever_rows, train, held, m, r, rng):
     >>> t = cascade_tables(rows, rows, sp.csr_matrix((2, 6)), np.array([0, 5]), 2, 1, np.random.default_rng(0))
     >>> t[t.user == 0].stratum.tolist(), t[(t.user == 0) & (t.stratum == "head")].item.tolist()
     (['head', 'head', 'head', 'tail'], [0, 5, 4])
+    >>> t = cascade_tables(rows, rows, sp.csr_matrix((2, 6)), np.array([0, 5]), 1, 1, np.random.default_rng(0),
+    ...                    extension=(4, 1.0))              # the whole rest: every pi_t is 1
+    >>> t[t.user == 0].stratum.tolist()
+    ['head', 'head', 'head', 'head', 'head', 'head']
     """
+    from ..proxy import rank_power_inclusion
+
+    if extension is not None:
+        size, power = extension
+        size = check_float(size, "extension size", low=0.0, low_open=True)
+        power = check_float(power, "extension power", low=0.0)
     M, N = train.shape
     out = []
+    pis = {}
     step = max(1, (1 << 22) // max(N, 1))
     for a in range(0, M, step):
         users = np.arange(a, min(a + step, M))
@@ -55,18 +74,37 @@ def cascade_tables(costly_rows, retriever_rows, train, held, m, r, rng):
         sub = train[users].tocoo()
         P[sub.row, sub.col] = -np.inf
         P[np.arange(k), held[users]] = -np.inf
-        head = np.argsort(-P, axis=1, kind="stable")[:, :m]
+        order = np.argsort(-P, axis=1, kind="stable")
+        head = order[:, :m]
         key = rng.random((k, N))                            # the tail: r uniform draws among the rest
         key[sub.row, sub.col] = np.inf
         key[np.arange(k), held[users]] = np.inf
         key[np.arange(k)[:, None], head] = np.inf
-        tail = np.argsort(key, axis=1)[:, :r]
-        items = np.hstack([held[users][:, None], head, tail])
-        w = items.shape[1]
-        out.append(pd.DataFrame({"user": np.repeat(users, w), "item": items.ravel(),
-                                 "score": S[np.arange(k)[:, None], items].ravel(),
-                                 "label": np.tile(np.r_[1, np.zeros(w - 1, np.int64)], k),
-                                 "stratum": np.tile(["head"] * (1 + m) + ["tail"] * r, k)}))
+        if extension is None:
+            tail = np.argsort(key, axis=1)[:, :r]
+            items = np.hstack([held[users][:, None], head, tail])
+            w = items.shape[1]
+            out.append(pd.DataFrame({"user": np.repeat(users, w), "item": items.ravel(),
+                                     "score": S[np.arange(k)[:, None], items].ravel(),
+                                     "label": np.tile(np.r_[1, np.zeros(w - 1, np.int64)], k),
+                                     "stratum": np.tile(["head"] * (1 + m) + ["tail"] * r, k)}))
+            continue
+        T = np.maximum(np.isfinite(P).sum(axis=1) - m, 0)  # the rest's candidates, in the retriever's order
+        rows, cols, heads = [], [], []
+        for i in range(k):
+            if T[i] not in pis:
+                pis[T[i]] = rank_power_inclusion(T[i], min(size, T[i]), power) if T[i] else np.zeros(0)
+            ext = order[i, m:m + T[i]][rng.random(T[i]) < pis[T[i]]]
+            key[i, ext] = np.inf
+            tail = np.argsort(key[i])[:r]
+            tail = tail[np.isfinite(key[i, tail])]
+            cols.append(np.r_[held[users[i]], head[i], ext, tail])
+            rows.append(np.full(cols[-1].size, i))
+            heads.append(np.arange(cols[-1].size) < 1 + head[i].size + ext.size)
+        rows, cols, heads = np.concatenate(rows), np.concatenate(cols), np.concatenate(heads)
+        first = np.r_[True, rows[1:] != rows[:-1]]
+        out.append(pd.DataFrame({"user": users[rows], "item": cols, "score": S[rows, cols],
+                                 "label": first.astype(np.int64), "stratum": np.where(heads, "head", "tail")}))
     return pd.concat(out, ignore_index=True)
 
 
@@ -114,43 +152,17 @@ def cascade_study(data=None, costly="ease-200", retriever="itemknn", *, m=20, r=
     (['top-m + r random', 'top-m only'], True)
     """
     from ..cascade import cascade_estimate
-    from ..experiments import global_ranks_from_data
 
     draws = check_int(draws, "draws", low=1)
     parsed = parse_metrics(metrics)
-    if population is None:
-        population = global_ranks_from_data(data, {costly: PANEL_MODELS[costly], retriever: PANEL_MODELS[retriever]},
-                                            rng=data_rng, keep_models=True, max_dense_items=DENSE_ITEMS_MAX,
-                                            synthetic=synthetic)
-    ranks, N, info = population
-    if costly not in ranks or retriever not in info["fitted"]:
-        raise ValueError(f"population must hold the costly model {costly!r} and the retriever {retriever!r}; got "
-                         f"{sorted(ranks)}")
-    split = info["split"]
-    train = split.train.tocsr()
-    held = split.test_items.astype(np.int64)
-    N_u = pd.Series(info["n_candidates"])
-    R = ranks[costly]
-    truth = _metric_rows(parsed, R).mean(axis=1)
-    full_hw = full_ranking_halfwidth(R, metrics, n_boot=full_boot, rng=data_rng)
-    fc, fr = info["fitted"][costly], info["fitted"][retriever]
-    base = {"dataset": info["dataset"], "N": N, "M": int(R.size), "m": m, "r": r, "costly": costly,
-            "retriever": retriever}
+    setup = _panel_setup(data, population, costly, retriever, parsed, data_rng, full_boot, synthetic)
+    train, held, N_u, truth, full_hw, fc, fr, base = setup
+    base = {**base, "m": m, "r": r, "retriever": retriever}
     rows = []
     for k in range(draws):
         table = cascade_tables(fc.score, fr.score, train, held, m, r, np.random.default_rng([seed, k]))
-        e = cascade_estimate(table, N_u, metrics=metrics, n_boot=n_boot, rng=seed + k).set_index("metric")
-        for j, (name, _, _) in enumerate(parsed):
-            x = e.loc[name]
-            hw = 0.5 * (x.ci_high - x.ci_low)
-            rows.append({**base, "protocol": "top-m + r random", "draw": k, "metric": name, "truth": truth[j],
-                         "naive": x.naive, "naive_error": x.naive - truth[j], "estimate": x.estimate,
-                         "ci_low": x.ci_low, "ci_high": x.ci_high,
-                         "covered": bool(x.ci_low <= truth[j] <= x.ci_high), "halfwidth": hw,
-                         "bound_low": x.bound_low, "bound_high": x.bound_high,
-                         "bounds_covered": bool(x.bound_low <= truth[j] <= x.bound_high),
-                         "full_halfwidth": full_hw[j], "ratio": hw / full_hw[j],
-                         "rel_error": abs(x.estimate - truth[j]) / truth[j] if truth[j] > 0 else np.nan})
+        rows += _corrected_rows(table, N_u, parsed, truth, full_hw, n_boot, seed + k,
+                                {**base, "protocol": "top-m + r random", "draw": k})
     head = cascade_tables(fc.score, fr.score, train, held, m, 0, np.random.default_rng([seed, draws]))
     b = cascade_estimate(head, N_u, metrics=metrics, n_boot=n_boot, rng=seed).set_index("metric")
     for j, (name, _, _) in enumerate(parsed):
@@ -160,6 +172,102 @@ def cascade_study(data=None, costly="ease-200", retriever="itemknn", *, m=20, r=
                      "bound_low": x.bound_low, "bound_high": x.bound_high,
                      "covered": bool(x.ci_low <= truth[j] <= x.ci_high), "full_halfwidth": full_hw[j]})
     return pd.DataFrame(rows)
+
+
+def extension_study(data=None, costly="ease-200", proxy="popularity", designs=((25, 0, 0.0, 75), (25, 25, 1.0, 50)),
+                    *, draws=10, metrics=("recall@10", "ndcg@10"), n_boot=300, seed=0, data_rng=0,
+                    full_boot=100_000, synthetic=None, population=None):
+    """Fixed designs with a tail drawn by the proxy's rank: the proxy's top ``m``, a Poisson sample of the rest
+    with inclusion probabilities a power of the proxy's rank (:func:`cascade_tables`' ``extension``, kept as
+    head rows) and ``r`` uniform draws from what is left, corrected by
+    :func:`sampling_lib.cascade.cascade_estimate`, ``draws`` times, at their cost, beside full ranking.
+
+    The Poisson sample is the valid use of unequal inclusion probabilities that needs no model of where the
+    items above lie: its items are scored, so they count exactly, like the head's, and the uniform draws keep
+    their hypergeometric kernel on the rest (benchmarks/README.md, "A tail drawn by the proxy's rank").
+
+    Parameters
+    ----------
+    data, costly, proxy, data_rng, synthetic, population
+        As :func:`cascade_study` (``proxy`` in the retriever's place).
+    designs : sequence of (m, size, power, r)
+        Head size, the extension's expected size per user (0: none) and power of the proxy's rank, uniform
+        draws.
+    draws, metrics, n_boot, seed, full_boot
+        As :func:`cascade_study`; every design uses the draws' seeds ``[seed, k]``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (design, draw, metric): :func:`cascade_study`'s corrected-protocol columns with
+        ``extension`` and ``power``, and ``cost``: the table's scored pairs (held-out items included; each
+        row is one costly score) over the sum of N_u, full ranking's.
+
+    Examples
+    --------
+    >>> t = extension_study(None, "popularity", "itemknn", [(10, 0, 0.0, 20), (5, 5, 1.0, 20)], draws=1,
+    ...                     n_boot=50, full_boot=2000, synthetic={"n_users": 300, "n_items": 200})
+    >>> t.groupby("extension").cost.mean().round(2).tolist()
+    [0.17, 0.17]
+    """
+    draws = check_int(draws, "draws", low=1)
+    parsed = parse_metrics(metrics)
+    designs = [(check_int(m, "designs' m", low=0), check_float(e, "designs' size", low=0.0),
+                check_float(a, "designs' power", low=0.0), check_int(r, "designs' r", low=0))
+               for m, e, a, r in designs]
+    setup = _panel_setup(data, population, costly, proxy, parsed, data_rng, full_boot, synthetic)
+    train, held, N_u, truth, full_hw, fc, fp, base = setup
+    base = {**base, "proxy": proxy}
+    rows = []
+    for m, e, a, r in designs:
+        for k in range(draws):
+            table = cascade_tables(fc.score, fp.score, train, held, m, r, np.random.default_rng([seed, k]),
+                                   extension=(e, a) if e > 0 else None)
+            cost = len(table) / float(N_u.sum())
+            rows += _corrected_rows(table, N_u, parsed, truth, full_hw, n_boot, seed + k,
+                                    {**base, "m": m, "extension": e, "power": a, "r": r, "draw": k, "cost": cost})
+    return pd.DataFrame(rows)
+
+
+def _panel_setup(data, population, costly, proxy, parsed, data_rng, full_boot, synthetic):
+    """The fitted population (fitted here from ``data`` when None), its split, N_u, the costly model's
+    full-ranking truth and half-width per metric, the two fitted models and the rows' common columns."""
+    from ..experiments import global_ranks_from_data
+
+    if population is None:
+        population = global_ranks_from_data(data, {costly: PANEL_MODELS[costly], proxy: PANEL_MODELS[proxy]},
+                                            rng=data_rng, keep_models=True, max_dense_items=DENSE_ITEMS_MAX,
+                                            synthetic=synthetic)
+    ranks, N, info = population
+    if costly not in ranks or proxy not in info["fitted"]:
+        raise ValueError(f"population must hold the costly model {costly!r} and the retriever {proxy!r}; got "
+                         f"{sorted(ranks)}")
+    split = info["split"]
+    R = ranks[costly]
+    truth = _metric_rows(parsed, R).mean(axis=1)
+    full_hw = full_ranking_halfwidth(R, parsed, n_boot=full_boot, rng=data_rng)
+    base = {"dataset": info["dataset"], "N": N, "M": int(R.size), "costly": costly}
+    return (split.train.tocsr(), split.test_items.astype(np.int64), pd.Series(info["n_candidates"]), truth,
+            full_hw, info["fitted"][costly], info["fitted"][proxy], base)
+
+
+def _corrected_rows(table, N_u, parsed, truth, full_hw, n_boot, seed, base):
+    """One row per metric of a cascade table corrected by cascade_estimate, beside the full-ranking truth."""
+    from ..cascade import cascade_estimate
+
+    e = cascade_estimate(table, N_u, metrics=parsed, n_boot=n_boot, rng=seed).set_index("metric")
+    rows = []
+    for j, (name, _, _) in enumerate(parsed):
+        x = e.loc[name]
+        hw = 0.5 * (x.ci_high - x.ci_low)
+        rows.append({**base, "metric": name, "truth": truth[j], "naive": x.naive, "naive_error": x.naive - truth[j],
+                     "estimate": x.estimate, "ci_low": x.ci_low, "ci_high": x.ci_high,
+                     "covered": bool(x.ci_low <= truth[j] <= x.ci_high), "halfwidth": hw,
+                     "bound_low": x.bound_low, "bound_high": x.bound_high,
+                     "bounds_covered": bool(x.bound_low <= truth[j] <= x.bound_high),
+                     "full_halfwidth": full_hw[j], "ratio": hw / full_hw[j],
+                     "rel_error": abs(x.estimate - truth[j]) / truth[j] if truth[j] > 0 else np.nan})
+    return rows
 
 
 def bounds_expectation_gap(tails, metrics=("recall@10", "ndcg@10"), *, head=12, above=(0, 1, 4, 9)):
