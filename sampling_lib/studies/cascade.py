@@ -25,7 +25,8 @@ from ..metrics import parse_metrics
 from .design import _metric_rows, full_ranking_halfwidth
 from .panel_data import DENSE_ITEMS_MAX, PANEL_MODELS
 
-__all__ = ["bounds_expectation_gap", "cascade_study", "cascade_tables", "design_interval_coverage", "extension_study"]
+__all__ = ["bounds_expectation_gap", "cascade_study", "cascade_tables", "design_interval_coverage",
+           "extension_study"]
 
 
 def cascade_tables(costly_rows, retriever_rows, train, held, m, r, rng, *, extension=None):
@@ -157,7 +158,7 @@ def cascade_study(data=None, costly="ease-200", retriever="itemknn", *, m=20, r=
     parsed = parse_metrics(metrics)
     setup = _panel_setup(data, population, costly, retriever, parsed, data_rng, full_boot, synthetic)
     train, held, N_u, truth, full_hw, fc, fr, base = setup
-    base = {**base, "m": m, "r": r, "retriever": retriever}
+    base = {**base, "m": m, "r": r, "costly": costly, "retriever": retriever}
     rows = []
     for k in range(draws):
         table = cascade_tables(fc.score, fr.score, train, held, m, r, np.random.default_rng([seed, k]))
@@ -217,7 +218,7 @@ def extension_study(data=None, costly="ease-200", proxy="popularity", designs=((
                for m, e, a, r in designs]
     setup = _panel_setup(data, population, costly, proxy, parsed, data_rng, full_boot, synthetic)
     train, held, N_u, truth, full_hw, fc, fp, base = setup
-    base = {**base, "proxy": proxy}
+    base = {**base, "costly": costly, "proxy": proxy}
     rows = []
     for m, e, a, r in designs:
         for k in range(draws):
@@ -240,13 +241,13 @@ def _panel_setup(data, population, costly, proxy, parsed, data_rng, full_boot, s
                                             synthetic=synthetic)
     ranks, N, info = population
     if costly not in ranks or proxy not in info["fitted"]:
-        raise ValueError(f"population must hold the costly model {costly!r} and the retriever {proxy!r}; got "
-                         f"{sorted(ranks)}")
+        raise ValueError(f"population must hold the costly model {costly!r} and the fitted retriever or proxy "
+                         f"{proxy!r}; got {sorted(ranks)}")
     split = info["split"]
     R = ranks[costly]
     truth = _metric_rows(parsed, R).mean(axis=1)
     full_hw = full_ranking_halfwidth(R, parsed, n_boot=full_boot, rng=data_rng)
-    base = {"dataset": info["dataset"], "N": N, "M": int(R.size), "costly": costly}
+    base = {"dataset": info["dataset"], "N": N, "M": int(R.size)}
     return (split.train.tocsr(), split.test_items.astype(np.int64), pd.Series(info["n_candidates"]), truth,
             full_hw, info["fitted"][costly], info["fitted"][proxy], base)
 
