@@ -37,7 +37,8 @@ a small dict), so a notebook only calls it, checks it and plots it:
 * published cascade protocols corrected (:mod:`sampling_lib.cascade`, ``benchmarks/bench_proxy.py``):
   :func:`cascade_study`, :func:`cascade_tables`, :func:`bounds_expectation_gap`,
   :func:`design_interval_coverage`; a tail drawn by the proxy's rank as a random extension of the head
-  (:func:`extension_study`);
+  (:func:`extension_study`) and what a design alone cannot give (:func:`unbiased_top_k_checks`,
+  :func:`poisson_indicator_estimate`);
 * the other notebooks' studies: the sampled hit ratio and the Sampling Theorem (:func:`shr_moments`,
   :func:`shr_tail_frequencies`, :func:`expected_shr_gaps`; notebook 01), the
   mapping functions (:func:`beta_map_accuracy`, ...; notebook 02), the rank
@@ -87,7 +88,7 @@ from .tail import (TAIL_POINTS, CALIBRATIONS, standardized_scores, pooled_surviv
 from .sampled_hit_ratio import (simulate_shr, shr_moments, shr_tail_frequencies, expected_shr_gaps)
 from .evaluation import EVALUATION_MODELS, RANDOM_PROXY, PairCounter, evaluation_study, evaluation_summary
 from .cascade import (bounds_expectation_gap, cascade_study, cascade_tables, design_interval_coverage,
-                      extension_study)
+                      extension_study, poisson_indicator_estimate, unbiased_top_k_checks)
 from .popularity import POPULARITY_FITS, popularity_estimator_table
 from .strata import (head_climb_check, head_ladder_check, pool_rare_cells, proxy_frontier, strata_consistency,
                      strata_ladder_simulation, strata_tail_cells, tail_concentration, tail_inclusion)
@@ -236,4 +237,6 @@ __all__ = [
     "cascade_tables",
     "design_interval_coverage",
     "extension_study",
+    "poisson_indicator_estimate",
+    "unbiased_top_k_checks",
 ]

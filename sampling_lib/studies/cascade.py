@@ -26,7 +26,7 @@ from .design import _metric_rows, full_ranking_halfwidth
 from .panel_data import DENSE_ITEMS_MAX, PANEL_MODELS
 
 __all__ = ["bounds_expectation_gap", "cascade_study", "cascade_tables", "design_interval_coverage",
-           "extension_study"]
+           "extension_study", "poisson_indicator_estimate", "unbiased_top_k_checks"]
 
 
 def cascade_tables(costly_rows, retriever_rows, train, held, m, r, rng, *, extension=None):
@@ -228,6 +228,79 @@ def extension_study(data=None, costly="ease-200", proxy="popularity", designs=((
             rows += _corrected_rows(table, N_u, parsed, truth, full_hw, n_boot, seed + k,
                                     {**base, "m": m, "extension": e, "power": a, "r": r, "draw": k, "cost": cost})
     return pd.DataFrame(rows)
+
+
+def poisson_indicator_estimate(found_pi, k):
+    """The unbiased estimate of 1{Y <= k} from a Poisson sample of a user's tail, given the inclusion
+    probabilities ``found_pi`` of the sampled items that beat the held-out item: the sum of the coefficients of
+    z^0..z^k of G(z) = prod (1 + (z - 1) / pi_t) (E[G(z)] = z^Y for every set of Y items above, since each
+    item above is drawn independently with its pi_t).
+
+    Examples
+    --------
+    >>> poisson_indicator_estimate([], 2), poisson_indicator_estimate([0.5, 0.5, 0.5], 2)    # 1 - 2^3
+    (1.0, -7.0)
+    """
+    poly = np.array([1.0])
+    for p in np.asarray(found_pi, dtype=float):
+        poly = np.convolve(poly, [1.0 - 1.0 / p, 1.0 / p])
+    return float(poly[:k + 1].sum())
+
+
+def unbiased_top_k_checks(cases=((12, 3, 2), (30, 5, 4), (300, 19, 9), (5, 5, 2), (40, 40, 9)),
+                          pi=(0.9, 0.5, 0.3, 0.7, 0.6), k=2):
+    """What a design alone gives for a user's top-K indicator 1{Y <= k} (Y tail items above the held-out item,
+    k = K - 1 - x), checked exactly (benchmarks/README.md, "Why a design alone cannot correct a top-K metric").
+
+    * **A uniform sample** of s of T: E[g(c) | Y] is a polynomial of degree <= s in Y for every estimator g of
+      the sample's count c, so none is unbiased once T - k > s. For each (T, s, k) in ``cases`` the least-squares
+      g over Y = 0..T (the hypergeometric pmf from ``scipy.stats.hypergeom``) is fitted, and ``miss`` is its
+      largest error: 0 (up to rounding) only where an unbiased g exists.
+    * **A Poisson sample** with inclusion probabilities ``pi``: :func:`poisson_indicator_estimate`'s mean over
+      every draw is 1{Y <= k} for every set of items above, and its variance at Y = k + 1 is 1/P - 1 (P the
+      product of their pi).
+
+    Returns
+    -------
+    (pandas.DataFrame, pandas.DataFrame)
+        ``T, s, k, impossible`` (T - k > s), ``miss``; and per set of items above: ``Y``, ``mean_error`` (|mean
+        - 1{Y <= k}|), ``variance``, ``formula`` (1/P - 1 where Y = k + 1, else NaN).
+
+    Examples
+    --------
+    >>> uni, poi = unbiased_top_k_checks()
+    >>> bool((uni.miss[uni.impossible] > 0.05).all()), bool((uni.miss[~uni.impossible] < 1e-8).all())
+    (True, True)
+    >>> bool(poi.mean_error.max() < 1e-12)
+    True
+    """
+    from itertools import combinations, product
+
+    from scipy.stats import hypergeom
+
+    rows = []
+    for T, s, kk in cases:
+        T, s, kk = check_int(T, "T", low=1), check_int(s, "s", low=0, high=T), check_int(kk, "k", low=0)
+        A = hypergeom(T, np.arange(T + 1)[:, None], s).pmf(np.arange(s + 1)[None, :])
+        b = (np.arange(T + 1) <= kk).astype(float)
+        g = np.linalg.lstsq(A, b, rcond=None)[0]
+        rows.append({"T": T, "s": s, "k": kk, "impossible": T - kk > s, "miss": float(np.abs(A @ g - b).max())})
+    pi = np.asarray(pi, dtype=float)
+    if pi.ndim != 1 or not np.all((pi > 0) & (pi <= 1)):
+        raise ValueError(f"pi must be inclusion probabilities in (0, 1]; got {pi}")
+    k = check_int(k, "k", low=0)
+    checks = []
+    for size in range(pi.size + 1):
+        for above in combinations(range(pi.size), size):
+            mean = second = 0.0
+            for drawn in product((0, 1), repeat=size):
+                w = float(np.prod([pi[a] if d else 1 - pi[a] for a, d in zip(above, drawn)]))
+                v = poisson_indicator_estimate([pi[a] for a, d in zip(above, drawn) if d], k)
+                mean, second = mean + w * v, second + w * v * v
+            var = second - mean * mean
+            checks.append({"Y": size, "mean_error": abs(mean - (size <= k)), "variance": var,
+                           "formula": 1 / np.prod(pi[list(above)]) - 1 if size == k + 1 else np.nan})
+    return pd.DataFrame(rows), pd.DataFrame(checks)
 
 
 def _panel_setup(data, population, costly, proxy, parsed, data_rng, full_boot, synthetic):
