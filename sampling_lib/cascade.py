@@ -26,6 +26,11 @@ negative), ``stratum`` (``"head"``: the retriever's top m; ``"tail"``: a random 
 both strata, is refused). The held-out item's own row may carry either stratum (it is always scored).
 N_u counts the user's candidates, the held-out item included (the catalogue less the history).
 
+A file that keeps ranks instead of scores gives one row per user (:data:`RANK_COLUMNS`): ``user``, ``head``
+(the head's negatives m_u), ``head_rank`` (1 + the head negatives ranked above the held-out item) and, with
+random negatives, ``tail_size`` (r_u) and ``tail_rank`` (1 + the sampled ones above it); optionally
+``model``. Its ties were resolved when the ranks were computed.
+
 References
 ----------
 .. [YA06] Yilmaz, Aslam. Estimating average precision with incomplete and imperfect judgments. CIKM 2006
@@ -41,7 +46,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ._validation import check_int, show_value
+from ._validation import check_int, check_int_column, show_value
 from .counts import bootstrap_loop
 from .inference import percentile_interval
 from .kernels import check_strata
@@ -49,10 +54,12 @@ from .metrics import metric_matrix, parse_metrics
 from .ranking import TIE_RULES
 
 __all__ = ["cascade_bounds", "cascade_cells", "cascade_estimate", "cascade_requests", "design_interval",
-           "head_only_bounds", "CASCADE_COLUMNS", "WEIGHT_MAX"]
+           "head_only_bounds", "CASCADE_COLUMNS", "RANK_COLUMNS", "WEIGHT_MAX"]
 
 #: The columns of :func:`cascade_cells`.
 CASCADE_COLUMNS = ("model", "user", "n_items", "head", "head_above", "tail_size", "tail_rank")
+#: A cascade's rank table, one row per (model, user): required columns, then optional ones.
+RANK_COLUMNS = (("user", "head", "head_rank"), ("tail_size", "tail_rank", "model"))
 #: The ``method`` of a head-only table, and how the views label its bounds (``_display``, ``plotting``).
 BOUNDS_METHOD = "bounds (head only)"
 BOUNDS_LABEL = "bounds (tail unscored)"
@@ -71,12 +78,13 @@ def cascade_cells(table, n_items, *, ties="pessimistic"):
     ----------
     table : pandas.DataFrame
         One row per scored candidate: ``user``, ``score``, ``label``, ``stratum`` and optionally ``model``
-        and ``item``.
+        and ``item``. Or a rank table, one row per user (:data:`RANK_COLUMNS`; module docstring).
     n_items : int, mapping or pandas.Series
         N_u, the user's candidates with the held-out item: one int for every user, or one per user (every
         user of the table must be listed).
     ties : {"pessimistic", "optimistic"}
-        A negative scored equal to the held-out item ranks above it (pessimistic) or below.
+        A negative scored equal to the held-out item ranks above it (pessimistic) or below. A rank table's
+        ties were resolved when its ranks were computed: only the default is accepted with one.
 
     Returns
     -------
@@ -93,13 +101,19 @@ def cascade_cells(table, n_items, *, ties="pessimistic"):
     """
     if not isinstance(table, pd.DataFrame):
         raise TypeError(f"table must be a pandas DataFrame; got {type(table).__name__}")
-    missing = [c for c in ("user", "score", "label", "stratum") if c not in table.columns]
-    if missing:
-        raise ValueError(f"table needs the columns user, score, label, stratum (and optionally model, item); "
-                         f"missing {missing}")
     if ties not in ("pessimistic", "optimistic"):
         raise ValueError(f"ties must be 'pessimistic' or 'optimistic' (a cascade table has no random tie "
                          f"keys; {sorted(TIE_RULES)} elsewhere); got {show_value(ties)}")
+    if "head_rank" in table.columns and "score" not in table.columns:
+        if ties != "pessimistic":
+            raise ValueError(f"ties={ties!r} applies to a scores table; a rank table's ranks already resolved "
+                             "their ties")
+        return _cells_from_ranks(table, n_items)
+    missing = [c for c in ("user", "score", "label", "stratum") if c not in table.columns]
+    if missing:
+        raise ValueError(f"table needs the columns user, score, label, stratum (and optionally model, item), or "
+                         f"a rank table's user, head, head_rank (and optionally tail_size with tail_rank, model); "
+                         f"missing {missing}")
     t = table.copy()
     named = "model" in t.columns
     if not named:
@@ -169,6 +183,46 @@ def cascade_cells(table, n_items, *, ties="pessimistic"):
     check_strata(out["n_items"].to_numpy(), out["head"].to_numpy(), out["head_above"].to_numpy(),
                  out["tail_size"].to_numpy(), out["tail_rank"].to_numpy())
     return out[list(CASCADE_COLUMNS)]
+
+
+def _cells_from_ranks(table, n_items):
+    """:func:`cascade_cells` of a rank table (:data:`RANK_COLUMNS`)."""
+    required, optional = RANK_COLUMNS
+    cols = [str(c) for c in table.columns]
+    missing = [c for c in required if c not in cols]
+    extra = [c for c in cols if c not in required + optional]
+    if missing or extra or (("tail_size" in cols) != ("tail_rank" in cols)):
+        raise ValueError(f"a cascade's rank table has the columns {', '.join(required)} and optionally "
+                         f"tail_size with tail_rank, model; got {cols}")
+    t = table.copy()
+    named = "model" in cols
+    if not named:
+        t["model"] = "model"
+    if "tail_size" not in cols:
+        t["tail_size"], t["tail_rank"] = 0, 1
+    for c in ("head", "head_rank", "tail_size", "tail_rank"):
+        t[c] = check_int_column(t[c], c)
+    twice = t.duplicated(["model", "user"])
+    if twice.any():
+        r = t[twice].iloc[0]
+        raise ValueError(f"user {show_value(r['user'])}" + (f" (model {show_value(r['model'])})" if named else "")
+                         + " has two rows: a rank table has one row per user")
+    for c, top in (("head_rank", "head"), ("tail_rank", "tail_size")):
+        bad = (t[c] < 1) | (t[c] > t[top] + 1) | (t[top] < 0)
+        if bad.any():
+            j = int(np.flatnonzero(bad.to_numpy())[0])
+            raise ValueError(f"{c} must lie in 1..{top} + 1 (1 + the {top.replace('_size', '')} negatives ranked "
+                             f"above the held-out item) with {top} >= 0; row {j + 1} has {c} {t[c].iloc[j]} and "
+                             f"{top} {t[top].iloc[j]}")
+    out = t.assign(head_above=t["head_rank"] - 1, n_items=_n_items_of(n_items, t["user"]))
+    over = (out["head"] + out["tail_size"] > out["n_items"] - 1).to_numpy()
+    if over.any():
+        r = out[over].iloc[0]
+        raise ValueError(f"user {show_value(r['user'])} has {r['head']} head and {r['tail_size']} tail negatives, "
+                         f"more than the {r['n_items'] - 1} other candidates its n_items = {r['n_items']} allows")
+    check_strata(out["n_items"].to_numpy(), out["head"].to_numpy(), out["head_above"].to_numpy(),
+                 out["tail_size"].to_numpy(), out["tail_rank"].to_numpy())
+    return out[list(CASCADE_COLUMNS)].reset_index(drop=True)
 
 
 def _n_items_of(n_items, users):

@@ -386,3 +386,50 @@ def test_extension_study_names_a_bad_design_or_a_missing_model():
     with pytest.raises(ValueError, match="extension size must lie in"):
         cascade_tables(None, None, sp.csr_matrix((1, 3)), np.zeros(1, int), 1, 1, np.random.default_rng(0),
                        extension=(0, 1.0))
+
+
+def _rank_table(t):
+    """A cascade's rank table computed from its scores table, one user at a time (pessimistic ties)."""
+    rows = []
+    for u, g in t.groupby("user", sort=False):
+        held = g[g.label == 1].score.iloc[0]
+        neg = g[g.label == 0]
+        head, tail = neg[neg.stratum == "head"], neg[neg.stratum == "tail"]
+        rows.append({"user": u, "head": len(head), "head_rank": 1 + int((head.score >= held).sum()),
+                     "tail_size": len(tail), "tail_rank": 1 + int((tail.score >= held).sum())})
+    return pd.DataFrame(rows)
+
+
+def test_a_rank_table_gives_the_scores_table_s_estimate_and_bounds():
+    # the same users as ranks (computed here from the scores, user by user): every column of the estimate
+    # table equal, with random negatives and head only
+    t, _ = _population(M=400, N=200, m=15, r=12, seed=9)
+    r = _rank_table(t)
+    for a, b in ((t, r), (t[t.stratum == "head"], r.drop(columns=["tail_size", "tail_rank"]))):
+        x = cascade_estimate(a, 200, metrics=["recall@10", "ndcg@10"], n_boot=80, rng=3)
+        y = cascade_estimate(b, 200, metrics=["recall@10", "ndcg@10"], n_boot=80, rng=3)
+        pd.testing.assert_frame_equal(x, y)
+    two = pd.concat([r.assign(model="A"), r.assign(model="B", head_rank=1)])
+    cells = cascade_cells(two, {u: 200 for u in r.user})
+    assert list(cells.model.unique()) == ["A", "B"] and (cells[cells.model == "B"].head_above == 0).all()
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda r: r.assign(head_rank=0), r"^head_rank must lie in 1\.\.head \+ 1 .* row 1 has head_rank 0"),
+    (lambda r: r.assign(tail_rank=r.tail_size + 2), r"^tail_rank must lie in 1\.\.tail_size \+ 1"),
+    (lambda r: pd.concat([r, r.head(1)]), r"^user 0 has two rows: a rank table has one row per user"),
+    (lambda r: r.drop(columns="tail_rank"), "optionally tail_size with tail_rank"),
+    (lambda r: r.assign(extra=1), r"rank table has the columns user, head, head_rank .* got \[.*'extra'\]"),
+    (lambda r: r.assign(head=r["head"].astype(object).where(r.index != 2, "x")),
+     r"^column 'head' must hold integers .* got 'x' in row 3"),
+])
+def test_bad_rank_tables_are_named_in_one_line(change, message):
+    t, _ = _population(M=5, N=50, m=4, r=3, seed=4)
+    with pytest.raises(ValueError, match=message):
+        cascade_cells(change(_rank_table(t)), 50)
+
+
+def test_a_rank_table_refuses_a_tie_rule_its_ranks_already_applied():
+    t, _ = _population(M=5, N=50, m=4, r=3, seed=4)
+    with pytest.raises(ValueError, match="ties='optimistic' applies to a scores table"):
+        cascade_cells(_rank_table(t), 50, ties="optimistic")

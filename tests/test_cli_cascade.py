@@ -187,3 +187,24 @@ def test_a_proxy_file_of_another_layout_or_catalogue_is_refused(request_files, c
     rc, out, err = cli(capsys, "negatives", "-N", 120, "--users", d / "users.csv", "--proxy", tmp_path / "short.csv",
                        "--head", 5, "--tail-n", 5, "--seed", 0)
     assert rc != 0 and "scores every catalogue item once (120)" in err, err
+
+
+def test_a_rank_table_gives_the_scores_table_s_output(files, capsys, tmp_path):
+    # the same users written as ranks: estimate prints the same table; compare and ranks name estimate;
+    # --ties is refused (the ranks already resolved their ties)
+    from test_cascade import _rank_table
+
+    d, t, _ = files
+    _rank_table(t).to_csv(tmp_path / "ranks.csv", index=False)
+    outs = []
+    for f in (d / "plain.csv", tmp_path / "ranks.csv"):
+        rc, out, err = cli(capsys, "estimate", f, "-N", 80, "--n-boot", 40, "--seed", 2, "--quiet")
+        assert rc == 0, err
+        outs.append(out)
+    assert outs[0] == outs[1] and "n = 20" in outs[1]
+    rc, out, err = cli(capsys, "compare", tmp_path / "ranks.csv", "-N", 80)
+    assert rc != 0 and "is a cascade's rank table" in err and "`sampling-lib estimate` corrects it" in err, err
+    rc, out, err = cli(capsys, "estimate", tmp_path / "ranks.csv", "-N", 80, "--ties", "optimistic", "--quiet")
+    assert rc != 0 and err.count("\n") == 1 and "--ties applies to scores" in err, err
+    rc, out, err = cli(capsys, "estimate", tmp_path / "ranks.csv", "-N", 80, "-n", 20, "--quiet")
+    assert rc != 0 and "--sample-size does not apply to a cascade's rank table" in err, err

@@ -49,7 +49,9 @@ or a TREC / ranx run when ``--qrels`` is given):
   for each sampled negative; with a ``stratum`` column ("head": a retriever's
   top m, "tail": random negatives from the rest) it is a cascade's scores
   table, which ``estimate`` corrects to the full catalogue (or bounds, with no
-  tail). ``n_items`` is the user's number of candidates
+  tail); as ranks, one row per user ``user, head, head_rank`` [+ ``tail_size,
+  tail_rank``] [+ ``model``] (``head``: the head's negatives, ``head_rank``: 1 +
+  those ranked above the held-out item; the same for the tail sample). ``n_items`` is the user's number of candidates
   N_u (e.g. items - |history_u|); then ``--n-items`` is not needed (given
   both, they must agree). A table must match exactly one of these layouts
   (no other column): ``user, rank, count`` is an error, not a guess.

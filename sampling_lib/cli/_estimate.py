@@ -163,7 +163,7 @@ def _cmd_estimate_cascade(args, c):
                      ("--common-size-only", args.common_size_only),
                      ("--method", args.method not in (None, DEFAULT_METHOD))):
         if bad:
-            raise CLIError(f"{opt} does not apply to a cascade's scores table ({c.source}): each user's set is "
+            raise CLIError(f"{opt} does not apply to {c.what.split(' (')[0]} ({c.source}): each user's set is "
                            "the head, the tail sample and the held-out item, and the stratified estimator "
                            "corrects it")
     if args.scheme == "binomial" and args.scheme_stated:
@@ -190,7 +190,11 @@ def _cmd_estimate_cascade(args, c):
     if len(models) == 1 and args.format == "table":
         out = out.drop(columns="model")
     N = np.asarray(n_items if np.ndim(n_items) else [n_items])
-    sizes = table.groupby(["user"] + (["model"] if "model" in table.columns else [])).size().to_numpy()
+    if c.ranked:
+        sizes = 1 + pd.to_numeric(table["head"]).to_numpy() + (pd.to_numeric(table["tail_size"]).to_numpy()
+                                                               if "tail_size" in table.columns else 0)
+    else:
+        sizes = table.groupby(["user"] + (["model"] if "model" in table.columns else [])).size().to_numpy()
     ranges = {"n_items": (int(N.min()), int(N.max())), "sample_size": (int(sizes.min()), int(sizes.max()))}
     _show(out, args, "estimate", **ranges)
     _plot(out, args, **ranges)

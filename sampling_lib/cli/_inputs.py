@@ -21,16 +21,27 @@ __all__ = ["CascadeTable", "common_size_only", "NEGATIVES_FORMATS", "input_forma
 
 @dataclass(frozen=True)
 class CascadeTable:
-    """A cascade's scores table (the ``cascade`` layout: a ``stratum`` column), read by ``estimate`` with
+    """A cascade's scores table (the ``cascade`` layout: a ``stratum`` column) or rank table (``cascade
+    ranks``: ``head`` and ``head_rank`` columns), read by ``estimate`` with
     :func:`sampling_lib.cascade.cascade_estimate`."""
 
     table: pd.DataFrame
     source: str
 
+    @property
+    def ranked(self):
+        """True for a rank table (one row per user), False for a scores table (one row per candidate)."""
+        return "head_rank" in self.table.columns
+
+    @property
+    def what(self):
+        return ("a cascade's rank table (head and head_rank columns: each user's rank among the retriever's "
+                "head and among its random tail negatives)" if self.ranked else "a cascade's scores table (a "
+                "stratum column: the retriever's head and random tail negatives)")
+
     def refuse(self, command):
-        raise CLIError(f"{self.source} is a cascade's scores table (a stratum column: the retriever's head and "
-                       f"random tail negatives): `sampling-lib estimate` corrects it; {command} reads ranks, "
-                       "counts and scores tables")
+        raise CLIError(f"{self.source} is {self.what}: `sampling-lib estimate` corrects it; {command} reads "
+                       "ranks, counts and scores tables")
 
 
 def input_format(args):
@@ -91,7 +102,7 @@ def load_ranks(args):
     if layout not in ("scores", "cascade") and args.ties is not None:
         raise CLIError(f"--ties applies to scores (equal scores of the held-out item and a negative); "
                         f"{src} is a {layout} table")
-    if layout == "cascade":
+    if layout in ("cascade", "cascade ranks"):
         return CascadeTable(df, str(src))
     if layout == "counts":
         return _counts(args, counts_from_frame(io.counts_table(df, n=n, N=args.n_items), n=n, N=args.n_items))

@@ -18,7 +18,8 @@ def _add_inputs(p):
                    help="ranks table (user, rank[, sample_size][, n_items][, model]), counts table "
                         "(rank, count[, sample_size][, n_items][, model]; CSV or Parquet) or scores "
                         "table (user, score, label[, model]; with a stratum column, head or tail, a "
-                        "retriever + reranker cascade's, which estimate corrects); with --qrels one or more TREC/ranx run "
+                        "retriever + reranker cascade's, which estimate corrects; or the cascade's ranks: user, "
+                        "head, head_rank[, tail_size, tail_rank]); with --qrels one or more TREC/ranx run "
                         "files; with --input-format ncf/elliot/negatives the negatives file(s): one per "
                         "stage of a nested design, first stage first (sampling-lib negatives --stage)")
     p.add_argument("--input-format", default="auto", choices=INPUT_FORMATS,

@@ -23,6 +23,7 @@ TABLE_LAYOUTS = {
     "scores": (("user", "score", "label"), ("model", "item", "n_items")),
     "popularity": (("user", "item", "score", "label"), ("model", "q", "n_candidates", "replace")),
     "cascade": (("user", "score", "label", "stratum"), ("model", "item", "n_items")),
+    "cascade ranks": (("user", "head", "head_rank"), ("tail_size", "tail_rank", "model", "n_items")),
 }
 
 
@@ -168,7 +169,8 @@ def _layout_text(name):
 
 
 def table_layout(table, *, popularity=False):
-    """The documented layout a table's columns match: "ranks", "counts", "scores" or "popularity".
+    """The documented layout a table's columns match: "ranks", "counts", "scores", "popularity", "cascade" or
+    "cascade ranks".
 
     A layout matches when the table has its required columns and no column
     outside its required and optional ones (:data:`TABLE_LAYOUTS`). A table
@@ -178,7 +180,8 @@ def table_layout(table, *, popularity=False):
     ``popularity=True`` (popularity-sampled negatives: item weights given)
     reads ``user, item, score, label`` as a popularity scores table, which
     otherwise is a scores table. A ``stratum`` column ("head": a retriever's top m, "tail": a random
-    negative) makes a scores table a cascade's (:mod:`sampling_lib.cascade`).
+    negative) makes a scores table a cascade's (:mod:`sampling_lib.cascade`); ``head`` and ``head_rank``
+    columns make a cascade's rank table (one row per user, :data:`sampling_lib.cascade.RANK_COLUMNS`).
 
     Examples
     --------
@@ -187,11 +190,11 @@ def table_layout(table, *, popularity=False):
     >>> table_layout(pd.DataFrame(columns=["user", "rank", "count"]))
     Traceback (most recent call last):
     ...
-    ValueError: the table's columns ['user', 'rank', 'count'] match none of the documented layouts: ranks (user, rank[, model][, sample_size][, n_items][, first_rank][, scheme]), counts (rank, count[, model][, sample_size][, n_items]), scores (user, score, label[, model][, item][, n_items]), cascade (user, score, label, stratum[, model][, item][, n_items]) (with 'count' and 'user' both present, a row could be one user or 'count' users)
+    ValueError: the table's columns ['user', 'rank', 'count'] match none of the documented layouts: ranks (user, rank[, model][, sample_size][, n_items][, first_rank][, scheme]), counts (rank, count[, model][, sample_size][, n_items]), scores (user, score, label[, model][, item][, n_items]), cascade (user, score, label, stratum[, model][, item][, n_items]), cascade ranks (user, head, head_rank[, tail_size][, tail_rank][, model][, n_items]) (with 'count' and 'user' both present, a row could be one user or 'count' users)
     """
     df = read_table(table, "ranks")
     cols = [str(c) for c in df.columns]
-    names = ("popularity",) if popularity else ("ranks", "counts", "scores", "popularity", "cascade")
+    names = ("popularity",) if popularity else ("ranks", "counts", "scores", "popularity", "cascade", "cascade ranks")
     fits = [nm for nm in names if set(TABLE_LAYOUTS[nm][0]) <= set(cols)
             and set(cols) <= set(TABLE_LAYOUTS[nm][0]) | set(TABLE_LAYOUTS[nm][1])]
     if fits == ["scores", "popularity"] or fits == ["popularity", "scores"]:
