@@ -395,7 +395,7 @@ def estimate_view(table, *, n_items=None, sample_size=None, seed=None):
                           "below it) to 1 + x + T (all T unscored items above): the metric is bounded, not "
                           "estimated, and the interval runs from the user bootstrap's lower end of the low bound "
                           "to its upper end of the high one. Scoring random negatives from the rest (stratum "
-                          "'tail') turns the bounds into an estimate."))
+                          "'tail'; in a rank table tail_size and tail_rank) turns the bounds into an estimate."))
     elif design:
         text.append(_wrap(f"{DESIGN_BOUNDS_LABEL}: where the metric lies whatever the tail ranks, from the design "
                           "alone (no prior): each user's global rank lies between 1 + x + c (x head and c sampled "
