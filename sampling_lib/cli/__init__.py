@@ -51,10 +51,11 @@ or a TREC / ranx run when ``--qrels`` is given):
   table, which ``estimate`` corrects to the full catalogue (or bounds, with no
   tail); as ranks, one row per user ``user, head, head_rank`` [+ ``tail_size,
   tail_rank``] [+ ``model``] (``head``: the head's negatives, ``head_rank``: 1 +
-  those ranked above the held-out item; the same for the tail sample). ``n_items`` is the user's number of candidates
-  N_u (e.g. items - |history_u|); then ``--n-items`` is not needed (given
-  both, they must agree). A table must match exactly one of these layouts
-  (no other column): ``user, rank, count`` is an error, not a guess.
+  those ranked above the held-out item; the same for the tail sample).
+  ``n_items`` is the user's number of candidates N_u (e.g. items -
+  |history_u|); then ``--n-items`` is not needed (given both, they must agree).
+  A table must match exactly one of these layouts (no other column):
+  ``user, rank, count`` is an error, not a guess.
   ``compare`` on counts uses an unpaired bootstrap (counts carry no pairing
   of users);
 * ``trec``: TREC run file(s) (``query Q0 doc rank score tag``, one model per
