@@ -29,7 +29,7 @@ __all__ = ["bounds_expectation_gap", "cascade_study", "cascade_tables", "design_
            "extension_study", "poisson_indicator_estimate", "unbiased_top_k_checks"]
 
 
-def cascade_tables(costly_rows, retriever_rows, train, held, m, r, rng, *, extension=None):
+def cascade_tables(costly_rows, retriever_rows, train, held, m, r, rng, *, extension=None, costly_pairs=None):
     """One draw's cascade score table: each user's held-out item, the retriever's top ``m`` candidates (history
     and held-out item excluded; ties by catalogue position) and ``r`` candidates drawn uniformly without
     replacement from the rest, with the costly model's scores.
@@ -46,6 +46,10 @@ def cascade_tables(costly_rows, retriever_rows, train, held, m, r, rng, *, exten
     the ``r`` uniform draws come from what is left (fewer where fewer are left). With ``extension`` None the
     draws are those of the plain protocol.
 
+    ``costly_pairs`` (users, items) -> scores, when given, scores the table's pairs instead of ``costly_rows``
+    (then unused): a counting wrapper around it (:class:`sampling_lib.studies.PairCounter`) counts what the
+    design scored.
+
     Examples
     --------
     >>> import scipy.sparse as sp
@@ -58,8 +62,6 @@ def cascade_tables(costly_rows, retriever_rows, train, held, m, r, rng, *, exten
     >>> t[t.user == 0].stratum.tolist()
     ['head', 'head', 'head', 'head', 'head', 'head']
     """
-    from ..proxy import rank_power_inclusion
-
     if extension is not None:
         size, power = extension
         size = check_float(size, "extension size", low=0.0, low_open=True)
@@ -71,7 +73,7 @@ def cascade_tables(costly_rows, retriever_rows, train, held, m, r, rng, *, exten
     for a in range(0, M, step):
         users = np.arange(a, min(a + step, M))
         k = users.size
-        S, P = costly_rows(users), np.array(retriever_rows(users), dtype=float)
+        P = np.array(retriever_rows(users), dtype=float)
         sub = train[users].tocoo()
         P[sub.row, sub.col] = -np.inf
         P[np.arange(k), held[users]] = -np.inf
@@ -82,31 +84,36 @@ def cascade_tables(costly_rows, retriever_rows, train, held, m, r, rng, *, exten
         key[np.arange(k), held[users]] = np.inf
         key[np.arange(k)[:, None], head] = np.inf
         if extension is None:
-            tail = np.argsort(key, axis=1)[:, :r]
-            items = np.hstack([held[users][:, None], head, tail])
+            items = np.hstack([held[users][:, None], head, np.argsort(key, axis=1)[:, :r]])
             w = items.shape[1]
-            out.append(pd.DataFrame({"user": np.repeat(users, w), "item": items.ravel(),
-                                     "score": S[np.arange(k)[:, None], items].ravel(),
-                                     "label": np.tile(np.r_[1, np.zeros(w - 1, np.int64)], k),
-                                     "stratum": np.tile(["head"] * (1 + m) + ["tail"] * r, k)}))
-            continue
-        T = np.maximum(np.isfinite(P).sum(axis=1) - m, 0)  # the rest's candidates, in the retriever's order
-        rows, cols, heads = [], [], []
-        for i in range(k):
-            if T[i] not in pis:
-                pis[T[i]] = rank_power_inclusion(T[i], min(size, T[i]), power) if T[i] else np.zeros(0)
-            ext = order[i, m:m + T[i]][rng.random(T[i]) < pis[T[i]]]
-            key[i, ext] = np.inf
-            tail = np.argsort(key[i])[:r]
-            tail = tail[np.isfinite(key[i, tail])]
-            cols.append(np.r_[held[users[i]], head[i], ext, tail])
-            rows.append(np.full(cols[-1].size, i))
-            heads.append(np.arange(cols[-1].size) < 1 + head[i].size + ext.size)
-        rows, cols, heads = np.concatenate(rows), np.concatenate(cols), np.concatenate(heads)
+            rows, cols, heads = np.repeat(np.arange(k), w), items.ravel(), np.tile(np.arange(w) < 1 + m, k)
+        else:
+            rows, cols, heads = _extended(order, key, held[users], m, r, size, power, pis, rng)
+        score = (costly_pairs(users[rows], cols) if costly_pairs is not None
+                 else np.asarray(costly_rows(users))[rows, cols])
         first = np.r_[True, rows[1:] != rows[:-1]]
-        out.append(pd.DataFrame({"user": users[rows], "item": cols, "score": S[rows, cols],
+        out.append(pd.DataFrame({"user": users[rows], "item": cols, "score": score,
                                  "label": first.astype(np.int64), "stratum": np.where(heads, "head", "tail")}))
     return pd.concat(out, ignore_index=True)
+
+
+def _extended(order, key, held, m, r, size, power, pis, rng):
+    """One block's (row, item, head?) of cascade_tables with a Poisson extension of the head (its docstring)."""
+    from ..proxy import rank_power_inclusion
+
+    T = np.isfinite(key).sum(axis=1)                    # the rest's candidates, in the retriever's order
+    rows, cols, heads = [], [], []
+    for i in range(order.shape[0]):
+        if T[i] not in pis:
+            pis[T[i]] = rank_power_inclusion(T[i], min(size, T[i]), power) if T[i] else np.zeros(0)
+        ext = order[i, m:m + T[i]][rng.random(T[i]) < pis[T[i]]]
+        key[i, ext] = np.inf
+        tail = np.argsort(key[i])[:r]
+        tail = tail[np.isfinite(key[i, tail])]
+        cols.append(np.r_[held[i], order[i, :m], ext, tail])
+        rows.append(np.full(cols[-1].size, i))
+        heads.append(np.arange(cols[-1].size) < 1 + m + ext.size)
+    return np.concatenate(rows), np.concatenate(cols), np.concatenate(heads)
 
 
 def cascade_study(data=None, costly="ease-200", retriever="itemknn", *, m=20, r=19, draws=10,
@@ -201,15 +208,16 @@ def extension_study(data=None, costly="ease-200", proxy="popularity", designs=((
     -------
     pandas.DataFrame
         One row per (design, draw, metric): :func:`cascade_study`'s corrected-protocol columns with
-        ``extension`` and ``power``, and ``cost``: the table's scored pairs (held-out items included; each
-        row is one costly score) over the sum of N_u, full ranking's.
+        ``extension`` and ``power``, ``cost``: the pairs the costly model was asked to score (held-out items
+        included; counted by a :class:`~sampling_lib.studies.PairCounter` around it) over the sum of N_u,
+        full ranking's, and ``repeats``: pairs asked more than once (0).
 
     Examples
     --------
     >>> t = extension_study(None, "popularity", "itemknn", [(10, 0, 0.0, 20), (5, 5, 1.0, 20)], draws=1,
     ...                     n_boot=50, full_boot=2000, synthetic={"n_users": 300, "n_items": 200})
     >>> t.groupby("extension").cost.mean().round(2).tolist()
-    [0.17, 0.17]
+    [0.18, 0.18]
     """
     draws = check_int(draws, "draws", low=1)
     parsed = parse_metrics(metrics)
@@ -219,14 +227,21 @@ def extension_study(data=None, costly="ease-200", proxy="popularity", designs=((
     setup = _panel_setup(data, population, costly, proxy, parsed, data_rng, full_boot, synthetic)
     train, held, N_u, truth, full_hw, fc, fp, base = setup
     base = {**base, "costly": costly, "proxy": proxy}
+    from .evaluation import PairCounter
+
+    def pairs(u, i):                                    # the costly model asked for pairs, from its rows
+        uu, at = np.unique(u, return_inverse=True)
+        return np.asarray(fc.score(uu))[at, i]
+
     rows = []
     for m, e, a, r in designs:
         for k in range(draws):
-            table = cascade_tables(fc.score, fp.score, train, held, m, r, np.random.default_rng([seed, k]),
-                                   extension=(e, a) if e > 0 else None)
-            cost = len(table) / float(N_u.sum())
+            counter = PairCounter(pairs, base["N"])
+            table = cascade_tables(None, fp.score, train, held, m, r, np.random.default_rng([seed, k]),
+                                   extension=(e, a) if e > 0 else None, costly_pairs=counter)
             rows += _corrected_rows(table, N_u, parsed, truth, full_hw, n_boot, seed + k,
-                                    {**base, "m": m, "extension": e, "power": a, "r": r, "draw": k, "cost": cost})
+                                    {**base, "m": m, "extension": e, "power": a, "r": r, "draw": k,
+                                     "cost": counter.pairs / float(N_u.sum()), "repeats": counter.repeats()})
     return pd.DataFrame(rows)
 
 
