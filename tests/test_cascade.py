@@ -343,6 +343,14 @@ def test_a_head_extended_by_the_proxy_s_rank_is_corrected_to_the_full_catalogue(
                        np.random.default_rng(8), extension=(10, 1.0))
     heads = t[(t.stratum == "head") & (t.label == 0)].groupby("user").size()
     assert heads.min() >= 10 and heads.max() > 12 and abs(heads.mean() - 20) < 0.5    # 10 + Poisson, mean 10
+    # scored through a counting wrapper of (user, item) pairs: the same table, each pair asked once
+    from sampling_lib.studies import PairCounter
+
+    counter = PairCounter(lambda u, i: S[u, i], N)
+    same = cascade_tables(None, lambda us: P[us], sp.csr_matrix((M, N)), held, 10, 19, np.random.default_rng(8),
+                          extension=(10, 1.0), costly_pairs=counter)
+    pd.testing.assert_frame_equal(same, t)
+    assert counter.pairs == len(t) and counter.repeats() == 0
     e = cascade_estimate(t, N, metrics=["recall@10", "ndcg@10"], n_boot=300, rng=0).set_index("metric")
     for mt in ("recall@10", "ndcg@10"):
         truth = metric_values(mt, N)[R - 1].mean()
