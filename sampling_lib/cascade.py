@@ -99,8 +99,11 @@ def cascade_cells(table, n_items, *, ties="pessimistic"):
     >>> cascade_cells(t, 100)[["head", "head_above", "tail_size", "tail_rank"]].to_numpy().tolist()
     [[2, 1, 2, 2]]
     """
+    from .io._tables import _check_not_blank
+
     if not isinstance(table, pd.DataFrame):
         raise TypeError(f"table must be a pandas DataFrame; got {type(table).__name__}")
+    _check_not_blank(table, [c for c in ("user", "model") if c in table.columns], "cascade")
     if ties not in ("pessimistic", "optimistic"):
         raise ValueError(f"ties must be 'pessimistic' or 'optimistic' (a cascade table has no random tie "
                          f"keys; {sorted(TIE_RULES)} elsewhere); got {show_value(ties)}")

@@ -441,3 +441,17 @@ def test_a_rank_table_refuses_a_tie_rule_its_ranks_already_applied():
     t, _ = _population(M=5, N=50, m=4, r=3, seed=4)
     with pytest.raises(ValueError, match="ties='optimistic' applies to a scores table"):
         cascade_cells(_rank_table(t), 50, ties="optimistic")
+
+
+def test_a_blank_user_or_model_is_an_error_not_a_user_dropped_or_named_nan():
+    t, _ = _population(M=5, N=50, m=4, r=3, seed=4)
+    blank = t.astype({"user": object})
+    blank.loc[blank.user == 2, "user"] = np.nan
+    with pytest.raises(ValueError, match=r"column 'user' of the cascade table is blank in row \d+"):
+        cascade_estimate(blank, 50, n_boot=0)
+    r = _rank_table(t).astype({"user": object})
+    r.loc[1, "user"] = " "
+    with pytest.raises(ValueError, match="column 'user' of the cascade table is blank in row 2"):
+        cascade_cells(r, 50)
+    with pytest.raises(ValueError, match="column 'model' of the cascade table is blank"):
+        cascade_cells(_rank_table(t).assign(model=["a", None, "a", "a", "a"]), 50)

@@ -208,3 +208,15 @@ def test_a_rank_table_gives_the_scores_table_s_output(files, capsys, tmp_path):
     assert rc != 0 and err.count("\n") == 1 and "--ties applies to scores" in err, err
     rc, out, err = cli(capsys, "estimate", tmp_path / "ranks.csv", "-N", 80, "-n", 20, "--quiet")
     assert rc != 0 and "--sample-size does not apply to a cascade's rank table" in err, err
+
+
+def test_a_blank_user_in_a_cascade_file_is_a_one_line_error_naming_its_line(files, capsys, tmp_path):
+    from test_cascade import _rank_table
+
+    d, t, _ = files
+    r = _rank_table(t).astype({"user": object})
+    r.loc[3, "user"] = None
+    r.to_csv(tmp_path / "blank.csv", index=False)
+    rc, out, err = cli(capsys, "estimate", tmp_path / "blank.csv", "-N", 80, "--n-boot", 0, "--quiet")
+    assert rc != 0 and err.count("\n") == 1 and "column 'user' of the cascade table is blank in" in err, err
+    assert "blank.csv, line 5" in err, err

@@ -172,6 +172,9 @@ def _cmd_estimate_cascade(args, c):
     if args.ties == "random":
         raise CLIError("--ties random does not apply to a cascade's scores table: pessimistic (a negative "
                        "scored equal to the held-out item ranks above it) or optimistic")
+    from ..io._tables import _check_not_blank
+
+    _check_not_blank(c.table, [k for k in ("user", "model") if k in c.table.columns], "cascade")
     table = c.table.assign(user=io.id_text(c.table["user"]))
     n_items = _cascade_n_items(args, c)
     table = table.drop(columns=[k for k in ("n_items",) if k in table.columns])
