@@ -220,3 +220,19 @@ def test_a_blank_user_in_a_cascade_file_is_a_one_line_error_naming_its_line(file
     rc, out, err = cli(capsys, "estimate", tmp_path / "blank.csv", "-N", 80, "--n-boot", 0, "--quiet")
     assert rc != 0 and err.count("\n") == 1 and "column 'user' of the cascade table is blank in" in err, err
     assert "blank.csv, line 5" in err, err
+
+
+@pytest.mark.parametrize("blank, proxy", [("users", True), ("users", False), ("train", True)])
+def test_a_blank_user_in_the_negatives_writer_s_inputs_is_a_one_line_error(request_files, capsys, tmp_path,
+                                                                           blank, proxy):
+    # a blank user id had been written as a user '' (users file) or dropped into a note (exclude file)
+    d, *_ = request_files
+    t = pd.read_csv(d / f"{blank}.csv", dtype=str)
+    t.loc[2, "user"] = ""
+    t.to_csv(tmp_path / f"{blank}.csv", index=False)
+    files = {k: (tmp_path if k == blank else d) / f"{k}.csv" for k in ("users", "train")}
+    design = ("--proxy", d / "proxy.csv", "--head", 10, "--tail-n", 9) if proxy else ("-n", 20)
+    rc, out, err = cli(capsys, "negatives", "-N", 120, "--users", files["users"], "--exclude", files["train"],
+                       *design, "--seed", 5, "-o", tmp_path / "out.csv")
+    assert rc != 0 and err.count("\n") == 1 and "column 'user' of" in err and "is blank in" in err, err
+    assert f"{blank}.csv, line 4" in err and not (tmp_path / "out.csv").exists(), err

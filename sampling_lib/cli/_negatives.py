@@ -10,6 +10,7 @@ import pandas as pd
 from ._common import CLIError, check_output
 from ._inputs import read_weights
 from ._stages import STAGE_OPTIONS, catalogue, check_stage_one, cmd_stage, item_positions
+from ..io._tables import _check_not_blank
 
 __all__ = ["cmd_negatives"]
 
@@ -30,6 +31,7 @@ def cmd_negatives(args):
                        "negatives, which their estimators need: write the negatives CSV (the default)")
     users = read_table(args.users, "users")
     check_columns(users, ["user"], f"the users file {args.users}")
+    _check_not_blank(users, ["user"], "users")
     excl = None
     if args.exclude is not None:
         excl = read_table(args.exclude, "exclude")
@@ -119,6 +121,7 @@ def _cmd_requests(args):
         raise CLIError(f"--{later[0].replace('_', '-')} applies to a later stage of a uniform design, not with --proxy")
     users = read_table(args.users, "users")
     check_columns(users, ["user", "item"], f"the users file {args.users} (user and held-out item)")
+    _check_not_blank(users, ["user"], "users")
     N, ids = catalogue(args)
 
     def positions(t, col, what, source):      # catalogue positions 0..N-1 of a file's item ids (file and line)
@@ -132,6 +135,7 @@ def _cmd_requests(args):
     if args.exclude is not None:
         excl = read_table(args.exclude, "exclude")
         check_columns(excl, ["user", "item"], f"the exclude file {args.exclude}")
+        _check_not_blank(excl, ["user"], "exclude")
         exclude = pd.DataFrame({"user": id_text(excl["user"]),
                                 "item": positions(excl, "item", "excluded item", args.exclude)})
     table = read_table(args.proxy, "proxy")
