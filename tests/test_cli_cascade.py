@@ -236,3 +236,12 @@ def test_a_blank_user_in_the_negatives_writer_s_inputs_is_a_one_line_error(reque
                        *design, "--seed", 5, "-o", tmp_path / "out.csv")
     assert rc != 0 and err.count("\n") == 1 and "column 'user' of" in err and "is blank in" in err, err
     assert f"{blank}.csv, line 4" in err and not (tmp_path / "out.csv").exists(), err
+
+
+def test_a_blank_user_in_the_n_items_file_of_a_cascade_is_a_one_line_error(files, capsys, tmp_path):
+    d, *_ = files
+    n = pd.read_csv(d / "n_items.csv", dtype=str)
+    n.loc[1, "user"] = ""
+    n.to_csv(tmp_path / "n.csv", index=False)
+    rc, out, err = cli(capsys, "estimate", d / "plain.csv", "--n-items-file", tmp_path / "n.csv", "--n-boot", 0)
+    assert rc != 0 and err.count("\n") == 1 and "column 'user' of the n_items table is blank in" in err, err

@@ -142,7 +142,10 @@ def _cascade_n_items(args, c):
     if args.n_items is not None:
         return int(args.n_items)
     if args.n_items_file is not None:
+        from ..io._tables import _check_not_blank
+
         t = io.read_table(args.n_items_file, "n_items")
+        _check_not_blank(t, ["user"], "n_items")
         t = pd.DataFrame({"user": io.id_text(t["user"]), "n_items": t["n_items"]})
     else:
         t = pd.DataFrame({"user": io.id_text(c.table["user"]), "n_items": c.table["n_items"]})
