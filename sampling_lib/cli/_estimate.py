@@ -157,9 +157,10 @@ def _cascade_n_items(args, c):
 
 
 def _cmd_estimate_cascade(args, c):
-    """``estimate`` on a cascade's scores table: :func:`sampling_lib.cascade.cascade_estimate`."""
+    """``estimate`` on a cascade's scores or rank table: :func:`sampling_lib.cascade.cascade_estimate`."""
     from .. import io
     from ..cascade import cascade_estimate
+    from ..io._tables import _check_not_blank
     from ._names import DEFAULT_METHOD
 
     for opt, bad in (("--sample-size", args.sample_size is not None),
@@ -175,8 +176,6 @@ def _cmd_estimate_cascade(args, c):
     if args.ties == "random":
         raise CLIError("--ties random does not apply to a cascade's scores table: pessimistic (a negative "
                        "scored equal to the held-out item ranks above it) or optimistic")
-    from ..io._tables import _check_not_blank
-
     _check_not_blank(c.table, [k for k in ("user", "model") if k in c.table.columns], "cascade")
     table = c.table.assign(user=io.id_text(c.table["user"]))
     n_items = _cascade_n_items(args, c)
