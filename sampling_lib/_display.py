@@ -60,12 +60,19 @@ _RESOLVE_POPULARITY = ("Popularity-sampled negatives get no staged design (choos
 
 def table_kind(table):
     """What an estimate table is, for its notes: ``popularity`` (popularity-sampled negatives), ``stratified``
-    (a proxy's head and a sampled tail), ``bounds`` (``bound_low/high`` filled) and ``design`` (a cascade's
-    design-only interval there)."""
-    stratified = "method" in table.columns and bool(table["method"].astype(str).str.endswith("(stratified)").any())
+    (a proxy's head and a sampled tail), ``bounds`` (``bound_low/high`` filled), ``design`` (a cascade's
+    design-only interval there), ``head_only`` (a cascade's top m only: bounds, no estimate) and
+    ``bounds_label``, what the views call the bounds."""
+    from .cascade import BOUNDS_LABEL, BOUNDS_METHOD, DESIGN_BOUNDS_LABEL
+
+    method = table["method"].astype(str) if "method" in table.columns else None
+    stratified = method is not None and bool(method.str.endswith("(stratified)").any())
+    head_only = method is not None and bool(method.eq(BOUNDS_METHOD).any())
     bounds = "bound_low" in table.columns and bool(table["bound_low"].notna().any())
-    return {"popularity": _is_popularity(table), "stratified": stratified, "bounds": bounds,
-            "design": stratified and bounds}
+    design = stratified and bounds
+    return {"popularity": _is_popularity(table), "stratified": stratified, "bounds": bounds, "design": design,
+            "head_only": head_only,
+            "bounds_label": BOUNDS_LABEL if head_only else DESIGN_BOUNDS_LABEL if design else "bounds without logs"}
 
 
 def _is_popularity(table):
@@ -214,8 +221,8 @@ def resolution_note(metrics, w, *, widened, popularity=False, stratified=False, 
                 "(Gowalla, a cascade's top 20 + 19 random) it missed the truth in 10 of 10 draws, as on Yelp2018 "
                 "(benchmarks/README.md, 'Published cascade protocols corrected'). "
                 + ("The design-only interval beside it (bound_low/high) holds without the prior (it covered "
-                   "the truth in every draw there) and shows how little the sample says: its low end near 0 means the data alone "
-                   "cannot place any user in the top K. " if design else "")
+                   "the truth in every draw there) and shows how little the sample says: its low end near 0 "
+                   "means the data alone cannot place any user in the top K. " if design else "")
                 + "A larger head or tail_n_max in evaluate(..., proxy=) resolves it; a published cascade's file "
                 "cannot.")
     width = f" = {w:.1f}" if w is not None and np.isfinite(w) else ""
@@ -353,20 +360,20 @@ def estimate_view(table, *, n_items=None, sample_size=None, seed=None):
     header = _header(table, n_items, sample_size, seed=seed)
     columns = (["model"] if "model" in table.columns else []) + ["metric"] + varying
     columns += ["naive", "estimate", f"{level:.0%} interval" if level is not None else "interval"]
-    from .cascade import BOUNDS_LABEL as _HEAD_ONLY_BOUNDS, BOUNDS_METHOD as _HEAD_ONLY, DESIGN_BOUNDS_LABEL
+    from .cascade import BOUNDS_METHOD
 
-    head_only = ("method" in table.columns and bool(table["method"].astype(str).eq(_HEAD_ONLY).any()))
     kind = table_kind(table)
     popular, stratified, bounds, design = kind["popularity"], kind["stratified"], kind["bounds"], kind["design"]
+    head_only = kind["head_only"]
     if bounds:
-        columns.append(_HEAD_ONLY_BOUNDS if head_only else DESIGN_BOUNDS_LABEL if design else "bounds without logs")
+        columns.append(kind["bounds_label"])
     ratio = "precision_ratio" in table.columns and bool(table["precision_ratio"].notna().any())
     if ratio:
         columns.append(_RATIO)
     columns.append("")
     below, clipped = _marks(table, w)
     if head_only:        # bounds, not an estimate: no extrapolation to mark (the note below says what they are)
-        below = below & ~table["method"].astype(str).eq(_HEAD_ONLY).to_numpy()
+        below = below & ~table["method"].astype(str).eq(BOUNDS_METHOD).to_numpy()
     rows = []
     for i, r in enumerate(table.itertuples(index=False)):
         d = r._asdict()
@@ -390,14 +397,14 @@ def estimate_view(table, *, n_items=None, sample_size=None, seed=None):
                           "linear estimators BV, MN and CLS can do that) and was set to the nearest end of it."))
     text += _one_step_note(table, n_items)
     if bounds and head_only:
-        text.append(_wrap(f"{_HEAD_ONLY_BOUNDS}: only the retriever's top m were scored, so each user's global rank "
+        text.append(_wrap(f"{kind['bounds_label']}: only the retriever's top m were scored, so each user's global rank "
                           "lies anywhere from 1 + x (x head items above the held-out one; every unscored item "
                           "below it) to 1 + x + T (all T unscored items above): the metric is bounded, not "
                           "estimated, and the interval runs from the user bootstrap's lower end of the low bound "
                           "to its upper end of the high one. Scoring random negatives from the rest (stratum "
                           "'tail'; in a rank table tail_size and tail_rank) turns the bounds into an estimate."))
     elif design:
-        text.append(_wrap(f"{DESIGN_BOUNDS_LABEL}: where the metric lies whatever the tail ranks, from the design "
+        text.append(_wrap(f"{kind['bounds_label']}: where the metric lies whatever the tail ranks, from the design "
                           "alone (no prior): each user's global rank lies between 1 + x + c (x head and c sampled "
                           "tail items above the held-out one) and that plus the unsampled tail items; the high end "
                           "also weighs each user whose sample holds no item above by the inverse chance of missing "

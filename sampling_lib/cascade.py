@@ -176,6 +176,11 @@ def cascade_cells(table, n_items, *, ties="pessimistic"):
     out = out.rename(columns={"tail": "tail_size"})
     out["tail_rank"] = 1 + out["tail_above"].astype(np.int64)
     out["head_above"] = out["head_above"].astype(np.int64)
+    return _checked_cells(out, of)
+
+
+def _checked_cells(out, of):
+    """The cells of either table form, checked against N_u (``of``: how a row's model is named in messages)."""
     over = (out["head"] + out["tail_size"] > out["n_items"] - 1).to_numpy()
     if over.any():
         r = out[over].iloc[0]
@@ -185,7 +190,7 @@ def cascade_cells(table, n_items, *, ties="pessimistic"):
                          "item included")
     check_strata(out["n_items"].to_numpy(), out["head"].to_numpy(), out["head_above"].to_numpy(),
                  out["tail_size"].to_numpy(), out["tail_rank"].to_numpy())
-    return out[list(CASCADE_COLUMNS)]
+    return out[list(CASCADE_COLUMNS)].reset_index(drop=True)
 
 
 def _cells_from_ranks(table, n_items):
@@ -205,11 +210,13 @@ def _cells_from_ranks(table, n_items):
         t["tail_size"], t["tail_rank"] = 0, 1
     for c in ("head", "head_rank", "tail_size", "tail_rank"):
         t[c] = check_int_column(t[c], c)
+    def of(model):          # the model, where the table names one
+        return f" (model {show_value(model)})" if named else ""
     twice = t.duplicated(["model", "user"])
     if twice.any():
         r = t[twice].iloc[0]
-        raise ValueError(f"user {show_value(r['user'])}" + (f" (model {show_value(r['model'])})" if named else "")
-                         + " has two rows: a rank table has one row per user")
+        raise ValueError(f"user {show_value(r['user'])}{of(r['model'])} has two rows: a rank table has one row "
+                         "per user")
     for c, top in (("head_rank", "head"), ("tail_rank", "tail_size")):
         bad = (t[c] < 1) | (t[c] > t[top] + 1) | (t[top] < 0)
         if bad.any():
@@ -217,15 +224,7 @@ def _cells_from_ranks(table, n_items):
             raise ValueError(f"{c} must lie in 1..{top} + 1 (1 + the {top.replace('_size', '')} negatives ranked "
                              f"above the held-out item) with {top} >= 0; row {j + 1} has {c} {t[c].iloc[j]} and "
                              f"{top} {t[top].iloc[j]}")
-    out = t.assign(head_above=t["head_rank"] - 1, n_items=_n_items_of(n_items, t["user"]))
-    over = (out["head"] + out["tail_size"] > out["n_items"] - 1).to_numpy()
-    if over.any():
-        r = out[over].iloc[0]
-        raise ValueError(f"user {show_value(r['user'])} has {r['head']} head and {r['tail_size']} tail negatives, "
-                         f"more than the {r['n_items'] - 1} other candidates its n_items = {r['n_items']} allows")
-    check_strata(out["n_items"].to_numpy(), out["head"].to_numpy(), out["head_above"].to_numpy(),
-                 out["tail_size"].to_numpy(), out["tail_rank"].to_numpy())
-    return out[list(CASCADE_COLUMNS)].reset_index(drop=True)
+    return _checked_cells(t.assign(head_above=t["head_rank"] - 1, n_items=_n_items_of(n_items, t["user"])), of)
 
 
 def _n_items_of(n_items, users):

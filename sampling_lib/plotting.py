@@ -109,11 +109,8 @@ def plot_estimates(table, *, n_items=None, sample_size=None, title=None, panels_
     ci_label = f"corrected, {level:.0%} interval" if level is not None else "corrected, interval"
     any_below = False
     # a head-only cascade (sampling_lib.cascade): bounds of the tail left unscored, no estimate to extrapolate
-    from .cascade import BOUNDS_LABEL, BOUNDS_METHOD, DESIGN_BOUNDS_LABEL
-
-    head_only = "method" in table.columns and bool(table["method"].astype(str).eq(BOUNDS_METHOD).any())
-    bounds_label = (BOUNDS_LABEL if head_only else DESIGN_BOUNDS_LABEL if table_kind(table)["design"]
-                    else "bounds without logs")
+    kind = table_kind(table)
+    head_only, bounds_label = kind["head_only"], kind["bounds_label"]
     for ax, metric in zip(axes, metrics):
         sub = table[table["metric"] == metric]
         if "model" in sub.columns:

@@ -219,6 +219,8 @@ def extension_study(data=None, costly="ease-200", proxy="popularity", designs=((
     >>> t.groupby("extension").cost.mean().round(2).tolist()
     [0.18, 0.18]
     """
+    from .evaluation import PairCounter
+
     draws = check_int(draws, "draws", low=1)
     parsed = parse_metrics(metrics)
     designs = [(check_int(m, "designs' m", low=0), check_float(e, "designs' size", low=0.0),
@@ -227,7 +229,6 @@ def extension_study(data=None, costly="ease-200", proxy="popularity", designs=((
     setup = _panel_setup(data, population, costly, proxy, parsed, data_rng, full_boot, synthetic)
     train, held, N_u, truth, full_hw, fc, fp, base = setup
     base = {**base, "costly": costly, "proxy": proxy}
-    from .evaluation import PairCounter
 
     def pairs(u, i):                                    # the costly model asked for pairs, from its rows
         uu, at = np.unique(u, return_inverse=True)
